@@ -1,0 +1,81 @@
+/* tally.c - the tally executable: dispatches to one subcommand per file (see cli.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *summary;
+} commands[] = {
+    { "collect", cmd_collect, "run a program and record an experiment" },
+    { "print", cmd_print, "report on an experiment in the er_print command language" },
+    { "check", cmd_check, "verify an experiment and report damage" },
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: tally <command> [options] [args]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'tally <command> -h' describes a command; 'man tally-<command>' in full.\n");
+}
+
+int cli_report(const tally_err_t *err)
+{
+    fprintf(stderr, "tally: %s\n", err->msg[0] ? err->msg : tally_strerror(err->code));
+    return err->code == TALLY_EUSAGE ? 2 : 1;
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tally %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+const char *cli_self_dir(void)
+{
+    static char dir[PATH_MAX];
+    if (!dir[0]) {
+        ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
+        if (n <= 0)
+            return ".";
+        dir[n] = 0;
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = 0;
+    }
+    return dir;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
+        printf("tally %s\n", TALLY_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "tally: '%s' is not a tally command; see 'tally --help'\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,400 @@
+/*
+ * evwriter.c - the events file writer. See evwriter.h for the contract; docs/FORMAT.md for the
+ * layout. Sections: file, chunks, records, stacks.
+ */
+#define _GNU_SOURCE
+#include "evwriter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../base/leb128.h"
+
+struct exp_stack_slot {
+    uint64_t hash;
+    uint64_t off; /* index of the first frame in frames */
+    uint32_t n;   /* frames; 0 = empty slot */
+    uint32_t id;
+    uint32_t flags;
+    uint32_t pad;
+};
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* ---- file ------------------------------------------------------------------------------------ */
+
+int exp_evfile_init_fd(exp_evfile_t *f, int fd, uint32_t pid, uint64_t now_ns, uint32_t chunk_size)
+{
+    uint8_t h[EXP_EV_HEADER_SIZE] = { 0 };
+    if (chunk_size < 4096 || (chunk_size & 4095))
+        chunk_size = EXP_CHUNK_SIZE_DEFAULT;
+    memcpy(h, EXP_EV_MAGIC, 8);
+    put_le32(h + 8, EXP_FORMAT_VERSION);
+    put_le32(h + 12, EXP_EV_HEADER_SIZE);
+    put_le32(h + 16, chunk_size);
+    put_le32(h + 20, pid);
+    put_le64(h + 24, now_ns);
+    if (pwrite(fd, h, sizeof h, 0) != (ssize_t)sizeof h)
+        return errno ? -errno : -EIO;
+    f->fd = fd;
+    f->chunk_size = chunk_size;
+    f->next_chunk = 0;
+    f->disk_full = 0;
+    return 0;
+}
+
+int exp_evfile_create(exp_evfile_t *f, const char *path, uint32_t pid, uint64_t now_ns,
+                      uint32_t chunk_size)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    int rc = exp_evfile_init_fd(f, fd, pid, now_ns, chunk_size);
+    if (rc)
+        close(fd);
+    return rc;
+}
+
+void exp_evfile_close(exp_evfile_t *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+}
+
+/* ---- chunks ---------------------------------------------------------------------------------- */
+
+static const uint8_t zero_page[4096];
+
+/* Reserves the disk blocks of [off, off+len): fallocate, or writing zeros where unsupported. */
+static int reserve(int fd, off_t off, size_t len)
+{
+    if (fallocate(fd, 0, off, (off_t)len) == 0)
+        return 0;
+    if (errno != EOPNOTSUPP && errno != ENOSYS)
+        return -1;
+    for (size_t done = 0; done < len; done += sizeof zero_page)
+        if (pwrite(fd, zero_page, sizeof zero_page, off + (off_t)done) != (ssize_t)sizeof zero_page)
+            return -1;
+    return 0;
+}
+
+static void chunk_release(exp_stream_t *s)
+{
+    if (s->chunk) {
+        munmap(s->chunk, s->file->chunk_size);
+        s->chunk = NULL;
+        s->seq++;
+    }
+}
+
+static int chunk_claim(exp_stream_t *s, uint64_t t)
+{
+    exp_evfile_t *f = s->file;
+    if (__atomic_load_n(&f->disk_full, __ATOMIC_RELAXED) || f->fd < 0)
+        return -1;
+    uint32_t idx = __atomic_fetch_add(&f->next_chunk, 1, __ATOMIC_RELAXED);
+    off_t off = EXP_EV_HEADER_SIZE + (off_t)idx * f->chunk_size;
+    if (reserve(f->fd, off, f->chunk_size)) {
+        __atomic_store_n(&f->disk_full, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    void *m = mmap(NULL, f->chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, off);
+    if (m == MAP_FAILED)
+        return -1;
+    s->chunk = m;
+    s->pos = EXP_CHUNK_HEADER_SIZE;
+    s->last_t = t;
+    put_le32(s->chunk + 4, s->tid);
+    put_le32(s->chunk + 8, s->seq);
+    put_le32(s->chunk + 12, 0);
+    put_le64(s->chunk + 16, t);
+    __atomic_store_n((uint32_t *)s->chunk, EXP_CHUNK_MAGIC, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* Makes room for len bytes in the current chunk, starting a new one if needed. */
+static int room(exp_stream_t *s, size_t len, uint64_t t)
+{
+    if (s->chunk && s->pos + len <= s->file->chunk_size)
+        return 0;
+    if (len > s->file->chunk_size - EXP_CHUNK_HEADER_SIZE)
+        return -1;
+    chunk_release(s);
+    return chunk_claim(s, t);
+}
+
+static void commit(exp_stream_t *s, size_t len)
+{
+    s->pos += (uint32_t)len;
+    s->records++;
+    __atomic_store_n((uint32_t *)(s->chunk + 12), s->pos - EXP_CHUNK_HEADER_SIZE, __ATOMIC_RELEASE);
+}
+
+/* ---- records --------------------------------------------------------------------------------- */
+
+/* Writes one record (type, payload). For timed records, payload starts with a placeholder dt that
+ * is filled here, because the chunk (and so the time base) is only known once there is room. */
+static int put_record(exp_stream_t *s, uint8_t type, const uint8_t *payload, size_t plen,
+                      int timed, uint64_t t)
+{
+    uint8_t dtbuf[LEB128_MAX];
+    size_t dtlen = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        uint64_t base = s->chunk ? s->last_t : t;
+        dtlen = timed ? leb128_put(dtbuf, t > base ? t - base : 0) : 0;
+        size_t total = 1 + LEB128_MAX + dtlen + plen;
+        if (s->chunk && s->pos + total <= s->file->chunk_size)
+            break;
+        if (attempt == 1 || room(s, total, t))
+            return -1;
+    }
+    if (!s->chunk)
+        return -1;
+    uint8_t *p = s->chunk + s->pos;
+    size_t n = 0;
+    p[n++] = type;
+    n += leb128_put(p + n, dtlen + plen);
+    memcpy(p + n, dtbuf, dtlen);
+    n += dtlen;
+    memcpy(p + n, payload, plen);
+    n += plen;
+    if (timed && t > s->last_t)
+        s->last_t = t;
+    commit(s, n);
+    return 0;
+}
+
+static void flush_lost(exp_stream_t *s, uint64_t t)
+{
+    for (uint32_t r = 1; r < EXP_LOST_NREASONS; r++) {
+        if (!s->pending[r])
+            continue;
+        uint8_t b[2 * LEB128_MAX];
+        size_t n = leb128_put(b, s->pending[r]);
+        n += leb128_put(b + n, r);
+        if (put_record(s, EXP_REC_LOST, b, n, 1, t) == 0)
+            s->pending[r] = 0;
+    }
+}
+
+void exp_stream_lost(exp_stream_t *s, uint64_t count, uint32_t reason)
+{
+    if (reason >= EXP_LOST_NREASONS)
+        reason = EXP_LOST_NOSTACK;
+    s->lost[reason] += count;
+    s->pending[reason] += count;
+}
+
+static int enter(exp_stream_t *s)
+{
+    if (s->busy) {
+        s->lost[EXP_LOST_BUSY]++;
+        s->pending[EXP_LOST_BUSY]++;
+        return -1;
+    }
+    s->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return 0;
+}
+
+static void leave(exp_stream_t *s)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    s->busy = 0;
+}
+
+int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state, uint64_t weight)
+{
+    if (enter(s))
+        return -1;
+    int rc = -1;
+    for (uint32_t r = 1; r < EXP_LOST_NREASONS; r++)
+        if (s->pending[r] && r != EXP_LOST_DISK) {
+            flush_lost(s, t);
+            break;
+        }
+    uint8_t b[3 * LEB128_MAX];
+    size_t n = leb128_put(b, stack);
+    n += leb128_put(b + n, state);
+    n += leb128_put(b + n, weight);
+    rc = put_record(s, EXP_REC_CLOCK, b, n, 1, t);
+    if (rc) {
+        uint32_t why = s->file->disk_full ? EXP_LOST_DISK : EXP_LOST_BUSY;
+        s->lost[why]++;
+        if (why != EXP_LOST_DISK)
+            s->pending[why]++;
+    }
+    leave(s);
+    return rc;
+}
+
+/* ---- stacks ---------------------------------------------------------------------------------- */
+
+static void *map_anon(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static uint64_t hash_frames(const uint64_t *pcs, uint32_t n, uint32_t flags)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n ^ ((uint64_t)flags << 32);
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= pcs[i];
+        h *= 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h | 1;
+}
+
+static int table_grow(exp_stream_t *s)
+{
+    uint32_t nn = s->nslots ? s->nslots * 2 : 4096;
+    struct exp_stack_slot *ns = map_anon((size_t)nn * sizeof *ns);
+    if (!ns)
+        return -1;
+    for (uint32_t i = 0; i < s->nslots; i++) {
+        struct exp_stack_slot *o = &s->slots[i];
+        if (!o->n)
+            continue;
+        uint32_t j = (uint32_t)o->hash & (nn - 1);
+        while (ns[j].n)
+            j = (j + 1) & (nn - 1);
+        ns[j] = *o;
+    }
+    if (s->slots)
+        munmap(s->slots, (size_t)s->nslots * sizeof *s->slots);
+    s->slots = ns;
+    s->nslots = nn;
+    return 0;
+}
+
+static int frames_reserve(exp_stream_t *s, size_t n)
+{
+    if (s->frames_used + n <= s->frames_cap)
+        return 0;
+    size_t cap = s->frames_cap ? s->frames_cap : 32768;
+    while (cap < s->frames_used + n)
+        cap *= 2;
+    void *p = s->frames ? mremap(s->frames, s->frames_cap * 8, cap * 8, MREMAP_MAYMOVE)
+                        : map_anon(cap * 8);
+    if (!p || p == MAP_FAILED)
+        return -1;
+    s->frames = p;
+    s->frames_cap = cap;
+    return 0;
+}
+
+int exp_stream_stack(exp_stream_t *s, const uint64_t *pcs, uint32_t n, uint32_t flags,
+                     uint32_t *id)
+{
+    if (enter(s))
+        return -1;
+    int rc = -1;
+    uint64_t h = hash_frames(pcs, n, flags);
+    if ((s->nstacks + 1) * 2 > s->nslots && table_grow(s))
+        goto out;
+    uint32_t j = (uint32_t)h & (s->nslots - 1);
+    for (; s->slots[j].n || s->slots[j].hash; j = (j + 1) & (s->nslots - 1)) {
+        struct exp_stack_slot *e = &s->slots[j];
+        if (e->hash == h && e->n == n && e->flags == flags &&
+            memcmp(s->frames + e->off, pcs, (size_t)n * 8) == 0) {
+            *id = e->id;
+            rc = 0;
+            goto out;
+        }
+    }
+    /* new stack: encode, write, then remember (only once it is on disk) */
+    if (!s->scratch && !(s->scratch = map_anon(s->file->chunk_size)))
+        goto out;
+    size_t cap = s->file->chunk_size - EXP_CHUNK_HEADER_SIZE - 1 - LEB128_MAX;
+    uint8_t *b = s->scratch;
+    uint32_t keep = n;
+    size_t len;
+    for (;;) {
+        len = leb128_put(b, s->nstacks);
+        len += leb128_put(b + len, flags | (keep < n ? EXP_STACK_TRUNCATED : 0));
+        len += leb128_put(b + len, keep);
+        for (uint32_t i = 0; i < keep && len + LEB128_MAX <= cap; i++)
+            len += i ? leb128_put_signed(b + len, (int64_t)(pcs[i] - pcs[i - 1]))
+                     : leb128_put(b + len, pcs[0]);
+        if (len + 3 * LEB128_MAX <= cap)
+            break;
+        keep = keep / 2; /* a stack that does not fit a chunk is cut (never happens below 4096) */
+    }
+    if (put_record(s, EXP_REC_STACK, b, len, 0, 0))
+        goto out;
+    if (frames_reserve(s, n) == 0) {
+        struct exp_stack_slot *e = &s->slots[j];
+        e->hash = h;
+        e->n = n ? n : 0;
+        e->off = s->frames_used;
+        e->id = s->nstacks;
+        e->flags = flags;
+        memcpy(s->frames + s->frames_used, pcs, (size_t)n * 8);
+        s->frames_used += n;
+        if (!n)
+            e->n = 0; /* an empty stack is found by its hash alone */
+    }
+    *id = s->nstacks++;
+    rc = 0;
+out:
+    leave(s);
+    return rc;
+}
+
+/* ---- lifetime -------------------------------------------------------------------------------- */
+
+void exp_stream_init(exp_stream_t *s, exp_evfile_t *f, uint32_t tid)
+{
+    memset(s, 0, sizeof *s);
+    s->file = f;
+    s->tid = tid;
+}
+
+static void unmap_tables(exp_stream_t *s)
+{
+    if (s->slots)
+        munmap(s->slots, (size_t)s->nslots * sizeof *s->slots);
+    if (s->frames)
+        munmap(s->frames, s->frames_cap * 8);
+    if (s->scratch)
+        munmap(s->scratch, s->file->chunk_size);
+    s->slots = NULL;
+    s->frames = NULL;
+    s->scratch = NULL;
+    s->nslots = s->nstacks = 0;
+    s->frames_cap = s->frames_used = 0;
+}
+
+void exp_stream_finish(exp_stream_t *s, uint64_t t)
+{
+    if (enter(s))
+        return;
+    flush_lost(s, t);
+    chunk_release(s);
+    unmap_tables(s);
+    leave(s);
+}
+
+void exp_stream_forget(exp_stream_t *s)
+{
+    if (s->chunk)
+        munmap(s->chunk, s->file->chunk_size);
+    s->chunk = NULL;
+    unmap_tables(s);
+}

@@ -1,0 +1,78 @@
+/*
+ * evwriter.h - writes the binary "events" file of an experiment (docs/FORMAT.md).
+ *
+ * One exp_evfile_t per process; one exp_stream_t per thread. A stream claims fixed-size chunks
+ * of the file, reserves their disk space with fallocate and writes records into a shared file
+ * mapping, so what was written survives a crash or SIGKILL of the process. Call stacks are
+ * deduplicated per stream: exp_stream_stack returns a small id and writes the frames only the first
+ * time it sees them.
+ *
+ * Async-signal-safety: every exp_stream_* function is async-signal-safe (system calls only: mmap,
+ * munmap, mremap, fallocate, pwrite; no malloc, no locks, no stdio). A stream belongs to one
+ * thread; when a signal handler interrupts a write of the same stream, the nested call returns
+ * -1 and the loss is counted (lost[EXP_LOST_BUSY]) and later written as a LOST record.
+ * exp_evfile_create/close are for normal context only. The file's chunk counter is atomic, so
+ * any number of streams may share one file.
+ *
+ * Depends on: src/base (leb128). Errors: functions return 0, or -1 when the record was not
+ * written (and counted as lost).
+ */
+#ifndef TALLY_EXPERIMENT_EVWRITER_H
+#define TALLY_EXPERIMENT_EVWRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evformat.h"
+
+typedef struct exp_evfile {
+    int fd;
+    uint32_t chunk_size;
+    uint32_t next_chunk; /* atomic: index of the next chunk to claim */
+    int disk_full;       /* atomic: set once a chunk could not be reserved */
+} exp_evfile_t;
+
+struct exp_stack_slot;
+
+typedef struct exp_stream {
+    exp_evfile_t *file;
+    uint32_t tid;
+    uint32_t seq;   /* seq of the current chunk */
+    uint8_t *chunk; /* current chunk mapping, or NULL */
+    uint32_t pos;   /* offset of the next record in the chunk */
+    uint64_t last_t;
+    /* stack dedup (open addressing, power-of-two size) and the frames it refers to */
+    struct exp_stack_slot *slots;
+    uint32_t nslots, nstacks;
+    uint64_t *frames;
+    size_t frames_cap, frames_used; /* in frames */
+    uint8_t *scratch;               /* encoding buffer for STACK records (chunk_size bytes) */
+    uint64_t lost[EXP_LOST_NREASONS];    /* counted since the stream began */
+    uint64_t pending[EXP_LOST_NREASONS]; /* not yet written as LOST records */
+    uint64_t records;                    /* records written */
+    volatile int busy;
+} exp_stream_t;
+
+/* Creates path (must not exist), writes the file header. Returns 0 or -errno. */
+int exp_evfile_create(exp_evfile_t *f, const char *path, uint32_t pid, uint64_t now_ns,
+                      uint32_t chunk_size);
+/* Adopts an already open descriptor (e.g. moved to a high number); writes the header. */
+int exp_evfile_init_fd(exp_evfile_t *f, int fd, uint32_t pid, uint64_t now_ns, uint32_t chunk_size);
+void exp_evfile_close(exp_evfile_t *f);
+
+/* Prepares a stream for thread tid. Allocates nothing until the first record. */
+void exp_stream_init(exp_stream_t *s, exp_evfile_t *f, uint32_t tid);
+/* Returns the stream id of a stack (n frames, leaf first), writing a STACK record if it is new. */
+int exp_stream_stack(exp_stream_t *s, const uint64_t *pcs, uint32_t n, uint32_t flags,
+                     uint32_t *id);
+/* Writes a CLOCK record: at time t, on stack id, in state, standing for weight ns. */
+int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state, uint64_t weight);
+/* Counts count lost events for reason; they are written as a LOST record at the next chance. */
+void exp_stream_lost(exp_stream_t *s, uint64_t count, uint32_t reason);
+/* Writes pending LOST records, unmaps the chunk and frees the dedup tables. The stream may be
+ * used again afterwards (it then starts a new chunk and forgets its stacks). */
+void exp_stream_finish(exp_stream_t *s, uint64_t t);
+/* For a forked child: forget the parent's mappings without unmapping shared file state twice. */
+void exp_stream_forget(exp_stream_t *s);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * logfile.h - builds and appends the lines of an experiment's text "log" (docs/FORMAT.md).
+ *
+ * A line is built in a caller-provided buffer (kind, then key=value fields with percent-encoded
+ * values) and appended with a single write(2) to a descriptor opened with O_APPEND, so lines never
+ * interleave. Everything here is async-signal-safe: no malloc, no stdio, no locks. A line that
+ * does not fit its buffer is cut at a field boundary and ends with "truncated=1".
+ *
+ * Depends on nothing but libc system calls.
+ */
+#ifndef TALLY_EXPERIMENT_LOGFILE_H
+#define TALLY_EXPERIMENT_LOGFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define EXP_LOG_FIRST_LINE "tally-experiment version=1"
+
+typedef struct exp_line {
+    char *buf;
+    size_t cap, len;
+    int cut; /* a field did not fit */
+} exp_line_t;
+
+/* Starts a line of the given kind in buf[cap] (cap >= 64). */
+void exp_line_begin(exp_line_t *l, char *buf, size_t cap, const char *kind);
+void exp_line_str(exp_line_t *l, const char *key, const char *value);   /* percent-encoded */
+void exp_line_strn(exp_line_t *l, const char *key, const char *value, size_t n);
+void exp_line_u64(exp_line_t *l, const char *key, uint64_t value);     /* decimal */
+void exp_line_i64(exp_line_t *l, const char *key, int64_t value);      /* decimal, signed */
+void exp_line_hex(exp_line_t *l, const char *key, uint64_t value);     /* 0x... */
+/* Appends the newline and writes the line with one write(2). Returns 0 or -errno. */
+int exp_line_write(exp_line_t *l, int fd);
+
+/* Creates (O_EXCL) a log at path with its first line; returns the O_APPEND descriptor or -errno. */
+int exp_log_create(const char *path);
+
+/* Percent-decodes s in place (the inverse of the encoding above); returns the new length. */
+size_t exp_pct_decode(char *s);
+
+#endif

@@ -1,0 +1,146 @@
+/*
+ * reader.h - reads an experiment directory (docs/FORMAT.md): the log of the root process and of
+ * every descendant, and their event streams. The one reader used by print, view, export and check.
+ *
+ * exp_open parses every log into an exp_experiment_t (owned by the caller, freed by exp_close).
+ * exp_scan streams every event of every process to a callback, in per-thread time order (threads
+ * one after another), interning call stacks into an exp_stacks_t so that equal stacks of one
+ * process get one global id. Nothing is kept per event: a scan of 10 million events needs memory
+ * only for the distinct stacks.
+ *
+ * Errors: functions return 0 or a negative TALLY_E* code with a message in *err naming the file
+ * and the offset. Damage that can be survived (a truncated last line, a chunk cut short by a
+ * crash, unknown record types) is not an error: it is counted in exp_scan_stats_t / the process's
+ * `problems` and the rest is read. Not thread-safe per object; separate objects are independent.
+ *
+ * Depends on: src/base, evformat.h, logfile.h (decoding).
+ */
+#ifndef TALLY_EXPERIMENT_READER_H
+#define TALLY_EXPERIMENT_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../base/err.h"
+#include "evformat.h"
+
+#define EXP_T_NEVER UINT64_MAX
+
+typedef struct exp_field {
+    char *key, *val; /* val percent-decoded */
+} exp_field_t;
+
+/* One log line, kept as read: every record, so views such as -header can show everything. */
+typedef struct exp_record {
+    char *kind;
+    exp_field_t *fields;
+    uint32_t nfields;
+    uint32_t line; /* 1-based line number in the log */
+} exp_record_t;
+
+const char *exp_record_get(const exp_record_t *r, const char *key); /* NULL if absent */
+uint64_t exp_record_u64(const exp_record_t *r, const char *key, uint64_t dflt); /* dec or 0x */
+
+typedef struct exp_object {
+    uint32_t id;
+    char *path, *buildid; /* buildid: lower-case hex, "" if unknown */
+    uint64_t bias, lo, hi;
+    uint64_t t_load, t_unload; /* t_unload = EXP_T_NEVER while loaded */
+} exp_object_t;
+
+typedef struct exp_thread {
+    uint32_t tid;
+    char *name, *how;
+    uint64_t t_start, t_end; /* t_end = EXP_T_NEVER when no thread-end was recorded */
+    uint64_t cpu, user, system, samples; /* from thread-end; 0 when absent */
+} exp_thread_t;
+
+typedef struct exp_sample {
+    uint32_t id;
+    uint64_t t;
+    char *reason, *label;
+    uint64_t utime, stime, minflt, majflt, inblock, oublock, nvcsw, nivcsw, maxrss;
+} exp_sample_t;
+
+typedef struct exp_process {
+    char *dir;  /* directory of this process's experiment */
+    char *name; /* relative to the root: "" for the root, "_f1.tally", "_f1.tally/_x1.tally" */
+    uint32_t index; /* position in exp_experiment_t.procs */
+    int32_t parent; /* index of the parent process, -1 for the root */
+    exp_record_t *records;
+    size_t nrecords;
+    /* from start / cmdline / settings */
+    uint32_t pid, ppid, ncpus;
+    char *host, *kernel, *arch, *exe, *cwd;
+    char **argv;
+    uint32_t argc;
+    uint64_t t_start, real_start, t_end; /* t_end: the last time seen (end record or last event) */
+    uint64_t clock_ns; /* 0 when clock profiling was off */
+    char *clock_source;
+    exp_thread_t *threads;
+    size_t nthreads;
+    exp_object_t *objects;
+    size_t nobjects;
+    exp_sample_t *samples;
+    size_t nsamples;
+    /* how the process ended: has_end = 0 when no end record was written */
+    int has_end;
+    char *end_how, *end_signame;
+    int end_status, end_signal;
+    /* collector statistics: has_stats = 0 when the process died before writing them */
+    int has_stats;
+    uint64_t st_samples, st_expected, st_unwind_failures, st_dropped_busy, st_dropped_disk,
+        st_truncated_stacks;
+    char **warnings; /* warning records and problems found while reading */
+    size_t nwarnings;
+} exp_process_t;
+
+typedef struct exp_experiment {
+    char *path;
+    exp_process_t **procs; /* procs[0] is the root */
+    size_t nprocs;
+} exp_experiment_t;
+
+/* Opens the experiment at path and every descendant. */
+int exp_open(const char *path, exp_experiment_t **out, tally_err_t *err);
+void exp_close(exp_experiment_t *e);
+/* The object of process p that contained pc at time t, or NULL. */
+const exp_object_t *exp_object_at(const exp_process_t *p, uint64_t pc, uint64_t t);
+
+/* ---- events -------------------------------------------------------------------------------- */
+
+typedef struct exp_stacks exp_stacks_t; /* interned stacks; ids dense from 0 */
+
+exp_stacks_t *exp_stacks_new(void);
+void exp_stacks_free(exp_stacks_t *s);
+size_t exp_stacks_count(const exp_stacks_t *s);
+/* Frames (leaf first) of stack id; *n frames, *flags (EXP_STACK_*), *proc (process index). */
+const uint64_t *exp_stacks_get(const exp_stacks_t *s, uint32_t id, uint32_t *n, uint32_t *flags,
+                               uint32_t *proc);
+/* Interns a stack directly (used by tests and generators); returns its id or -1 on no memory. */
+int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, uint32_t n,
+                          uint32_t flags);
+
+typedef struct exp_event {
+    uint32_t type; /* EXP_REC_CLOCK, EXP_REC_LOST */
+    uint32_t proc; /* process index */
+    uint32_t tid;
+    uint64_t t;
+    uint32_t stack; /* global stack id (CLOCK) */
+    uint32_t state; /* EXP_STATE_* (CLOCK) */
+    uint64_t weight; /* ns (CLOCK) */
+    uint64_t count;  /* LOST */
+    uint32_t reason; /* LOST */
+} exp_event_t;
+
+typedef struct exp_scan_stats {
+    uint64_t chunks, unused_chunks, bad_chunks, records, unknown_records, bad_records, seq_gaps;
+    uint64_t events, lost[EXP_LOST_NREASONS];
+} exp_scan_stats_t;
+
+/* Calls cb for every event; cb returns 0 to go on, anything else stops the scan (returned). */
+typedef int (*exp_event_cb)(void *ctx, const exp_event_t *ev);
+int exp_scan(const exp_experiment_t *e, exp_stacks_t *stacks, exp_event_cb cb, void *ctx,
+             exp_scan_stats_t *st, tally_err_t *err);
+
+#endif
