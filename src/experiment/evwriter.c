@@ -52,6 +52,7 @@ int exp_evfile_init_fd(exp_evfile_t *f, int fd, uint32_t pid, uint64_t now_ns, u
     f->fd = fd;
     f->chunk_size = chunk_size;
     f->next_chunk = 0;
+    f->next_stream = 0;
     f->disk_full = 0;
     return 0;
 }
@@ -122,6 +123,7 @@ static int chunk_claim(exp_stream_t *s, uint64_t t)
     put_le32(s->chunk + 8, s->seq);
     put_le32(s->chunk + 12, 0);
     put_le64(s->chunk + 16, t);
+    put_le32(s->chunk + 24, s->stream);
     __atomic_store_n((uint32_t *)s->chunk, EXP_CHUNK_MAGIC, __ATOMIC_RELEASE);
     return 0;
 }
@@ -364,6 +366,7 @@ void exp_stream_init(exp_stream_t *s, exp_evfile_t *f, uint32_t tid)
     memset(s, 0, sizeof *s);
     s->file = f;
     s->tid = tid;
+    s->stream = __atomic_fetch_add(&f->next_stream, 1, __ATOMIC_RELAXED);
 }
 
 static void unmap_tables(exp_stream_t *s)

@@ -28,7 +28,8 @@
 typedef struct exp_evfile {
     int fd;
     uint32_t chunk_size;
-    uint32_t next_chunk; /* atomic: index of the next chunk to claim */
+    uint32_t next_chunk;  /* atomic: index of the next chunk to claim */
+    uint32_t next_stream; /* atomic: number of the next stream */
     int disk_full;       /* atomic: set once a chunk could not be reserved */
 } exp_evfile_t;
 
@@ -37,7 +38,8 @@ struct exp_stack_slot;
 typedef struct exp_stream {
     exp_evfile_t *file;
     uint32_t tid;
-    uint32_t seq;   /* seq of the current chunk */
+    uint32_t stream; /* unique within the file (tids can be reused by later threads) */
+    uint32_t seq;    /* seq of the current chunk */
     uint8_t *chunk; /* current chunk mapping, or NULL */
     uint32_t pos;   /* offset of the next record in the chunk */
     uint64_t last_t;

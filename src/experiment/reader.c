@@ -1,0 +1,891 @@
+/*
+ * reader.c - experiment reader; see reader.h. Sections: records, log parsing, the process tree,
+ * stacks, event scanning.
+ */
+#define _GNU_SOURCE
+#include "reader.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../base/leb128.h"
+#include "logfile.h"
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        /* The reader's allocations are small next to the data; running out here is fatal for
+         * the analysis anyway, but we must not return garbage. */
+        fprintf(stderr, "tally: out of memory\n");
+        abort();
+    }
+    return q;
+}
+
+static char *xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    return memcpy(xrealloc(NULL, n), s, n);
+}
+
+#define GROW(arr, n, cap)                                                  \
+    do {                                                                   \
+        if ((n) == (cap)) {                                                \
+            (cap) = (cap) ? 2 * (cap) : 8;                                 \
+            (arr) = xrealloc((arr), (cap) * sizeof *(arr));                \
+        }                                                                  \
+    } while (0)
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+const char *exp_record_get(const exp_record_t *r, const char *key)
+{
+    for (uint32_t i = 0; i < r->nfields; i++)
+        if (!strcmp(r->fields[i].key, key))
+            return r->fields[i].val;
+    return NULL;
+}
+
+uint64_t exp_record_u64(const exp_record_t *r, const char *key, uint64_t dflt)
+{
+    const char *v = exp_record_get(r, key);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 0);
+    return (errno || *end) ? dflt : (uint64_t)x;
+}
+
+static char *get_dup(const exp_record_t *r, const char *key)
+{
+    const char *v = exp_record_get(r, key);
+    return xstrdup(v ? v : "");
+}
+
+/* ---- log parsing -------------------------------------------------------------------------- */
+
+static void add_warning(exp_process_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_warning(exp_process_t *p, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    p->warnings = xrealloc(p->warnings, (p->nwarnings + 1) * sizeof *p->warnings);
+    p->warnings[p->nwarnings++] = xstrdup(buf);
+}
+
+/* Splits one line (modified in place) into a record. */
+static void parse_line(char *line, exp_record_t *r)
+{
+    size_t cap = 0;
+    memset(r, 0, sizeof *r);
+    char *save = NULL;
+    char *tok = strtok_r(line, " ", &save);
+    r->kind = xstrdup(tok ? tok : "");
+    while ((tok = strtok_r(NULL, " ", &save))) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            continue;
+        *eq = 0;
+        GROW(r->fields, r->nfields, cap);
+        exp_field_t *f = &r->fields[r->nfields++];
+        f->key = xstrdup(tok);
+        f->val = xstrdup(eq + 1);
+        exp_pct_decode(f->val);
+    }
+}
+
+static exp_thread_t *find_thread(exp_process_t *p, uint32_t tid)
+{
+    for (size_t i = p->nthreads; i-- > 0;)
+        if (p->threads[i].tid == tid)
+            return &p->threads[i];
+    return NULL;
+}
+
+static exp_thread_t *add_thread(exp_process_t *p, uint32_t tid, size_t *cap)
+{
+    GROW(p->threads, p->nthreads, *cap);
+    exp_thread_t *th = &p->threads[p->nthreads++];
+    memset(th, 0, sizeof *th);
+    th->tid = tid;
+    th->t_end = EXP_T_NEVER;
+    return th;
+}
+
+/* Interprets the records of a process into its typed fields. */
+static void interpret(exp_process_t *p)
+{
+    size_t tcap = 0, ocap = 0, scap = 0;
+    for (size_t i = 0; i < p->nrecords; i++) {
+        exp_record_t *r = &p->records[i];
+        const char *k = r->kind;
+        uint64_t t = exp_record_u64(r, "t", 0);
+        if (t > p->t_end && t != EXP_T_NEVER)
+            p->t_end = t;
+        if (!strcmp(k, "start")) {
+            p->t_start = t;
+            p->real_start = exp_record_u64(r, "real", 0);
+            p->pid = (uint32_t)exp_record_u64(r, "pid", 0);
+            p->ppid = (uint32_t)exp_record_u64(r, "ppid", 0);
+            p->ncpus = (uint32_t)exp_record_u64(r, "ncpus", 0);
+            p->host = get_dup(r, "host");
+            p->kernel = get_dup(r, "kernel");
+            p->arch = get_dup(r, "arch");
+            p->exe = get_dup(r, "exe");
+            p->cwd = get_dup(r, "cwd");
+        } else if (!strcmp(k, "settings")) {
+            p->clock_ns = exp_record_u64(r, "clock", 0);
+            p->clock_source = get_dup(r, "clock_source");
+        } else if (!strcmp(k, "thread")) {
+            uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
+            exp_thread_t *th = find_thread(p, tid);
+            if (!th || th->t_end != EXP_T_NEVER)
+                th = add_thread(p, tid, &tcap); /* tids are reused after a thread ends */
+            th->t_start = t;
+            free(th->name);
+            free(th->how);
+            th->name = get_dup(r, "name");
+            th->how = get_dup(r, "how");
+        } else if (!strcmp(k, "thread-end")) {
+            uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
+            exp_thread_t *th = find_thread(p, tid);
+            if (!th) {
+                th = add_thread(p, tid, &tcap);
+                th->name = xstrdup("");
+                th->how = xstrdup("unknown");
+            }
+            th->t_end = t;
+            th->cpu = exp_record_u64(r, "cpu", 0);
+            th->user = exp_record_u64(r, "user", 0);
+            th->system = exp_record_u64(r, "system", 0);
+            th->samples = exp_record_u64(r, "samples", 0);
+        } else if (!strcmp(k, "load")) {
+            GROW(p->objects, p->nobjects, ocap);
+            exp_object_t *o = &p->objects[p->nobjects++];
+            o->id = (uint32_t)exp_record_u64(r, "id", 0);
+            o->path = get_dup(r, "path");
+            o->buildid = get_dup(r, "buildid");
+            o->bias = exp_record_u64(r, "bias", 0);
+            o->lo = exp_record_u64(r, "lo", 0);
+            o->hi = exp_record_u64(r, "hi", 0);
+            o->t_load = t;
+            o->t_unload = EXP_T_NEVER;
+        } else if (!strcmp(k, "unload")) {
+            uint32_t id = (uint32_t)exp_record_u64(r, "id", 0);
+            for (size_t j = p->nobjects; j-- > 0;)
+                if (p->objects[j].id == id && p->objects[j].t_unload == EXP_T_NEVER) {
+                    p->objects[j].t_unload = t;
+                    break;
+                }
+        } else if (!strcmp(k, "sample")) {
+            GROW(p->samples, p->nsamples, scap);
+            exp_sample_t *s = &p->samples[p->nsamples++];
+            s->id = (uint32_t)exp_record_u64(r, "id", p->nsamples - 1);
+            s->t = t;
+            s->reason = get_dup(r, "reason");
+            s->label = get_dup(r, "label");
+            s->utime = exp_record_u64(r, "utime", 0);
+            s->stime = exp_record_u64(r, "stime", 0);
+            s->minflt = exp_record_u64(r, "minflt", 0);
+            s->majflt = exp_record_u64(r, "majflt", 0);
+            s->inblock = exp_record_u64(r, "inblock", 0);
+            s->oublock = exp_record_u64(r, "oublock", 0);
+            s->nvcsw = exp_record_u64(r, "nvcsw", 0);
+            s->nivcsw = exp_record_u64(r, "nivcsw", 0);
+            s->maxrss = exp_record_u64(r, "maxrss", 0);
+        } else if (!strcmp(k, "stats")) {
+            p->has_stats = 1;
+            p->st_samples = exp_record_u64(r, "samples", 0);
+            p->st_expected = exp_record_u64(r, "expected", 0);
+            p->st_unwind_failures = exp_record_u64(r, "unwind_failures", 0);
+            p->st_dropped_busy = exp_record_u64(r, "dropped_busy", 0);
+            p->st_dropped_disk = exp_record_u64(r, "dropped_disk", 0);
+            p->st_truncated_stacks = exp_record_u64(r, "truncated_stacks", 0);
+        } else if (!strcmp(k, "warning")) {
+            add_warning(p, "%s", exp_record_get(r, "what") ? exp_record_get(r, "what") : "");
+        } else if (!strcmp(k, "end")) {
+            p->has_end = 1;
+            free(p->end_how);
+            free(p->end_signame);
+            p->end_how = get_dup(r, "how");
+            p->end_signame = get_dup(r, "name");
+            p->end_status = (int)exp_record_u64(r, "status", 0);
+            p->end_signal = (int)exp_record_u64(r, "signal", 0);
+        }
+    }
+    if (!p->host)
+        p->host = xstrdup(""), p->kernel = xstrdup(""), p->arch = xstrdup(""),
+        p->exe = xstrdup(""), p->cwd = xstrdup("");
+    if (!p->clock_source)
+        p->clock_source = xstrdup("");
+}
+
+/* Splits the raw cmdline line into argv; each argument is percent-decoded on its own. */
+static void parse_cmdline(exp_process_t *p, const char *raw)
+{
+    const char *v = strstr(raw, " argv=");
+    if (!v)
+        return;
+    char *copy = xstrdup(v + 6);
+    size_t cap = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+        GROW(p->argv, p->argc, cap);
+        exp_pct_decode(tok);
+        p->argv[p->argc++] = xstrdup(tok);
+    }
+    free(copy);
+}
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = xrealloc(NULL, cap);
+    for (;;) {
+        if (n + 1 >= cap)
+            buf = xrealloc(buf, cap *= 2);
+        ssize_t r = read(fd, buf + n, cap - n - 1);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(buf);
+            close(fd);
+            return -e;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+static int parse_log(exp_process_t *p, tally_err_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/log", p->dir);
+    char *buf;
+    size_t len;
+    int rc = read_file(path, &buf, &len);
+    if (rc == -ENOENT || rc == -ENOTDIR)
+        return tally_errf(err, TALLY_ENOTEXP, "'%s' is not an experiment (no log file)", p->dir);
+    if (rc)
+        return tally_errf(err, TALLY_EIO, "cannot read '%s': %s", path, strerror(-rc));
+    if (memchr(buf, 0, len)) {
+        /* A crash can leave a zero-filled tail; keep what precedes it. */
+        len = strlen(buf);
+        add_warning(p, "the log ends in zero bytes after offset %zu (cut off by a crash?)", len);
+    }
+    char *nl = strchr(buf, '\n');
+    if (!nl || strncmp(buf, "tally-experiment ", 17)) {
+        free(buf);
+        return tally_errf(err, TALLY_ENOTEXP,
+                          "'%s' is not an experiment (its log does not start with "
+                          "'tally-experiment')", p->dir);
+    }
+    unsigned version = 0;
+    if (sscanf(buf, "tally-experiment version=%u", &version) != 1 || version == 0) {
+        free(buf);
+        return tally_errf(err, TALLY_ECORRUPT, "%s:1: bad first line", path);
+    }
+    if (version > EXP_FORMAT_VERSION) {
+        free(buf);
+        return tally_errf(err, TALLY_EVERSION,
+                          "'%s' was written in experiment format version %u; this tally reads "
+                          "versions up to %u: use a newer tally", p->dir, version,
+                          EXP_FORMAT_VERSION);
+    }
+    size_t cap = 0;
+    uint32_t lineno = 1;
+    char *cmdline_raw = NULL;
+    for (char *line = nl + 1; *line; lineno++) {
+        char *end = strchr(line, '\n');
+        if (!end) {
+            add_warning(p, "%s:%u: the last line is incomplete (the process was cut off while "
+                        "writing it); ignored", path, lineno + 1);
+            break;
+        }
+        *end = 0;
+        if (*line) {
+            if (!strncmp(line, "cmdline ", 8) && !cmdline_raw)
+                cmdline_raw = xstrdup(line);
+            GROW(p->records, p->nrecords, cap);
+            parse_line(line, &p->records[p->nrecords]);
+            p->records[p->nrecords++].line = lineno + 1;
+        }
+        line = end + 1;
+    }
+    free(buf);
+    interpret(p);
+    if (cmdline_raw) {
+        parse_cmdline(p, cmdline_raw);
+        free(cmdline_raw);
+    }
+    return 0;
+}
+
+/* ---- the process tree --------------------------------------------------------------------- */
+
+static int is_descendant_name(const char *n)
+{
+    size_t len = strlen(n);
+    return n[0] == '_' && len > 6 && !strcmp(n + len - 6, ".tally");
+}
+
+/* Orders _f2 before _f10: by kind letter, then number. */
+static int cmp_names(const void *a, const void *b)
+{
+    const char *x = *(char *const *)a, *y = *(char *const *)b;
+    if (x[1] != y[1])
+        return x[1] - y[1];
+    long nx = strtol(x + 2, NULL, 10), ny = strtol(y + 2, NULL, 10);
+    return nx < ny ? -1 : nx > ny;
+}
+
+static void free_process(exp_process_t *p);
+
+static int load_tree(exp_experiment_t *e, const char *dir, const char *name, int32_t parent,
+                     size_t *cap, tally_err_t *err)
+{
+    exp_process_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    p->dir = xstrdup(dir);
+    p->name = xstrdup(name);
+    p->parent = parent;
+    int rc = parse_log(p, err);
+    if (rc) {
+        free_process(p);
+        return rc;
+    }
+    GROW(e->procs, e->nprocs, *cap);
+    p->index = (uint32_t)e->nprocs;
+    e->procs[e->nprocs++] = p;
+
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    char **names = NULL;
+    size_t n = 0, ncap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (is_descendant_name(de->d_name)) {
+            GROW(names, n, ncap);
+            names[n++] = xstrdup(de->d_name);
+        }
+    closedir(d);
+    qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = 0; i < n; i++) {
+        char sub[4096], subname[4096];
+        snprintf(sub, sizeof sub, "%s/%s", dir, names[i]);
+        snprintf(subname, sizeof subname, "%s%s%s", name, *name ? "/" : "", names[i]);
+        tally_err_t sub_err = { 0 };
+        if (load_tree(e, sub, subname, (int32_t)p->index, cap, &sub_err))
+            add_warning(p, "descendant %s was not read: %s", subname, sub_err.msg);
+        free(names[i]);
+    }
+    free(names);
+    return 0;
+}
+
+int exp_open(const char *path, exp_experiment_t **out, tally_err_t *err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0)
+        return tally_errf(err, errno == ENOENT ? TALLY_ENOTFOUND : TALLY_EIO,
+                          "cannot open experiment '%s': %s", path, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return tally_errf(err, TALLY_ENOTEXP,
+                          "'%s' is not an experiment (experiments are directories such as "
+                          "test.1.tally)", path);
+    exp_experiment_t *e = calloc(1, sizeof *e);
+    if (!e)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    e->path = xstrdup(path);
+    size_t cap = 0;
+    int rc = load_tree(e, path, "", -1, &cap, err);
+    if (rc) {
+        exp_close(e);
+        return rc;
+    }
+    *out = e;
+    return 0;
+}
+
+static void free_process(exp_process_t *p)
+{
+    for (size_t i = 0; i < p->nrecords; i++) {
+        exp_record_t *r = &p->records[i];
+        for (uint32_t j = 0; j < r->nfields; j++) {
+            free(r->fields[j].key);
+            free(r->fields[j].val);
+        }
+        free(r->fields);
+        free(r->kind);
+    }
+    free(p->records);
+    for (size_t i = 0; i < p->nthreads; i++) {
+        free(p->threads[i].name);
+        free(p->threads[i].how);
+    }
+    free(p->threads);
+    for (size_t i = 0; i < p->nobjects; i++) {
+        free(p->objects[i].path);
+        free(p->objects[i].buildid);
+    }
+    free(p->objects);
+    for (size_t i = 0; i < p->nsamples; i++) {
+        free(p->samples[i].reason);
+        free(p->samples[i].label);
+    }
+    free(p->samples);
+    for (uint32_t i = 0; i < p->argc; i++)
+        free(p->argv[i]);
+    free(p->argv);
+    for (size_t i = 0; i < p->nwarnings; i++)
+        free(p->warnings[i]);
+    free(p->warnings);
+    free(p->host);
+    free(p->kernel);
+    free(p->arch);
+    free(p->exe);
+    free(p->cwd);
+    free(p->clock_source);
+    free(p->end_how);
+    free(p->end_signame);
+    free(p->dir);
+    free(p->name);
+    free(p);
+}
+
+void exp_close(exp_experiment_t *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->nprocs; i++)
+        free_process(e->procs[i]);
+    free(e->procs);
+    free(e->path);
+    free(e);
+}
+
+const exp_object_t *exp_object_at(const exp_process_t *p, uint64_t pc, uint64_t t)
+{
+    const exp_object_t *best = NULL;
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const exp_object_t *o = &p->objects[i];
+        if (pc < o->lo || pc >= o->hi)
+            continue;
+        if (t >= o->t_load && t < o->t_unload)
+            return o;
+        best = o; /* wrong time (e.g. t unknown): still the best guess */
+    }
+    return best;
+}
+
+/* ---- stacks ------------------------------------------------------------------------------- */
+
+struct exp_stacks {
+    uint64_t *frames; /* all frames, back to back */
+    size_t nframes, frames_cap;
+    struct stack_meta {
+        uint64_t off;
+        uint32_t n, flags, proc;
+    } *meta;
+    size_t count, meta_cap;
+    uint32_t *table; /* open addressing: id + 1, 0 = empty */
+    size_t table_size;
+};
+
+exp_stacks_t *exp_stacks_new(void)
+{
+    return calloc(1, sizeof(exp_stacks_t));
+}
+
+void exp_stacks_free(exp_stacks_t *s)
+{
+    if (!s)
+        return;
+    free(s->frames);
+    free(s->meta);
+    free(s->table);
+    free(s);
+}
+
+size_t exp_stacks_count(const exp_stacks_t *s)
+{
+    return s->count;
+}
+
+const uint64_t *exp_stacks_get(const exp_stacks_t *s, uint32_t id, uint32_t *n, uint32_t *flags,
+                               uint32_t *proc)
+{
+    const struct stack_meta *m = &s->meta[id];
+    if (n)
+        *n = m->n;
+    if (flags)
+        *flags = m->flags;
+    if (proc)
+        *proc = m->proc;
+    return s->frames + m->off;
+}
+
+static uint64_t stack_hash(uint32_t proc, const uint64_t *pcs, uint32_t n, uint32_t flags)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)proc << 40) ^ ((uint64_t)flags << 32) ^ n;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= pcs[i];
+        h *= 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
+static void table_rehash(exp_stacks_t *s)
+{
+    size_t size = s->table_size ? s->table_size * 2 : 1024;
+    uint32_t *t = calloc(size, sizeof *t);
+    if (!t) {
+        fprintf(stderr, "tally: out of memory\n");
+        abort();
+    }
+    for (size_t id = 0; id < s->count; id++) {
+        const struct stack_meta *m = &s->meta[id];
+        size_t j = stack_hash(m->proc, s->frames + m->off, m->n, m->flags) & (size - 1);
+        while (t[j])
+            j = (j + 1) & (size - 1);
+        t[j] = (uint32_t)id + 1;
+    }
+    free(s->table);
+    s->table = t;
+    s->table_size = size;
+}
+
+int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, uint32_t n,
+                          uint32_t flags)
+{
+    if ((s->count + 1) * 2 > s->table_size)
+        table_rehash(s);
+    size_t j = stack_hash(proc, pcs, n, flags) & (s->table_size - 1);
+    for (; s->table[j]; j = (j + 1) & (s->table_size - 1)) {
+        const struct stack_meta *m = &s->meta[s->table[j] - 1];
+        if (m->n == n && m->flags == flags && m->proc == proc &&
+            !memcmp(s->frames + m->off, pcs, (size_t)n * sizeof *pcs))
+            return s->table[j] - 1;
+    }
+    if (s->count >= UINT32_MAX - 1)
+        return -1;
+    while (s->nframes + n > s->frames_cap) {
+        s->frames_cap = s->frames_cap ? 2 * s->frames_cap : 4096;
+        s->frames = xrealloc(s->frames, s->frames_cap * sizeof *s->frames);
+    }
+    GROW(s->meta, s->count, s->meta_cap);
+    memcpy(s->frames + s->nframes, pcs, (size_t)n * sizeof *pcs);
+    s->meta[s->count] = (struct stack_meta){ s->nframes, n, flags, proc };
+    s->nframes += n;
+    s->table[j] = (uint32_t)s->count + 1;
+    return (int64_t)s->count++;
+}
+
+/* ---- event scanning ----------------------------------------------------------------------- */
+
+struct chunk_ref {
+    uint32_t stream, seq, tid;
+    uint64_t off;
+};
+
+static int cmp_chunks(const void *a, const void *b)
+{
+    const struct chunk_ref *x = a, *y = b;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static uint32_t get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+    return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
+}
+
+/* Per-thread decoding state: local stack id -> global id. */
+struct thread_state {
+    uint32_t *map;
+    size_t n, cap;
+    uint64_t *frames; /* scratch for decoding */
+    size_t frames_cap;
+};
+
+#define NO_STACK UINT32_MAX
+
+static int decode_stack(struct thread_state *ts, exp_stacks_t *stacks, uint32_t proc,
+                        const uint8_t *p, const uint8_t *end)
+{
+    uint64_t id, flags, n, first;
+    if (leb128_get(&p, end, &id) || leb128_get(&p, end, &flags) || leb128_get(&p, end, &n))
+        return -1;
+    if (n > (uint64_t)(end - p)) /* every frame takes at least one byte */
+        return -1;
+    if (n > ts->frames_cap) {
+        ts->frames_cap = n;
+        ts->frames = xrealloc(ts->frames, n * sizeof *ts->frames);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        if (i == 0) {
+            if (leb128_get(&p, end, &first))
+                return -1;
+            ts->frames[0] = first;
+        } else {
+            int64_t d;
+            if (leb128_get_signed(&p, end, &d))
+                return -1;
+            ts->frames[i] = ts->frames[i - 1] + (uint64_t)d;
+        }
+    }
+    int64_t g = exp_stacks_intern(stacks, proc, ts->frames, (uint32_t)n, (uint32_t)flags);
+    if (g < 0)
+        return -1;
+    while (id >= ts->cap) {
+        size_t old = ts->cap;
+        ts->cap = ts->cap ? 2 * ts->cap : 256;
+        ts->map = xrealloc(ts->map, ts->cap * sizeof *ts->map);
+        for (size_t i = old; i < ts->cap; i++)
+            ts->map[i] = NO_STACK;
+    }
+    ts->map[id] = (uint32_t)g;
+    if (id >= ts->n)
+        ts->n = id + 1;
+    return 0;
+}
+
+/* The global id of the empty stack of a process, for events whose stack was lost. */
+static uint32_t lost_stack(exp_stacks_t *stacks, uint32_t proc)
+{
+    return (uint32_t)exp_stacks_intern(stacks, proc, NULL, 0, EXP_STACK_UNWIND_FAIL);
+}
+
+static int scan_chunk(const uint8_t *c, uint32_t chunk_size, uint32_t proc, uint32_t tid,
+                      struct thread_state *ts, exp_stacks_t *stacks, exp_event_cb cb, void *ctx,
+                      exp_scan_stats_t *st)
+{
+    uint32_t used = get_le32(c + 12);
+    if (used > chunk_size - EXP_CHUNK_HEADER_SIZE) {
+        st->bad_chunks++;
+        used = chunk_size - EXP_CHUNK_HEADER_SIZE;
+    }
+    uint64_t t = get_le64(c + 16);
+    const uint8_t *p = c + EXP_CHUNK_HEADER_SIZE, *end = p + used;
+    exp_event_t ev = { .proc = proc, .tid = tid };
+    while (p < end) {
+        uint8_t type = *p++;
+        uint64_t len;
+        if (type == 0 || leb128_get(&p, end, &len) || len > (uint64_t)(end - p)) {
+            st->bad_records++;
+            break; /* the rest of the chunk cannot be framed */
+        }
+        const uint8_t *q = p, *rend = p + len;
+        p = rend;
+        st->records++;
+        uint64_t dt, a, b, c2;
+        switch (type) {
+        case EXP_REC_STACK:
+            if (decode_stack(ts, stacks, proc, q, rend))
+                st->bad_records++;
+            break;
+        case EXP_REC_CLOCK:
+            if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &a) ||
+                leb128_get(&q, rend, &b) || leb128_get(&q, rend, &c2)) {
+                st->bad_records++;
+                break;
+            }
+            t += dt;
+            ev.type = EXP_REC_CLOCK;
+            ev.t = t;
+            if (a < ts->n && ts->map[a] != NO_STACK) {
+                ev.stack = ts->map[a];
+            } else {
+                st->bad_records++;
+                ev.stack = lost_stack(stacks, proc);
+            }
+            ev.state = (uint32_t)b;
+            ev.weight = c2;
+            ev.count = 1;
+            ev.reason = 0;
+            st->events++;
+            if (cb) {
+                int rc = cb(ctx, &ev);
+                if (rc)
+                    return rc;
+            }
+            break;
+        case EXP_REC_LOST:
+            if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &a) ||
+                leb128_get(&q, rend, &b)) {
+                st->bad_records++;
+                break;
+            }
+            t += dt;
+            st->lost[b < EXP_LOST_NREASONS ? b : EXP_LOST_NOSTACK] += a;
+            ev.type = EXP_REC_LOST;
+            ev.t = t;
+            ev.stack = 0;
+            ev.count = a;
+            ev.reason = (uint32_t)b;
+            ev.weight = 0;
+            if (cb) {
+                int rc = cb(ctx, &ev);
+                if (rc)
+                    return rc;
+            }
+            break;
+        default:
+            st->unknown_records++;
+            break;
+        }
+    }
+    return 0;
+}
+
+static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event_cb cb,
+                        void *ctx, exp_scan_stats_t *st, tally_err_t *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/events", pr->dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return 0; /* no events: nothing was profiled in this process */
+        return tally_errf(err, TALLY_EIO, "cannot read '%s': %s", path, strerror(errno));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) < 0 || sb.st_size < EXP_EV_HEADER_SIZE) {
+        close(fd);
+        if (sb.st_size == 0)
+            return 0;
+        return tally_errf(err, TALLY_ECORRUPT, "%s: the file is shorter than its header "
+                          "(%lld bytes)", path, (long long)sb.st_size);
+    }
+    size_t size = (size_t)sb.st_size;
+    const uint8_t *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return tally_errf(err, TALLY_EIO, "cannot map '%s': %s", path, strerror(errno));
+    int rc = 0;
+    struct chunk_ref *refs = NULL;
+    size_t nrefs = 0;
+    if (memcmp(m, EXP_EV_MAGIC, 8)) {
+        rc = tally_errf(err, TALLY_ECORRUPT, "%s: not a tally events file (bad magic at offset 0)",
+                        path);
+        goto out;
+    }
+    uint32_t version = get_le32(m + 8), hsize = get_le32(m + 12), csize = get_le32(m + 16);
+    if (version > EXP_FORMAT_VERSION) {
+        rc = tally_errf(err, TALLY_EVERSION, "%s: events format version %u is newer than this "
+                        "tally reads (%u): use a newer tally", path, version, EXP_FORMAT_VERSION);
+        goto out;
+    }
+    if (hsize < EXP_EV_HEADER_SIZE || hsize > size || csize < 4096 || csize > (1u << 30)) {
+        rc = tally_errf(err, TALLY_ECORRUPT, "%s: bad header (header size %u, chunk size %u)",
+                        path, hsize, csize);
+        goto out;
+    }
+    size_t nchunks = (size - hsize + csize - 1) / csize;
+    refs = xrealloc(NULL, (nchunks ? nchunks : 1) * sizeof *refs);
+    for (size_t i = 0; i < nchunks; i++) {
+        uint64_t off = hsize + (uint64_t)i * csize;
+        st->chunks++;
+        if (off + EXP_CHUNK_HEADER_SIZE > size) {
+            st->bad_chunks++;
+            continue;
+        }
+        uint32_t magic = get_le32(m + off);
+        if (magic == 0) {
+            st->unused_chunks++;
+            continue;
+        }
+        if (magic != EXP_CHUNK_MAGIC) {
+            st->bad_chunks++;
+            continue;
+        }
+        refs[nrefs++] = (struct chunk_ref){ get_le32(m + off + 24), get_le32(m + off + 8),
+                                            get_le32(m + off + 4), off };
+    }
+    qsort(refs, nrefs, sizeof *refs, cmp_chunks);
+    struct thread_state ts = { 0 };
+    uint8_t *partial = NULL;
+    for (size_t i = 0; i < nrefs && !rc; i++) {
+        if (i == 0 || refs[i].stream != refs[i - 1].stream) {
+            ts.n = 0; /* a new stream: its stack ids start again */
+            if (refs[i].seq != 0)
+                st->seq_gaps++;
+        } else if (refs[i].seq != refs[i - 1].seq + 1) {
+            st->seq_gaps++;
+        }
+        const uint8_t *c = m + refs[i].off;
+        if (refs[i].off + csize > size) { /* the file was cut inside this chunk */
+            st->bad_chunks++;
+            partial = xrealloc(partial, csize);
+            memset(partial, 0, csize);
+            memcpy(partial, c, size - refs[i].off);
+            uint32_t avail = (uint32_t)(size - refs[i].off - EXP_CHUNK_HEADER_SIZE);
+            if (get_le32(partial + 12) > avail)
+                memcpy(partial + 12, &avail, 4);
+            c = partial;
+        }
+        rc = scan_chunk(c, csize, pr->index, refs[i].tid, &ts, stacks, cb, ctx, st);
+    }
+    free(partial);
+    free(ts.map);
+    free(ts.frames);
+out:
+    free(refs);
+    munmap((void *)m, size);
+    return rc;
+}
+
+int exp_scan(const exp_experiment_t *e, exp_stacks_t *stacks, exp_event_cb cb, void *ctx,
+             exp_scan_stats_t *st, tally_err_t *err)
+{
+    exp_scan_stats_t local;
+    if (!st)
+        st = &local;
+    memset(st, 0, sizeof *st);
+    for (size_t i = 0; i < e->nprocs; i++) {
+        int rc = scan_process(e->procs[i], stacks, cb, ctx, st, err);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
