@@ -67,6 +67,22 @@ void exp_line_str(exp_line_t *l, const char *key, const char *value)
     exp_line_strn(l, key, value, value ? strlen(value) : 0);
 }
 
+void exp_line_argv(exp_line_t *l, const char *key, char *const *argv, int argc)
+{
+    for (int i = 0; i < argc && !l->cut; i++) {
+        if (i == 0) {
+            exp_line_str(l, key, argv[0]);
+            continue;
+        }
+        size_t before = l->len;
+        put_field(l, "", argv[i], strlen(argv[i]), 1); /* " =value" */
+        if (l->len > before) { /* drop the '=' put_field wrote after the empty key */
+            memmove(l->buf + before + 1, l->buf + before + 2, l->len - before - 2);
+            l->len--;
+        }
+    }
+}
+
 static size_t fmt_u64(char *out, uint64_t v, unsigned base)
 {
     char tmp[24];
