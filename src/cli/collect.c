@@ -1,0 +1,550 @@
+/*
+ * collect.c - `tally collect`: runs a program with the collector preloaded and records an
+ * experiment (docs/FORMAT.md). Sections: options, the program, the experiment name, running.
+ *
+ * The driver creates the experiment directory, starts the target with LD_PRELOAD and the
+ * TALLY_* environment (the interface to src/collector, described in docs/ARCHITECTURE.md), waits
+ * for it, and appends the root process's final `end` record from waitpid, so that even a target
+ * killed with SIGKILL leaves an experiment that says how it ended.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "experiment/logfile.h"
+
+#ifndef TALLY_INSTALL_LIBDIR
+#define TALLY_INSTALL_LIBDIR "lib"
+#endif
+
+/* ---- options ------------------------------------------------------------------------------- */
+
+struct collect_opts {
+    uint64_t clock_ns; /* 0 = off */
+    int follow;
+    uint64_t dur_start, dur_end; /* ns from start; dur_end 0 = to the end */
+    int has_duration;
+    const char *output, *directory;
+    int dry_run;
+    unsigned max_depth;
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+        "usage: tally collect [options] program [args...]\n"
+        "\n"
+        "Runs program with the collector and records an experiment, <program>.<n>.tally.\n"
+        "\n"
+        "options:\n"
+        "  -p, --clock=on|off|hi|lo|<ms>   clock profiling: on = 10 ms (default), hi = 1 ms,\n"
+        "                                  lo = 100 ms, or an interval in milliseconds (e.g. 0.5)\n"
+        "  -F, --follow=on|off             follow descendant processes (fork, exec, spawn); on\n"
+        "  -t, --duration=<s>|<a>-<b>      record only the first <s> seconds, or from a to b\n"
+        "  -o, --output=NAME               experiment name (default <program>.<n>.tally)\n"
+        "  -d, --directory=DIR             put the experiment in DIR (created if missing)\n"
+        "      --max-depth=N               deepest call stack recorded (default 1024 frames)\n"
+        "  -n, --dry-run                   print what would be done, run nothing\n"
+        "  -h, --help                      this text\n"
+        "\n"
+        "With no arguments, prints this text and what clock profiling can do on this system.\n");
+}
+
+static int parse_onoff(const char *v, int *out)
+{
+    if (!strcmp(v, "on"))
+        *out = 1;
+    else if (!strcmp(v, "off"))
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+/* "on" / "off" / "hi" / "lo" / milliseconds -> ns (0 = off). */
+static int parse_clock(const char *v, uint64_t *ns)
+{
+    if (!strcmp(v, "on"))
+        *ns = 10000000;
+    else if (!strcmp(v, "off"))
+        *ns = 0;
+    else if (!strcmp(v, "hi") || !strcmp(v, "high"))
+        *ns = 1000000;
+    else if (!strcmp(v, "lo") || !strcmp(v, "low"))
+        *ns = 100000000;
+    else {
+        char *end;
+        errno = 0;
+        double ms = strtod(v, &end);
+        if (errno || end == v || *end || !(ms > 0) || ms > 10000)
+            return -1;
+        *ns = (uint64_t)(ms * 1e6 + 0.5);
+    }
+    return 0;
+}
+
+static int parse_seconds(const char *s, const char *end, uint64_t *ns)
+{
+    char buf[64];
+    size_t n = (size_t)(end - s);
+    if (n == 0 || n >= sizeof buf)
+        return -1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    char *e;
+    errno = 0;
+    double sec = strtod(buf, &e);
+    if (errno || *e || !(sec >= 0) || sec > 1e7)
+        return -1;
+    *ns = (uint64_t)(sec * 1e9 + 0.5);
+    return 0;
+}
+
+static int parse_duration(const char *v, struct collect_opts *o)
+{
+    const char *dash = strchr(v, '-');
+    o->has_duration = 1;
+    if (!dash) {
+        o->dur_start = 0;
+        return parse_seconds(v, v + strlen(v), &o->dur_end) || o->dur_end == 0 ? -1 : 0;
+    }
+    if (parse_seconds(v, dash, &o->dur_start) ||
+        parse_seconds(dash + 1, dash + 1 + strlen(dash + 1), &o->dur_end) ||
+        o->dur_end <= o->dur_start)
+        return -1;
+    return 0;
+}
+
+/* ---- what this system can do ---------------------------------------------------------------- */
+
+static long read_long_file(const char *path, long dflt)
+{
+    FILE *f = fopen(path, "r");
+    long v = dflt;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = dflt;
+        fclose(f);
+    }
+    return v;
+}
+
+/* Whether a per-thread task-clock event can be opened here (the collector's preferred source). */
+static int task_clock_available(void)
+{
+    struct perf_event_attr a = { 0 };
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.sample_period = 1000000;
+    a.disabled = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+static void print_capabilities(void)
+{
+    long max_rate = read_long_file("/proc/sys/kernel/perf_event_max_sample_rate", 100000);
+    long paranoid = read_long_file("/proc/sys/kernel/perf_event_paranoid", 2);
+    struct timespec res;
+    clock_getres(CLOCK_THREAD_CPUTIME_ID, &res);
+    printf("\nClock profiling on this system:\n");
+    if (task_clock_available()) {
+        double min_ms = max_rate > 0 ? 1000.0 / (double)max_rate : 0.01;
+        printf("  source: per-thread task-clock events (perf_event_open); samples know user and\n"
+               "          system mode; each sample is weighted by the CPU time that really passed\n");
+        printf("  range: %.3f ms (perf_event_max_sample_rate = %ld/s) to 10000 ms; resolution "
+               "%ld ns\n", min_ms < 0.01 ? 0.01 : min_ms, max_rate,
+               (long)(res.tv_sec * 1000000000L + res.tv_nsec));
+    } else {
+        printf("  source: CPU-time timers (perf_event_open is not permitted here: "
+               "perf_event_paranoid = %ld);\n"
+               "          they fire on scheduler ticks, so intervals below one tick are rounded\n"
+               "          up; samples are weighted by the CPU time that really passed\n", paranoid);
+        printf("  range: 1 ms to 10000 ms; resolution one scheduler tick\n");
+    }
+    printf("  default: on = 10 ms, hi = 1 ms, lo = 100 ms\n");
+    printf("\nCounter overflow profiling (-h) is not available in this version of tally.\n");
+}
+
+/* ---- the program ---------------------------------------------------------------------------- */
+
+/* Finds program as execvp would; fills path or returns an error message. */
+static const char *find_program(const char *prog, char *path, size_t cap)
+{
+    struct stat st;
+    if (strchr(prog, '/')) {
+        snprintf(path, cap, "%s", prog);
+    } else {
+        const char *pathenv = getenv("PATH");
+        if (!pathenv || !*pathenv)
+            pathenv = "/usr/local/bin:/usr/bin:/bin";
+        int found = 0;
+        for (const char *p = pathenv; *p && !found;) {
+            const char *colon = strchr(p, ':');
+            size_t n = colon ? (size_t)(colon - p) : strlen(p);
+            snprintf(path, cap, "%.*s%s%s", (int)n, p, n ? "/" : "", prog);
+            if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0)
+                found = 1;
+            p += n + (colon ? 1 : 0);
+        }
+        if (!found)
+            return "not found in PATH";
+    }
+    if (stat(path, &st) < 0)
+        return errno == ENOENT ? "no such file" : strerror(errno);
+    if (S_ISDIR(st.st_mode))
+        return "is a directory";
+    if (!S_ISREG(st.st_mode))
+        return "is not a regular file";
+    if (access(path, X_OK) < 0)
+        return "is not executable (chmod +x?)";
+    return NULL;
+}
+
+/* The collector library: $TALLY_COLLECTOR, beside the executable, or in the install libdir. */
+static int find_collector(char *out, size_t cap)
+{
+    const char *env = getenv("TALLY_COLLECTOR");
+    const char *cands[3];
+    char a[PATH_MAX], b[PATH_MAX];
+    snprintf(a, sizeof a, "%s/libtally-collector.so", cli_self_dir());
+    snprintf(b, sizeof b, "%s/../%s/libtally-collector.so", cli_self_dir(), TALLY_INSTALL_LIBDIR);
+    cands[0] = env;
+    cands[1] = a;
+    cands[2] = b;
+    for (int i = 0; i < 3; i++)
+        if (cands[i] && access(cands[i], R_OK) == 0 && realpath(cands[i], out) && strlen(out) < cap)
+            return 0;
+    return -1;
+}
+
+/* ---- the experiment name -------------------------------------------------------------------- */
+
+static int make_dirs(const char *dir)
+{
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Creates the experiment directory: NAME as given, or <base>.<n>.tally with the next free n. */
+static int create_experiment(const struct collect_opts *o, const char *prog, char *out, size_t cap)
+{
+    const char *dir = o->directory ? o->directory : ".";
+    if (o->directory && make_dirs(o->directory) < 0) {
+        cli_error("collect", "cannot create directory '%s': %s", o->directory, strerror(errno));
+        return -1;
+    }
+    if (o->output) {
+        size_t n = strlen(o->output);
+        const char *suffix = n > 6 && !strcmp(o->output + n - 6, ".tally") ? "" : ".tally";
+        snprintf(out, cap, "%s/%s%s", dir, o->output, suffix);
+        if (mkdir(out, 0755) < 0) {
+            if (errno == EEXIST)
+                cli_error("collect", "experiment '%s' already exists; remove it or choose "
+                          "another name with -o", out);
+            else
+                cli_error("collect", "cannot create experiment '%s': %s", out, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    const char *base = strrchr(prog, '/');
+    base = base ? base + 1 : prog;
+    for (int n = 1; n < 100000; n++) {
+        snprintf(out, cap, "%s/%s.%d.tally", dir, base, n);
+        if (mkdir(out, 0755) == 0)
+            return 0;
+        if (errno != EEXIST) {
+            cli_error("collect", "cannot create experiment '%s': %s", out, strerror(errno));
+            return -1;
+        }
+    }
+    cli_error("collect", "no free experiment name for '%s' in '%s'", base, dir);
+    return -1;
+}
+
+/* ---- running -------------------------------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static pid_t child_pid;
+
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill(child_pid, sig);
+}
+
+static void set_env_u64(const char *name, uint64_t v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
+    setenv(name, b, 1);
+}
+
+/* Appends the root's end record; creates a minimal log if the collector never started. */
+static int record_end(const char *exp, int status, int *collector_ran)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/log", exp);
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    *collector_ran = fd >= 0;
+    if (fd < 0 && (fd = exp_log_create(path)) < 0)
+        return -1;
+    char buf[512];
+    exp_line_t l;
+    if (!*collector_ran) {
+        exp_line_begin(&l, buf, sizeof buf, "warning");
+        exp_line_str(&l, "what", "the collector did not start in the program (statically "
+                     "linked, or LD_PRELOAD was removed); nothing was recorded");
+        exp_line_write(&l, fd);
+    }
+    exp_line_begin(&l, buf, sizeof buf, "end");
+    exp_line_u64(&l, "t", now_ns());
+    if (WIFEXITED(status)) {
+        exp_line_str(&l, "how", "exit");
+        exp_line_u64(&l, "status", (uint64_t)WEXITSTATUS(status));
+    } else if (WIFSIGNALED(status)) {
+        exp_line_str(&l, "how", "signal");
+        exp_line_u64(&l, "signal", (uint64_t)WTERMSIG(status));
+        const char *name = sigabbrev_np(WTERMSIG(status));
+        char sname[32];
+        snprintf(sname, sizeof sname, "SIG%s", name ? name : "?");
+        exp_line_str(&l, "name", sname);
+    }
+    exp_line_str(&l, "by", "tally-collect");
+    int rc = exp_line_write(&l, fd);
+    close(fd);
+    return rc;
+}
+
+int cmd_collect(int argc, char **argv)
+{
+    struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024 };
+    static const struct option longopts[] = {
+        { "clock", required_argument, 0, 'p' },  { "follow", required_argument, 0, 'F' },
+        { "duration", required_argument, 0, 't' }, { "output", required_argument, 0, 'o' },
+        { "directory", required_argument, 0, 'd' }, { "dry-run", no_argument, 0, 'n' },
+        { "max-depth", required_argument, 0, 1 },  { "help", no_argument, 0, 'H' },
+        { 0, 0, 0, 0 },
+    };
+    if (argc < 2) {
+        usage(stdout);
+        print_capabilities();
+        return 0;
+    }
+    opterr = 0;
+    int c;
+    /* '+': stop at the first non-option, the program; its own options are its own. */
+    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (parse_clock(optarg, &o.clock_ns)) {
+                cli_error("collect", "bad clock profiling setting '-p %s': use on, off, hi, lo "
+                          "or an interval in milliseconds (0.01 to 10000)", optarg);
+                return 2;
+            }
+            break;
+        case 'F':
+            if (parse_onoff(optarg, &o.follow)) {
+                cli_error("collect", "bad '-F %s': use on or off", optarg);
+                return 2;
+            }
+            break;
+        case 't':
+            if (parse_duration(optarg, &o)) {
+                cli_error("collect", "bad duration '-t %s': use seconds (e.g. 5) or a range "
+                          "of seconds (e.g. 2-10)", optarg);
+                return 2;
+            }
+            break;
+        case 'o':
+            if (!*optarg || strchr(optarg, '/')) {
+                cli_error("collect", "bad experiment name '-o %s': give a name without '/' "
+                          "and use -d for the directory", optarg);
+                return 2;
+            }
+            o.output = optarg;
+            break;
+        case 'd':
+            o.directory = optarg;
+            break;
+        case 'n':
+            o.dry_run = 1;
+            break;
+        case 1: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 65536) {
+                cli_error("collect", "bad '--max-depth=%s': use 1 to 65536 frames", optarg);
+                return 2;
+            }
+            o.max_depth = (unsigned)v;
+            break;
+        }
+        case 'h':
+        case 'H':
+            usage(stdout);
+            print_capabilities();
+            return 0;
+        case ':':
+            cli_error("collect", "option '%s' needs a value; see 'tally collect -h'",
+                      argv[optind - 1]);
+            return 2;
+        default:
+            cli_error("collect", "unknown option '%s'; see 'tally collect -h'", argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        cli_error("collect", "no program to run; usage: tally collect [options] program [args]");
+        return 2;
+    }
+    char **prog_argv = argv + optind;
+    char prog[PATH_MAX], lib[PATH_MAX], exp[PATH_MAX];
+    const char *why = find_program(prog_argv[0], prog, sizeof prog);
+    if (why) {
+        cli_error("collect", "cannot run '%s': %s", prog_argv[0], why);
+        return 1;
+    }
+    if (find_collector(lib, sizeof lib)) {
+        cli_error("collect", "cannot find libtally-collector.so beside '%s' or in ../%s; "
+                  "set TALLY_COLLECTOR to its path", cli_self_dir(), TALLY_INSTALL_LIBDIR);
+        return 1;
+    }
+    if (o.dry_run) {
+        printf("would run:    %s", prog);
+        for (char **a = prog_argv + 1; *a; a++)
+            printf(" %s", *a);
+        printf("\ncollector:    %s\n", lib);
+        printf("experiment:   %s/%s\n", o.directory ? o.directory : ".",
+               o.output ? o.output : "<program>.<n>.tally (next free n)");
+        if (o.clock_ns)
+            printf("clock:        every %.3f ms of thread CPU time\n", (double)o.clock_ns / 1e6);
+        else
+            printf("clock:        off\n");
+        printf("follow:       %s\n", o.follow ? "on (fork, exec, spawn)" : "off");
+        if (o.has_duration)
+            printf("duration:     %.3f s to %.3f s\n", (double)o.dur_start / 1e9,
+                   (double)o.dur_end / 1e9);
+        printf("max depth:    %u frames\n", o.max_depth);
+        return 0;
+    }
+    if (create_experiment(&o, prog, exp, sizeof exp))
+        return 1;
+    char *expabs = realpath(exp, NULL);
+    const char *shown = exp[0] == '.' && exp[1] == '/' ? exp + 2 : exp;
+    fprintf(stderr, "tally: recording experiment %s\n", shown);
+
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC) < 0) {
+        cli_error("collect", "pipe: %s", strerror(errno));
+        return 1;
+    }
+    fflush(NULL);
+    child_pid = fork();
+    if (child_pid < 0) {
+        cli_error("collect", "fork: %s", strerror(errno));
+        return 1;
+    }
+    if (child_pid == 0) {
+        close(errpipe[0]);
+        setenv("TALLY_EXPERIMENT", expabs, 1);
+        set_env_u64("TALLY_ROOT_PID", (uint64_t)getpid());
+        set_env_u64("TALLY_CLOCK", o.clock_ns);
+        setenv("TALLY_FOLLOW", o.follow ? "on" : "off", 1);
+        set_env_u64("TALLY_MAX_DEPTH", o.max_depth);
+        if (o.has_duration) {
+            char d[64];
+            snprintf(d, sizeof d, "%llu-%llu", (unsigned long long)o.dur_start,
+                     (unsigned long long)o.dur_end);
+            setenv("TALLY_DURATION", d, 1);
+        }
+        const char *old = getenv("LD_PRELOAD");
+        char *preload;
+        if (old && *old) {
+            if (asprintf(&preload, "%s:%s", lib, old) < 0)
+                _exit(127);
+        } else {
+            preload = lib;
+        }
+        setenv("LD_PRELOAD", preload, 1);
+        execv(prog, prog_argv);
+        int e = errno;
+        if (write(errpipe[1], &e, sizeof e) < 0) {
+            /* nothing more we can say */
+        }
+        _exit(127);
+    }
+    close(errpipe[1]);
+    /* Like a shell waiting for a job: the terminal's ^C goes to the program; we stay to record. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    struct sigaction sa = { .sa_handler = forward_signal };
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(errpipe[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
+        ;
+    close(errpipe[0]);
+    int status = 0;
+    while (waitpid(child_pid, &status, 0) < 0)
+        if (errno != EINTR) {
+            cli_error("collect", "waitpid: %s", strerror(errno));
+            return 1;
+        }
+    if (got == (ssize_t)sizeof exec_errno) {
+        cli_error("collect", "cannot run '%s': %s", prog, strerror(exec_errno));
+        /* Leave no empty experiment behind. */
+        rmdir(exp);
+        free(expabs);
+        return 1;
+    }
+    int collector_ran = 0;
+    if (record_end(exp, status, &collector_ran) < 0)
+        cli_error("collect", "cannot write to experiment '%s': %s", shown, strerror(errno));
+    if (!collector_ran)
+        cli_error("collect", "warning: the collector did not start in '%s' (a statically "
+                  "linked program?); %s holds no profile", prog_argv[0], shown);
+    free(expabs);
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "tally: %s ended by signal %d (%s)\n", prog_argv[0], WTERMSIG(status),
+                strsignal(WTERMSIG(status)));
+        return 128 + WTERMSIG(status);
+    }
+    return 1;
+}
