@@ -7,7 +7,8 @@
 
 #define EXP_FORMAT_VERSION 1
 #define EXP_EV_MAGIC "TALLYEVT"
-#define EXP_EV_HEADER_SIZE 64
+#define EXP_EV_HEADER_SIZE 4096 /* where chunks begin: a page, so chunks can be mapped */
+#define EXP_EV_HEADER_BYTES 64  /* the meaningful part of the header */
 #define EXP_CHUNK_MAGIC 0x314b4354u /* "TCK1" little-endian */
 #define EXP_CHUNK_HEADER_SIZE 32
 #define EXP_CHUNK_SIZE_DEFAULT 65536u

@@ -38,7 +38,7 @@ static void put_le64(uint8_t *p, uint64_t v)
 
 int exp_evfile_init_fd(exp_evfile_t *f, int fd, uint32_t pid, uint64_t now_ns, uint32_t chunk_size)
 {
-    uint8_t h[EXP_EV_HEADER_SIZE] = { 0 };
+    uint8_t h[EXP_EV_HEADER_BYTES] = { 0 };
     if (chunk_size < 4096 || (chunk_size & 4095))
         chunk_size = EXP_CHUNK_SIZE_DEFAULT;
     memcpy(h, EXP_EV_MAGIC, 8);
@@ -47,7 +47,8 @@ int exp_evfile_init_fd(exp_evfile_t *f, int fd, uint32_t pid, uint64_t now_ns, u
     put_le32(h + 16, chunk_size);
     put_le32(h + 20, pid);
     put_le64(h + 24, now_ns);
-    if (pwrite(fd, h, sizeof h, 0) != (ssize_t)sizeof h)
+    if (pwrite(fd, h, sizeof h, 0) != (ssize_t)sizeof h ||
+        ftruncate(fd, EXP_EV_HEADER_SIZE) < 0)
         return errno ? -errno : -EIO;
     f->fd = fd;
     f->chunk_size = chunk_size;

@@ -790,7 +790,7 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         return tally_errf(err, TALLY_EIO, "cannot read '%s': %s", path, strerror(errno));
     }
     struct stat sb;
-    if (fstat(fd, &sb) < 0 || sb.st_size < EXP_EV_HEADER_SIZE) {
+    if (fstat(fd, &sb) < 0 || sb.st_size < EXP_EV_HEADER_BYTES) {
         close(fd);
         if (sb.st_size == 0)
             return 0;
@@ -816,7 +816,7 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
                         "tally reads (%u): use a newer tally", path, version, EXP_FORMAT_VERSION);
         goto out;
     }
-    if (hsize < EXP_EV_HEADER_SIZE || hsize > size || csize < 4096 || csize > (1u << 30)) {
+    if (hsize < EXP_EV_HEADER_BYTES || hsize > size || csize < 4096 || csize > (1u << 30)) {
         rc = tally_errf(err, TALLY_ECORRUPT, "%s: bad header (header size %u, chunk size %u)",
                         path, hsize, csize);
         goto out;

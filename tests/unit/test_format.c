@@ -1,0 +1,323 @@
+/*
+ * test_format.c - the experiment format: writer -> reader round trip across chunks, stack
+ * deduplication, lost-event accounting, and the reader's answers to damaged input (truncated
+ * events, bad magic, a newer version, a missing or cut log).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "experiment/evwriter.h"
+#include "experiment/logfile.h"
+#include "experiment/reader.h"
+
+static char dir[256];
+
+static void write_log(const char *d, int complete)
+{
+    char path[512], buf[1024];
+    snprintf(path, sizeof path, "%s/log", d);
+    int fd = exp_log_create(path);
+    assert_true(fd >= 0);
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "start");
+    exp_line_u64(&l, "t", 1000);
+    exp_line_u64(&l, "pid", 42);
+    exp_line_str(&l, "host", "test host");
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    char *args[] = { "./prog", "a b", "x=y", "100%" };
+    exp_line_begin(&l, buf, sizeof buf, "cmdline");
+    exp_line_argv(&l, "argv", args, 4);
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    exp_line_begin(&l, buf, sizeof buf, "load");
+    exp_line_u64(&l, "t", 1000);
+    exp_line_u64(&l, "id", 0);
+    exp_line_str(&l, "path", "/bin/prog");
+    exp_line_hex(&l, "lo", 0x400000);
+    exp_line_hex(&l, "hi", 0x500000);
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    exp_line_begin(&l, buf, sizeof buf, "end");
+    exp_line_str(&l, "how", "exit");
+    exp_line_u64(&l, "status", 3);
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    if (!complete)
+        assert_int_equal(write(fd, "thread tid=5", 12), 12);
+    close(fd);
+}
+
+static int setup(void **state)
+{
+    snprintf(dir, sizeof dir, "/tmp/tally-test-format-%d.tally", getpid());
+    assert_int_equal(mkdir(dir, 0755), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
+struct totals {
+    uint64_t events, weight[2], lost;
+    uint64_t per_stack_weight[64];
+    uint64_t last_t[2];
+    int order_ok;
+};
+
+static int count_cb(void *ctx, const exp_event_t *ev)
+{
+    struct totals *t = ctx;
+    if (ev->type == EXP_REC_CLOCK) {
+        t->events++;
+        t->weight[ev->state] += ev->weight;
+        if (ev->stack < 64)
+            t->per_stack_weight[ev->stack] += ev->weight;
+        int k = ev->tid == 100 ? 0 : 1;
+        if (ev->t < t->last_t[k])
+            t->order_ok = 0;
+        t->last_t[k] = ev->t;
+    } else if (ev->type == EXP_REC_LOST) {
+        t->lost += ev->count;
+    }
+    return 0;
+}
+
+/* Writes n events on two streams, 8 distinct stacks, so that many chunks are used. */
+static void write_events(const char *d, int n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", d);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t s[2];
+    exp_stream_init(&s[0], &f, 100);
+    exp_stream_init(&s[1], &f, 101);
+    for (int i = 0; i < n; i++) {
+        exp_stream_t *st = &s[i & 1];
+        uint64_t pcs[40];
+        uint32_t depth = 5 + (i % 8) * 4;
+        for (uint32_t j = 0; j < depth; j++)
+            pcs[j] = 0x400000 + 0x100 * (i % 8) + 0x1000 * j;
+        uint32_t id;
+        assert_int_equal(exp_stream_stack(st, pcs, depth, 0, &id), 0);
+        assert_true(id < 8);
+        assert_int_equal(exp_stream_clock(st, 2000 + (uint64_t)i * 1000, id, (uint32_t)(i % 3 == 0),
+                                          1000000), 0);
+    }
+    exp_stream_finish(&s[0], 5000000);
+    exp_stream_finish(&s[1], 5000000);
+    exp_evfile_close(&f);
+}
+
+static void test_round_trip(void **state)
+{
+    write_log(dir, 1);
+    write_events(dir, 20000);
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    assert_int_equal(e->nprocs, 1);
+    exp_process_t *p = e->procs[0];
+    assert_int_equal(p->pid, 42);
+    assert_string_equal(p->host, "test host");
+    assert_int_equal(p->argc, 4);
+    assert_string_equal(p->argv[1], "a b");
+    assert_string_equal(p->argv[2], "x=y");
+    assert_string_equal(p->argv[3], "100%");
+    assert_int_equal(p->nobjects, 1);
+    assert_int_equal(p->objects[0].hi, 0x500000);
+    assert_true(p->has_end);
+    assert_int_equal(p->end_status, 3);
+    assert_int_equal(p->nwarnings, 0);
+
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    struct totals t = { .order_ok = 1 };
+    assert_int_equal(exp_scan(e, stacks, count_cb, &t, &st, &err), 0);
+    assert_int_equal(t.events, 20000);
+    assert_true(t.order_ok);
+    assert_int_equal(t.weight[0] + t.weight[1], 20000ull * 1000000);
+    assert_int_equal(t.weight[1], 6667ull * 1000000);
+    /* the two streams share the 8 stacks: interned once each */
+    assert_int_equal(exp_stacks_count(stacks), 8);
+    assert_true(st.chunks > 10);
+    assert_int_equal(st.bad_chunks + st.bad_records + st.seq_gaps + st.unknown_records, 0);
+    for (uint32_t id = 0; id < 8; id++) {
+        uint32_t n, flags, proc;
+        const uint64_t *pcs = exp_stacks_get(stacks, id, &n, &flags, &proc);
+        assert_true(n >= 5 && n <= 33 && (n - 5) % 4 == 0);
+        uint64_t k = (pcs[0] - 0x400000) / 0x100;
+        for (uint32_t j = 0; j < n; j++)
+            assert_int_equal(pcs[j], 0x400000 + 0x100 * k + 0x1000 * j);
+        assert_int_equal(t.per_stack_weight[id], 2500ull * 1000000);
+    }
+    exp_stacks_free(stacks);
+    exp_close(e);
+}
+
+static void test_truncated_events(void **state)
+{
+    write_log(dir, 0);
+    write_events(dir, 20000);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    /* cut in the middle of a chunk, as a copy interrupted by a full disk would */
+    assert_int_equal(truncate(path, sb.st_size / 2 + 1000), 0);
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    /* the incomplete last log line is reported, not parsed */
+    assert_int_equal(e->procs[0]->nwarnings, 1);
+    assert_non_null(strstr(e->procs[0]->warnings[0], "incomplete"));
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    struct totals t = { .order_ok = 1 };
+    assert_int_equal(exp_scan(e, stacks, count_cb, &t, &st, &err), 0);
+    assert_true(t.events > 5000 && t.events < 15000);
+    assert_true(st.bad_chunks >= 1);
+    exp_stacks_free(stacks);
+    exp_close(e);
+}
+
+static void test_corrupt(void **state)
+{
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    /* no log */
+    assert_int_equal(exp_open(dir, &e, &err), TALLY_ENOTEXP);
+    assert_non_null(strstr(err.msg, "no log file"));
+    /* not a directory */
+    assert_int_equal(exp_open("/etc/passwd", &e, &err), TALLY_ENOTEXP);
+    /* a newer version */
+    char path[512];
+    snprintf(path, sizeof path, "%s/log", dir);
+    FILE *f = fopen(path, "w");
+    fputs("tally-experiment version=99\nstart t=1\n", f);
+    fclose(f);
+    assert_int_equal(exp_open(dir, &e, &err), TALLY_EVERSION);
+    assert_non_null(strstr(err.msg, "newer tally"));
+    /* not our log */
+    f = fopen(path, "w");
+    fputs("hello\n", f);
+    fclose(f);
+    assert_int_equal(exp_open(dir, &e, &err), TALLY_ENOTEXP);
+    unlink(path);
+    /* bad magic in events */
+    write_log(dir, 1);
+    snprintf(path, sizeof path, "%s/events", dir);
+    f = fopen(path, "w");
+    for (int i = 0; i < 100; i++)
+        fputs("garbage garbage garbage\n", f);
+    fclose(f);
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    assert_int_equal(exp_scan(e, stacks, NULL, NULL, NULL, &err), TALLY_ECORRUPT);
+    assert_non_null(strstr(err.msg, "bad magic"));
+    exp_stacks_free(stacks);
+    exp_close(e);
+}
+
+static void test_corrupt_records(void **state)
+{
+    write_log(dir, 1);
+    write_events(dir, 3000);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    /* scribble over the records of the first chunk (keep its header) */
+    int fd = open(path, O_WRONLY);
+    char junk[2000];
+    memset(junk, 0xff, sizeof junk);
+    assert_int_equal(pwrite(fd, junk, sizeof junk, 4096 + 32 + 10), (ssize_t)sizeof junk);
+    close(fd);
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    struct totals t = { .order_ok = 1 };
+    assert_int_equal(exp_scan(e, stacks, count_cb, &t, &st, &err), 0);
+    assert_true(st.bad_records >= 1);
+    assert_true(t.events > 1000 && t.events < 3000);
+    exp_stacks_free(stacks);
+    exp_close(e);
+}
+
+static void test_busy_and_lost(void **state)
+{
+    write_log(dir, 1);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 0, 0), 0);
+    exp_stream_t s;
+    exp_stream_init(&s, &f, 7);
+    uint64_t pcs[2] = { 0x401000, 0x402000 };
+    uint32_t id;
+    assert_int_equal(exp_stream_stack(&s, pcs, 2, 0, &id), 0);
+    s.busy = 1; /* as if a signal arrived in the middle of a write */
+    assert_int_equal(exp_stream_clock(&s, 10, id, 0, 5), -1);
+    assert_int_equal(exp_stream_clock(&s, 11, id, 0, 5), -1);
+    s.busy = 0;
+    assert_int_equal(s.lost[EXP_LOST_BUSY], 2);
+    assert_int_equal(exp_stream_clock(&s, 12, id, 0, 5), 0);
+    exp_stream_finish(&s, 20);
+    exp_evfile_close(&f);
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    struct totals t = { .order_ok = 1 };
+    assert_int_equal(exp_scan(e, stacks, count_cb, &t, &st, &err), 0);
+    assert_int_equal(t.events, 1);
+    assert_int_equal(t.lost, 2);
+    assert_int_equal(st.lost[EXP_LOST_BUSY], 2);
+    exp_stacks_free(stacks);
+    exp_close(e);
+}
+
+static void test_pct(void **state)
+{
+    char buf[256];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "k");
+    exp_line_str(&l, "v", "a b=c%d\n");
+    exp_line_hex(&l, "h", 0xdeadbeef);
+    exp_line_i64(&l, "i", -5);
+    buf[l.len] = 0;
+    assert_string_equal(buf, "k v=a%20b%3Dc%25d%0A h=0xdeadbeef i=-5");
+    char enc[] = "a%20b%3Dc%25d%0A";
+    exp_pct_decode(enc);
+    assert_string_equal(enc, "a b=c%d\n");
+    /* a field that does not fit is cut and the line says so */
+    char small[64];
+    exp_line_begin(&l, small, sizeof small, "k");
+    exp_line_str(&l, "v", "0123456789012345678901234567890123456789012345678901234567890");
+    assert_true(l.cut);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_busy_and_lost, setup, teardown),
+        cmocka_unit_test(test_pct),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
