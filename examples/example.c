@@ -1,15 +1,25 @@
 /*
- * example.c - the program `scripts/demo` profiles: the call tree of Figure 2-1 of the metric
- * specification (main -> A -> C, main -> B -> C twice; C -> E, C -> F -> G), with work in units
- * of about 0.1 s of CPU time each by default. Usage: example [seconds-per-unit x 10].
+ * example.c - the program `scripts/demo` profiles, and the end-to-end test of the metric rules:
+ * the call tree of Figure 2-1 of the metric specification.
+ *
+ *   main() { A(); do 2 units of work; B(); }
+ *   A()    { C(10); }
+ *   B()    { C(7.5); do 5 units of work; C(7.5); }
+ *   C(arg) { do 20% of arg itself, 40% by calling E, 40% by calling F }
+ *   F(arg) { do 25% itself, 75% by calling G }
+ *
+ * so: main 32 inclusive (2 exclusive), A 10 (0), B 20 (5), C 25 (5) of which 10 from A and 15
+ * from B, E 10 (10), F 10 (2.5), G 7.5 (7.5). A unit is about 0.1 s of CPU time by default;
+ * `example N` scales it by N/10.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
-static double unit_iters = 2.5e7;
+static double unit_iters = 1.2e8;
 static volatile double sink;
 
-__attribute__((noinline)) static void work(double units)
+/* The work is done inline in each function, so that it is that function's exclusive time. */
+static inline __attribute__((always_inline)) void spin(double units)
 {
     double x = 0;
     long n = (long)(units * unit_iters);
@@ -18,33 +28,21 @@ __attribute__((noinline)) static void work(double units)
     sink += x;
 }
 
-__attribute__((noinline)) void G(double u) { work(u); }
-__attribute__((noinline)) void E(double u) { work(u); }
-__attribute__((noinline)) void F(double u) { work(u * 0.25); G(u * 0.75); }
+#define FN __attribute__((noinline, noclone))
 
-/* 20% in C itself, 40% in E, 40% in F */
-__attribute__((noinline)) void C(double arg)
-{
-    work(arg * 0.2);
-    E(arg * 0.4);
-    F(arg * 0.4);
-}
-
-__attribute__((noinline)) void A(void) { C(10); }
-
-__attribute__((noinline)) void B(void)
-{
-    C(7.5);
-    work(5);
-    C(7.5);
-}
+FN void G(double u) { spin(u); }
+FN void E(double u) { spin(u); }
+FN void F(double u) { spin(u * 0.25); G(u * 0.75); }
+FN void C(double arg) { spin(arg * 0.2); E(arg * 0.4); F(arg * 0.4); }
+FN void A(void) { C(10); }
+FN void B(void) { C(7.5); spin(5); C(7.5); }
 
 int main(int argc, char **argv)
 {
     if (argc > 1)
         unit_iters *= atof(argv[1]) / 10.0;
     A();
-    work(2);
+    spin(2);
     B();
     printf("example: done (%g)\n", sink > 0 ? 1.0 : 0.0);
     return 0;

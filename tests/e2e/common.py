@@ -1,0 +1,92 @@
+"""Helpers for tally's end-to-end tests: run tally, collect workloads, read JSON reports.
+
+Each test is a script run by CTest in its own process; it exits non-zero (with a message naming
+what differed) on failure. Environment: TALLY (the executable), WL (workload binaries), SRC.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+TALLY = os.environ.get("TALLY", "build/tally")
+WL = os.environ.get("WL", "build/tests")
+SRC = os.environ.get("SRC", ".")
+
+failures = []
+
+
+def workdir(name):
+    d = tempfile.mkdtemp(prefix="tally-e2e-%s-" % name)
+    return d
+
+
+def run(args, expect=None, timeout=240, env=None, input=None):
+    """Runs a command; returns CompletedProcess. expect: required exit status."""
+    p = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env,
+                       input=input)
+    if expect is not None and p.returncode != expect:
+        fail("%s exited %d, expected %d\nstdout: %s\nstderr: %s" %
+             (" ".join(args), p.returncode, expect, p.stdout[-2000:], p.stderr[-2000:]))
+    return p
+
+
+def collect(d, args, opts=(), expect=0, name="exp"):
+    """tally collect -d d -o name opts args; returns the experiment path."""
+    run([TALLY, "collect", "-d", d, "-o", name] + list(opts) + list(args), expect=expect)
+    return os.path.join(d, name + ".tally")
+
+
+def print_json(exp, *cmds):
+    """tally print --json cmds exp; returns the list of JSON documents."""
+    exps = exp if isinstance(exp, list) else [exp]
+    p = run([TALLY, "print", "--json"] + list(cmds) + exps, expect=0)
+    return [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
+
+
+def rows_by_name(doc):
+    return {r["name"]: r for r in doc["rows"]}
+
+
+def fail(msg):
+    failures.append(msg)
+    print("FAIL: " + msg, file=sys.stderr)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    return cond
+
+
+def close_to(actual, expected, rel, what):
+    ok = abs(actual - expected) <= rel * abs(expected)
+    check(ok, "%s: got %.4f, expected %.4f within %.0f%%" % (what, actual, expected, rel * 100))
+    return ok
+
+
+def log_records(exp, kind=None):
+    """The records of an experiment's log as (kind, dict) pairs."""
+    out = []
+    with open(os.path.join(exp, "log")) as f:
+        for line in f.read().splitlines()[1:]:
+            parts = line.split(" ")
+            fields = {}
+            for p in parts[1:]:
+                if "=" in p:
+                    k, v = p.split("=", 1)
+                    fields[k] = v
+            if kind is None or parts[0] == kind:
+                out.append((parts[0], fields))
+    return out
+
+
+def done(d=None):
+    if d and not failures:
+        shutil.rmtree(d, ignore_errors=True)
+    if failures:
+        print("%d check(s) failed" % len(failures), file=sys.stderr)
+        sys.exit(1)
+    print("ok")
+    sys.exit(0)
