@@ -26,6 +26,7 @@
 
 #include "cli.h"
 #include "experiment/logfile.h"
+#include "experiment/reader.h"
 
 #ifndef TALLY_INSTALL_LIBDIR
 #define TALLY_INSTALL_LIBDIR "lib"
@@ -349,6 +350,39 @@ static int record_end(const char *exp, int status, int *collector_ran)
     return rc;
 }
 
+/* One line on what was recorded, and every warning: what was lost must not go unnoticed. */
+static void summarize(const char *exp, const char *shown)
+{
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    if (exp_open(exp, &e, &err)) {
+        fprintf(stderr, "tally: warning: the experiment cannot be read back: %s\n", err.msg);
+        return;
+    }
+    uint64_t samples = 0, dropped = 0, disk = 0;
+    size_t threads = 0;
+    for (size_t i = 0; i < e->nprocs; i++) {
+        const exp_process_t *p = e->procs[i];
+        threads += p->nthreads;
+        samples += p->st_samples;
+        dropped += p->st_dropped_busy;
+        disk += p->st_dropped_disk;
+        for (size_t w = 0; w < p->nwarnings; w++)
+            fprintf(stderr, "tally: warning: %s%s%s\n", *p->name ? p->name : "",
+                    *p->name ? ": " : "", p->warnings[w]);
+    }
+    fprintf(stderr, "tally: %s: %llu samples, %zu thread%s, %zu process%s\n", shown,
+            (unsigned long long)samples, threads, threads == 1 ? "" : "s", e->nprocs,
+            e->nprocs == 1 ? "" : "es");
+    if (disk)
+        fprintf(stderr, "tally: warning: %llu samples were lost because the disk was full\n",
+                (unsigned long long)disk);
+    if (dropped)
+        fprintf(stderr, "tally: note: %llu samples were dropped (a sample arrived while the "
+                "thread was writing another record)\n", (unsigned long long)dropped);
+    exp_close(e);
+}
+
 int cmd_collect(int argc, char **argv)
 {
     struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024 };
@@ -538,6 +572,8 @@ int cmd_collect(int argc, char **argv)
     if (!collector_ran)
         cli_error("collect", "warning: the collector did not start in '%s' (a statically "
                   "linked program?); %s holds no profile", prog_argv[0], shown);
+    else
+        summarize(exp, shown);
     free(expabs);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);
