@@ -1,0 +1,696 @@
+/*
+ * collector.c - the process lifecycle of libtally-collector.so: initialization from the
+ * environment, the experiment files of this image, descendants (fork children, new images), the
+ * log records written at start and at the end. See collector.h for the contract.
+ *
+ * Sections: helpers, environment, log records, descendants, initialization, the end, fork child.
+ */
+#define _GNU_SOURCE
+#include "collector.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "interpose.h"
+#include "maps.h"
+#include "unwind.h"
+
+coll_proc_t coll_proc = { .log_fd = -1, .evfile = { .fd = -1 } };
+
+static int high_fd_base = 900;
+static pid_t init_tid;
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+uint64_t coll_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+size_t coll_fmt_u64(char *b, uint64_t v)
+{
+    char t[24];
+    size_t n = 0;
+    do {
+        t[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        b[i] = t[n - 1 - i];
+    return n;
+}
+
+int coll_high_fd(int fd)
+{
+    if (fd < 0 || fd >= high_fd_base)
+        return fd;
+    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_base);
+    if (nfd < 0)
+        return fd;
+    close(fd);
+    return nfd;
+}
+
+void coll_log_write(exp_line_t *l)
+{
+    if (coll_proc.log_fd >= 0)
+        exp_line_write(l, coll_proc.log_fd);
+}
+
+void coll_warn(const char *what)
+{
+    char buf[1024];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "warning");
+    exp_line_u64(&l, "t", coll_now());
+    exp_line_str(&l, "what", what);
+    coll_log_write(&l);
+}
+
+static void path_join(char *out, size_t cap, const char *dir, const char *name)
+{
+    size_t d = strnlen(dir, cap - 1), n = strnlen(name, cap - 1);
+    if (d + 1 + n >= cap)
+        n = d + 1 < cap ? cap - d - 2 : 0;
+    if (d >= cap - 1)
+        d = cap - 2;
+    memcpy(out, dir, d);
+    out[d] = '/';
+    memcpy(out + d + 1, name, n);
+    out[d + 1 + n] = 0;
+}
+
+/* ---- environment ----------------------------------------------------------------------------- */
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    return errno || *end ? dflt : (uint64_t)x;
+}
+
+/* Sets name=value in environ without allocating when name is already there: its entry is
+ * pointed at buf (which must live forever). Used in the constructor and in fork children. */
+static void env_set_static(const char *name, const char *value, char *buf, size_t cap)
+{
+    size_t n = strlen(name);
+    snprintf(buf, cap, "%s=%s", name, value);
+    for (char **e = environ; e && *e; e++)
+        if (!strncmp(*e, name, n) && (*e)[n] == '=') {
+            *e = buf;
+            return;
+        }
+    setenv(name, value, 1);
+}
+
+static void env_remove(const char *name)
+{
+    size_t n = strlen(name);
+    char **w = environ;
+    if (!w)
+        return;
+    for (char **r = environ; *r; r++)
+        if (strncmp(*r, name, n) || (*r)[n] != '=')
+            *w++ = *r;
+    *w = NULL;
+}
+
+static int is_self_entry(const char *e, size_t n, const char *self)
+{
+    static const char base[] = "libtally-collector.so";
+    size_t bl = sizeof base - 1, sl = strlen(self);
+    if (n == sl && !strncmp(e, self, n))
+        return 1;
+    return n >= bl && !strncmp(e + n - bl, base, bl) && (n == bl || e[n - bl - 1] == '/');
+}
+
+/* LD_PRELOAD without the collector (TALLY_FOLLOW=off): written into out. AS-safe. */
+size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap);
+size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap)
+{
+    size_t o = 0;
+    while (v && *v) {
+        size_t n = strcspn(v, ": ");
+        if (n && !is_self_entry(v, n, self) && o + n + 2 < cap) {
+            if (o)
+                out[o++] = ':';
+            memcpy(out + o, v, n);
+            o += n;
+        }
+        v += n;
+        if (*v)
+            v++;
+    }
+    out[o] = 0;
+    return o;
+}
+
+/* Does LD_PRELOAD value v contain the collector? AS-safe. */
+int coll_preload_has_self(const char *v, const char *self);
+int coll_preload_has_self(const char *v, const char *self)
+{
+    while (v && *v) {
+        size_t n = strcspn(v, ": ");
+        if (n && is_self_entry(v, n, self))
+            return 1;
+        v += n;
+        if (*v)
+            v++;
+    }
+    return 0;
+}
+
+static int parse_settings(coll_proc_t *p)
+{
+    const char *dir = getenv("TALLY_EXPERIMENT");
+    if (!dir || !*dir || strlen(dir) >= sizeof p->dir - 64)
+        return -1;
+    snprintf(p->dir, sizeof p->dir, "%s", dir);
+    p->root_pid = (pid_t)env_u64("TALLY_ROOT_PID", 0);
+    p->interval_ns = env_u64("TALLY_CLOCK", 10000000u);
+    if (p->interval_ns && p->interval_ns < 10000)
+        p->interval_ns = 10000; /* 10 µs: below that the handler would be all the program does */
+    const char *f = getenv("TALLY_FOLLOW");
+    p->follow = !(f && !strcmp(f, "off"));
+    p->max_depth = (uint32_t)env_u64("TALLY_MAX_DEPTH", 1024);
+    if (p->max_depth < 1)
+        p->max_depth = 1;
+    if (p->max_depth > 65536)
+        p->max_depth = 65536;
+    p->sig = (int)env_u64("TALLY_SIGNAL", (uint64_t)(SIGRTMAX - 4));
+    if (p->sig < SIGRTMIN || p->sig > SIGRTMAX)
+        p->sig = SIGRTMAX - 4;
+    const char *src = getenv("TALLY_CLOCK_SOURCE");
+    p->force_timer = src && !strcmp(src, "timer");
+    const char *d = getenv("TALLY_DURATION");
+    p->duration_str[0] = 0;
+    if (d && *d) {
+        snprintf(p->duration_str, sizeof p->duration_str, "%s", d);
+        char *end;
+        unsigned long long a = strtoull(d, &end, 10), b = UINT64_MAX;
+        if (*end == '-' && end[1])
+            b = strtoull(end + 1, NULL, 10);
+        p->has_window = 1;
+        p->win_lo = a; /* relative until the root's start is known */
+        p->win_hi = b;
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
+        high_fd_base = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : 3;
+    return 0;
+}
+
+/* ---- log records ----------------------------------------------------------------------------- */
+
+static void log_start(coll_proc_t *p)
+{
+    char buf[3 * PATH_MAX + 1024], exe[PATH_MAX] = "", cwd[PATH_MAX] = "";
+    struct utsname u;
+    memset(&u, 0, sizeof u);
+    uname(&u);
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    if (!getcwd(cwd, sizeof cwd))
+        cwd[0] = 0;
+    struct timespec rt;
+    clock_gettime(CLOCK_REALTIME, &rt);
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "start");
+    exp_line_u64(&l, "t", p->t_start);
+    exp_line_u64(&l, "real", (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    exp_line_u64(&l, "pid", (uint64_t)getpid());
+    exp_line_u64(&l, "ppid", (uint64_t)getppid());
+    exp_line_str(&l, "host", u.nodename);
+    exp_line_str(&l, "kernel", u.release);
+    exp_line_str(&l, "arch", u.machine);
+    exp_line_u64(&l, "ncpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
+    exp_line_str(&l, "exe", exe);
+    exp_line_str(&l, "cwd", cwd);
+    coll_log_write(&l);
+}
+
+static void log_cmdline(void)
+{
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t cap = 65536, len = 0;
+    char *b = malloc(cap + 1);
+    ssize_t r;
+    while (b && (r = read(fd, b + len, cap - len)) > 0) {
+        len += (size_t)r;
+        if (len == cap) {
+            char *nb = cap < (1u << 22) ? realloc(b, 2 * cap + 1) : NULL;
+            if (!nb)
+                break;
+            b = nb;
+            cap *= 2;
+        }
+    }
+    close(fd);
+    if (!b)
+        return;
+    b[len] = 0;
+    int argc = 0;
+    for (size_t i = 0; i < len; i++)
+        argc += b[i] == 0;
+    char **argv = calloc((size_t)argc + 1, sizeof *argv);
+    size_t lcap = 3 * len + 256;
+    char *lb = malloc(lcap);
+    if (argv && lb) {
+        int k = 0;
+        for (size_t i = 0; i < len && k < argc; i += strlen(b + i) + 1)
+            argv[k++] = b + i;
+        exp_line_t l;
+        exp_line_begin(&l, lb, lcap, "cmdline");
+        exp_line_argv(&l, "argv", argv, k);
+        coll_log_write(&l);
+    }
+    free(lb);
+    free(argv);
+    free(b);
+}
+
+static void log_env(void)
+{
+    static const char *const names[] = { "LD_PRELOAD", "LD_LIBRARY_PATH", "OMP_NUM_THREADS" };
+    char buf[8192];
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq)
+            continue;
+        size_t n = (size_t)(eq - *e);
+        int want = !strncmp(*e, "TALLY_", 6);
+        for (size_t i = 0; i < sizeof names / sizeof *names && !want; i++)
+            want = strlen(names[i]) == n && !strncmp(*e, names[i], n);
+        if (!want)
+            continue;
+        exp_line_t l;
+        exp_line_begin(&l, buf, sizeof buf, "env");
+        exp_line_strn(&l, "name", *e, n);
+        exp_line_str(&l, "value", eq + 1);
+        coll_log_write(&l);
+    }
+}
+
+static void log_settings(coll_proc_t *p)
+{
+    char buf[512];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "settings");
+    if (p->interval_ns && p->source != COLL_SRC_NONE)
+        exp_line_u64(&l, "clock", p->interval_ns);
+    else
+        exp_line_str(&l, "clock", "off");
+    exp_line_str(&l, "clock_source", p->source == COLL_SRC_PERF    ? "task-clock"
+                                     : p->source == COLL_SRC_TIMER ? "cputime-timer"
+                                                                   : "none");
+    exp_line_u64(&l, "clock_signal", (uint64_t)p->sig);
+    exp_line_str(&l, "follow", p->follow ? "on" : "off");
+    if (p->has_window) {
+        char d[64];
+        size_t n = coll_fmt_u64(d, p->win_lo - p->root_t0);
+        d[n++] = '-';
+        if (p->win_hi == UINT64_MAX)
+            d[n] = 0;
+        else
+            d[n + coll_fmt_u64(d + n, p->win_hi - p->root_t0)] = 0;
+        exp_line_str(&l, "duration", d);
+    } else {
+        exp_line_str(&l, "duration", "all");
+    }
+    exp_line_u64(&l, "max_depth", p->max_depth);
+    if (p->split_by_rusage)
+        exp_line_str(&l, "state_split", "rusage");
+    coll_log_write(&l);
+}
+
+/* `sample` record with getrusage(RUSAGE_SELF) figures. AS-safe. */
+static void log_sample(coll_proc_t *p, const char *reason)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    char buf[512];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "sample");
+    exp_line_u64(&l, "t", coll_now());
+    exp_line_u64(&l, "id", __atomic_fetch_add(&p->sample_id, 1, __ATOMIC_RELAXED));
+    exp_line_str(&l, "reason", reason);
+    exp_line_u64(&l, "utime", (uint64_t)ru.ru_utime.tv_sec * 1000000000u +
+                                  (uint64_t)ru.ru_utime.tv_usec * 1000u);
+    exp_line_u64(&l, "stime", (uint64_t)ru.ru_stime.tv_sec * 1000000000u +
+                                  (uint64_t)ru.ru_stime.tv_usec * 1000u);
+    exp_line_u64(&l, "minflt", (uint64_t)ru.ru_minflt);
+    exp_line_u64(&l, "majflt", (uint64_t)ru.ru_majflt);
+    exp_line_u64(&l, "inblock", (uint64_t)ru.ru_inblock);
+    exp_line_u64(&l, "oublock", (uint64_t)ru.ru_oublock);
+    exp_line_u64(&l, "nvcsw", (uint64_t)ru.ru_nvcsw);
+    exp_line_u64(&l, "nivcsw", (uint64_t)ru.ru_nivcsw);
+    exp_line_u64(&l, "maxrss", (uint64_t)ru.ru_maxrss);
+    coll_log_write(&l);
+}
+
+/* ---- descendants ----------------------------------------------------------------------------- */
+
+/* Creates <parent>/<prefix><n>.tally for the smallest n for which mkdir succeeds. */
+static int make_child_dir(const char *parent, const char *prefix, char *out, size_t cap,
+                          char *name, size_t ncap)
+{
+    for (unsigned n = 1; n < 1000000; n++) {
+        snprintf(name, ncap, "%s%u.tally", prefix, n);
+        path_join(out, cap, parent, name);
+        if (mkdir(out, 0777) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
+static void log_descendant(int fd, const char *kind, const char *name)
+{
+    char buf[1024];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "descendant");
+    exp_line_u64(&l, "t", coll_now());
+    exp_line_str(&l, "kind", kind);
+    exp_line_str(&l, "dir", name);
+    exp_line_u64(&l, "pid", (uint64_t)getpid());
+    exp_line_write(&l, fd);
+}
+
+static char env_exp_buf[PATH_MAX + 32];
+static char env_t0_buf[64];
+static char env_preload_buf[8192];
+
+/* Opens the experiment files of this image in p->dir and writes the opening records. Returns 0,
+ * or -1 when not even the log could be written (then the program runs unprofiled). */
+static int open_experiment(coll_proc_t *p)
+{
+    char path[PATH_MAX + 64];
+    path_join(path, sizeof path, p->dir, "log");
+    int fd = p->log_fd >= 0 ? p->log_fd : exp_log_create(path);
+    if (fd < 0) {
+        char msg[PATH_MAX + 200];
+        int n = snprintf(msg, sizeof msg,
+                         "tally collector: cannot write the experiment log '%s': %s; the program "
+                         "runs unprofiled\n",
+                         path, strerror(-fd));
+        if (write(2, msg, (size_t)n) < 0) {
+        }
+        return -1;
+    }
+    p->log_fd = coll_high_fd(fd);
+    p->ev_ok = 0;
+    if (p->interval_ns) {
+        path_join(path, sizeof path, p->dir, "events");
+        int efd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        int rc = efd < 0 ? -errno : exp_evfile_init_fd(&p->evfile, coll_high_fd(efd),
+                                                        (uint32_t)getpid(), p->t_start, 0);
+        if (rc == 0) {
+            p->ev_ok = 1;
+        } else {
+            if (efd >= 0)
+                close(p->evfile.fd >= 0 ? p->evfile.fd : efd);
+            p->evfile.fd = -1;
+            char msg[PATH_MAX + 200];
+            snprintf(msg, sizeof msg, "cannot create the events file '%s': %s; no clock profile",
+                     path, strerror(-rc));
+            coll_warn(msg);
+        }
+    }
+    log_start(p);
+    log_cmdline();
+    log_env();
+    return 0;
+}
+
+/* ---- initialization -------------------------------------------------------------------------- */
+
+static void init_process(coll_proc_t *p)
+{
+    interpose_resolve();
+    p->pid = getpid();
+    if (parse_settings(p))
+        return;
+    p->t_start = coll_now();
+    Dl_info di;
+    if (dladdr((void *)coll_ensure_init, &di) && di.dli_fname)
+        snprintf(p->self_path, sizeof p->self_path, "%s", di.dli_fname);
+    char kind[16] = "spawn";
+    const char *k = getenv("TALLY_DESC_KIND");
+    if (k && (!strcmp(k, "exec") || !strcmp(k, "spawn")))
+        snprintf(kind, sizeof kind, "%s", k);
+    env_remove("TALLY_DESC_KIND");
+
+    int is_root = 0;
+    char path[PATH_MAX + 64];
+    if (p->root_pid == p->pid) {
+        path_join(path, sizeof path, p->dir, "log");
+        int fd = exp_log_create(path);
+        if (fd >= 0) {
+            is_root = 1;
+            p->log_fd = fd;
+        } else if (fd != -EEXIST) {
+            p->log_fd = -1;
+            open_experiment(p); /* prints why on stderr */
+            return;
+        }
+    }
+    if (!is_root) {
+        if (!p->follow)
+            return; /* a descendant that should not be profiled: leave it alone */
+        char dir[PATH_MAX], name[64];
+        int rc = make_child_dir(p->dir, "_x", dir, sizeof dir, name, sizeof name);
+        if (rc) {
+            char msg[PATH_MAX + 200];
+            int n = snprintf(msg, sizeof msg,
+                             "tally collector: cannot create a descendant experiment in '%s': %s; "
+                             "this process runs unprofiled\n", p->dir, strerror(-rc));
+            if (write(2, msg, (size_t)n) < 0) {
+            }
+            return;
+        }
+        path_join(path, sizeof path, p->dir, "log");
+        int pfd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+        if (pfd >= 0) {
+            log_descendant(pfd, kind, name);
+            close(pfd);
+        }
+        snprintf(p->dir, sizeof p->dir, "%s", dir);
+    }
+    p->root_t0 = is_root ? p->t_start : env_u64("TALLY_ROOT_T0", p->t_start);
+    if (p->has_window) {
+        p->win_lo += p->root_t0;
+        p->win_hi = p->win_hi == UINT64_MAX ? UINT64_MAX : p->win_hi + p->root_t0;
+    }
+    if (open_experiment(p))
+        return;
+    /* what descendants inherit through the plain environment (system, popen, ...) */
+    env_set_static("TALLY_EXPERIMENT", p->dir, env_exp_buf, sizeof env_exp_buf);
+    char t0[32];
+    t0[coll_fmt_u64(t0, p->root_t0)] = 0;
+    env_set_static("TALLY_ROOT_T0", t0, env_t0_buf, sizeof env_t0_buf);
+    if (!p->follow) {
+        char v[sizeof env_preload_buf - 16];
+        const char *pre = getenv("LD_PRELOAD");
+        if (pre && coll_preload_has_self(pre, p->self_path)) {
+            if (coll_preload_strip(pre, p->self_path, v, sizeof v))
+                env_set_static("LD_PRELOAD", v, env_preload_buf, sizeof env_preload_buf);
+            else
+                env_remove("LD_PRELOAD");
+        }
+    }
+
+    unwind_init();
+    if (p->interval_ns && p->ev_ok && clock_proc_init(p) < 0)
+        coll_warn("cannot install the profiling signal handler; no clock profile");
+    if (p->interval_ns && p->ev_ok && p->source == COLL_SRC_TIMER)
+        coll_warn("perf_event_open is not available: clock profiling uses CPU-time timers, which "
+                  "fire on scheduler ticks (fewer samples, weights stay exact)");
+    log_settings(p);
+    clock_install_fatal(p);
+    interpose_init(p);
+    p->enabled = 1;
+    maps_rescan(p);
+    log_sample(p, "start");
+    clock_thread_start(p, (pid_t)syscall(SYS_gettid) == p->pid ? "main" : "pthread_create");
+    interpose_mark_thread();
+}
+
+int coll_ensure_init(void)
+{
+    coll_proc_t *p = &coll_proc;
+    int s = __atomic_load_n(&p->init_state, __ATOMIC_ACQUIRE);
+    if (s == 2)
+        return p->enabled;
+    int zero = 0;
+    if (__atomic_compare_exchange_n(&p->init_state, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        int saved = errno;
+        init_tid = (pid_t)syscall(SYS_gettid);
+        init_process(p);
+        __atomic_store_n(&p->init_state, 2, __ATOMIC_RELEASE);
+        errno = saved;
+        return p->enabled;
+    }
+    if (init_tid == (pid_t)syscall(SYS_gettid))
+        return 0; /* called from inside the initialization itself */
+    while (__atomic_load_n(&p->init_state, __ATOMIC_ACQUIRE) != 2)
+        sched_yield();
+    return p->enabled;
+}
+
+__attribute__((constructor)) static void collector_constructor(void)
+{
+    coll_ensure_init();
+}
+
+/* ---- the end --------------------------------------------------------------------------------- */
+
+static void log_stats(coll_proc_t *p)
+{
+    coll_stats_t *st = &p->st;
+    char buf[512];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "stats");
+    exp_line_u64(&l, "samples", st->samples);
+    exp_line_u64(&l, "expected", p->interval_ns ? st->profiled_ns / p->interval_ns : 0);
+    exp_line_u64(&l, "unwind_failures", st->unwind_failures);
+    exp_line_u64(&l, "dropped_busy", st->dropped_busy);
+    exp_line_u64(&l, "dropped_disk", st->dropped_disk);
+    exp_line_u64(&l, "truncated_stacks", st->truncated_stacks);
+    exp_line_u64(&l, "stacks", st->stacks);
+    exp_line_u64(&l, "profiled_ns", st->profiled_ns);
+    exp_line_u64(&l, "ring_lost", st->ring_lost);
+    coll_log_write(&l);
+    char msg[160];
+    if (st->dropped_disk) {
+        static const char t[] = " clock events were lost: no disk space for the events file";
+        size_t n = coll_fmt_u64(msg, st->dropped_disk);
+        memcpy(msg + n, t, sizeof t);
+        coll_warn(msg);
+    }
+    if (st->dropped_busy + st->ring_lost) {
+        static const char t[] = " clock events were dropped (writer busy or kernel ring full)";
+        size_t n = coll_fmt_u64(msg, st->dropped_busy + st->ring_lost);
+        memcpy(msg + n, t, sizeof t);
+        coll_warn(msg);
+    }
+}
+
+void coll_finalize(const char *how, int status, int sig)
+{
+    coll_proc_t *p = &coll_proc;
+    if (!p->enabled || getpid() != p->pid)
+        return;
+    if (__atomic_exchange_n(&p->final, 1, __ATOMIC_ACQ_REL))
+        return;
+    int saved = errno;
+    clock_thread_stop(p);
+    clock_end_other_threads(p);
+    log_stats(p);
+    log_sample(p, "end");
+    char buf[256];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "end");
+    exp_line_u64(&l, "t", coll_now());
+    exp_line_str(&l, "how", how);
+    if (!strcmp(how, "exit"))
+        exp_line_u64(&l, "status", (uint64_t)(status & 0xff));
+    if (!strcmp(how, "signal")) {
+        char name[32] = "SIG";
+        const char *ab = sigabbrev_np(sig);
+        if (ab && strlen(ab) < sizeof name - 4)
+            memcpy(name + 3, ab, strlen(ab) + 1);
+        else
+            name[0] = 0;
+        exp_line_u64(&l, "signal", (uint64_t)sig);
+        exp_line_str(&l, "name", name);
+    }
+    coll_log_write(&l);
+    errno = saved;
+}
+
+void coll_unfinalize(void)
+{
+    __atomic_store_n(&coll_proc.final, 0, __ATOMIC_RELEASE);
+}
+
+/* The process is exiting with status (on_exit callback, registered in the constructor, so it
+ * runs after every other exit handler and after the destructors). */
+void coll_exiting(int status)
+{
+    coll_proc_t *p = &coll_proc;
+    if (!p->enabled || getpid() != p->pid || __atomic_load_n(&p->final, __ATOMIC_ACQUIRE))
+        return;
+    int saved = errno;
+    maps_rescan(p);
+    coll_finalize("exit", status, 0);
+    errno = saved;
+}
+
+/* ---- fork child ------------------------------------------------------------------------------ */
+
+void coll_after_fork_child(void)
+{
+    coll_proc_t *p = &coll_proc;
+    int parent_log = p->log_fd;
+    p->pid = getpid();
+    clock_after_fork_child(p);
+    maps_after_fork();
+    if (p->evfile.fd >= 0)
+        close(p->evfile.fd);
+    p->evfile.fd = -1;
+    p->ev_ok = 0;
+    p->log_fd = -1;
+    memset(&p->st, 0, sizeof p->st);
+    p->final = 0;
+    p->sample_id = 0;
+    if (!p->follow) {
+        if (parent_log >= 0)
+            close(parent_log);
+        p->enabled = 0;
+        return;
+    }
+    char dir[PATH_MAX], name[64];
+    int rc = make_child_dir(p->dir, "_f", dir, sizeof dir, name, sizeof name);
+    if (rc == 0 && parent_log >= 0)
+        log_descendant(parent_log, "fork", name);
+    if (parent_log >= 0)
+        close(parent_log);
+    if (rc) {
+        p->enabled = 0;
+        return;
+    }
+    snprintf(p->dir, sizeof p->dir, "%s", dir);
+    p->t_start = coll_now();
+    if (open_experiment(p)) {
+        p->enabled = 0;
+        return;
+    }
+    env_set_static("TALLY_EXPERIMENT", p->dir, env_exp_buf, sizeof env_exp_buf);
+    log_settings(p);
+    maps_rescan(p);
+    log_sample(p, "start");
+    clock_thread_start(p, "fork-child");
+    interpose_mark_thread();
+}

@@ -1,0 +1,111 @@
+/*
+ * collector.h - the process context of libtally-collector.so and the log records it writes.
+ *
+ * The collector is preloaded into the target (LD_PRELOAD) by `tally collect`. Its interface with
+ * the driver is the environment (read once, at process initialization):
+ *   TALLY_EXPERIMENT=<dir>     experiment directory (created by the driver, empty for the root)
+ *   TALLY_ROOT_PID=<pid>       pid of the root target; the image with that pid that finds no <dir>/log
+ *                              is the root, every other image creates <dir>/_x<n>.tally
+ *   TALLY_CLOCK=<ns>           clock profiling interval, 0 = off (default 10 ms)
+ *   TALLY_FOLLOW=on|off        follow fork children and new images (default on)
+ *   TALLY_DURATION=<a>-<b>     record only from a to b ns after the start of the root (b optional)
+ *   TALLY_MAX_DEPTH=<frames>   deepest stack recorded (default 1024)
+ *   TALLY_SIGNAL=<n>           profiling signal (default SIGRTMAX-4)
+ *   TALLY_CLOCK_SOURCE=timer   force the CLOCK_THREAD_CPUTIME_ID timer fallback (tests)
+ * and two variables the collector itself passes to descendants: TALLY_ROOT_T0 (CLOCK_MONOTONIC
+ * start of the root, the origin of TALLY_DURATION) and TALLY_DESC_KIND (exec or spawn, removed
+ * from the environment as soon as it is read).
+ *
+ * Modules: collector.c (process lifecycle, log records, descendants), clock.c (the async-signal-
+ * safe core: per-thread profiling and the signal handlers), unwind.c (libunwind behind one hook),
+ * maps.c (load objects), interpose.c (the exported interposers).
+ *
+ * There is exactly one coll_proc_t, `coll_proc`: signal handlers and interposers have no other way
+ * to reach the collector's state. Its settings are written once during initialization (or in a
+ * fork child, which has one thread) and only read afterwards; the counters are updated with
+ * atomics. Functions below marked AS-safe may be called from signal handlers.
+ */
+#ifndef TALLY_COLLECTOR_COLLECTOR_H
+#define TALLY_COLLECTOR_COLLECTOR_H
+
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "experiment/evwriter.h"
+#include "experiment/logfile.h"
+
+#define COLL_HIDDEN __attribute__((visibility("hidden")))
+#define COLL_EXPORT __attribute__((visibility("default")))
+
+enum coll_source { COLL_SRC_NONE = 0, COLL_SRC_PERF = 1, COLL_SRC_TIMER = 2 };
+
+typedef struct coll_stats {
+    uint64_t samples, unwind_failures, dropped_busy, dropped_disk, truncated_stacks, stacks;
+    uint64_t profiled_ns; /* thread CPU time covered by profiling (inside the duration window) */
+    uint64_t ring_lost;   /* samples the kernel could not put in a thread's ring */
+} coll_stats_t;
+
+typedef struct coll_proc {
+    /* state: 0 not initialized, 1 initializing, 2 ready (enabled or not) */
+    int init_state;
+    int enabled;          /* 0: run the program unprofiled, touch nothing */
+    pid_t pid;            /* the process this context describes (a vfork/_Fork child differs) */
+    /* settings */
+    pid_t root_pid;
+    uint64_t interval_ns; /* 0: clock profiling off */
+    int follow;
+    uint64_t root_t0;          /* CLOCK_MONOTONIC start of the root process */
+    uint64_t win_lo, win_hi;   /* absolute window of recording; win_hi = UINT64_MAX: no end */
+    int has_window;
+    char duration_str[64];
+    uint32_t max_depth;
+    int sig;                   /* profiling signal */
+    int source;                /* enum coll_source */
+    int split_by_rusage;       /* user/system from RUSAGE_THREAD deltas, not from the sample */
+    int force_timer;
+    char dir[PATH_MAX];        /* this process's experiment directory */
+    char self_path[PATH_MAX];  /* path of libtally-collector.so */
+    /* files */
+    int log_fd;
+    int ev_ok;
+    exp_evfile_t evfile;
+    uint64_t t_start;
+    uint32_t sample_id;        /* next id of a `sample` record */
+    /* counters (atomic) */
+    coll_stats_t st;
+    /* ending */
+    int final;                 /* atomic: set once the end of the image was logged */
+} coll_proc_t;
+
+extern coll_proc_t coll_proc COLL_HIDDEN;
+
+/* Initializes the process once (constructor, or lazily from an interposer that runs earlier).
+ * Safe to call from any thread at any time outside signal handlers; returns coll_proc.enabled. */
+int coll_ensure_init(void) COLL_HIDDEN;
+
+/* Logs the end of this image: thread-ends, stats, warnings, sample end, end. how is "exit"
+ * (status), "signal" (sig) or "exec". Only the first call per image writes (an exec that fails
+ * re-arms it with coll_unfinalize). AS-safe. */
+void coll_finalize(const char *how, int status, int sig) COLL_HIDDEN;
+void coll_unfinalize(void) COLL_HIDDEN;
+/* exit() or a return from main: rescans the load objects and finalizes with status. */
+void coll_exiting(int status) COLL_HIDDEN;
+
+/* The fork child half (pthread_atfork child handler): a new experiment _f<n>.tally, or stop. */
+void coll_after_fork_child(void) COLL_HIDDEN;
+
+/* Appends a finished log line to this image's log; AS-safe. */
+void coll_log_write(exp_line_t *l) COLL_HIDDEN;
+/* Writes `warning what=<text>`; AS-safe. */
+void coll_warn(const char *what) COLL_HIDDEN;
+
+/* CLOCK_MONOTONIC now, in ns; AS-safe. */
+uint64_t coll_now(void) COLL_HIDDEN;
+/* Moves fd to a high number (close-on-exec) so it rarely meets the program's descriptors. */
+int coll_high_fd(int fd) COLL_HIDDEN;
+/* Small AS-safe formatting: decimal of v into b (returns the length, no NUL). */
+size_t coll_fmt_u64(char *b, uint64_t v) COLL_HIDDEN;
+
+#endif

@@ -1,0 +1,776 @@
+/*
+ * interpose.c - the functions the collector exports in place of libc's; see interpose.h.
+ *
+ * Sections: real functions, threads, the loader (dlopen with the caller's identity), processes
+ * (exit, exec, spawn, fork), signals.
+ */
+#define _GNU_SOURCE
+#include "interpose.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "maps.h"
+
+size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap);
+int coll_preload_has_self(const char *v, const char *self);
+
+/* ---- real functions -------------------------------------------------------------------------- */
+
+static struct {
+    int done;
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    void *(*dlopen)(const char *, int);
+    void *(*dlmopen)(Lmid_t, const char *, int);
+    int (*dlclose)(void *);
+    int (*execve)(const char *, char *const[], char *const[]);
+    int (*execvpe)(const char *, char *const[], char *const[]);
+    int (*fexecve)(int, char *const[], char *const[]);
+    int (*posix_spawn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                       const posix_spawnattr_t *, char *const[], char *const[]);
+    int (*posix_spawnp)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+                        const posix_spawnattr_t *, char *const[], char *const[]);
+    void (*_exit)(int) __attribute__((noreturn));
+    void (*_Exit)(int) __attribute__((noreturn));
+    int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+    sighandler_t (*signal)(int, sighandler_t);
+    sighandler_t (*sysv_signal)(int, sighandler_t);
+    int (*sigprocmask)(int, const sigset_t *, sigset_t *);
+    int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
+} real;
+
+#define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+
+void interpose_resolve(void)
+{
+    if (__atomic_load_n(&real.done, __ATOMIC_ACQUIRE))
+        return;
+    int saved = errno;
+    RESOLVE(pthread_create);
+    RESOLVE(dlopen);
+    RESOLVE(dlmopen);
+    RESOLVE(dlclose);
+    RESOLVE(execve);
+    RESOLVE(execvpe);
+    RESOLVE(fexecve);
+    RESOLVE(posix_spawn);
+    RESOLVE(posix_spawnp);
+    RESOLVE(_exit);
+    RESOLVE(_Exit);
+    RESOLVE(sigaction);
+    RESOLVE(signal);
+    RESOLVE(sysv_signal);
+    RESOLVE(sigprocmask);
+    RESOLVE(pthread_sigmask);
+    clock_real_sigmask = real.pthread_sigmask;
+    clock_real_sigaction = real.sigaction;
+    __atomic_store_n(&real.done, 1, __ATOMIC_RELEASE);
+    errno = saved;
+}
+
+/* Is the collector recording this process (and is the caller this process, not a vfork child)? */
+static int active(void)
+{
+    interpose_resolve();
+    return coll_proc.enabled && getpid() == coll_proc.pid;
+}
+
+/* ---- threads --------------------------------------------------------------------------------- */
+
+static pthread_key_t thread_key;
+static int thread_key_ok;
+
+static void thread_key_dtor(void *v)
+{
+    (void)v;
+    if (coll_proc.enabled)
+        clock_thread_exit(&coll_proc);
+}
+
+static void on_exit_cb(int status, void *arg);
+
+static void atfork_child(void)
+{
+    if (coll_proc.enabled)
+        coll_after_fork_child();
+}
+
+int interpose_init(coll_proc_t *p)
+{
+    (void)p;
+    if (!thread_key_ok && pthread_key_create(&thread_key, thread_key_dtor) == 0)
+        thread_key_ok = 1;
+    pthread_atfork(NULL, NULL, atfork_child);
+    on_exit(on_exit_cb, NULL);
+    return 0;
+}
+
+void interpose_mark_thread(void)
+{
+    if (thread_key_ok)
+        pthread_setspecific(thread_key, (void *)1);
+}
+
+struct start_arg {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static void unblock_prof_signal(void)
+{
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, coll_proc.sig);
+    real.pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+}
+
+static void *thread_trampoline(void *a)
+{
+    struct start_arg sa = *(struct start_arg *)a;
+    free(a);
+    if (coll_proc.enabled && getpid() == coll_proc.pid) {
+        unblock_prof_signal(); /* the creator may have been inside dlopen */
+        clock_thread_start(&coll_proc, "pthread_create");
+        interpose_mark_thread();
+    }
+    return sa.fn(sa.arg);
+}
+
+COLL_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *),
+                               void *arg)
+{
+    int saved = errno;
+    if (!coll_ensure_init() || getpid() != coll_proc.pid)
+        return errno = saved, real.pthread_create(t, attr, fn, arg);
+    struct start_arg *sa = malloc(sizeof *sa);
+    if (!sa)
+        return errno = saved, real.pthread_create(t, attr, fn, arg);
+    sa->fn = fn;
+    sa->arg = arg;
+    errno = saved;
+    int rc = real.pthread_create(t, attr, thread_trampoline, sa);
+    if (rc)
+        free(sa);
+    return rc;
+}
+
+/* ---- the loader ------------------------------------------------------------------------------ */
+
+/*
+ * dlopen and dlmopen look at their return address to find the calling object (its RUNPATH,
+ * $ORIGIN, namespace). A plain wrapper would make the collector the caller. tally_dlcall(gadget,
+ * fn, a, b, c) calls fn(a, b, c) with `gadget` as its return address: a `ret` byte inside the
+ * caller's object, which returns into tally_dlcall. When the caller is in no object (JIT code),
+ * the gadget is on an anonymous page: the loader then assumes the main program, as it would.
+ */
+void *tally_dlcall(void *gadget, void *fn, uintptr_t a, uintptr_t b, uintptr_t c);
+__asm__(".text\n"
+        ".globl tally_dlcall\n"
+        ".hidden tally_dlcall\n"
+        ".type tally_dlcall,@function\n"
+        "tally_dlcall:\n"
+        "  .cfi_startproc\n"
+        "  pushq %rbp\n"
+        "  .cfi_def_cfa_offset 16\n"
+        "  .cfi_offset %rbp,-16\n"
+        "  movq %rsp,%rbp\n"
+        "  .cfi_def_cfa_register %rbp\n"
+        "  subq $8,%rsp\n"          /* keeps fn's entry stack aligned as after a call */
+        "  leaq 1f(%rip),%rax\n"
+        "  pushq %rax\n"            /* where the gadget's ret goes */
+        "  pushq %rdi\n"            /* fn's return address: the gadget */
+        "  movq %rsi,%rax\n"
+        "  movq %rdx,%rdi\n"
+        "  movq %rcx,%rsi\n"
+        "  movq %r8,%rdx\n"
+        "  jmp *%rax\n"
+        "1:\n"
+        "  leave\n"
+        "  .cfi_def_cfa %rsp,8\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size tally_dlcall,.-tally_dlcall\n");
+
+#define NGADGETS 64
+static struct gadget {
+    uintptr_t lo, hi; /* executable segment that holds the caller */
+    void *g;
+} gadgets[NGADGETS];
+static int ngadgets;
+static pthread_mutex_t gadget_mu = PTHREAD_MUTEX_INITIALIZER;
+static void *anon_gadget;
+
+struct gfind {
+    uintptr_t addr;
+    struct gadget found;
+};
+
+static int gadget_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct gfind *gf = arg;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || !(ph->p_flags & PF_R) ||
+            gf->addr < lo || gf->addr >= hi)
+            continue;
+        const unsigned char *q = memchr((const void *)lo, 0xc3, ph->p_filesz);
+        if (q) {
+            gf->found.lo = lo;
+            gf->found.hi = hi;
+            gf->found.g = (void *)q;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+static void *gadget_for(void *caller)
+{
+    uintptr_t a = (uintptr_t)caller;
+    pthread_mutex_lock(&gadget_mu);
+    void *g = NULL;
+    for (int i = 0; i < ngadgets && !g; i++)
+        if (a >= gadgets[i].lo && a < gadgets[i].hi)
+            g = gadgets[i].g;
+    if (!g) {
+        struct gfind gf = { a, { 0, 0, NULL } };
+        dl_iterate_phdr(gadget_cb, &gf);
+        if (gf.found.g) {
+            g = gf.found.g;
+            if (ngadgets < NGADGETS)
+                gadgets[ngadgets++] = gf.found;
+        }
+    }
+    if (!g) {
+        if (!anon_gadget) {
+            void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m != MAP_FAILED) {
+                *(unsigned char *)m = 0xc3;
+                if (mprotect(m, 4096, PROT_READ | PROT_EXEC) == 0)
+                    anon_gadget = m;
+                else
+                    munmap(m, 4096);
+            }
+        }
+        g = anon_gadget;
+    }
+    pthread_mutex_unlock(&gadget_mu);
+    return g;
+}
+
+/* > 0 while this thread is inside dlopen/dlclose: the profiling signal must stay blocked. */
+static __thread int in_dl __attribute__((tls_model("initial-exec")));
+
+static void dl_enter(sigset_t *old)
+{
+    clock_block(&coll_proc, old);
+    in_dl++;
+}
+
+static void dl_leave(const sigset_t *old, int rescan)
+{
+    in_dl--;
+    if (rescan && active())
+        maps_rescan(&coll_proc);
+    clock_unblock(old);
+}
+
+COLL_EXPORT void *dlopen(const char *file, int mode)
+{
+    void *caller = __builtin_return_address(0);
+    interpose_resolve();
+    int on = coll_proc.enabled && coll_proc.source != COLL_SRC_NONE;
+    void *g = gadget_for(caller);
+    sigset_t old;
+    if (on)
+        dl_enter(&old);
+    void *r = g ? tally_dlcall(g, (void *)real.dlopen, (uintptr_t)file, (uintptr_t)mode, 0)
+                : real.dlopen(file, mode);
+    if (on) {
+        int saved = errno;
+        dl_leave(&old, r != NULL);
+        errno = saved;
+    } else if (r && active()) {
+        maps_rescan(&coll_proc);
+    }
+    return r;
+}
+
+COLL_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode)
+{
+    void *caller = __builtin_return_address(0);
+    interpose_resolve();
+    int on = coll_proc.enabled && coll_proc.source != COLL_SRC_NONE;
+    void *g = gadget_for(caller);
+    sigset_t old;
+    if (on)
+        dl_enter(&old);
+    void *r = g ? tally_dlcall(g, (void *)real.dlmopen, (uintptr_t)lmid, (uintptr_t)file,
+                               (uintptr_t)mode)
+                : real.dlmopen(lmid, file, mode);
+    if (on) {
+        int saved = errno;
+        dl_leave(&old, r != NULL);
+        errno = saved;
+    } else if (r && active()) {
+        maps_rescan(&coll_proc);
+    }
+    return r;
+}
+
+COLL_EXPORT int dlclose(void *h)
+{
+    interpose_resolve();
+    int on = coll_proc.enabled && coll_proc.source != COLL_SRC_NONE;
+    sigset_t old;
+    if (on)
+        dl_enter(&old);
+    int r = real.dlclose(h);
+    int saved = errno;
+    if (on)
+        dl_leave(&old, r == 0);
+    else if (r == 0 && active())
+        maps_rescan(&coll_proc);
+    errno = saved;
+    return r;
+}
+
+/* ---- processes: exit ------------------------------------------------------------------------- */
+
+/* exit() and a return from main reach the collector through on_exit (registered in the
+ * constructor, before libc registers the loader's destructor pass, so it runs last). */
+static void on_exit_cb(int status, void *arg)
+{
+    (void)arg;
+    coll_exiting(status);
+}
+
+COLL_EXPORT void _exit(int status)
+{
+    interpose_resolve();
+    coll_finalize("exit", status, 0); /* does nothing in a vfork child or when disabled */
+    real._exit(status);
+}
+
+COLL_EXPORT void _Exit(int status)
+{
+    interpose_resolve();
+    coll_finalize("exit", status, 0);
+    real._Exit(status);
+}
+
+/* ---- processes: exec and spawn --------------------------------------------------------------- */
+
+/* The environment for a new image: a copy of envp where the collector's variables describe this
+ * process (TALLY_EXPERIMENT = our directory, TALLY_DESC_KIND) and LD_PRELOAD holds the collector
+ * (TALLY_FOLLOW=on) or not (off). Built on the caller's stack when it fits (a vfork child must not
+ * allocate), else on an anonymous mapping released by env_done. AS-safe. */
+#define ENV_VEC_N 1024
+#define ENV_STR_N 12288
+
+typedef struct envbuf {
+    char *vec_st[ENV_VEC_N];
+    char strs[ENV_STR_N];
+    size_t used;
+    char **vec;
+    size_t map_len;
+} envbuf_t;
+
+static const char *const our_vars[] = {
+    "TALLY_EXPERIMENT", "TALLY_ROOT_PID",    "TALLY_ROOT_T0",      "TALLY_CLOCK",
+    "TALLY_FOLLOW",     "TALLY_DURATION",    "TALLY_MAX_DEPTH",    "TALLY_SIGNAL",
+    "TALLY_CLOCK_SOURCE", "TALLY_DESC_KIND",
+};
+
+static int is_var(const char *e, const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(e, name, n) && e[n] == '=';
+}
+
+static char *eb_put3(envbuf_t *eb, const char *name, const char *v1, const char *v2,
+                     const char *v3)
+{
+    const char *v[3] = { v1, v2, v3 };
+    size_t n = strlen(name), l[3], total = n + 2;
+    for (int i = 0; i < 3; i++)
+        total += l[i] = v[i] ? strlen(v[i]) : 0;
+    if (eb->used + total > sizeof eb->strs)
+        return NULL;
+    char *s = eb->strs + eb->used, *q = s;
+    memcpy(q, name, n);
+    q += n;
+    *q++ = '=';
+    for (int i = 0; i < 3; i++) {
+        memcpy(q, v[i], l[i]);
+        q += l[i];
+    }
+    *q = 0;
+    eb->used += total;
+    return s;
+}
+
+static char *eb_put(envbuf_t *eb, const char *name, const char *value)
+{
+    return eb_put3(eb, name, value, NULL, NULL);
+}
+
+static char *eb_put_u64(envbuf_t *eb, const char *name, uint64_t v)
+{
+    char d[24];
+    d[coll_fmt_u64(d, v)] = 0;
+    return eb_put(eb, name, d);
+}
+
+static char *const *env_build(envbuf_t *eb, char *const envp[], const char *kind)
+{
+    const coll_proc_t *p = &coll_proc;
+    size_t n = 0;
+    for (char *const *e = envp; e && *e; e++)
+        n++;
+    eb->used = 0;
+    eb->map_len = 0;
+    eb->vec = eb->vec_st;
+    if (n + 16 > ENV_VEC_N) {
+        eb->map_len = (n + 16) * sizeof(char *);
+        void *m = mmap(NULL, eb->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (m == MAP_FAILED)
+            return envp;
+        eb->vec = m;
+    }
+    size_t k = 0;
+    const char *preload = NULL;
+    for (char *const *e = envp; e && *e; e++) {
+        if (is_var(*e, "LD_PRELOAD")) {
+            preload = *e + 11;
+            continue;
+        }
+        int ours = 0;
+        for (size_t i = 0; p->follow && i < sizeof our_vars / sizeof *our_vars && !ours; i++)
+            ours = is_var(*e, our_vars[i]);
+        if (!ours)
+            eb->vec[k++] = *e;
+    }
+    char *s;
+    if (p->follow) {
+        if ((s = eb_put(eb, "TALLY_EXPERIMENT", p->dir)))
+            eb->vec[k++] = s;
+        if ((s = eb_put_u64(eb, "TALLY_ROOT_PID", (uint64_t)p->root_pid)))
+            eb->vec[k++] = s;
+        if ((s = eb_put_u64(eb, "TALLY_ROOT_T0", p->root_t0)))
+            eb->vec[k++] = s;
+        if ((s = eb_put_u64(eb, "TALLY_CLOCK", p->interval_ns)))
+            eb->vec[k++] = s;
+        if ((s = eb_put(eb, "TALLY_FOLLOW", "on")))
+            eb->vec[k++] = s;
+        if (p->duration_str[0] && (s = eb_put(eb, "TALLY_DURATION", p->duration_str)))
+            eb->vec[k++] = s;
+        if ((s = eb_put_u64(eb, "TALLY_MAX_DEPTH", p->max_depth)))
+            eb->vec[k++] = s;
+        if ((s = eb_put_u64(eb, "TALLY_SIGNAL", (uint64_t)p->sig)))
+            eb->vec[k++] = s;
+        if (p->force_timer && (s = eb_put(eb, "TALLY_CLOCK_SOURCE", "timer")))
+            eb->vec[k++] = s;
+        if ((s = eb_put(eb, "TALLY_DESC_KIND", kind)))
+            eb->vec[k++] = s;
+        if (preload && coll_preload_has_self(preload, p->self_path))
+            s = eb_put(eb, "LD_PRELOAD", preload);
+        else if (preload && *preload)
+            s = eb_put3(eb, "LD_PRELOAD", p->self_path, ":", preload);
+        else
+            s = eb_put(eb, "LD_PRELOAD", p->self_path);
+        if (s)
+            eb->vec[k++] = s;
+    } else if (preload) {
+        char v[4096];
+        if (coll_preload_strip(preload, p->self_path, v, sizeof v) &&
+            (s = eb_put(eb, "LD_PRELOAD", v)))
+            eb->vec[k++] = s;
+    }
+    eb->vec[k] = NULL;
+    return eb->vec;
+}
+
+static void env_done(envbuf_t *eb)
+{
+    if (eb->map_len)
+        munmap(eb->vec, eb->map_len);
+    eb->map_len = 0;
+}
+
+/* Before a new image replaces this one: log its end. After a failed exec: say so. */
+static int exec_begin(void)
+{
+    if (!active())
+        return 0;
+    coll_finalize("exec", 0, 0);
+    return 1;
+}
+
+static void exec_failed(int was_active, const char *what)
+{
+    if (!was_active)
+        return;
+    int saved = errno;
+    coll_unfinalize();
+    char msg[600];
+    size_t n = 0;
+    const char *pre = "exec failed (the process goes on, the calling thread unprofiled): ";
+    size_t pl = strlen(pre);
+    memcpy(msg, pre, pl);
+    n = pl;
+    size_t wl = what ? strnlen(what, 400) : 0;
+    memcpy(msg + n, what, wl);
+    n += wl;
+    msg[n++] = ' ';
+    const char *en = strerrorname_np(saved);
+    size_t el = en ? strlen(en) : 0;
+    memcpy(msg + n, en ? en : "", el);
+    n += el;
+    msg[n] = 0;
+    coll_warn(msg);
+    errno = saved;
+}
+
+static const char *exec_kind(void)
+{
+    return getpid() == coll_proc.pid ? "exec" : "spawn"; /* a vfork child's exec is a spawn */
+}
+
+COLL_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    interpose_resolve();
+    if (!coll_proc.enabled)
+        return real.execve(path, argv, envp);
+    envbuf_t eb;
+    char *const *env = env_build(&eb, envp, exec_kind());
+    int was = exec_begin();
+    int rc = real.execve(path, argv, env);
+    int saved = errno;
+    env_done(&eb);
+    errno = saved;
+    exec_failed(was, path);
+    return rc;
+}
+
+COLL_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    interpose_resolve();
+    if (!coll_proc.enabled)
+        return real.execvpe(file, argv, envp);
+    envbuf_t eb;
+    char *const *env = env_build(&eb, envp, exec_kind());
+    int was = exec_begin();
+    int rc = real.execvpe(file, argv, env);
+    int saved = errno;
+    env_done(&eb);
+    errno = saved;
+    exec_failed(was, file);
+    return rc;
+}
+
+COLL_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    interpose_resolve();
+    if (!coll_proc.enabled)
+        return real.fexecve(fd, argv, envp);
+    envbuf_t eb;
+    char *const *env = env_build(&eb, envp, exec_kind());
+    int was = exec_begin();
+    int rc = real.fexecve(fd, argv, env);
+    int saved = errno;
+    env_done(&eb);
+    errno = saved;
+    exec_failed(was, "fexecve");
+    return rc;
+}
+
+COLL_EXPORT int execv(const char *path, char *const argv[])
+{
+    return execve(path, argv, environ);
+}
+
+COLL_EXPORT int execvp(const char *file, char *const argv[])
+{
+    return execvpe(file, argv, environ);
+}
+
+/* execl, execle, execlp: gather the variadic arguments into an array on the stack. */
+#define COUNT_ARGS(ap, n_out)                                                                      \
+    do {                                                                                           \
+        va_list cnt;                                                                               \
+        va_copy(cnt, ap);                                                                          \
+        n_out = 1;                                                                                 \
+        while (va_arg(cnt, char *))                                                                \
+            n_out++;                                                                               \
+        va_end(cnt);                                                                               \
+    } while (0)
+
+COLL_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    size_t n;
+    va_start(ap, arg);
+    COUNT_ARGS(ap, n);
+    char *argv[n + 1];
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return execve(path, argv, environ);
+}
+
+COLL_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    size_t n;
+    va_start(ap, arg);
+    COUNT_ARGS(ap, n);
+    char *argv[n + 1];
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    return execvpe(file, argv, environ);
+}
+
+COLL_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    size_t n;
+    va_start(ap, arg);
+    COUNT_ARGS(ap, n);
+    char *argv[n + 1];
+    argv[0] = (char *)arg;
+    for (size_t i = 1; i <= n; i++)
+        argv[i] = va_arg(ap, char *);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+
+COLL_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                            const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    interpose_resolve();
+    if (!coll_proc.enabled)
+        return real.posix_spawn(pid, path, fa, attr, argv, envp);
+    envbuf_t eb;
+    char *const *env = env_build(&eb, envp, "spawn");
+    int rc = real.posix_spawn(pid, path, fa, attr, argv, env);
+    env_done(&eb);
+    return rc;
+}
+
+COLL_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    interpose_resolve();
+    if (!coll_proc.enabled)
+        return real.posix_spawnp(pid, file, fa, attr, argv, envp);
+    envbuf_t eb;
+    char *const *env = env_build(&eb, envp, "spawn");
+    int rc = real.posix_spawnp(pid, file, fa, attr, argv, env);
+    env_done(&eb);
+    return rc;
+}
+
+/* ---- signals --------------------------------------------------------------------------------- */
+
+COLL_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    interpose_resolve();
+    if (!clock_owns_signal(&coll_proc, sig))
+        return real.sigaction(sig, act, old);
+    clock_prog_action(sig, act, old); /* the kernel keeps the collector's handler */
+    return 0;
+}
+
+static sighandler_t signal_common(int sig, sighandler_t h, int flags)
+{
+    struct sigaction act, old;
+    memset(&act, 0, sizeof act);
+    act.sa_handler = h;
+    act.sa_flags = flags;
+    sigemptyset(&act.sa_mask);
+    if (!(flags & SA_NODEFER))
+        sigaddset(&act.sa_mask, sig);
+    clock_prog_action(sig, &act, &old);
+    return old.sa_handler;
+}
+
+COLL_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+    interpose_resolve();
+    if (!clock_owns_signal(&coll_proc, sig))
+        return real.signal(sig, h);
+    return signal_common(sig, h, SA_RESTART);
+}
+
+COLL_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
+{
+    return signal(sig, h);
+}
+
+COLL_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
+{
+    interpose_resolve();
+    if (!clock_owns_signal(&coll_proc, sig))
+        return real.sysv_signal(sig, h);
+    return signal_common(sig, h, SA_RESETHAND | SA_NODEFER);
+}
+
+/* The program never blocks the profiling signal (a thread that did would never be sampled);
+ * inside dlopen/dlclose the collector keeps it blocked whatever the program asks. */
+static const sigset_t *mask_filter(int how, const sigset_t *set, sigset_t *tmp)
+{
+    int sig = coll_proc.sig;
+    if (!set || !clock_owns_signal(&coll_proc, sig) || coll_proc.source == COLL_SRC_NONE)
+        return set;
+    if (in_dl) {
+        if (how == SIG_SETMASK && !sigismember(set, sig)) {
+            *tmp = *set;
+            sigaddset(tmp, sig);
+            return tmp;
+        }
+        if (how == SIG_UNBLOCK && sigismember(set, sig)) {
+            *tmp = *set;
+            sigdelset(tmp, sig);
+            return tmp;
+        }
+        return set;
+    }
+    if ((how == SIG_BLOCK || how == SIG_SETMASK) && sigismember(set, sig)) {
+        *tmp = *set;
+        sigdelset(tmp, sig);
+        return tmp;
+    }
+    return set;
+}
+
+COLL_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    interpose_resolve();
+    sigset_t tmp;
+    return real.pthread_sigmask(how, mask_filter(how, set, &tmp), old);
+}
+
+COLL_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    interpose_resolve();
+    sigset_t tmp;
+    return real.sigprocmask(how, mask_filter(how, set, &tmp), old);
+}

@@ -1,0 +1,184 @@
+/*
+ * maps.c - load objects via dl_iterate_phdr and their build-ids; see maps.h. Normal context only.
+ */
+#define _GNU_SOURCE
+#include "maps.h"
+
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "clock.h"
+
+typedef struct obj {
+    uint32_t id;
+    int seen;
+    uint64_t bias, lo, hi;
+    char *path;
+} obj_t;
+
+static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+static obj_t *objs;
+static size_t nobjs, capobjs;
+static uint32_t next_id;
+static uint64_t last_scan_t; /* start of the previous rescan; 0 before the first */
+static char exe_path[PATH_MAX];
+
+typedef struct scan {
+    coll_proc_t *p;
+    uint64_t t_load;
+    uintptr_t vdso;
+} scan_t;
+
+static void hex(char *out, const uint8_t *b, size_t n)
+{
+    static const char d[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = d[b[i] >> 4];
+        out[2 * i + 1] = d[b[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+/* The GNU build-id of an object, from its PT_NOTE segments in memory; "" if it has none. */
+static void build_id(const struct dl_phdr_info *info, char *out, size_t cap)
+{
+    out[0] = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_NOTE)
+            continue;
+        const uint8_t *q = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+        const uint8_t *end = q + ph->p_memsz;
+        while (q + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)q;
+            const uint8_t *name = q + sizeof *nh;
+            const uint8_t *desc = name + ((nh->n_namesz + 3) & ~3u);
+            const uint8_t *next = desc + ((nh->n_descsz + 3) & ~3u);
+            if (next > end)
+                break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && memcmp(name, "GNU", 4) == 0 &&
+                nh->n_descsz * 2 + 1 <= cap) {
+                hex(out, desc, nh->n_descsz);
+                return;
+            }
+            q = next;
+        }
+    }
+}
+
+static void log_load(coll_proc_t *p, const obj_t *o, const char *bid, uint64_t t)
+{
+    char buf[PATH_MAX * 3 + 512];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "load");
+    exp_line_u64(&l, "t", t);
+    exp_line_u64(&l, "id", o->id);
+    exp_line_str(&l, "path", o->path);
+    exp_line_str(&l, "buildid", bid);
+    exp_line_hex(&l, "bias", o->bias);
+    exp_line_hex(&l, "lo", o->lo);
+    exp_line_hex(&l, "hi", o->hi);
+    coll_log_write(&l);
+}
+
+static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    scan_t *sc = arg;
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uint64_t a = info->dlpi_addr + ph->p_vaddr;
+        if (a < lo)
+            lo = a;
+        if (a + ph->p_memsz > hi)
+            hi = a + ph->p_memsz;
+    }
+    if (lo > hi)
+        lo = hi = 0;
+    const char *path = info->dlpi_name;
+    if (sc->vdso && (uintptr_t)info->dlpi_phdr == sc->vdso + ((const ElfW(Ehdr) *)sc->vdso)->e_phoff)
+        path = "[vdso]";
+    else if (!path || !*path)
+        path = exe_path;
+    for (size_t i = 0; i < nobjs; i++)
+        if (objs[i].bias == info->dlpi_addr && objs[i].lo == lo && !strcmp(objs[i].path, path)) {
+            objs[i].seen = 1;
+            return 0;
+        }
+    if (nobjs == capobjs) {
+        size_t nc = capobjs ? capobjs * 2 : 64;
+        obj_t *no = realloc(objs, nc * sizeof *no);
+        if (!no)
+            return 0;
+        objs = no;
+        capobjs = nc;
+    }
+    char *copy = strdup(path);
+    if (!copy)
+        return 0;
+    obj_t *o = &objs[nobjs++];
+    o->id = next_id++;
+    o->seen = 1;
+    o->bias = info->dlpi_addr;
+    o->lo = lo;
+    o->hi = hi;
+    o->path = copy;
+    char bid[130];
+    build_id(info, bid, sizeof bid);
+    log_load(sc->p, o, bid, sc->t_load);
+    (void)size;
+    return 0;
+}
+
+void maps_rescan(coll_proc_t *p)
+{
+    if (!p->enabled)
+        return;
+    pthread_mutex_lock(&maps_mu);
+    uint64_t now = coll_now();
+    if (!exe_path[0]) {
+        ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
+        exe_path[n > 0 ? n : 0] = 0;
+    }
+    scan_t sc = { p, last_scan_t ? last_scan_t : now, (uintptr_t)getauxval(AT_SYSINFO_EHDR) };
+    last_scan_t = now;
+    for (size_t i = 0; i < nobjs; i++)
+        objs[i].seen = 0;
+    sigset_t old;
+    clock_block(p, &old);
+    dl_iterate_phdr(scan_cb, &sc);
+    clock_unblock(&old);
+    size_t k = 0;
+    for (size_t i = 0; i < nobjs; i++) {
+        if (objs[i].seen) {
+            objs[k++] = objs[i];
+            continue;
+        }
+        char buf[128];
+        exp_line_t l;
+        exp_line_begin(&l, buf, sizeof buf, "unload");
+        exp_line_u64(&l, "t", now);
+        exp_line_u64(&l, "id", objs[i].id);
+        coll_log_write(&l);
+        free(objs[i].path);
+    }
+    nobjs = k;
+    pthread_mutex_unlock(&maps_mu);
+}
+
+void maps_after_fork(void)
+{
+    pthread_mutex_init(&maps_mu, NULL);
+    for (size_t i = 0; i < nobjs; i++)
+        free(objs[i].path);
+    nobjs = 0;
+    next_id = 0;
+    last_scan_t = 0;
+}
