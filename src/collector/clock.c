@@ -55,6 +55,8 @@ typedef struct thr {
     size_t ring_len;
     int timer_id, has_timer;
     uint64_t last_cpu, last_ut, last_st;
+    uint32_t last_stack, last_state; /* of the last sample, for the tail at the thread's end */
+    int has_last;
     slot_t *slot;
     void **scratch;
     uint64_t *pcs;
@@ -64,6 +66,9 @@ typedef struct thr {
 } thr_t;
 
 static __thread thr_t th __attribute__((tls_model("initial-exec")));
+/* > 0 while the thread runs the collector's own signal-sensitive code (the handler, a priming
+ * unwind): libunwind then blocks signals around its locks and must get what it asks for. */
+static __thread int in_core __attribute__((tls_model("initial-exec")));
 static slot_t slots[NSLOTS];
 static size_t page_size = 4096;
 
@@ -320,6 +325,9 @@ static void take_sample(coll_proc_t *p, thr_t *t, const ucontext_t *uc)
         write_clock(p, t, now, id, EXP_STATE_USER, w - w_sys);
     if (w_sys)
         write_clock(p, t, now, id, EXP_STATE_SYSTEM, w_sys);
+    t->last_stack = id;
+    t->last_state = w_sys * 2 > w ? EXP_STATE_SYSTEM : EXP_STATE_USER;
+    t->has_last = 1;
 }
 
 static int is_ours(const thr_t *t, const siginfo_t *si)
@@ -382,6 +390,7 @@ static void prof_handler(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
     thr_t *t = &th;
+    in_core++;
     if (is_ours(t, si)) {
         take_sample(&coll_proc, t, ucv);
         if (t->perf_fd >= 0)
@@ -389,6 +398,7 @@ static void prof_handler(int sig, siginfo_t *si, void *ucv)
     } else if (!run_prog_handler(sig, si, ucv) && !looks_ours(si)) {
         die_by_default(sig, si); /* the program's own use of the signal, default action */
     }
+    in_core--;
     errno = saved;
 }
 
@@ -445,7 +455,12 @@ void clock_thread_start(coll_proc_t *p, const char *how)
             th.slot = slot_claim(th.tid);
             if (th.slot)
                 pthread_getcpuclockid(pthread_self(), &th.slot->cpuclock);
+            sigset_t old;
+            in_core++;
+            clock_block(p, &old);
             unwind_prime();
+            clock_unblock(&old);
+            in_core--;
             struct rusage ru;
             getrusage(RUSAGE_THREAD, &ru);
             th.last_ut = tv_ns(ru.ru_utime);
@@ -476,9 +491,14 @@ void clock_thread_stop(coll_proc_t *p)
     timer_stop(&th);
     uint64_t now = coll_now();
     uint64_t cpu = thread_cpu_ns();
-    if (th.scratch && !__atomic_load_n(&p->final, __ATOMIC_RELAXED) && in_window(p, now) &&
-        cpu > th.last_cpu)
-        atomic_add(&p->st.profiled_ns, cpu - th.last_cpu);
+    uint64_t tail = cpu > th.last_cpu ? cpu - th.last_cpu : 0;
+    if (th.scratch && in_window(p, now) && tail) {
+        /* The CPU time since the last sample is charged to the last sampled stack, so that the
+         * thread's recorded total is its CPU time, not up to one interval less. */
+        atomic_add(&p->st.profiled_ns, tail);
+        if (th.has_last)
+            write_clock(p, &th, now, th.last_stack, th.last_state, tail);
+    }
     struct rusage ru;
     getrusage(RUSAGE_THREAD, &ru);
     char buf[512];
@@ -637,6 +657,11 @@ void clock_unblock(const sigset_t *old)
 }
 
 /* ---- signals owned for the program ----------------------------------------------------------- */
+
+int clock_in_core(void)
+{
+    return in_core;
+}
 
 int clock_owns_signal(const coll_proc_t *p, int sig)
 {

@@ -55,6 +55,10 @@ void clock_after_fork_child(coll_proc_t *p);
 void clock_block(coll_proc_t *p, sigset_t *old);
 void clock_unblock(const sigset_t *old);
 
+/* Is the calling thread inside the collector's handler or a priming unwind? (Then libunwind's
+ * own sigprocmask calls must not be filtered by the interposer.) */
+int clock_in_core(void);
+
 /* The program's view of signal sig (kept by the sigaction interposer for the signals the
  * collector owns: the profiling signal and the fatal ones). */
 int clock_owns_signal(const coll_proc_t *p, int sig);

@@ -738,7 +738,8 @@ COLL_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 static const sigset_t *mask_filter(int how, const sigset_t *set, sigset_t *tmp)
 {
     int sig = coll_proc.sig;
-    if (!set || !clock_owns_signal(&coll_proc, sig) || coll_proc.source == COLL_SRC_NONE)
+    if (!set || !clock_owns_signal(&coll_proc, sig) || coll_proc.source == COLL_SRC_NONE ||
+        clock_in_core())
         return set;
     if (in_dl) {
         if (how == SIG_SETMASK && !sigismember(set, sig)) {
