@@ -6,8 +6,8 @@
  *  - perf_event_open PERF_COUNT_SW_TASK_CLOCK with sample_period = interval, a two-page ring that
  *    records PERF_SAMPLE_IP (its misc field says user or kernel mode), the overflow signal routed
  *    to the thread (O_ASYNC, F_SETSIG = coll_proc.sig, F_SETOWN_EX F_OWNER_TID). The event is
- *    armed with PERF_EVENT_IOC_REFRESH 1 and re-armed by the handler, so at most one signal is
- *    ever pending per thread (blocked signals never pile up in the real-time queue).
+ *    armed with PERF_EVENT_IOC_REFRESH 16 and each handler run gives one back, so a thread that
+ *    cannot take the signal has at most 16 queued (they never pile up in the real-time queue).
  *  - fallback when perf is unavailable: timer_create(CLOCK_THREAD_CPUTIME_ID, SIGEV_THREAD_ID);
  *    user/system split from RUSAGE_THREAD deltas.
  * Each sample is weighted by the thread CPU time (CLOCK_THREAD_CPUTIME_ID) that passed since the

@@ -30,6 +30,9 @@
 coll_proc_t coll_proc = { .log_fd = -1, .evfile = { .fd = -1 } };
 
 static int high_fd_base = 900;
+static char env_exp_buf[PATH_MAX + 32];
+static char env_t0_buf[64];
+static char env_preload_buf[8192];
 static pid_t init_tid;
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -218,6 +221,20 @@ static int parse_settings(coll_proc_t *p)
     return 0;
 }
 
+/* This process runs unprofiled: its descendants should not try again (and print again). */
+static void env_give_up(coll_proc_t *p)
+{
+    char v[sizeof env_preload_buf - 16];
+    const char *pre = getenv("LD_PRELOAD");
+    if (pre && coll_preload_has_self(pre, p->self_path)) {
+        if (coll_preload_strip(pre, p->self_path, v, sizeof v))
+            env_set_static("LD_PRELOAD", v, env_preload_buf, sizeof env_preload_buf);
+        else
+            env_remove("LD_PRELOAD");
+    }
+    env_remove("TALLY_EXPERIMENT");
+}
+
 /* ---- log records ----------------------------------------------------------------------------- */
 
 static void log_start(coll_proc_t *p)
@@ -397,9 +414,6 @@ static void log_descendant(int fd, const char *kind, const char *name)
     exp_line_write(&l, fd);
 }
 
-static char env_exp_buf[PATH_MAX + 32];
-static char env_t0_buf[64];
-static char env_preload_buf[8192];
 
 /* Opens the experiment files of this image in p->dir and writes the opening records. Returns 0,
  * or -1 when not even the log could be written (then the program runs unprofiled). */
@@ -472,6 +486,7 @@ static void init_process(coll_proc_t *p)
         } else if (fd != -EEXIST) {
             p->log_fd = -1;
             open_experiment(p); /* prints why on stderr */
+            env_give_up(p);
             return;
         }
     }
@@ -487,6 +502,7 @@ static void init_process(coll_proc_t *p)
                              "this process runs unprofiled\n", p->dir, strerror(-rc));
             if (write(2, msg, (size_t)n) < 0) {
             }
+            env_give_up(p);
             return;
         }
         path_join(path, sizeof path, p->dir, "log");
@@ -502,8 +518,10 @@ static void init_process(coll_proc_t *p)
         p->win_lo += p->root_t0;
         p->win_hi = p->win_hi == UINT64_MAX ? UINT64_MAX : p->win_hi + p->root_t0;
     }
-    if (open_experiment(p))
+    if (open_experiment(p)) {
+        env_give_up(p);
         return;
+    }
     /* what descendants inherit through the plain environment (system, popen, ...) */
     env_set_static("TALLY_EXPERIMENT", p->dir, env_exp_buf, sizeof env_exp_buf);
     char t0[32];
