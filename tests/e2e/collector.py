@@ -1,0 +1,290 @@
+"""End-to-end test of libtally-collector.so on its own: workloads run with LD_PRELOAD and the
+TALLY_* environment exactly as `tally collect` starts them (the collector's contract, see
+src/collector/collector.h), and the experiment is checked against what the kernel accounted.
+
+The events file is decoded here by a small independent decoder of docs/FORMAT.md, so this test
+also checks the writer against the spec rather than against our own reader.
+"""
+import os
+import struct
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import WL, TALLY, check, close_to, done, fail, log_records, workdir  # noqa: E402
+
+LIB = os.environ.get("TALLY_COLLECTOR",
+                     os.path.join(os.path.dirname(os.path.abspath(TALLY)), "libtally-collector.so"))
+
+
+def wl(name):
+    return os.path.join(WL, "wl_" + name)
+
+
+def run_collected(exp, argv, clock_ns=10_000_000, extra=None, timeout=120, mkdir=True):
+    """Runs argv with the collector as the root of experiment exp; returns CompletedProcess."""
+    if mkdir:
+        os.makedirs(exp, exist_ok=True)
+    env = dict(os.environ)
+    env.update({"TALLY_EXPERIMENT": exp, "TALLY_CLOCK": str(clock_ns), "T_PRELOAD": LIB})
+    env.update(extra or {})
+    # exec keeps the shell's pid, which is the root pid the collector compares with; the shell
+    # itself must not be preloaded
+    script = 'export TALLY_ROOT_PID=$$ LD_PRELOAD="$T_PRELOAD"; exec "$@"'
+    return subprocess.run(["sh", "-c", script, "sh"] + argv, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def run_bare(argv, timeout=120):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+def leb(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if not c & 0x80:
+            return v, i
+
+
+def decode_events(exp):
+    """{tid: {"weight": ns, "user": ns, "system": ns, "n": events}}, stacks [(flags, frames)]."""
+    with open(os.path.join(exp, "events"), "rb") as f:
+        data = f.read()
+    if data[:8] != b"TALLYEVT":
+        fail("%s/events: bad magic" % exp)
+        return {}, []
+    hsize, csize = struct.unpack_from("<II", data, 12)
+    threads, stacks = {}, []
+    k = 0
+    while hsize + (k + 1) * csize <= len(data):
+        off = hsize + k * csize
+        k += 1
+        magic, tid, seq, used = struct.unpack_from("<IIII", data, off)
+        if magic == 0:
+            continue
+        check(magic == 0x314B4354, "%s: chunk %d has a bad magic" % (exp, k - 1))
+        p, end = off + 32, off + 32 + used
+        th = threads.setdefault(tid, {"weight": 0, "user": 0, "system": 0, "n": 0})
+        while p < end:
+            typ = data[p]
+            ln, q = leb(data, p + 1)
+            p = q + ln
+            if typ == 1:  # STACK
+                _, q = leb(data, q)
+                flags, q = leb(data, q)
+                n, q = leb(data, q)
+                frames = []
+                for j in range(n):
+                    v, q = leb(data, q)
+                    if j:
+                        v = frames[-1] + ((v >> 1) ^ -(v & 1))
+                    frames.append(v)
+                stacks.append((flags, frames))
+            elif typ == 2:  # CLOCK
+                _, q = leb(data, q)
+                _, q = leb(data, q)
+                state, q = leb(data, q)
+                w, q = leb(data, q)
+                th["weight"] += w
+                th["user" if state == 0 else "system"] += w
+                th["n"] += 1
+        check(p == end, "%s: chunk %d: records do not end at `used`" % (exp, k - 1))
+    return threads, stacks
+
+
+def last(exp, kind):
+    recs = log_records(exp, kind)
+    return recs[-1][1] if recs else None
+
+
+def thread_ends(exp):
+    return {int(f["tid"]): f for _, f in log_records(exp, "thread-end")}
+
+
+def check_accuracy(exp, what, rel=0.03, min_cpu_ns=0):
+    threads, _ = decode_events(exp)
+    ends = thread_ends(exp)
+    for tid, f in ends.items():
+        cpu = int(f["cpu"])
+        if cpu < min_cpu_ns:
+            continue
+        rec = threads.get(tid, {"weight": 0})["weight"]
+        close_to(rec, cpu, rel, "%s: tid %d recorded CPU vs its CPU clock" % (what, tid))
+
+
+def objects(exp):
+    return [(int(f["lo"], 16), int(f["hi"], 16), f["path"]) for _, f in log_records(exp, "load")]
+
+
+def obj_of(objs, pc):
+    for lo, hi, path in objs:
+        if lo <= pc < hi:
+            return path
+    return None
+
+
+# ---- single thread: accuracy, stack completeness ---------------------------------------------
+
+def test_cpu_single(d):
+    for clock in (10_000_000, 1_000_000):
+        exp = os.path.join(d, "single-%d" % clock)
+        p = run_collected(exp, [wl("cpu_single"), "1"], clock)
+        check(p.returncode == 0 and "done" in p.stdout, "cpu_single under the collector failed")
+        check_accuracy(exp, "cpu_single clock=%d" % clock)
+        st = last(exp, "stats")
+        check(st and int(st["samples"]) > 0.9 * int(st["expected"]),
+              "cpu_single clock=%d: samples %s of expected %s" %
+              (clock, st and st["samples"], st and st["expected"]))
+        check(st and st["unwind_failures"] == "0", "cpu_single: unwind failures")
+        end = last(exp, "end")
+        check(end and end["how"] == "exit" and end["status"] == "0", "cpu_single: end record")
+        settings = last(exp, "settings")
+        check(settings and settings["clock"] == str(clock), "cpu_single: settings clock")
+        # every stack is complete: its outermost frame is in the program (_start)
+        _, stacks = decode_events(exp)
+        objs = objects(exp)
+        exe = os.path.realpath(wl("cpu_single"))
+        bad = [s for s in stacks if not s[1] or obj_of(objs, s[1][-1]) != exe]
+        check(not bad, "cpu_single: %d of %d stacks do not end in the program" %
+              (len(bad), len(stacks)))
+
+
+# ---- threads: every way of creating one ------------------------------------------------------
+
+def test_threads(d):
+    for source in ("task-clock", "timer"):
+        exp = os.path.join(d, "threads-%s" % source)
+        extra = {"TALLY_CLOCK_SOURCE": "timer"} if source == "timer" else {}
+        p = run_collected(exp, [wl("threads4"), "0.5"], 1_000_000, extra)
+        check(p.returncode == 0, "threads4 failed: %s" % p.stderr)
+        hows = [f["how"] for _, f in log_records(exp, "thread")]
+        check(hows.count("main") == 1 and hows.count("pthread_create") == 5,
+              "threads4 (%s): thread records %s" % (source, hows))
+        check(len(thread_ends(exp)) == 6, "threads4: 6 thread-end records")
+        check_accuracy(exp, "threads4 (%s)" % source, 0.03, min_cpu_ns=50_000_000)
+        s = last(exp, "settings")
+        check(s["clock_source"] == ("cputime-timer" if source == "timer" else "task-clock"),
+              "threads4: clock_source %s" % s["clock_source"])
+
+
+# ---- the program's own signals and timers ----------------------------------------------------
+
+def test_own_signals(d):
+    bare = run_bare([wl("own_sigprof"), "1"]).stdout.split()
+    exp = os.path.join(d, "sigprof")
+    got = run_collected(exp, [wl("own_sigprof"), "1"], 1_000_000).stdout.split()
+    check(len(got) == 5 and got[1:] == bare[1:], "own_sigprof: %s vs bare %s" % (got, bare))
+    if len(got) == 5 and len(bare) == 5:
+        tb, tg = int(bare[0].split("=")[1]), int(got[0].split("=")[1])
+        check(abs(tb - tg) <= max(2, tb // 100), "own_sigprof ticks %d vs bare %d" % (tg, tb))
+
+
+# ---- endings ---------------------------------------------------------------------------------
+
+def test_endings(d):
+    cases = {"segv": ("signal", "SIGSEGV"), "abort": ("signal", "SIGABRT"),
+             "handler": ("signal", "SIGSEGV"), "recover": ("exit", "3"), "_exit": ("exit", "7")}
+    for mode, (how, what) in cases.items():
+        bare = run_bare([wl("crash"), mode, "0.2"])
+        exp = os.path.join(d, "crash-" + mode)
+        p = run_collected(exp, [wl("crash"), mode, "0.2"], 1_000_000)
+        check(p.returncode == bare.returncode and p.stdout == bare.stdout,
+              "crash %s: status %d vs bare %d" % (mode, p.returncode, bare.returncode))
+        end = last(exp, "end")
+        ok = end and end["how"] == how and \
+            (end.get("name") == what if how == "signal" else end.get("status") == what)
+        check(ok, "crash %s: end record %s" % (mode, end))
+        check(last(exp, "stats") is not None, "crash %s: no stats record" % mode)
+        threads, _ = decode_events(exp)
+        check(sum(t["weight"] for t in threads.values()) > 150_000_000,
+              "crash %s: the events before the end were not kept" % mode)
+
+
+# ---- processes -------------------------------------------------------------------------------
+
+def test_processes(d):
+    bare = run_bare([wl("forkexec")])
+    exp = os.path.join(d, "forkexec")
+    p = run_collected(exp, [wl("forkexec")], 1_000_000)
+    check(p.returncode == 0 and p.stdout == bare.stdout,
+          "forkexec: %r vs bare %r" % (p.stdout, bare.stdout))
+    kinds = sorted(f["kind"] for _, f in log_records(exp, "descendant"))
+    check(kinds == ["fork", "fork", "spawn", "spawn", "spawn", "spawn"],
+          "forkexec: descendants %s" % kinds)
+    for sub in ("_f1.tally", "_f2.tally/_x1.tally", "_x1.tally", "_x2.tally"):
+        e = os.path.join(exp, sub)
+        end = last(e, "end") if os.path.exists(os.path.join(e, "log")) else None
+        check(end is not None and end["how"] == "exit", "forkexec: %s has no exit end" % sub)
+        if end:
+            check_accuracy(e, "forkexec " + sub, 0.03)
+    check(last(os.path.join(exp, "_f1.tally"), "end")["status"] == "5", "fork child status")
+    check(last(os.path.join(exp, "_f2.tally"), "end")["how"] == "exec", "fork+exec: end how=exec")
+    check(any("exec failed" in f.get("what", "").replace("%20", " ")
+              for _, f in log_records(exp, "warning")), "forkexec: no warning for failed exec")
+    # follow off: nothing below the root, and the program still behaves
+    exp = os.path.join(d, "forkexec-nofollow")
+    p = run_collected(exp, [wl("forkexec")], 1_000_000, {"TALLY_FOLLOW": "off"})
+    check(p.stdout == bare.stdout, "forkexec follow=off: output differs")
+    check(sorted(os.listdir(exp)) == ["events", "log"], "follow=off: descendants were recorded")
+
+
+# ---- dlopen while sampled --------------------------------------------------------------------
+
+def test_dlopen(d):
+    for i in range(20):
+        exp = os.path.join(d, "dlopen-%d" % i)
+        try:
+            p = run_collected(exp, [wl("dlopen_lib"), "4", "500"], 1_000_000, timeout=60)
+        except subprocess.TimeoutExpired:
+            fail("dlopen_lib hung (run %d)" % i)
+            return
+        if not check(p.returncode == 0 and "dlopen ok" in p.stdout,
+                     "dlopen_lib run %d: %s %s" % (i, p.stdout, p.stderr)):
+            return
+    paths = [f["path"] for _, f in log_records(exp, "load")]
+    check(any(x.endswith("libwl_plugin.so") for x in paths), "dlopen: no load of the plugin")
+
+
+# ---- deep recursion, duration, disk ----------------------------------------------------------
+
+def test_limits(d):
+    exp = os.path.join(d, "deep")
+    p = run_collected(exp, [wl("deep_recursion"), "10000", "0.3"], 1_000_000)
+    check(p.returncode == 0 and "ok" in p.stdout, "deep_recursion failed")
+    st = last(exp, "stats")
+    check(st and int(st["truncated_stacks"]) > 0, "deep_recursion: no truncated stacks")
+    _, stacks = decode_events(exp)
+    check(max(len(s[1]) for s in stacks) == 1024, "deep_recursion: max depth not 1024")
+
+    exp = os.path.join(d, "window")
+    run_collected(exp, [wl("cpu_single"), "1"], 1_000_000,
+                  {"TALLY_DURATION": "300000000-600000000"})
+    threads, _ = decode_events(exp)
+    total = sum(t["weight"] for t in threads.values())
+    close_to(total, 300_000_000, 0.05, "duration window 0.3-0.6 s: recorded CPU")
+
+    blocker = os.path.join(d, "not-a-directory")
+    open(blocker, "w").close()
+    p = run_collected(os.path.join(blocker, "exp"), [wl("forkexec")], 1_000_000, mkdir=False)
+    lines = [x for x in p.stderr.splitlines() if x.startswith("tally collector:")]
+    check(p.returncode == 0 and "fork=5" in p.stdout and len(lines) == 1,
+          "unwritable experiment: status %d, stderr %r" % (p.returncode, p.stderr))
+
+
+def main():
+    if not os.path.exists(LIB):
+        print("skip: %s not built" % LIB)
+        sys.exit(0)
+    d = workdir("collector")
+    for t in (test_cpu_single, test_threads, test_own_signals, test_endings, test_processes,
+              test_dlopen, test_limits):
+        t(d)
+    done(d)
+
+
+if __name__ == "__main__":
+    main()
