@@ -156,6 +156,8 @@ static int put_record(exp_stream_t *s, uint8_t type, const uint8_t *payload, siz
 {
     uint8_t dtbuf[LEB128_MAX];
     size_t dtlen = 0;
+    if (!timed) /* a chunk opened by an untimed record starts at the stream's last time, not 0 */
+        t = s->last_t;
     for (int attempt = 0; attempt < 2; attempt++) {
         uint64_t base = s->chunk ? s->last_t : t;
         dtlen = timed ? leb128_put(dtbuf, t > base ? t - base : 0) : 0;
