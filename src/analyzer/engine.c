@@ -1,0 +1,897 @@
+/*
+ * engine.c - the metric engine (see engine.h for the contract and the rules).
+ *
+ * Sections: metric table; hash tables; threads and selection; aggregation (the event scan);
+ * frame mapping (stack -> object ids); the rules (eng_apply) and tables; call tree.
+ */
+#define _GNU_SOURCE
+#include "analyzer/engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- metric table --------------------------------------------------------------------------- */
+
+const eng_metric_def_t eng_metrics[ENG_NMETRICS] = {
+    [ENG_M_TOTALCPU] = { "totalcpu", "Total CPU Time", "s", 1e-9, "clock" },
+    [ENG_M_USER] = { "user", "User CPU Time", "s", 1e-9, "clock" },
+    [ENG_M_SYSTEM] = { "system", "System CPU Time", "s", 1e-9, "clock" },
+};
+
+int eng_metric_find(const char *name)
+{
+    for (int m = 0; m < ENG_NMETRICS; m++)
+        if (!strcmp(eng_metrics[m].name, name))
+            return m;
+    return -1;
+}
+
+/* The metric vector of one event: the only place that knows what an event type contributes. */
+static int event_values(const exp_event_t *ev, uint64_t v[ENG_NMETRICS])
+{
+    switch (ev->type) {
+    case EXP_REC_CLOCK:
+        memset(v, 0, sizeof(uint64_t) * ENG_NMETRICS);
+        v[ENG_M_TOTALCPU] = ev->weight;
+        v[ev->state == EXP_STATE_SYSTEM ? ENG_M_SYSTEM : ENG_M_USER] = ev->weight;
+        return 1;
+    default:
+        return 0; /* carries no metric (LOST is counted by the scan statistics) */
+    }
+}
+
+/* ---- hash tables: u64 key -> u32 value, open addressing ------------------------------------- */
+
+typedef struct u64map {
+    uint64_t *keys; /* key + 1; 0 = empty */
+    uint32_t *vals;
+    size_t cap, n;
+} u64map_t;
+
+static inline size_t mix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return (size_t)k;
+}
+
+static int u64map_grow(u64map_t *m)
+{
+    size_t ncap = m->cap ? m->cap * 2 : 1024;
+    uint64_t *nk = calloc(ncap, sizeof *nk);
+    uint32_t *nv = malloc(ncap * sizeof *nv);
+    if (!nk || !nv) {
+        free(nk);
+        free(nv);
+        return TALLY_ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++) {
+        if (!m->keys[i])
+            continue;
+        size_t j = mix64(m->keys[i]) & (ncap - 1);
+        while (nk[j])
+            j = (j + 1) & (ncap - 1);
+        nk[j] = m->keys[i];
+        nv[j] = m->vals[i];
+    }
+    free(m->keys);
+    free(m->vals);
+    m->keys = nk;
+    m->vals = nv;
+    m->cap = ncap;
+    return 0;
+}
+
+/* The slot of key: *found says whether it holds key already; NULL on no memory. */
+static uint32_t *u64map_slot(u64map_t *m, uint64_t key, int *found)
+{
+    if ((m->n + 1) * 4 > m->cap * 3 && u64map_grow(m))
+        return NULL;
+    uint64_t k = key + 1;
+    size_t j = mix64(k) & (m->cap - 1);
+    while (m->keys[j] && m->keys[j] != k)
+        j = (j + 1) & (m->cap - 1);
+    *found = m->keys[j] != 0;
+    if (!*found) {
+        m->keys[j] = k;
+        m->n++;
+    }
+    return &m->vals[j];
+}
+
+static const uint32_t *u64map_get(const u64map_t *m, uint64_t key)
+{
+    if (!m->cap)
+        return NULL;
+    uint64_t k = key + 1;
+    size_t j = mix64(k) & (m->cap - 1);
+    while (m->keys[j]) {
+        if (m->keys[j] == k)
+            return &m->vals[j];
+        j = (j + 1) & (m->cap - 1);
+    }
+    return NULL;
+}
+
+static void u64map_free(u64map_t *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- the engine ----------------------------------------------------------------------------- */
+
+typedef struct exp_input {
+    exp_experiment_t *e;
+    exp_stacks_t *stacks;
+    uint64_t *vec;     /* [stack * ENG_NMETRICS] */
+    uint64_t *first_t; /* time of the first event of each stack */
+    size_t cap;        /* stacks vec/first_t have room for */
+    /* frame mapping: function ids of the frames of stacks 0..nresolved-1 */
+    uint32_t *fids;
+    size_t *foff; /* [nresolved + 1] */
+    size_t nresolved, fids_cap;
+    u64map_t pcs;     /* (proc, pc, leaf) -> function id */
+    u64map_t objects; /* (proc, object id) -> sym object */
+} exp_input_t;
+
+struct eng {
+    exp_input_t *in;
+    size_t nin;
+    sym_ctx_t *sym;
+    eng_thread_t *threads;
+    size_t nthreads, threads_cap;
+    u64map_t thread_index; /* (exp, proc, tid) -> index */
+    uint8_t *selected;     /* by index */
+    char *selection;
+    int select_all;
+    uint64_t total[ENG_NMETRICS];
+    exp_scan_stats_t stats;
+    int aggregated;
+    eng_table_t table;
+    int table_kind, table_valid;
+    eng_tree_t tree;
+    int tree_kind, tree_valid;
+    uint32_t *stamp;
+    size_t stamp_cap;
+    uint32_t serial;
+};
+
+static uint64_t thread_key(uint32_t exp, uint32_t proc, uint32_t tid)
+{
+    return (uint64_t)exp << 48 | (uint64_t)proc << 32 | tid;
+}
+
+static int thread_add(eng_t *g, uint32_t exp, uint32_t proc, uint32_t tid,
+                      const exp_thread_t *info, uint32_t *index)
+{
+    int found;
+    uint32_t *slot = u64map_slot(&g->thread_index, thread_key(exp, proc, tid), &found);
+    if (!slot)
+        return TALLY_ENOMEM;
+    if (found) {
+        *index = *slot;
+        return 0;
+    }
+    if (g->nthreads == g->threads_cap) {
+        size_t ncap = g->threads_cap ? g->threads_cap * 2 : 16;
+        eng_thread_t *nt = realloc(g->threads, ncap * sizeof *nt);
+        uint8_t *ns = realloc(g->selected, ncap);
+        if (!nt || !ns) {
+            if (nt)
+                g->threads = nt;
+            if (ns)
+                g->selected = ns;
+            return TALLY_ENOMEM;
+        }
+        g->threads = nt;
+        g->selected = ns;
+        g->threads_cap = ncap;
+    }
+    eng_thread_t *t = &g->threads[g->nthreads];
+    memset(t, 0, sizeof *t);
+    t->number = (uint32_t)g->nthreads + 1;
+    t->exp = exp;
+    t->proc = proc;
+    t->tid = tid;
+    t->info = info;
+    g->selected[g->nthreads] = (uint8_t)g->select_all;
+    *slot = *index = (uint32_t)g->nthreads++;
+    return 0;
+}
+
+eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
+{
+    eng_t *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->in = calloc(nexps ? nexps : 1, sizeof *g->in);
+    g->selection = strdup("all");
+    if (!g->in || !g->selection) {
+        eng_free(g);
+        return NULL;
+    }
+    g->nin = nexps;
+    g->sym = sym;
+    g->select_all = 1;
+    for (size_t x = 0; x < nexps; x++) {
+        g->in[x].e = exps[x];
+        g->in[x].stacks = exp_stacks_new();
+        if (!g->in[x].stacks) {
+            eng_free(g);
+            return NULL;
+        }
+        for (size_t p = 0; p < exps[x]->nprocs; p++) {
+            const exp_process_t *pr = exps[x]->procs[p];
+            for (size_t t = 0; t < pr->nthreads; t++) {
+                uint32_t idx;
+                if (thread_add(g, (uint32_t)x, (uint32_t)p, pr->threads[t].tid, &pr->threads[t],
+                               &idx)) {
+                    eng_free(g);
+                    return NULL;
+                }
+            }
+        }
+    }
+    return g;
+}
+
+void eng_free(eng_t *g)
+{
+    if (!g)
+        return;
+    for (size_t x = 0; x < g->nin; x++) {
+        exp_input_t *in = &g->in[x];
+        exp_stacks_free(in->stacks);
+        free(in->vec);
+        free(in->first_t);
+        free(in->fids);
+        free(in->foff);
+        u64map_free(&in->pcs);
+        u64map_free(&in->objects);
+    }
+    free(g->in);
+    free(g->threads);
+    free(g->selected);
+    free(g->selection);
+    u64map_free(&g->thread_index);
+    eng_table_release(&g->table);
+    free(g->tree.nodes);
+    free(g->stamp);
+    free(g);
+}
+
+/* ---- threads and selection ------------------------------------------------------------------ */
+
+size_t eng_nthreads(const eng_t *g) { return g->nthreads; }
+const eng_thread_t *eng_thread(const eng_t *g, size_t i) { return &g->threads[i]; }
+const char *eng_thread_selection(const eng_t *g) { return g->selection; }
+
+int eng_select_threads(eng_t *g, const char *list, tally_err_t *err)
+{
+    uint8_t *sel = calloc(g->threads_cap ? g->threads_cap : 1, 1);
+    char *copy = strdup(list);
+    if (!sel || !copy) {
+        free(sel);
+        free(copy);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory selecting threads");
+    }
+    int all = !strcmp(list, "all");
+    if (all) {
+        memset(sel, 1, g->nthreads);
+    } else {
+        const char *p = list;
+        while (*p) {
+            char *end;
+            errno = 0;
+            unsigned long lo = strtoul(p, &end, 10), hi = lo;
+            if (end == p || errno)
+                goto bad;
+            p = end;
+            if (*p == '-') {
+                p++;
+                hi = strtoul(p, &end, 10);
+                if (end == p || errno)
+                    goto bad;
+                p = end;
+            }
+            if (lo < 1 || hi < lo || hi > g->nthreads) {
+                free(sel);
+                free(copy);
+                return tally_errf(err, TALLY_EUSAGE,
+                                  "thread selection '%s': threads are numbered 1 to %zu "
+                                  "(see -thread_list)", list, g->nthreads);
+            }
+            for (unsigned long i = lo; i <= hi; i++)
+                sel[i - 1] = 1;
+            if (*p == ',')
+                p++;
+            else if (*p)
+                goto bad;
+        }
+    }
+    free(g->selected);
+    g->selected = sel;
+    free(g->selection);
+    g->selection = copy;
+    g->select_all = all;
+    g->aggregated = 0;
+    return 0;
+bad:
+    free(sel);
+    free(copy);
+    return tally_errf(err, TALLY_EUSAGE,
+                      "thread selection '%s' is not a list such as 'all', '2' or '1,3-5'", list);
+}
+
+/* ---- aggregation ---------------------------------------------------------------------------- */
+
+typedef struct scan_ctx {
+    eng_t *g;
+    uint32_t exp;
+    int err;
+    uint64_t last_key; /* one-entry cache of the thread lookup */
+    uint32_t last_index;
+} scan_ctx_t;
+
+static int grow_stack_arrays(exp_input_t *in, size_t need)
+{
+    if (need <= in->cap)
+        return 0;
+    size_t ncap = in->cap ? in->cap : 1024;
+    while (ncap < need)
+        ncap *= 2;
+    uint64_t *v = realloc(in->vec, ncap * ENG_NMETRICS * sizeof *v);
+    if (!v)
+        return TALLY_ENOMEM;
+    in->vec = v;
+    uint64_t *ft = realloc(in->first_t, ncap * sizeof *ft);
+    if (!ft)
+        return TALLY_ENOMEM;
+    in->first_t = ft;
+    memset(in->vec + in->cap * ENG_NMETRICS, 0, (ncap - in->cap) * ENG_NMETRICS * sizeof *v);
+    memset(in->first_t + in->cap, 0xff, (ncap - in->cap) * sizeof *ft);
+    in->cap = ncap;
+    return 0;
+}
+
+static int on_event(void *ctx, const exp_event_t *ev)
+{
+    scan_ctx_t *c = ctx;
+    eng_t *g = c->g;
+    uint64_t v[ENG_NMETRICS];
+    if (!event_values(ev, v))
+        return 0;
+    uint64_t key = thread_key(c->exp, ev->proc, ev->tid);
+    uint32_t index;
+    if (key == c->last_key) {
+        index = c->last_index;
+    } else {
+        const uint32_t *found = u64map_get(&g->thread_index, key);
+        if (found) {
+            index = *found;
+        } else if ((c->err = thread_add(g, c->exp, ev->proc, ev->tid, NULL, &index))) {
+            return 1;
+        }
+        c->last_key = key;
+        c->last_index = index;
+    }
+    eng_thread_t *t = &g->threads[index];
+    t->events++;
+    for (int m = 0; m < ENG_NMETRICS; m++)
+        t->value[m] += v[m];
+    if (!g->selected[index])
+        return 0;
+    exp_input_t *in = &g->in[c->exp];
+    if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
+        return 1;
+    uint64_t *sv = in->vec + (size_t)ev->stack * ENG_NMETRICS;
+    for (int m = 0; m < ENG_NMETRICS; m++) {
+        sv[m] += v[m];
+        g->total[m] += v[m];
+    }
+    if (ev->t < in->first_t[ev->stack])
+        in->first_t[ev->stack] = ev->t;
+    return 0;
+}
+
+int eng_aggregate(eng_t *g, tally_err_t *err)
+{
+    memset(g->total, 0, sizeof g->total);
+    memset(&g->stats, 0, sizeof g->stats);
+    for (size_t i = 0; i < g->nthreads; i++) {
+        g->threads[i].events = 0;
+        memset(g->threads[i].value, 0, sizeof g->threads[i].value);
+    }
+    g->table_valid = g->tree_valid = 0;
+    for (size_t x = 0; x < g->nin; x++) {
+        exp_input_t *in = &g->in[x];
+        if (in->vec)
+            memset(in->vec, 0, in->cap * ENG_NMETRICS * sizeof *in->vec);
+        scan_ctx_t c = { .g = g, .exp = (uint32_t)x, .last_key = UINT64_MAX };
+        exp_scan_stats_t st;
+        int rc = exp_scan(in->e, in->stacks, on_event, &c, &st, err);
+        if (c.err)
+            return tally_errf(err, c.err, "out of memory aggregating '%s'", in->e->path);
+        if (rc < 0)
+            return rc;
+        g->stats.chunks += st.chunks;
+        g->stats.unused_chunks += st.unused_chunks;
+        g->stats.bad_chunks += st.bad_chunks;
+        g->stats.records += st.records;
+        g->stats.unknown_records += st.unknown_records;
+        g->stats.bad_records += st.bad_records;
+        g->stats.seq_gaps += st.seq_gaps;
+        g->stats.events += st.events;
+        for (int r = 0; r < EXP_LOST_NREASONS; r++)
+            g->stats.lost[r] += st.lost[r];
+    }
+    g->aggregated = 1;
+    return 0;
+}
+
+const exp_scan_stats_t *eng_scan_stats(const eng_t *g) { return &g->stats; }
+const uint64_t *eng_total(const eng_t *g) { return g->total; }
+int eng_has_metric(const eng_t *g, int metric) { return g->total[metric] != 0; }
+
+/* ---- frame mapping -------------------------------------------------------------------------- */
+
+static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint64_t pc, int leaf,
+                               uint64_t t, int *err)
+{
+    uint64_t key = (uint64_t)proc << 49 ^ (pc << 1 | (uint64_t)leaf);
+    int found;
+    uint32_t *slot = u64map_slot(&in->pcs, key, &found);
+    if (!slot) {
+        *err = TALLY_ENOMEM;
+        return 0;
+    }
+    if (found)
+        return *slot;
+    const exp_process_t *p = in->e->procs[proc];
+    const exp_object_t *o = exp_object_at(p, pc, t);
+    if (!o && t != EXP_T_NEVER)
+        o = exp_object_at(p, pc, p->t_end); /* loaded after the stack's first event? */
+    uint32_t f;
+    if (!o) {
+        f = sym_func_unknown(g->sym);
+    } else {
+        uint64_t okey = (uint64_t)proc << 32 | o->id;
+        uint32_t *os = u64map_slot(&in->objects, okey, &found);
+        if (!os) {
+            *err = TALLY_ENOMEM;
+            return 0;
+        }
+        if (!found)
+            *os = sym_object_add(g->sym, o->path, o->buildid);
+        uint64_t addr = pc - o->bias;
+        if (!leaf && addr > 0)
+            addr--; /* a return address: the call is the instruction before it */
+        f = sym_func_at(g->sym, *os, addr);
+    }
+    /* the slot may have moved if the object lookup grew the map: look it up again */
+    slot = u64map_slot(&in->pcs, key, &found);
+    if (!slot) {
+        *err = TALLY_ENOMEM;
+        return 0;
+    }
+    *slot = f;
+    return f;
+}
+
+/* Maps the frames of every stack not mapped yet to function ids. */
+static int resolve_stacks(eng_t *g, tally_err_t *err)
+{
+    for (size_t x = 0; x < g->nin; x++) {
+        exp_input_t *in = &g->in[x];
+        size_t n = exp_stacks_count(in->stacks);
+        if (n == in->nresolved)
+            continue;
+        size_t *foff = realloc(in->foff, (n + 1) * sizeof *foff);
+        if (!foff)
+            return tally_errf(err, TALLY_ENOMEM, "out of memory mapping stacks");
+        in->foff = foff;
+        if (in->nresolved == 0)
+            foff[0] = 0;
+        for (size_t s = in->nresolved; s < n; s++) {
+            uint32_t nf, flags, proc;
+            const uint64_t *pcs = exp_stacks_get(in->stacks, (uint32_t)s, &nf, &flags, &proc);
+            size_t need = foff[s] + nf;
+            if (need > in->fids_cap) {
+                size_t ncap = in->fids_cap ? in->fids_cap : 4096;
+                while (ncap < need)
+                    ncap *= 2;
+                uint32_t *nfids = realloc(in->fids, ncap * sizeof *nfids);
+                if (!nfids)
+                    return tally_errf(err, TALLY_ENOMEM, "out of memory mapping stacks");
+                in->fids = nfids;
+                in->fids_cap = ncap;
+            }
+            uint64_t t = s < in->cap ? in->first_t[s] : EXP_T_NEVER;
+            int e = 0;
+            for (uint32_t i = 0; i < nf; i++)
+                in->fids[foff[s] + i] = frame_function(g, in, proc, pcs[i], i == 0, t, &e);
+            if (e)
+                return tally_errf(err, e, "out of memory mapping stacks");
+            foff[s + 1] = need;
+        }
+        in->nresolved = n;
+    }
+    return 0;
+}
+
+size_t eng_nobjects(eng_t *g, int kind)
+{
+    return kind == ENG_KIND_FUNCTION ? sym_nfuncs(g->sym) : sym_nobjects(g->sym) + 1;
+}
+
+uint32_t eng_function_object(eng_t *g, uint32_t id)
+{
+    return sym_func(g->sym, id)->object;
+}
+
+const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt)
+{
+    if (kind == ENG_KIND_FUNCTION) {
+        const sym_func_t *f = sym_func(g->sym, id);
+        return fmt == 1 ? f->long_name : fmt == 2 ? f->mangled : f->name;
+    }
+    if (id >= sym_nobjects(g->sym))
+        return "<Unknown>";
+    const sym_object_t *o = sym_object(g->sym, id);
+    return fmt == 0 ? o->name : o->path;
+}
+
+/* The object of kind for function f. */
+static uint32_t kind_object(eng_t *g, int kind, uint32_t f)
+{
+    if (kind == ENG_KIND_FUNCTION)
+        return f;
+    uint32_t o = sym_func(g->sym, f)->object;
+    return o == UINT32_MAX ? (uint32_t)sym_nobjects(g->sym) : o;
+}
+
+/* ---- the rules ------------------------------------------------------------------------------ */
+
+struct eng_edgeset {
+    u64map_t callers, callees; /* (x, y) -> index into vals */
+    uint64_t *vals;            /* [index * ENG_NMETRICS] */
+    uint64_t *keys;            /* [index]: x << 32 | y, with the top bit set for callees */
+    size_t n, cap;
+};
+
+eng_edgeset_t *eng_edgeset_new(void) { return calloc(1, sizeof(eng_edgeset_t)); }
+
+void eng_edgeset_free(eng_edgeset_t *es)
+{
+    if (!es)
+        return;
+    u64map_free(&es->callers);
+    u64map_free(&es->callees);
+    free(es->vals);
+    free(es->keys);
+    free(es);
+}
+
+static int edge_add(eng_edgeset_t *es, int callee, uint32_t x, uint32_t y, const uint64_t *v)
+{
+    uint64_t key = (uint64_t)x << 32 | y;
+    int found;
+    uint32_t *slot = u64map_slot(callee ? &es->callees : &es->callers, key, &found);
+    if (!slot)
+        return TALLY_ENOMEM;
+    if (!found) {
+        if (es->n == es->cap) {
+            size_t ncap = es->cap ? es->cap * 2 : 1024;
+            uint64_t *nv = realloc(es->vals, ncap * ENG_NMETRICS * sizeof *nv);
+            if (!nv)
+                return TALLY_ENOMEM;
+            es->vals = nv;
+            uint64_t *nk = realloc(es->keys, ncap * sizeof *nk);
+            if (!nk)
+                return TALLY_ENOMEM;
+            es->keys = nk;
+            es->cap = ncap;
+        }
+        *slot = (uint32_t)es->n;
+        memset(es->vals + es->n * ENG_NMETRICS, 0, ENG_NMETRICS * sizeof *es->vals);
+        es->keys[es->n] = key | (callee ? 1ULL << 63 : 0);
+        es->n++;
+    }
+    uint64_t *dst = es->vals + (size_t)*slot * ENG_NMETRICS;
+    for (int m = 0; m < ENG_NMETRICS; m++)
+        dst[m] += v[m];
+    return 0;
+}
+
+int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v, uint32_t *stamp,
+              uint32_t serial, eng_edgeset_t *es)
+{
+    if (n == 0)
+        return 0;
+    uint64_t *ex = t->excl + (size_t)ids[0] * ENG_NMETRICS;
+    for (int m = 0; m < ENG_NMETRICS; m++)
+        ex[m] += v[m];
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t x = ids[i];
+        if (stamp[x] == serial)
+            continue; /* not the innermost occurrence: already counted for this event */
+        stamp[x] = serial;
+        t->present[x] = 1;
+        uint64_t *in = t->incl + (size_t)x * ENG_NMETRICS;
+        for (int m = 0; m < ENG_NMETRICS; m++)
+            in[m] += v[m];
+        if (!es)
+            continue;
+        if (i + 1 < n) {
+            if (edge_add(es, 0, x, ids[i + 1], v))
+                return TALLY_ENOMEM;
+        } else {
+            uint64_t *o = t->outermost + (size_t)x * ENG_NMETRICS;
+            for (int m = 0; m < ENG_NMETRICS; m++)
+                o[m] += v[m];
+        }
+        if (i > 0 && edge_add(es, 1, x, ids[i - 1], v))
+            return TALLY_ENOMEM;
+    }
+    return 0;
+}
+
+int eng_table_alloc(eng_table_t *t, int kind, size_t nobjects, int edges)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = kind;
+    t->nobjects = nobjects;
+    size_t n = nobjects ? nobjects : 1;
+    t->present = calloc(n, 1);
+    t->excl = calloc(n * ENG_NMETRICS, sizeof *t->excl);
+    t->incl = calloc(n * ENG_NMETRICS, sizeof *t->incl);
+    t->outermost = edges ? calloc(n * ENG_NMETRICS, sizeof *t->outermost) : NULL;
+    if (!t->present || !t->excl || !t->incl || (edges && !t->outermost)) {
+        eng_table_release(t);
+        return TALLY_ENOMEM;
+    }
+    return 0;
+}
+
+void eng_table_release(eng_table_t *t)
+{
+    free(t->present);
+    free(t->excl);
+    free(t->incl);
+    free(t->outermost);
+    free(t->callers);
+    free(t->callees);
+    free(t->caller_start);
+    free(t->callee_start);
+    memset(t, 0, sizeof *t);
+}
+
+static const uint64_t *sort_keys;
+static int cmp_edge_index(const void *a, const void *b)
+{
+    uint64_t ka = sort_keys[*(const uint32_t *)a], kb = sort_keys[*(const uint32_t *)b];
+    return ka < kb ? -1 : ka > kb;
+}
+
+int eng_edges_finish(eng_table_t *t, eng_edgeset_t *es)
+{
+    size_t n = t->nobjects;
+    uint32_t *order = malloc((es->n ? es->n : 1) * sizeof *order);
+    t->caller_start = calloc(n + 1, sizeof *t->caller_start);
+    t->callee_start = calloc(n + 1, sizeof *t->callee_start);
+    t->callers = malloc((es->callers.n ? es->callers.n : 1) * sizeof *t->callers);
+    t->callees = malloc((es->callees.n ? es->callees.n : 1) * sizeof *t->callees);
+    if (!order || !t->caller_start || !t->callee_start || !t->callers || !t->callees) {
+        free(order);
+        return TALLY_ENOMEM;
+    }
+    for (size_t i = 0; i < es->n; i++)
+        order[i] = (uint32_t)i;
+    sort_keys = es->keys; /* callers first (top bit clear), each side by x then y */
+    qsort(order, es->n, sizeof *order, cmp_edge_index);
+    size_t nc = 0, ne = 0;
+    for (size_t i = 0; i < es->n; i++) {
+        uint64_t key = es->keys[order[i]];
+        int callee = (int)(key >> 63);
+        uint32_t x = (uint32_t)(key >> 32) & 0x7fffffffu, y = (uint32_t)key;
+        eng_edge_t *e = callee ? &t->callees[ne++] : &t->callers[nc++];
+        e->other = y;
+        memcpy(e->value, es->vals + (size_t)order[i] * ENG_NMETRICS, sizeof e->value);
+        (callee ? t->callee_start : t->caller_start)[x + 1]++;
+    }
+    for (size_t x = 0; x < n; x++) {
+        t->caller_start[x + 1] += t->caller_start[x];
+        t->callee_start[x + 1] += t->callee_start[x];
+    }
+    free(order);
+    t->has_edges = 1;
+    return 0;
+}
+
+static int ensure_stamp(eng_t *g, size_t n)
+{
+    if (n <= g->stamp_cap)
+        return 0;
+    uint32_t *s = realloc(g->stamp, n * sizeof *s);
+    if (!s)
+        return TALLY_ENOMEM;
+    memset(s + g->stamp_cap, 0, (n - g->stamp_cap) * sizeof *s);
+    g->stamp = s;
+    g->stamp_cap = n;
+    return 0;
+}
+
+/* Calls fn for every stack with a non-zero vector, with its frames mapped to objects of kind. */
+typedef int (*stack_fn)(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, const uint64_t *v);
+
+static int for_each_stack(eng_t *g, int kind, stack_fn fn, void *ctx, tally_err_t *err)
+{
+    if (!g->aggregated) {
+        int rc = eng_aggregate(g, err);
+        if (rc)
+            return rc;
+    }
+    int rc = resolve_stacks(g, err);
+    if (rc)
+        return rc;
+    uint32_t *ids = NULL;
+    size_t ids_cap = 0;
+    for (size_t x = 0; x < g->nin; x++) {
+        exp_input_t *in = &g->in[x];
+        size_t n = in->nresolved < in->cap ? in->nresolved : in->cap;
+        for (size_t s = 0; s < n; s++) {
+            const uint64_t *v = in->vec + s * ENG_NMETRICS;
+            int any = 0;
+            for (int m = 0; m < ENG_NMETRICS; m++)
+                any |= v[m] != 0;
+            if (!any)
+                continue;
+            uint32_t nf = (uint32_t)(in->foff[s + 1] - in->foff[s]);
+            if (nf > ids_cap) {
+                ids_cap = nf * 2;
+                uint32_t *nids = realloc(ids, ids_cap * sizeof *nids);
+                if (!nids) {
+                    free(ids);
+                    return tally_errf(err, TALLY_ENOMEM, "out of memory");
+                }
+                ids = nids;
+            }
+            const uint32_t *f = in->fids + in->foff[s];
+            for (uint32_t i = 0; i < nf; i++)
+                ids[i] = kind_object(g, kind, f[i]);
+            if ((rc = fn(g, ctx, ids, nf, v))) {
+                free(ids);
+                return tally_errf(err, rc, "out of memory computing metrics");
+            }
+        }
+    }
+    free(ids);
+    return 0;
+}
+
+typedef struct table_ctx {
+    eng_table_t *t;
+    eng_edgeset_t *es;
+} table_ctx_t;
+
+static int table_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, const uint64_t *v)
+{
+    table_ctx_t *c = ctx;
+    if (++g->serial == 0) { /* wrapped: clear the stamps */
+        memset(g->stamp, 0, g->stamp_cap * sizeof *g->stamp);
+        g->serial = 1;
+    }
+    return eng_apply(c->t, ids, n, v, g->stamp, g->serial, c->es);
+}
+
+const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err)
+{
+    if (g->table_valid && g->table_kind == kind && (!edges || g->table.has_edges))
+        return &g->table;
+    int rc;
+    if (!g->aggregated && (rc = eng_aggregate(g, err)))
+        return NULL;
+    if ((rc = resolve_stacks(g, err)))
+        return NULL;
+    eng_table_release(&g->table);
+    g->table_valid = 0;
+    size_t n = eng_nobjects(g, kind);
+    if (eng_table_alloc(&g->table, kind, n, edges) || ensure_stamp(g, n)) {
+        tally_errf(err, TALLY_ENOMEM, "out of memory computing metrics");
+        return NULL;
+    }
+    table_ctx_t c = { &g->table, edges ? eng_edgeset_new() : NULL };
+    if (edges && !c.es) {
+        tally_errf(err, TALLY_ENOMEM, "out of memory computing metrics");
+        return NULL;
+    }
+    rc = for_each_stack(g, kind, table_stack, &c, err);
+    if (!rc && edges && eng_edges_finish(&g->table, c.es))
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory computing metrics");
+    eng_edgeset_free(c.es);
+    if (rc)
+        return NULL;
+    g->table_kind = kind;
+    g->table_valid = 1;
+    return &g->table;
+}
+
+/* ---- call tree ------------------------------------------------------------------------------ */
+
+typedef struct tree_ctx {
+    eng_tree_t *tree;
+    size_t cap;
+    u64map_t children; /* (parent, object) -> node */
+} tree_ctx_t;
+
+static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, const uint64_t *v)
+{
+    tree_ctx_t *c = ctx;
+    eng_tree_t *tr = c->tree;
+    uint32_t node = 0;
+    for (int m = 0; m < ENG_NMETRICS; m++)
+        tr->nodes[0].incl[m] += v[m];
+    for (uint32_t i = n; i-- > 0;) {
+        int found;
+        uint32_t *slot = u64map_slot(&c->children, (uint64_t)node << 32 | ids[i], &found);
+        if (!slot)
+            return TALLY_ENOMEM;
+        if (!found) {
+            if (tr->nnodes == c->cap) {
+                size_t ncap = c->cap * 2;
+                eng_node_t *nn = realloc(tr->nodes, ncap * sizeof *nn);
+                if (!nn)
+                    return TALLY_ENOMEM;
+                tr->nodes = nn;
+                c->cap = ncap;
+            }
+            uint32_t k = (uint32_t)tr->nnodes++;
+            eng_node_t *nd = &tr->nodes[k];
+            memset(nd, 0, sizeof *nd);
+            nd->object = ids[i];
+            nd->parent = node;
+            nd->first_child = UINT32_MAX;
+            nd->next_sibling = tr->nodes[node].first_child;
+            tr->nodes[node].first_child = k;
+            *slot = k;
+        }
+        node = *slot;
+        for (int m = 0; m < ENG_NMETRICS; m++)
+            tr->nodes[node].incl[m] += v[m];
+    }
+    if (n)
+        for (int m = 0; m < ENG_NMETRICS; m++)
+            tr->nodes[node].excl[m] += v[m];
+    return 0;
+}
+
+const eng_tree_t *eng_calltree(eng_t *g, int kind, tally_err_t *err)
+{
+    if (g->tree_valid && g->tree_kind == kind)
+        return &g->tree;
+    free(g->tree.nodes);
+    memset(&g->tree, 0, sizeof g->tree);
+    tree_ctx_t c = { .tree = &g->tree, .cap = 1024 };
+    g->tree.nodes = malloc(c.cap * sizeof *g->tree.nodes);
+    if (!g->tree.nodes) {
+        tally_errf(err, TALLY_ENOMEM, "out of memory building the call tree");
+        return NULL;
+    }
+    memset(&g->tree.nodes[0], 0, sizeof g->tree.nodes[0]);
+    g->tree.nodes[0].object = g->tree.nodes[0].parent = UINT32_MAX;
+    g->tree.nodes[0].first_child = g->tree.nodes[0].next_sibling = UINT32_MAX;
+    g->tree.nnodes = 1;
+    int rc = for_each_stack(g, kind, tree_stack, &c, err);
+    u64map_free(&c.children);
+    if (rc)
+        return NULL;
+    g->tree_kind = kind;
+    g->tree_valid = 1;
+    return &g->tree;
+}

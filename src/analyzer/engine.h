@@ -1,0 +1,149 @@
+/*
+ * engine.h - the metric engine: exclusive, inclusive and attributed (caller/callee) metrics of any
+ * object kind, from the events of one or more experiments (DESIGN.md section 3).
+ *
+ * Data flow: eng_new takes opened experiments and a symbol context. eng_aggregate scans every
+ * event once, applies the selection (threads), and adds each event's metric vector to the vector
+ * of its call stack: memory is per distinct stack, never per event. eng_compute then maps the
+ * frames of each distinct stack to objects of a kind (function, load object, ...) and applies the
+ * rules once per stack:
+ *   exclusive  the leaf frame's object;
+ *   inclusive  every object on the stack, once per stack however often it recurs;
+ *   attributed for each object X, its innermost (leaf-most) occurrence: the frame above it gets
+ *              the vector as a caller of X, the frame below it (if any) as a callee of X.
+ * Adding a metric is one row in the metric table (engine.c) and one case in event_values; adding
+ * an object kind is one case in frame_object. The algorithm does not change.
+ *
+ * Ownership: the engine borrows the experiments and the symbol context (they must outlive it);
+ * results (eng_table_t, eng_tree_t) belong to the engine until the next eng_compute/eng_aggregate
+ * or eng_free. Not thread-safe. Errors: negative TALLY_E* codes with a message in *err.
+ */
+#ifndef TALLY_ANALYZER_ENGINE_H
+#define TALLY_ANALYZER_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analyzer/symbols.h"
+#include "base/err.h"
+#include "experiment/reader.h"
+
+/* ---- metrics -------------------------------------------------------------------------------- */
+
+enum eng_metric {
+    ENG_M_TOTALCPU, /* user + system CPU time, ns */
+    ENG_M_USER,
+    ENG_M_SYSTEM,
+    ENG_NMETRICS,
+};
+
+typedef struct eng_metric_def {
+    const char *name;  /* er_print name: "totalcpu" */
+    const char *title; /* "Total CPU Time" (flavor words are added by the caller) */
+    const char *unit;  /* "s", "count", "bytes" */
+    double scale;      /* multiply the raw sum by this to get the unit */
+    const char *event; /* the kind of data it needs: "clock" */
+} eng_metric_def_t;
+
+extern const eng_metric_def_t eng_metrics[ENG_NMETRICS];
+/* Index of the metric named name, or -1. */
+int eng_metric_find(const char *name);
+
+/* ---- object kinds --------------------------------------------------------------------------- */
+
+enum eng_kind {
+    ENG_KIND_FUNCTION,   /* ids: sym function ids */
+    ENG_KIND_LOADOBJECT, /* ids: sym object ids; sym_nobjects() is <Unknown> */
+    ENG_NKINDS,
+};
+
+/* ---- the engine ----------------------------------------------------------------------------- */
+
+typedef struct eng eng_t;
+
+/* One thread of the analysed experiments, numbered from 1 across all of them (-thread_list). */
+typedef struct eng_thread {
+    uint32_t number;
+    uint32_t exp, proc, tid;
+    const exp_thread_t *info; /* NULL when the thread has events but no thread record */
+    uint64_t events;          /* events of this thread seen by the last aggregation */
+    uint64_t value[ENG_NMETRICS];
+} eng_thread_t;
+
+eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym);
+void eng_free(eng_t *g);
+
+/* Threads (known after the first eng_aggregate; the records alone before it). */
+size_t eng_nthreads(const eng_t *g);
+const eng_thread_t *eng_thread(const eng_t *g, size_t i);
+/* Selects the threads by number list "1,3-5", "all". Error on bad syntax or a number not in
+ * 1..nthreads. Takes effect at the next eng_aggregate. */
+int eng_select_threads(eng_t *g, const char *list, tally_err_t *err);
+const char *eng_thread_selection(const eng_t *g); /* as given, "all" by default */
+
+/* Scans every event (again) under the current selection. */
+int eng_aggregate(eng_t *g, tally_err_t *err);
+/* Scan totals of the last aggregation: events, and lost records by reason. */
+const exp_scan_stats_t *eng_scan_stats(const eng_t *g);
+/* Totals of the last aggregation over the selection. */
+const uint64_t *eng_total(const eng_t *g);
+/* True when some event of the last aggregation had a metric != 0 (for -metric_list). */
+int eng_has_metric(const eng_t *g, int metric);
+
+/* ---- results -------------------------------------------------------------------------------- */
+
+typedef struct eng_edge {
+    uint32_t other; /* the caller or callee object */
+    uint64_t value[ENG_NMETRICS];
+} eng_edge_t;
+
+typedef struct eng_table {
+    int kind;
+    size_t nobjects;      /* ids 0..nobjects-1; those with present[id] != 0 occur in the data */
+    uint8_t *present;
+    uint64_t *excl, *incl; /* [id * ENG_NMETRICS + metric] */
+    /* attributed (when computed): callers of id are callers[caller_start[id] .. caller_start[id+1]) */
+    int has_edges;
+    eng_edge_t *callers, *callees;
+    size_t *caller_start, *callee_start;
+    uint64_t *outermost; /* [id * ENG_NMETRICS]: events where id was the outermost frame */
+} eng_table_t;
+
+/* Computes the table of kind; with edges != 0 also the attributed metrics. */
+const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err);
+
+/* Call tree of kind: node 0 is <Total>; children linked by first_child/next_sibling. */
+typedef struct eng_node {
+    uint32_t object, parent, first_child, next_sibling; /* UINT32_MAX = none */
+    uint64_t incl[ENG_NMETRICS], excl[ENG_NMETRICS];
+} eng_node_t;
+
+typedef struct eng_tree {
+    eng_node_t *nodes;
+    size_t nnodes;
+} eng_tree_t;
+
+const eng_tree_t *eng_calltree(eng_t *g, int kind, tally_err_t *err);
+
+/* Number of objects of kind known so far, and their names (fmt: 0 short, 1 long, 2 mangled). */
+size_t eng_nobjects(eng_t *g, int kind);
+const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt);
+/* The load object index of a function id (UINT32_MAX for <Unknown>). */
+uint32_t eng_function_object(eng_t *g, uint32_t id);
+
+/* ---- building blocks, for tests and generators ---------------------------------------------- */
+
+/* Applies the rules to one stack of object ids (leaf first) with vector v into table t, which must
+ * have been allocated for the ids used. stamp: scratch array of t->nobjects, serial: a number
+ * different for every call. Edges are added to the hash tables of ec (NULL: no edges). */
+typedef struct eng_edgeset eng_edgeset_t;
+eng_edgeset_t *eng_edgeset_new(void);
+void eng_edgeset_free(eng_edgeset_t *es);
+int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v, uint32_t *stamp,
+              uint32_t serial, eng_edgeset_t *es);
+/* Converts the edge sets into t's sorted caller/callee arrays. */
+int eng_edges_finish(eng_table_t *t, eng_edgeset_t *es);
+int eng_table_alloc(eng_table_t *t, int kind, size_t nobjects, int edges);
+void eng_table_release(eng_table_t *t);
+
+#endif
