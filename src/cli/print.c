@@ -966,8 +966,10 @@ static int view_header(pstate_t *ps)
         for (size_t i = 0; i < e->nprocs; i++) {
             const exp_process_t *p = e->procs[i];
             char buf[256];
-            printf("%s%s (pid %u%s)\n", i ? "  Descendant " : "  Process ",
-                   *p->name ? p->name : "", p->pid, i ? "" : ", root");
+            if (i)
+                printf("  Descendant %s (pid %u)\n", p->name, p->pid);
+            else
+                printf("  Root process (pid %u)\n", p->pid);
             printf("    Target command:   ");
             for (uint32_t a = 0; a < p->argc; a++)
                 printf("%s%s", a ? " " : "", p->argv[a]);
