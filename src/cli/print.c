@@ -216,6 +216,14 @@ static void suggest(char *buf, size_t n, const char *want, const char **cands, s
         if (!cands[i])
             continue;
         int d = levenshtein(want, cands[i]);
+        const char *dot = strchr(cands[i], '.');
+        if (dot && dot > cands[i] && dot - cands[i] < 64) { /* gcc clones: "f.constprop.0" */
+            char base[64];
+            memcpy(base, cands[i], (size_t)(dot - cands[i]));
+            base[dot - cands[i]] = 0;
+            int db = levenshtein(want, base);
+            d = db < d ? db : d;
+        }
         if (strstr(cands[i], want) || strstr(want, cands[i]))
             d = d < 2 ? d : 2;
         for (int k = 0; k < 3; k++) {
@@ -575,6 +583,19 @@ static long find_function(pstate_t *ps, const eng_table_t *t, const names_t *nm,
         fprintf(stderr, "tally: function name '%s' is ambiguous: it is defined in several load "
                         "objects; name one as 'NAME (object)' as -functions lists them\n", name);
         return -1;
+    }
+    if (found < 0) {
+        /* gcc's clones keep the name before a dot: "hot.constprop.0", "f.part.0", "g.cold" */
+        size_t len = strlen(name);
+        int matches = 0;
+        for (size_t id = 0; id < t->nobjects; id++)
+            if (t->present[id] && !strncmp(nm->name[id], name, len) && nm->name[id][len] == '.') {
+                if (!matches++)
+                    found = (long)id;
+            }
+        if (matches == 1)
+            return found;
+        found = -1;
     }
     if (found < 0) {
         tally_err_t err = { 0 };

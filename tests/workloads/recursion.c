@@ -24,7 +24,7 @@ FN static void burn(double secs)
 {
     double t0 = cpu_now(), x = 0;
     while (cpu_now() - t0 < secs)
-        for (int i = 0; i < 20000; i++)
+        for (int i = 0; i < 200000; i++)
             x += (double)(i & 7);
     sink += x;
 }
@@ -34,7 +34,7 @@ FN int direct(int n, double secs)
     if (n == 0) {
         double t0 = cpu_now(), x = 0;
         while (cpu_now() - t0 < secs) /* the work itself, inline: direct's exclusive time */
-            for (int i = 0; i < 20000; i++)
+            for (int i = 0; i < 200000; i++)
                 x += (double)(i & 7);
         sink += x;
         return 0;
