@@ -1094,7 +1094,7 @@ static int view_overview(pstate_t *ps)
         printf(" (%.2f CPUs busy on average)", tot / dur);
     printf("\n");
     for (int m = ENG_M_USER; m <= ENG_M_SYSTEM; m++)
-        printf("    %-14s %.3f s  %6.2f%%\n", eng_metrics[m].title, scaled(m, total[m]),
+        printf("    %-16s %8.3f s  %6.2f%%\n", eng_metrics[m].title, scaled(m, total[m]),
                total[ENG_M_TOTALCPU] ? 100.0 * (double)total[m] / (double)total[ENG_M_TOTALCPU]
                                      : 0.0);
     printf("  Data quality:    %llu samples recorded of %llu expected",
