@@ -9,22 +9,32 @@
  *   F(arg) { do 25% itself, 75% by calling G }
  *
  * so: main 32 inclusive (2 exclusive), A 10 (0), B 20 (5), C 25 (5) of which 10 from A and 15
- * from B, E 10 (10), F 10 (2.5), G 7.5 (7.5). A unit is about 0.1 s of CPU time by default;
+ * from B, E 10 (10), F 10 (2.5), G 7.5 (7.5). A unit is 0.1 s of CPU time by default;
  * `example N` scales it by N/10.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
-static double unit_iters = 1.2e8;
+static double unit_secs = 0.1;
 static volatile double sink;
 
-/* The work is done inline in each function, so that it is that function's exclusive time. */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The work is done inline in each function, so that it is that function's exclusive time. It is
+ * measured in CPU time, not in loop iterations, so the shares stay exact when another program
+ * competes for the core (an iteration then costs more CPU time). */
 static inline __attribute__((always_inline)) void spin(double units)
 {
-    double x = 0;
-    long n = (long)(units * unit_iters);
-    for (long i = 0; i < n; i++)
-        x += (double)i * 0.5;
+    double x = 0, t0 = cpu_now(), secs = units * unit_secs;
+    while (cpu_now() - t0 < secs)
+        for (int i = 0; i < 100000; i++)
+            x += (double)i * 0.5;
     sink += x;
 }
 
@@ -40,7 +50,7 @@ FN void B(void) { C(7.5); spin(5); C(7.5); }
 int main(int argc, char **argv)
 {
     if (argc > 1)
-        unit_iters *= atof(argv[1]) / 10.0;
+        unit_secs *= atof(argv[1]) / 10.0;
     A();
     spin(2);
     B();

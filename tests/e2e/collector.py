@@ -113,7 +113,12 @@ def check_accuracy(exp, what, rel=0.03, min_cpu_ns=0):
         if cpu < min_cpu_ns:
             continue
         rec = threads.get(tid, {"weight": 0})["weight"]
-        close_to(rec, cpu, rel, "%s: tid %d recorded CPU vs its CPU clock" % (what, tid))
+        # the thread's CPU clock also counts what ran before the collector could start (the
+        # loader, and for an exec'ed image the time since fork in the image before): up to a
+        # few ms that no profiler of this kind can see, so allow 5 ms besides the 3%
+        slack = max(rel * cpu, 5_000_000)
+        check(abs(rec - cpu) <= slack, "%s: tid %d recorded CPU %d ns vs its CPU clock %d ns "
+              "(more than %d ns apart)" % (what, tid, rec, cpu, slack))
 
 
 def objects(exp):

@@ -1,0 +1,115 @@
+/*
+ * print.h - what the parts of `tally print` share: the state commands change, metric specs, rows
+ * and the formatting helpers (print_format.c), and the views (print_views.c, print_info.c).
+ *
+ * Adding a view: a function `int view_NAME(pstate_t *ps, const char *arg)` in a print_*.c file
+ * (one file per family of views), declared here, one line in the command table of print.c, its
+ * -h line, its entry in man/tally-print.1, and tests. A view prints text or, with ps->json, one
+ * JSON document on one line; it reports errors itself (pr_report) and returns 0, 1 (failed) or
+ * 2 (usage error).
+ *
+ * Depends on: the analyzer (engine, symbols) and the experiment reader. Not thread-safe.
+ */
+#ifndef TALLY_CLI_PRINT_H
+#define TALLY_CLI_PRINT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyzer/engine.h"
+#include "analyzer/symbols.h"
+#include "base/err.h"
+#include "cli.h"
+#include "experiment/reader.h"
+
+/* ---- state ---------------------------------------------------------------------------------- */
+
+enum { FL_E = 1, FL_I = 2, FL_A = 4 };
+
+typedef struct mcol {
+    int flavor; /* one of FL_* */
+    int metric; /* ENG_M_* */
+    int value, percent;
+} mcol_t;
+
+#define MAXCOLS 64
+
+typedef struct mspec {
+    mcol_t cols[MAXCOLS];
+    int ncols;
+    int name_pos; /* index among cols where the name column goes (ncols = last) */
+    char text[512];
+} mspec_t;
+
+typedef struct pstate {
+    exp_experiment_t **exps;
+    size_t nexps;
+    sym_ctx_t *sym;
+    eng_t *eng;
+    int json;
+    mspec_t metrics, cmetrics;
+    int sort_flavor, sort_metric; /* sort_metric -1: by name */
+    long limit;                   /* 0: no limit */
+    int namefmt;                  /* 0 short, 1 long, 2 mangled */
+    int depth;                    /* -script nesting */
+    int quit;
+} pstate_t;
+
+/* A row of a table: values by flavor (NULL when the row has none of that flavor). */
+typedef struct names {
+    const char **name; /* by id; NULL = not listed */
+    char **owned;
+    size_t n;
+} names_t;
+typedef struct row {
+    const char *name;
+    const uint64_t *v[3]; /* by flavor index 0 e, 1 i, 2 a; NULL = not available */
+    int mark;             /* '*' for the focus of callers-callees */
+} row_t;
+
+/* ---- formatting (print_format.c) ------------------------------------------------------------ */
+
+double pr_scaled(int metric, uint64_t raw); /* raw sum -> the metric's unit */
+void pr_json_str(FILE *out, const char *s);
+void pr_json_num(FILE *out, double v);
+const char *pr_flavor_word(int fl, int abbrev); /* "Exclusive" / "Excl." */
+char pr_flavor_char(int fl);                     /* 'e', 'i', 'a' */
+void pr_fmt_value(char *buf, size_t n, int metric, uint64_t raw);
+void pr_fmt_percent(char *buf, size_t n, uint64_t raw, uint64_t total);
+/* Display names of the objects present in t ("name (object)" where two objects share a name). */
+void pr_names_build(pstate_t *ps, names_t *nm, const eng_table_t *t);
+void pr_names_free(names_t *nm);
+/* Appends "; did you mean: a, b?" with the nearest of cands to the message in buf. */
+void pr_suggest(char *buf, size_t n, const char *want, const char **cands, size_t ncands);
+/* Parses a metric spec; allowed: the flavors (FL_*) permitted. */
+int pr_parse_mspec(const char *text, mspec_t *ms, int allowed, tally_err_t *err);
+uint64_t pr_row_value(const row_t *r, int fl, int metric);
+/* An aligned table with three header lines (er_print's layout). */
+void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
+                   const uint64_t *total);
+void pr_json_metrics(pstate_t *ps, const mspec_t *ms); /* "metrics":[...] */
+void pr_json_row(const mspec_t *ms, const row_t *r, const uint64_t *total);
+/* Sorts by the sort metric (attributed flavor when attributed != 0), descending, then name. */
+void pr_sort_rows(pstate_t *ps, row_t *rows, size_t n, int attributed);
+const char *pr_sort_title(pstate_t *ps, char *buf, size_t n);
+const char *pr_fmt_time(uint64_t real_ns, char *buf, size_t n);
+void pr_end_text(const exp_process_t *p, char *buf, size_t n); /* "exited with status 0" */
+
+/* ---- views (print_views.c, print_info.c) ---------------------------------------------------- */
+
+int pr_report(tally_err_t *err); /* prints err; returns 1 */
+/* The engine's table of kind (with attributed edges if edges), or NULL after reporting. */
+const eng_table_t *pr_table(pstate_t *ps, int kind, int edges);
+/* The id of the function called name among those in t, or -1 after reporting (with suggestions). */
+long pr_find_function(pstate_t *ps, const eng_table_t *t, const names_t *nm, const char *name);
+
+int view_list(pstate_t *ps, int kind);
+int view_callers_callees(pstate_t *ps, const char *single);
+int view_calltree(pstate_t *ps);
+int view_fsingle(pstate_t *ps, const char *name);
+int view_header(pstate_t *ps);
+int view_overview(pstate_t *ps);
+int view_thread_list(pstate_t *ps);
+int view_metric_list(pstate_t *ps);
+
+#endif
