@@ -17,6 +17,11 @@ const eng_metric_def_t eng_metrics[ENG_NMETRICS] = {
     [ENG_M_TOTALCPU] = { "totalcpu", "Total CPU Time", "s", 1e-9, "clock" },
     [ENG_M_USER] = { "user", "User CPU Time", "s", 1e-9, "clock" },
     [ENG_M_SYSTEM] = { "system", "System CPU Time", "s", 1e-9, "clock" },
+    [ENG_M_WAIT] = { "wait", "Wait CPU Time", "s", 1e-9, "states" },
+    [ENG_M_LOCK] = { "lock", "User Lock Time", "s", 1e-9, "states" },
+    [ENG_M_IO] = { "iowait", "I/O Wait Time", "s", 1e-9, "states" },
+    [ENG_M_SLEEP] = { "sleep", "Sleep Time", "s", 1e-9, "states" },
+    [ENG_M_TOTAL] = { "total", "Total Thread Time", "s", 1e-9, "states" },
 };
 
 int eng_metric_find(const char *name)
@@ -31,11 +36,20 @@ int eng_metric_find(const char *name)
 static int event_values(const exp_event_t *ev, uint64_t v[ENG_NMETRICS])
 {
     switch (ev->type) {
-    case EXP_REC_CLOCK:
+    case EXP_REC_CLOCK: {
+        static const int state_metric[EXP_STATE_COUNT] = {
+            [EXP_STATE_USER] = ENG_M_USER, [EXP_STATE_SYSTEM] = ENG_M_SYSTEM,
+            [EXP_STATE_WAIT] = ENG_M_WAIT, [EXP_STATE_LOCK] = ENG_M_LOCK,
+            [EXP_STATE_IO] = ENG_M_IO,     [EXP_STATE_SLEEP] = ENG_M_SLEEP,
+        };
         memset(v, 0, sizeof(uint64_t) * ENG_NMETRICS);
-        v[ENG_M_TOTALCPU] = ev->weight;
-        v[ev->state == EXP_STATE_SYSTEM ? ENG_M_SYSTEM : ENG_M_USER] = ev->weight;
+        int m = ev->state < EXP_STATE_COUNT ? state_metric[ev->state] : ENG_M_SLEEP;
+        v[m] = ev->weight;
+        v[ENG_M_TOTAL] = ev->weight;
+        if (m == ENG_M_USER || m == ENG_M_SYSTEM)
+            v[ENG_M_TOTALCPU] = ev->weight;
         return 1;
+    }
     default:
         return 0; /* carries no metric (LOST is counted by the scan statistics) */
     }

@@ -34,6 +34,11 @@ enum eng_metric {
     ENG_M_TOTALCPU, /* user + system CPU time, ns */
     ENG_M_USER,
     ENG_M_SYSTEM,
+    ENG_M_WAIT,  /* Wait CPU Time: runnable, waiting for a CPU */
+    ENG_M_LOCK,  /* User Lock Time: blocked on a futex */
+    ENG_M_IO,    /* I/O Wait Time: blocked in I/O */
+    ENG_M_SLEEP, /* Sleep Time: any other sleep */
+    ENG_M_TOTAL, /* Total Thread Time: the sum of the states, the thread's wall time */
     ENG_NMETRICS,
 };
 

@@ -42,6 +42,9 @@ struct collect_opts {
     const char *output, *directory;
     int dry_run;
     unsigned max_depth;
+    uint64_t sample_ns; /* periodic sample packets, 0 = off */
+    int states;         /* thread-state sampling */
+    int sample_sig, pause_sig;
 };
 
 static void usage(FILE *out)
@@ -59,6 +62,10 @@ static void usage(FILE *out)
         "  -o, --output=NAME               experiment name (default <program>.<n>.tally)\n"
         "  -d, --directory=DIR             put the experiment in DIR (created if missing)\n"
         "      --max-depth=N               deepest call stack recorded (default 1024 frames)\n"
+        "  -S, --samples=on|off|<s>        periodic sample packets: on = every second (default)\n"
+        "  -l, --sample-signal=SIG         record a sample packet when the program gets SIG\n"
+        "  -y, --pause-signal=SIG          SIG pauses and resumes collection\n"
+        "      --states=on|off             thread states (wait CPU, lock, I/O, sleep); on\n"
         "  -n, --dry-run                   print what would be done, run nothing\n"
         "  -h, --help                      this text\n"
         "\n"
@@ -94,6 +101,22 @@ static int parse_clock(const char *v, uint64_t *ns)
         if (errno || end == v || *end || !(ms > 0) || ms > 10000)
             return -1;
         *ns = (uint64_t)(ms * 1e6 + 0.5);
+    }
+    return 0;
+}
+
+/* "SIGUSR1", "USR1" or a number -> signal number; 0 when not a signal a program may use. */
+static int parse_signal(const char *v)
+{
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end != v && !*end)
+        return n > 0 && n < NSIG && n != SIGKILL && n != SIGSTOP ? (int)n : 0;
+    const char *name = strncmp(v, "SIG", 3) ? v : v + 3;
+    for (int sig = 1; sig < NSIG; sig++) {
+        const char *ab = sigabbrev_np(sig);
+        if (ab && !strcmp(ab, name))
+            return sig == SIGKILL || sig == SIGSTOP ? 0 : sig;
     }
     return 0;
 }
@@ -385,12 +408,15 @@ static void summarize(const char *exp, const char *shown)
 
 int cmd_collect(int argc, char **argv)
 {
-    struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024 };
+    struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024,
+                              .sample_ns = 1000000000, .states = 1 };
     static const struct option longopts[] = {
         { "clock", required_argument, 0, 'p' },  { "follow", required_argument, 0, 'F' },
         { "duration", required_argument, 0, 't' }, { "output", required_argument, 0, 'o' },
         { "directory", required_argument, 0, 'd' }, { "dry-run", no_argument, 0, 'n' },
         { "max-depth", required_argument, 0, 1 },  { "help", no_argument, 0, 'H' },
+        { "samples", required_argument, 0, 'S' }, { "sample-signal", required_argument, 0, 'l' },
+        { "pause-signal", required_argument, 0, 'y' }, { "states", required_argument, 0, 2 },
         { 0, 0, 0, 0 },
     };
     if (argc < 2) {
@@ -401,7 +427,7 @@ int cmd_collect(int argc, char **argv)
     opterr = 0;
     int c;
     /* '+': stop at the first non-option, the program; its own options are its own. */
-    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nhS:l:y:", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (parse_clock(optarg, &o.clock_ns)) {
@@ -447,6 +473,40 @@ int cmd_collect(int argc, char **argv)
             o.max_depth = (unsigned)v;
             break;
         }
+        case 'S': {
+            int on;
+            if (!parse_onoff(optarg, &on)) {
+                o.sample_ns = on ? 1000000000 : 0;
+            } else {
+                char *end;
+                errno = 0;
+                double sec = strtod(optarg, &end);
+                if (errno || end == optarg || *end || !(sec >= 0.001) || sec > 1e6) {
+                    cli_error("collect", "bad '-S %s': use on, off or a period in seconds "
+                              "(0.001 or more)", optarg);
+                    return 2;
+                }
+                o.sample_ns = (uint64_t)(sec * 1e9 + 0.5);
+            }
+            break;
+        }
+        case 'l':
+        case 'y': {
+            int sig = parse_signal(optarg);
+            if (!sig) {
+                cli_error("collect", "bad signal '-%c %s': use a name such as SIGUSR1 or USR2, "
+                          "or a number", c, optarg);
+                return 2;
+            }
+            *(c == 'l' ? &o.sample_sig : &o.pause_sig) = sig;
+            break;
+        }
+        case 2:
+            if (parse_onoff(optarg, &o.states)) {
+                cli_error("collect", "bad '--states=%s': use on or off", optarg);
+                return 2;
+            }
+            break;
         case 'h':
         case 'H':
             usage(stdout);
@@ -493,6 +553,15 @@ int cmd_collect(int argc, char **argv)
             printf("duration:     %.3f s to %.3f s\n", (double)o.dur_start / 1e9,
                    (double)o.dur_end / 1e9);
         printf("max depth:    %u frames\n", o.max_depth);
+        if (o.sample_ns)
+            printf("samples:      every %.3f s", (double)o.sample_ns / 1e9);
+        else
+            printf("samples:      at start and end only");
+        if (o.sample_sig)
+            printf(", and on SIG%s", sigabbrev_np(o.sample_sig));
+        printf("\nstates:       %s\n", o.states ? "on (wait CPU, lock, I/O, sleep)" : "off");
+        if (o.pause_sig)
+            printf("pause/resume: on SIG%s\n", sigabbrev_np(o.pause_sig));
         return 0;
     }
     if (create_experiment(&o, prog, exp, sizeof exp))
@@ -518,6 +587,10 @@ int cmd_collect(int argc, char **argv)
         set_env_u64("TALLY_ROOT_PID", (uint64_t)getpid());
         set_env_u64("TALLY_CLOCK", o.clock_ns);
         setenv("TALLY_FOLLOW", o.follow ? "on" : "off", 1);
+        set_env_u64("TALLY_SAMPLE", o.sample_ns);
+        set_env_u64("TALLY_STATES", o.states ? (o.clock_ns > 10000000 ? o.clock_ns : 10000000) : 0);
+        set_env_u64("TALLY_SAMPLE_SIG", (uint64_t)o.sample_sig);
+        set_env_u64("TALLY_PAUSE_SIG", (uint64_t)o.pause_sig);
         set_env_u64("TALLY_MAX_DEPTH", o.max_depth);
         if (o.has_duration) {
             char d[64];

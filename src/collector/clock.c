@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -45,6 +46,9 @@ typedef struct slot {
     clockid_t cpuclock;
     uint64_t samples;
     uint64_t last_cpu;
+    /* the stack of the thread's last sample, for the sampler thread (seqlock: odd = writing) */
+    uint32_t seq, last_n, last_flags;
+    uint64_t last_pcs[CLOCK_LAST_MAX];
 } slot_t;
 
 typedef struct thr {
@@ -62,6 +66,7 @@ typedef struct thr {
     uint64_t *pcs;
     size_t bufs_len;
     void *altstack;
+    uint32_t cpu_num; /* CPU of the last sample (a CPU record is written when it changes) */
     exp_stream_t stream;
 } thr_t;
 
@@ -122,6 +127,7 @@ static slot_t *slot_claim(pid_t tid)
             slots[i].perf_fd = -1;
             slots[i].ring = NULL;
             slots[i].samples = 0;
+            slots[i].last_n = 0;
             return &slots[i];
         }
     }
@@ -287,6 +293,49 @@ static void write_clock(coll_proc_t *p, thr_t *t, uint64_t now, uint32_t id, uin
     }
 }
 
+/* Copies a thread's latest stack into its slot for the sampler thread. AS-safe. */
+static void publish_stack(slot_t *sl, const uint64_t *pcs, uint32_t n, uint32_t flags)
+{
+    if (n > CLOCK_LAST_MAX) {
+        n = CLOCK_LAST_MAX;
+        flags |= EXP_STACK_TRUNCATED;
+    }
+    __atomic_add_fetch(&sl->seq, 1, __ATOMIC_ACQ_REL);
+    for (uint32_t i = 0; i < n; i++)
+        __atomic_store_n(&sl->last_pcs[i], pcs[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->last_n, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->last_flags, flags, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&sl->seq, 1, __ATOMIC_ACQ_REL);
+}
+
+uint32_t clock_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
+{
+    slot_t *sl = NULL;
+    if (*hint >= 0 && *hint < NSLOTS && __atomic_load_n(&slots[*hint].tid, __ATOMIC_ACQUIRE) == tid)
+        sl = &slots[*hint];
+    for (int i = 0; !sl && i < NSLOTS; i++)
+        if (__atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE) == tid) {
+            sl = &slots[i];
+            *hint = i;
+        }
+    if (!sl)
+        return 0;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint32_t s0 = __atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE);
+        if (s0 & 1)
+            continue;
+        uint32_t n = __atomic_load_n(&sl->last_n, __ATOMIC_RELAXED);
+        if (n > max)
+            n = max;
+        for (uint32_t i = 0; i < n; i++)
+            pcs[i] = __atomic_load_n(&sl->last_pcs[i], __ATOMIC_RELAXED);
+        *flags = __atomic_load_n(&sl->last_flags, __ATOMIC_RELAXED);
+        if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) == s0)
+            return n;
+    }
+    return 0;
+}
+
 static void take_sample(coll_proc_t *p, thr_t *t, const ucontext_t *uc)
 {
     uint64_t now = coll_now();
@@ -311,7 +360,8 @@ static void take_sample(coll_proc_t *p, thr_t *t, const ucontext_t *uc)
         t->last_st = st;
         w_sys = du + ds ? (uint64_t)((double)w * (double)ds / (double)(du + ds)) : 0;
     }
-    if (__atomic_load_n(&p->final, __ATOMIC_RELAXED) || !in_window(p, now) || w == 0)
+    if (__atomic_load_n(&p->final, __ATOMIC_RELAXED) || !in_window(p, now) || w == 0 ||
+        __atomic_load_n(&p->paused, __ATOMIC_RELAXED))
         return;
     atomic_add(&p->st.profiled_ns, w);
 
@@ -327,6 +377,12 @@ static void take_sample(coll_proc_t *p, thr_t *t, const ucontext_t *uc)
         return;
     }
     atomic_add(&p->st.stacks, t->stream.nstacks - before);
+    if (t->slot)
+        publish_stack(t->slot, t->pcs, n, flags);
+    unsigned cpu_num;
+    if (getcpu(&cpu_num, NULL) == 0 && cpu_num != t->cpu_num &&
+        exp_stream_cpu(&t->stream, now, cpu_num) == 0)
+        t->cpu_num = cpu_num;
     if (w - w_sys)
         write_clock(p, t, now, id, EXP_STATE_USER, w - w_sys);
     if (w_sys)
@@ -446,6 +502,7 @@ void clock_thread_start(coll_proc_t *p, const char *how)
     memset(&th, 0, sizeof th);
     th.tid = (pid_t)syscall(SYS_gettid);
     th.perf_fd = -1;
+    th.cpu_num = UINT32_MAX;
     uint64_t now = coll_now();
     log_thread(p, now, how);
     altstack_setup();

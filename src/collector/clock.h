@@ -29,6 +29,14 @@
 
 #include "collector.h"
 
+/* Frames of a thread's last sample kept for the sampler thread (deeper stacks are cut). */
+#define CLOCK_LAST_MAX 128
+
+/* The stack (leaf first) of thread tid's last clock sample: copies up to max frames into pcs and
+ * returns their number, 0 when the thread has none. *hint caches the registry slot (start with
+ * -1). Any thread, any context; never blocks (a stack being written is retried, then skipped). */
+uint32_t clock_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags);
+
 /* Chooses the source (probing perf on the calling thread), installs the profiling handler.
  * Normal context, once per image. Returns 0 or -1 (clock profiling then stays off). */
 int clock_proc_init(coll_proc_t *p);

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "interpose.h"
 #include "maps.h"
+#include "sampler.h"
 #include "unwind.h"
 
 coll_proc_t coll_proc = { .log_fd = -1, .evfile = { .fd = -1 } };
@@ -203,6 +204,7 @@ static int parse_settings(coll_proc_t *p)
         p->sig = SIGRTMAX - 4;
     const char *src = getenv("TALLY_CLOCK_SOURCE");
     p->force_timer = src && !strcmp(src, "timer");
+    sampler_settings(p);
     const char *d = getenv("TALLY_DURATION");
     p->duration_str[0] = 0;
     if (d && *d) {
@@ -355,13 +357,20 @@ static void log_settings(coll_proc_t *p)
         exp_line_str(&l, "duration", "all");
     }
     exp_line_u64(&l, "max_depth", p->max_depth);
+    exp_line_u64(&l, "sample", p->sample_ns);
+    exp_line_u64(&l, "states", p->state_ns);
+    if (p->sample_sig)
+        exp_line_u64(&l, "sample_signal", (uint64_t)p->sample_sig);
+    if (p->pause_sig)
+        exp_line_u64(&l, "pause_signal", (uint64_t)p->pause_sig);
     if (p->split_by_rusage)
         exp_line_str(&l, "state_split", "rusage");
     coll_log_write(&l);
 }
 
-/* `sample` record with getrusage(RUSAGE_SELF) figures. AS-safe. */
-static void log_sample(coll_proc_t *p, const char *reason)
+/* `sample` record with getrusage(RUSAGE_SELF) figures, the process's I/O bytes and resident
+ * set. AS-safe. */
+void coll_log_sample(coll_proc_t *p, const char *reason, const char *label)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -382,6 +391,37 @@ static void log_sample(coll_proc_t *p, const char *reason)
     exp_line_u64(&l, "nvcsw", (uint64_t)ru.ru_nvcsw);
     exp_line_u64(&l, "nivcsw", (uint64_t)ru.ru_nivcsw);
     exp_line_u64(&l, "maxrss", (uint64_t)ru.ru_maxrss);
+    char sbuf[256];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, sbuf, sizeof sbuf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n > 0)
+        __atomic_add_fetch(&p->own_rchar, (uint64_t)n, __ATOMIC_RELAXED);
+    if (n > 0) { /* size resident shared ...: pages */
+        sbuf[n] = 0;
+        const char *q = strchr(sbuf, ' ');
+        if (q)
+            exp_line_u64(&l, "rss", (uint64_t)strtoull(q + 1, NULL, 10) *
+                                        (uint64_t)sysconf(_SC_PAGESIZE) / 1024u);
+    }
+    fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
+    n = fd >= 0 ? read(fd, sbuf, sizeof sbuf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n > 0) { /* rchar, wchar: bytes read and written through system calls, less the
+                  * collector's own reads of /proc (this read included) */
+        sbuf[n] = 0;
+        uint64_t own = __atomic_add_fetch(&p->own_rchar, (uint64_t)n, __ATOMIC_RELAXED);
+        const char *r = strstr(sbuf, "rchar: "), *w = strstr(sbuf, "wchar: ");
+        uint64_t rchar = r ? (uint64_t)strtoull(r + 7, NULL, 10) : 0;
+        if (r)
+            exp_line_u64(&l, "rchar", rchar > own ? rchar - own : 0);
+        if (w)
+            exp_line_u64(&l, "wchar", (uint64_t)strtoull(w + 7, NULL, 10));
+    }
+    if (label && *label)
+        exp_line_str(&l, "label", label);
     coll_log_write(&l);
 }
 
@@ -549,8 +589,9 @@ static void init_process(coll_proc_t *p)
     interpose_init(p);
     p->enabled = 1;
     maps_rescan(p);
-    log_sample(p, "start");
+    coll_log_sample(p, "start", NULL);
     clock_thread_start(p, (pid_t)syscall(SYS_gettid) == p->pid ? "main" : "pthread_create");
+    sampler_start(p);
     interpose_mark_thread();
 }
 
@@ -626,7 +667,7 @@ void coll_finalize(const char *how, int status, int sig)
     clock_thread_stop(p);
     clock_end_other_threads(p);
     log_stats(p);
-    log_sample(p, "end");
+    coll_log_sample(p, "end", NULL);
     char buf[256];
     exp_line_t l;
     exp_line_begin(&l, buf, sizeof buf, "end");
@@ -708,7 +749,8 @@ void coll_after_fork_child(void)
     env_set_static("TALLY_EXPERIMENT", p->dir, env_exp_buf, sizeof env_exp_buf);
     log_settings(p);
     maps_rescan(p);
-    log_sample(p, "start");
+    coll_log_sample(p, "start", NULL);
     clock_thread_start(p, "fork-child");
+    sampler_start(p);
     interpose_mark_thread();
 }

@@ -12,13 +12,18 @@
  *   TALLY_MAX_DEPTH=<frames>   deepest stack recorded (default 1024)
  *   TALLY_SIGNAL=<n>           profiling signal (default SIGRTMAX-4)
  *   TALLY_CLOCK_SOURCE=timer   force the CLOCK_THREAD_CPUTIME_ID timer fallback (tests)
+ *   TALLY_SAMPLE=<ns>          periodic sample packets (default 1 s, 0 = off)
+ *   TALLY_STATES=<ns>          thread-state sampling period (default 10 ms, 0 = off)
+ *   TALLY_SAMPLE_SIG=<n>       a sample packet when the process receives signal n (-l)
+ *   TALLY_PAUSE_SIG=<n>        signal n pauses and resumes collection (-y)
  * and two variables the collector itself passes to descendants: TALLY_ROOT_T0 (CLOCK_MONOTONIC
  * start of the root, the origin of TALLY_DURATION) and TALLY_DESC_KIND (exec or spawn, removed
  * from the environment as soon as it is read).
  *
  * Modules: collector.c (process lifecycle, log records, descendants), clock.c (the async-signal-
  * safe core: per-thread profiling and the signal handlers), unwind.c (libunwind behind one hook),
- * maps.c (load objects), interpose.c (the exported interposers).
+ * maps.c (load objects), interpose.c (the exported interposers), sampler.c (the sampler thread:
+ * periodic sample packets and thread states; the -l/-y signals; the collector API).
  *
  * There is exactly one coll_proc_t, `coll_proc`: signal handlers and interposers have no other way
  * to reach the collector's state. Its settings are written once during initialization (or in a
@@ -73,6 +78,12 @@ typedef struct coll_proc {
     exp_evfile_t evfile;
     uint64_t t_start;
     uint32_t sample_id;        /* next id of a `sample` record */
+    /* sample packets and thread states (sampler.c) */
+    uint64_t sample_ns;        /* periodic sample packets, 0 = off (default 1 s) */
+    uint64_t state_ns;         /* thread-state sampling period, 0 = off */
+    int sample_sig, pause_sig; /* -l and -y signals, 0 = none */
+    int paused;                /* atomic: collection paused (-y, tally_collector_pause) */
+    uint64_t own_rchar;        /* atomic: bytes the collector itself read (/proc), not the program's */
     /* counters (atomic) */
     coll_stats_t st;
     /* ending */
@@ -95,6 +106,9 @@ void coll_exiting(int status) COLL_HIDDEN;
 
 /* The fork child half (pthread_atfork child handler): a new experiment _f<n>.tally, or stop. */
 void coll_after_fork_child(void) COLL_HIDDEN;
+
+/* Writes a `sample` packet (reason: start, end, periodic, signal, api; label may be NULL). AS-safe. */
+void coll_log_sample(coll_proc_t *p, const char *reason, const char *label) COLL_HIDDEN;
 
 /* Appends a finished log line to this image's log; AS-safe. */
 void coll_log_write(exp_line_t *l) COLL_HIDDEN;

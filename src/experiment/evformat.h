@@ -17,6 +17,9 @@ enum exp_rec_type {
     EXP_REC_STACK = 1,
     EXP_REC_CLOCK = 2,
     EXP_REC_LOST = 3,
+    /* 4..15 are used by the tracing records; thread states and CPUs: */
+    EXP_REC_STATE = 16, /* a thread-state sample of another thread, written by the sampler */
+    EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
 };
 
 enum exp_stack_flags {
@@ -27,7 +30,11 @@ enum exp_stack_flags {
 enum exp_clock_state {
     EXP_STATE_USER = 0,
     EXP_STATE_SYSTEM = 1,
-    EXP_STATE_COUNT_V1 = 2,
+    EXP_STATE_WAIT = 2,  /* runnable, waiting for a CPU (schedstat run delay) */
+    EXP_STATE_LOCK = 3,  /* blocked on a futex (mutex, condition, semaphore, join) */
+    EXP_STATE_IO = 4,    /* blocked in I/O (read, write, poll, ..., or uninterruptible) */
+    EXP_STATE_SLEEP = 5, /* any other sleep (nanosleep, wait, pause, ...) */
+    EXP_STATE_COUNT = 6,
 };
 
 enum exp_lost_reason {

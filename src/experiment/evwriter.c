@@ -222,21 +222,21 @@ static void leave(exp_stream_t *s)
     s->busy = 0;
 }
 
-int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state, uint64_t weight)
+/* Writes a timed event record of n LEB128 values; a failure is counted as lost. */
+static int put_event(exp_stream_t *s, uint8_t type, uint64_t t, const uint64_t *v, int n)
 {
     if (enter(s))
         return -1;
-    int rc = -1;
     for (uint32_t r = 1; r < EXP_LOST_NREASONS; r++)
         if (s->pending[r] && r != EXP_LOST_DISK) {
             flush_lost(s, t);
             break;
         }
-    uint8_t b[3 * LEB128_MAX];
-    size_t n = leb128_put(b, stack);
-    n += leb128_put(b + n, state);
-    n += leb128_put(b + n, weight);
-    rc = put_record(s, EXP_REC_CLOCK, b, n, 1, t);
+    uint8_t b[5 * LEB128_MAX];
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += leb128_put(b + len, v[i]);
+    int rc = put_record(s, type, b, len, 1, t);
     if (rc) {
         uint32_t why = s->file->disk_full ? EXP_LOST_DISK : EXP_LOST_BUSY;
         s->lost[why]++;
@@ -245,6 +245,25 @@ int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state
     }
     leave(s);
     return rc;
+}
+
+int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state, uint64_t weight)
+{
+    const uint64_t v[3] = { stack, state, weight };
+    return put_event(s, EXP_REC_CLOCK, t, v, 3);
+}
+
+int exp_stream_state(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,
+                     uint64_t weight)
+{
+    const uint64_t v[4] = { tid, stack, state, weight };
+    return put_event(s, EXP_REC_STATE, t, v, 4);
+}
+
+int exp_stream_cpu(exp_stream_t *s, uint64_t t, uint32_t cpu)
+{
+    const uint64_t v[1] = { cpu };
+    return put_event(s, EXP_REC_CPU, t, v, 1);
 }
 
 /* ---- stacks ---------------------------------------------------------------------------------- */

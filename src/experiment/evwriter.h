@@ -69,6 +69,12 @@ int exp_stream_stack(exp_stream_t *s, const uint64_t *pcs, uint32_t n, uint32_t 
                      uint32_t *id);
 /* Writes a CLOCK record: at time t, on stack id, in state, standing for weight ns. */
 int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state, uint64_t weight);
+/* Writes a STATE record: thread tid (not the stream's) spent weight ns in state (EXP_STATE_*) up to
+ * time t, at stack id of this stream. */
+int exp_stream_state(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,
+                     uint64_t weight);
+/* Writes a CPU record: from time t the stream's thread runs on cpu. */
+int exp_stream_cpu(exp_stream_t *s, uint64_t t, uint32_t cpu);
 /* Counts count lost events for reason; they are written as a LOST record at the next chance. */
 void exp_stream_lost(exp_stream_t *s, uint64_t count, uint32_t reason);
 /* Writes pending LOST records, unmaps the chunk and frees the dedup tables. The stream may be

@@ -646,6 +646,7 @@ struct thread_state {
     size_t n, cap;
     uint64_t *frames; /* scratch for decoding */
     size_t frames_cap;
+    uint32_t cpu; /* from the stream's last CPU record */
 };
 
 #define NO_STACK UINT32_MAX
@@ -707,7 +708,7 @@ static int scan_chunk(const uint8_t *c, uint32_t chunk_size, uint32_t proc, uint
     }
     uint64_t t = get_le64(c + 16);
     const uint8_t *p = c + EXP_CHUNK_HEADER_SIZE, *end = p + used;
-    exp_event_t ev = { .proc = proc, .tid = tid };
+    exp_event_t ev = { .proc = proc, .tid = tid, .cpu = ts->cpu };
     while (p < end) {
         uint8_t type = *p++;
         uint64_t len;
@@ -749,6 +750,46 @@ static int scan_chunk(const uint8_t *c, uint32_t chunk_size, uint32_t proc, uint
                 if (rc)
                     return rc;
             }
+            break;
+        case EXP_REC_STATE: {
+            uint64_t etid, stk, state, w;
+            if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &etid) ||
+                leb128_get(&q, rend, &stk) || leb128_get(&q, rend, &state) ||
+                leb128_get(&q, rend, &w)) {
+                st->bad_records++;
+                break;
+            }
+            t += dt;
+            exp_event_t sev = ev; /* another thread's state: delivered as its CLOCK event */
+            sev.type = EXP_REC_CLOCK;
+            sev.tid = (uint32_t)etid;
+            sev.t = t;
+            sev.cpu = UINT32_MAX;
+            if (stk < ts->n && ts->map[stk] != NO_STACK) {
+                sev.stack = ts->map[stk];
+            } else {
+                st->bad_records++;
+                sev.stack = lost_stack(stacks, proc);
+            }
+            sev.state = (uint32_t)state;
+            sev.weight = w;
+            sev.count = 1;
+            sev.reason = 0;
+            st->events++;
+            if (cb) {
+                int rc = cb(ctx, &sev);
+                if (rc)
+                    return rc;
+            }
+            break;
+        }
+        case EXP_REC_CPU:
+            if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &a)) {
+                st->bad_records++;
+                break;
+            }
+            t += dt;
+            ts->cpu = ev.cpu = (uint32_t)a;
             break;
         case EXP_REC_LOST:
             if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &a) ||
@@ -843,11 +884,12 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
                                             get_le32(m + off + 4), off };
     }
     qsort(refs, nrefs, sizeof *refs, cmp_chunks);
-    struct thread_state ts = { 0 };
+    struct thread_state ts = { .cpu = UINT32_MAX };
     uint8_t *partial = NULL;
     for (size_t i = 0; i < nrefs && !rc; i++) {
         if (i == 0 || refs[i].stream != refs[i - 1].stream) {
             ts.n = 0; /* a new stream: its stack ids start again */
+            ts.cpu = UINT32_MAX;
             if (refs[i].seq != 0)
                 st->seq_gaps++;
         } else if (refs[i].seq != refs[i - 1].seq + 1) {

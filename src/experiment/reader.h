@@ -127,7 +127,8 @@ typedef struct exp_event {
     uint32_t tid;
     uint64_t t;
     uint32_t stack; /* global stack id (CLOCK) */
-    uint32_t state; /* EXP_STATE_* (CLOCK) */
+    uint32_t state; /* EXP_STATE_* (CLOCK; STATE records are delivered as CLOCK events) */
+    uint32_t cpu;   /* the CPU the thread last ran on (from CPU records), UINT32_MAX unknown */
     uint64_t weight; /* ns (CLOCK) */
     uint64_t count;  /* LOST */
     uint32_t reason; /* LOST */

@@ -1,0 +1,413 @@
+/*
+ * sampler.c - the sampler thread (periodic sample packets, thread states), the -l/-y signals and
+ * the collector API. See sampler.h.
+ */
+#define _GNU_SOURCE
+#include "sampler.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "unwind_remote.h"
+
+/* ---- settings ------------------------------------------------------------------------------- */
+
+static uint64_t env_num(const char *name, uint64_t dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    return *end ? dflt : (uint64_t)n;
+}
+
+void sampler_settings(coll_proc_t *p)
+{
+    p->sample_ns = env_num("TALLY_SAMPLE", 1000000000u);
+    if (p->sample_ns && p->sample_ns < 1000000)
+        p->sample_ns = 1000000; /* 1 ms: the packets are log lines */
+    p->state_ns = env_num("TALLY_STATES", 10000000u);
+    if (p->state_ns && p->state_ns < 1000000)
+        p->state_ns = 1000000;
+    p->sample_sig = (int)env_num("TALLY_SAMPLE_SIG", 0);
+    p->pause_sig = (int)env_num("TALLY_PAUSE_SIG", 0);
+    if (p->sample_sig < 1 || p->sample_sig >= NSIG)
+        p->sample_sig = 0;
+    if (p->pause_sig < 1 || p->pause_sig >= NSIG)
+        p->pause_sig = 0;
+}
+
+/* ---- pause and resume ----------------------------------------------------------------------- */
+
+static void log_pause(coll_proc_t *p, int paused, const char *why)
+{
+    char buf[128];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, paused ? "pause" : "resume");
+    exp_line_u64(&l, "t", coll_now());
+    exp_line_str(&l, "by", why);
+    coll_log_write(&l);
+}
+
+static void set_paused(coll_proc_t *p, int paused, const char *why)
+{
+    if (!p->enabled || getpid() != p->pid)
+        return;
+    if (__atomic_exchange_n(&p->paused, paused, __ATOMIC_ACQ_REL) != paused)
+        log_pause(p, paused, why);
+}
+
+COLL_EXPORT void tally_collector_sample(const char *label)
+{
+    coll_proc_t *p = &coll_proc;
+    if (!p->enabled || getpid() != p->pid || __atomic_load_n(&p->final, __ATOMIC_ACQUIRE))
+        return;
+    int saved = errno;
+    coll_log_sample(p, "api", label);
+    errno = saved;
+}
+
+COLL_EXPORT void tally_collector_pause(void)
+{
+    int saved = errno;
+    set_paused(&coll_proc, 1, "api");
+    errno = saved;
+}
+
+COLL_EXPORT void tally_collector_resume(void)
+{
+    int saved = errno;
+    set_paused(&coll_proc, 0, "api");
+    errno = saved;
+}
+
+static void control_handler(int sig, siginfo_t *si, void *uc)
+{
+    (void)si;
+    (void)uc;
+    coll_proc_t *p = &coll_proc;
+    int saved = errno;
+    if (sig == p->pause_sig)
+        set_paused(p, !__atomic_load_n(&p->paused, __ATOMIC_ACQUIRE), "signal");
+    else if (sig == p->sample_sig && p->enabled && getpid() == p->pid &&
+             !__atomic_load_n(&p->final, __ATOMIC_ACQUIRE))
+        coll_log_sample(p, "signal", NULL);
+    errno = saved;
+}
+
+/* ---- thread states -------------------------------------------------------------------------- */
+
+#define NTRACK 4096 /* threads tracked at once (open addressing by tid) */
+
+typedef struct track {
+    int tid; /* 0 free */
+    int hint;
+    uint64_t run_delay; /* schedstat: ns runnable but not running, so far */
+    uint64_t seen;      /* the tick it was last seen */
+    uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
+    uint32_t blocked_stack;          /* ... and the stack id written for it */
+} track_t;
+
+typedef struct sampler {
+    coll_proc_t *p;
+    pid_t self;
+    track_t *tracks;
+    exp_stream_t stream;
+    uint64_t pcs[CLOCK_LAST_MAX];
+    uint64_t tick;
+} sampler_t;
+
+static track_t *track_get(sampler_t *s, int tid)
+{
+    size_t h = ((unsigned)tid * 2654435761u) % NTRACK;
+    for (size_t i = 0; i < NTRACK; i++) {
+        track_t *t = &s->tracks[(h + i) % NTRACK];
+        if (t->tid == tid)
+            return t;
+        if (t->tid == 0) {
+            t->tid = tid;
+            t->hint = -1;
+            t->run_delay = UINT64_MAX; /* first sight: no delta yet */
+            return t;
+        }
+    }
+    return NULL;
+}
+
+/* Reads /proc/self/task/<tid>/<what> into buf (NUL-terminated); returns its length or -1. */
+static ssize_t read_task(int tid, const char *what, char *buf, size_t cap)
+{
+    char path[64] = "/proc/self/task/";
+    size_t n = strlen(path);
+    n += coll_fmt_u64(path + n, (uint64_t)tid);
+    path[n++] = '/';
+    size_t wl = strlen(what);
+    memcpy(path + n, what, wl + 1);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t r = read(fd, buf, cap - 1);
+    close(fd);
+    if (r < 0)
+        return -1;
+    __atomic_add_fetch(&coll_proc.own_rchar, (uint64_t)r, __ATOMIC_RELAXED);
+    buf[r] = 0;
+    return r;
+}
+
+/* The state letter of /proc/.../stat (after the ") " that ends the command name). */
+static char task_state(int tid)
+{
+    char buf[512];
+    if (read_task(tid, "stat", buf, sizeof buf) < 0)
+        return 0;
+    char *rp = strrchr(buf, ')');
+    return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
+/* Which sleep, from the system call the thread is blocked in (x86-64 numbers). */
+static uint32_t sleep_kind(long nr, char state)
+{
+    if (state == 'D')
+        return EXP_STATE_IO;
+    switch (nr) {
+    case 202: /* futex */
+    case 449: /* futex_waitv */
+        return EXP_STATE_LOCK;
+    case 0: case 1: case 17: case 18: case 19: case 20: /* read write pread pwrite readv writev */
+    case 7: case 23: case 232: case 270: case 271: case 281: case 441: /* poll select epoll.. */
+    case 42: case 43: case 44: case 45: case 46: case 47: case 288: /* connect accept send recv */
+    case 74: case 75: case 40: case 275: case 276: case 257: case 2: /* fsync sendfile splice open */
+    case 206: case 208: case 426: case 295: case 296: case 299: case 307: /* aio uring p*v mmsg */
+        return EXP_STATE_IO;
+    default:
+        return EXP_STATE_SLEEP;
+    }
+}
+
+static uint64_t parse_u64(const char **p)
+{
+    uint64_t v = 0;
+    while (**p == ' ')
+        (*p)++;
+    while (**p >= '0' && **p <= '9')
+        v = v * 10 + (uint64_t)(*(*p)++ - '0');
+    return v;
+}
+
+/* A state event on the thread's stack at its last clock sample (it was running or runnable). */
+static void write_state(sampler_t *s, uint64_t now, track_t *t, uint32_t state, uint64_t ns)
+{
+    uint32_t flags = 0;
+    uint32_t n = clock_last_stack(t->tid, &t->hint, s->pcs, CLOCK_LAST_MAX, &flags);
+    uint32_t id;
+    if (exp_stream_stack(&s->stream, s->pcs, n, n ? flags : EXP_STACK_UNWIND_FAIL, &id) == 0)
+        exp_stream_state(&s->stream, now, (uint32_t)t->tid, id, state, ns);
+}
+
+/* A sleeping thread: the system call it is blocked in (from /proc: "nr args... sp pc") gives the
+ * kind of sleep and where to unwind its stack from; unwound again only when it moved. */
+static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_t ns)
+{
+    char buf[256];
+    long nr = -1;
+    uint64_t sp = 0, pc = 0;
+    if (read_task(t->tid, "syscall", buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
+        nr = strtol(buf, NULL, 10);
+        char *last = strrchr(buf, ' '); /* pc */
+        if (last) {
+            pc = strtoull(last + 1, NULL, 16);
+            *last = 0;
+            char *prev = strrchr(buf, ' '); /* sp */
+            if (prev)
+                sp = strtoull(prev + 1, NULL, 16);
+        }
+    }
+    uint32_t kind = sleep_kind(nr, st);
+    if (!pc || !sp) {
+        write_state(s, now, t, kind, ns);
+        return;
+    }
+    if (pc != t->blocked_pc || sp != t->blocked_sp) {
+        uint32_t flags;
+        uint32_t n = unwind_blocked(pc, sp, s->pcs, CLOCK_LAST_MAX, &flags);
+        if (exp_stream_stack(&s->stream, s->pcs, n, flags, &t->blocked_stack)) {
+            t->blocked_pc = 0;
+            return;
+        }
+        t->blocked_pc = pc;
+        t->blocked_sp = sp;
+    }
+    exp_stream_state(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns);
+}
+
+static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
+{
+    int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    s->tick++;
+    char dbuf[4096];
+    for (;;) {
+        long n = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
+        if (n <= 0)
+            break;
+        for (long off = 0; off < n;) {
+            struct dirent64 *de = (struct dirent64 *)(dbuf + off);
+            off += de->d_reclen;
+            if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                continue;
+            int tid = atoi(de->d_name);
+            if (tid == s->self)
+                continue;
+            track_t *t = track_get(s, tid);
+            if (!t)
+                continue;
+            int fresh = t->run_delay == UINT64_MAX;
+            t->seen = s->tick;
+            char buf[128];
+            if (read_task(tid, "schedstat", buf, sizeof buf) > 0) {
+                const char *q = buf;
+                parse_u64(&q);
+                uint64_t delay = parse_u64(&q);
+                if (!fresh && delay > t->run_delay)
+                    write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
+                t->run_delay = delay;
+            }
+            if (fresh)
+                continue; /* the thread may have started at any time during the last period */
+            char st = task_state(tid);
+            if (st == 'S' || st == 'D' || st == 't' || st == 'T')
+                write_sleep(s, now, t, st, dt);
+            else
+                t->blocked_pc = 0;
+        }
+    }
+    close(dfd);
+    /* forget threads that are gone (their tids may come back for new threads); when any went,
+     * re-insert the rest so that the probing chains stay valid */
+    int removed = 0;
+    for (size_t i = 0; i < NTRACK; i++)
+        if (s->tracks[i].tid && s->tracks[i].seen != s->tick) {
+            s->tracks[i].tid = 0;
+            removed = 1;
+        }
+    if (removed) {
+        static track_t tmp[NTRACK];
+        memcpy(tmp, s->tracks, sizeof tmp);
+        memset(s->tracks, 0, sizeof tmp);
+        for (size_t i = 0; i < NTRACK; i++)
+            if (tmp[i].tid) {
+                track_t *t = track_get(s, tmp[i].tid);
+                if (t)
+                    *t = tmp[i];
+            }
+    }
+}
+
+/* ---- the thread ----------------------------------------------------------------------------- */
+
+static sampler_t the_sampler;
+
+static void *sampler_main(void *arg)
+{
+    sampler_t *s = arg;
+    coll_proc_t *p = s->p;
+    s->self = (pid_t)syscall(SYS_gettid);
+    uint64_t period = p->state_ns ? p->state_ns : p->sample_ns;
+    uint64_t now = coll_now(), last = now;
+    uint64_t next_sample = p->sample_ns ? now + p->sample_ns : UINT64_MAX;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    while (!__atomic_load_n(&p->final, __ATOMIC_ACQUIRE) && getpid() == p->pid) {
+        uint64_t ns = (uint64_t)next.tv_nsec + period;
+        next.tv_sec += (time_t)(ns / 1000000000u);
+        next.tv_nsec = (long)(ns % 1000000000u);
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
+        }
+        if (__atomic_load_n(&p->final, __ATOMIC_ACQUIRE))
+            break;
+        now = coll_now();
+        int paused = __atomic_load_n(&p->paused, __ATOMIC_ACQUIRE);
+        if (p->state_ns && !paused)
+            sample_states(s, now, now - last);
+        last = now;
+        if (now >= next_sample) {
+            if (!paused)
+                coll_log_sample(p, "periodic", NULL);
+            while (next_sample <= now)
+                next_sample += p->sample_ns;
+        }
+    }
+    exp_stream_finish(&s->stream, coll_now());
+    return NULL;
+}
+
+void sampler_start(coll_proc_t *p)
+{
+    p->paused = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = control_handler;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (p->sample_sig && clock_real_sigaction(p->sample_sig, &sa, NULL))
+        coll_warn("cannot install the sample signal handler (-l)");
+    if (p->pause_sig && clock_real_sigaction(p->pause_sig, &sa, NULL))
+        coll_warn("cannot install the pause signal handler (-y)");
+    if (!p->sample_ns && !p->state_ns)
+        return;
+    if (!p->ev_ok)
+        p->state_ns = 0;
+    sampler_t *s = &the_sampler;
+    if (!s->tracks) {
+        s->tracks = mmap(NULL, NTRACK * sizeof *s->tracks, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (s->tracks == MAP_FAILED) {
+            s->tracks = NULL;
+            p->state_ns = 0;
+        }
+    }
+    if (s->tracks)
+        memset(s->tracks, 0, NTRACK * sizeof *s->tracks);
+    s->p = p;
+    s->tick = 0;
+    if (p->state_ns) {
+        exp_stream_forget(&s->stream); /* a fork child: the parent's stream is not ours */
+        exp_stream_init(&s->stream, &p->evfile, 0);
+        s->stream.last_t = coll_now();
+    }
+    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+        (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
+            RTLD_NEXT, "pthread_create");
+    if (!create) {
+        coll_warn("cannot start the sampler thread: no periodic samples or thread states");
+        return;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    clock_real_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: it takes no signal */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attr, 256 * 1024);
+    pthread_t t;
+    if (create(&t, &attr, sampler_main, s))
+        coll_warn("cannot start the sampler thread: no periodic samples or thread states");
+    else
+        pthread_setname_np(t, "tally-sampler");
+    pthread_attr_destroy(&attr);
+    clock_real_sigmask(SIG_SETMASK, &old, NULL);
+}

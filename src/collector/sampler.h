@@ -1,0 +1,34 @@
+/*
+ * sampler.h - the collector's sampler thread and the sample/pause controls.
+ *
+ * The sampler thread (one per profiled process, created with the real pthread_create, all
+ * signals blocked, never profiled) wakes every state period and
+ *  - writes a periodic `sample` packet when one is due (TALLY_SAMPLE);
+ *  - samples the state of every other thread of the process from /proc/self/task/<tid>/{stat,
+ *    schedstat,syscall}: the time a thread was runnable but waiting for a CPU (the kernel's
+ *    run delay, exact), and, for a thread that is asleep, which sleep it is (a futex: lock; I/O
+ *    calls or uninterruptible sleep: I/O; anything else: sleep), charged with the wall time since
+ *    the previous wake-up. It never sends a signal, so no system call of the program is ever
+ *    interrupted. The call stack of a state event is the thread's stack at its last clock sample
+ *    (clock_last_stack): the code that ran just before the thread blocked or was preempted.
+ * It only makes system calls and writes through the async-signal-safe writer: no malloc, no locks
+ * the program could hold.
+ *
+ * -l <signal>: a `sample` packet when the process receives the signal. -y <signal>: pauses and
+ * resumes collection. The API (exported): tally_collector_sample(label), tally_collector_pause(),
+ * tally_collector_resume(), reached from programs through include/tally.h.
+ *
+ * Depends on: collector.h, clock.h, evwriter, logfile.
+ */
+#ifndef TALLY_COLLECTOR_SAMPLER_H
+#define TALLY_COLLECTOR_SAMPLER_H
+
+#include "collector.h"
+
+/* Reads TALLY_SAMPLE, TALLY_STATES, TALLY_SAMPLE_SIG, TALLY_PAUSE_SIG into p. */
+void sampler_settings(coll_proc_t *p);
+/* Installs the -l/-y handlers and starts the sampler thread (normal context; also in a fork
+ * child, where the parent's sampler thread does not exist). */
+void sampler_start(coll_proc_t *p);
+
+#endif

@@ -1,0 +1,163 @@
+/*
+ * unwind_remote.c - unwinding a blocked thread from a copy of its stack; see unwind_remote.h.
+ * Uses libunwind's generic API (not UNW_LOCAL_ONLY: that build cannot take custom accessors),
+ * loaded with dlopen on first use, so that processes never unwound this way (and every process's
+ * start-up) do not pay for loading it.
+ */
+#define _GNU_SOURCE
+#include "unwind_remote.h"
+
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "experiment/evformat.h"
+
+#define COPY_LEN (64 * 1024)
+
+typedef struct target {
+    uint64_t pc, sp;
+    uint64_t base, len; /* the copied part of the stack */
+    uint8_t *copy;
+} target_t;
+
+static uint8_t stack_copy[COPY_LEN];
+static unw_addr_space_t space;
+static int space_failed;
+
+/* libunwind-generic, resolved at first use */
+static struct {
+    unw_accessors_t *(*get_accessors)(unw_addr_space_t);
+    unw_addr_space_t (*create_addr_space)(unw_accessors_t *, int);
+    int (*set_caching_policy)(unw_addr_space_t, unw_caching_policy_t);
+    int (*init_remote)(unw_cursor_t *, unw_addr_space_t, void *);
+    int (*step)(unw_cursor_t *);
+    int (*get_reg)(unw_cursor_t *, int, unw_word_t *);
+    unw_addr_space_t *local_space;
+} lib;
+
+static int load_generic(void)
+{
+    void *h = dlopen("libunwind-x86_64.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return -1;
+#define SYM(field, name) *(void **)&lib.field = dlsym(h, "_Ux86_64_" name)
+    SYM(get_accessors, "get_accessors");
+    SYM(create_addr_space, "create_addr_space");
+    SYM(set_caching_policy, "set_caching_policy");
+    SYM(init_remote, "init_remote");
+    SYM(step, "step");
+    SYM(get_reg, "get_reg");
+    SYM(local_space, "local_addr_space");
+#undef SYM
+    return lib.get_accessors && lib.create_addr_space && lib.set_caching_policy &&
+                   lib.init_remote && lib.step && lib.get_reg && lib.local_space
+               ? 0
+               : -1;
+}
+
+static int read_word(uint64_t addr, unw_word_t *val)
+{
+    struct iovec l = { val, sizeof *val }, r = { (void *)(uintptr_t)addr, sizeof *val };
+    return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof *val ? 0 : -UNW_EINVAL;
+}
+
+static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
+{
+    (void)as;
+    target_t *t = arg;
+    if (write)
+        return -UNW_EINVAL;
+    if (addr >= t->base && addr + sizeof *val <= t->base + t->len) {
+        memcpy(val, t->copy + (addr - t->base), sizeof *val);
+        return 0;
+    }
+    return read_word(addr, val);
+}
+
+static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
+                      void *arg)
+{
+    (void)as;
+    target_t *t = arg;
+    if (write)
+        return -UNW_EINVAL;
+    if (reg == UNW_X86_64_RIP)
+        *val = t->pc;
+    else if (reg == UNW_X86_64_RSP)
+        *val = t->sp;
+    else
+        return -UNW_EBADREG;
+    return 0;
+}
+
+static int access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
+                        void *arg)
+{
+    (void)as, (void)reg, (void)val, (void)write, (void)arg;
+    return -UNW_EBADREG;
+}
+
+static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+    (void)as, (void)c, (void)arg;
+    return -UNW_EINVAL;
+}
+
+uint32_t unwind_blocked(uint64_t pc, uint64_t sp, uint64_t *out, uint32_t max, uint32_t *flags)
+{
+    *flags = 0;
+    if (!max || !pc)
+        return 0;
+    if (!space && !space_failed) {
+        space_failed = 1;
+        if (load_generic() == 0) {
+            unw_accessors_t acc = *lib.get_accessors(*lib.local_space);
+            acc.access_mem = access_mem;
+            acc.access_reg = access_reg;
+            acc.access_fpreg = access_fpreg;
+            acc.resume = resume;
+            acc.get_proc_name = NULL;
+            space = lib.create_addr_space(&acc, 0);
+            if (space) {
+                lib.set_caching_policy(space, UNW_CACHE_GLOBAL);
+                space_failed = 0;
+            }
+        }
+    }
+    out[0] = pc;
+    if (!space) {
+        *flags = EXP_STACK_UNWIND_FAIL;
+        return 1;
+    }
+    target_t t = { pc, sp, sp, 0, stack_copy };
+    struct iovec l = { stack_copy, COPY_LEN }, r = { (void *)(uintptr_t)sp, COPY_LEN };
+    ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+    t.len = got > 0 ? (uint64_t)got : 0;
+    unw_cursor_t cur;
+    if (lib.init_remote(&cur, space, &t) < 0) {
+        *flags = EXP_STACK_UNWIND_FAIL;
+        return 1;
+    }
+    uint32_t n = 1;
+    for (;;) {
+        int s = lib.step(&cur);
+        if (s == 0)
+            break; /* the outermost frame */
+        if (s < 0) {
+            *flags |= EXP_STACK_UNWIND_FAIL;
+            break;
+        }
+        unw_word_t ip;
+        if (lib.get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
+            break;
+        if (n == max) {
+            *flags |= EXP_STACK_TRUNCATED;
+            break;
+        }
+        out[n++] = ip;
+    }
+    return n;
+}

@@ -1,0 +1,26 @@
+/*
+ * unwind_remote.h - the call stack of another thread of this process that is blocked in a system
+ * call, for the sampler thread (sampler.c), without stopping or signalling that thread.
+ *
+ * The kernel says where the blocked thread's user code stands (/proc/self/task/<tid>/syscall: its
+ * stack pointer and program counter). The thread's stack is copied with process_vm_readv, which
+ * fails cleanly instead of faulting if the memory is gone, and unwound with libunwind's generic
+ * (remote) unwinder through accessors that read the copy, other memory again through
+ * process_vm_readv, and know only RIP and RSP. Frames whose unwinding needs another register the
+ * kernel did not give (a frame-pointer-based frame deeper than the first) end the stack, flagged
+ * EXP_STACK_UNWIND_FAIL. The thread may wake up meanwhile: the stack is then that of the moment
+ * of the copy, still one the thread really had.
+ *
+ * Not async-signal-safe (libunwind allocates its caches): sampler thread only. Not thread-safe.
+ * Depends on: libunwind-generic.
+ */
+#ifndef TALLY_COLLECTOR_UNWIND_REMOTE_H
+#define TALLY_COLLECTOR_UNWIND_REMOTE_H
+
+#include <stdint.h>
+
+/* Unwinds from (pc, sp) of a blocked thread: up to max frames into out (leaf first); sets *flags
+ * (EXP_STACK_*). Returns the number of frames, 0 when nothing could be read. */
+uint32_t unwind_blocked(uint64_t pc, uint64_t sp, uint64_t *out, uint32_t max, uint32_t *flags);
+
+#endif

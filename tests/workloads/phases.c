@@ -1,0 +1,111 @@
+/*
+ * phases.c - a program whose phases differ, each marked with a sample point (include/tally.h):
+ *   cpu    computes for S seconds in cpu_phase()
+ *   sleep  sleeps S seconds in sleep_phase() (nanosleep)
+ *   io     blocks S seconds in io_phase() reading a pipe that another thread writes after S s
+ *   lock   blocks S seconds in lock_phase() on a mutex another thread holds for S s
+ * Usage: wl_phases [S] [raise] (default 0.4). With "raise", sends itself SIGUSR1 at the end (run it
+ * with -l SIGUSR1: the collector takes the signal as a sample point).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tally.h"
+
+#define FN __attribute__((noinline, noclone))
+
+static double secs = 0.4;
+static volatile double sink;
+static int pipefd[2];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_barrier_t held;
+
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void nap(double s)
+{
+    struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+    while (nanosleep(&ts, &ts) != 0) {
+    }
+}
+
+FN void cpu_phase(void)
+{
+    double t0 = cpu_now(), x = 0;
+    while (cpu_now() - t0 < secs)
+        for (int i = 0; i < 100000; i++)
+            x += (double)(i & 7);
+    sink += x;
+}
+
+FN void sleep_phase(void) { nap(secs); }
+
+static void *late_writer(void *arg)
+{
+    nap(secs);
+    char c = 'x';
+    if (write(pipefd[1], &c, 1) != 1)
+        abort();
+    return arg;
+}
+
+FN void io_phase(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, late_writer, NULL);
+    char c;
+    if (read(pipefd[0], &c, 1) != 1)
+        abort();
+    pthread_join(t, NULL);
+}
+
+static void *holder(void *arg)
+{
+    pthread_mutex_lock(&mu);
+    pthread_barrier_wait(&held);
+    nap(secs);
+    pthread_mutex_unlock(&mu);
+    return arg;
+}
+
+FN void lock_phase(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, holder, NULL);
+    pthread_barrier_wait(&held);
+    pthread_mutex_lock(&mu);
+    pthread_mutex_unlock(&mu);
+    pthread_join(t, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        secs = atof(argv[1]);
+    if (pipe(pipefd))
+        return 1;
+    pthread_barrier_init(&held, NULL, 2);
+    tally_sample("cpu");
+    cpu_phase();
+    tally_sample("sleep");
+    sleep_phase();
+    tally_sample("io");
+    io_phase();
+    tally_sample("lock");
+    lock_phase();
+    tally_sample("done");
+    if (argc > 2)
+        raise(SIGUSR1);
+    printf("phases done\n");
+    return 0;
+}
