@@ -17,7 +17,11 @@ enum exp_rec_type {
     EXP_REC_STACK = 1,
     EXP_REC_CLOCK = 2,
     EXP_REC_LOST = 3,
-    /* 4..15 are used by the tracing records; thread states and CPUs: */
+    EXP_REC_SYNC = 4,       /* a synchronization wait (sync tracing) */
+    EXP_REC_HEAP_ALLOC = 5, /* an allocation (heap tracing) */
+    EXP_REC_HEAP_FREE = 6,  /* a deallocation: free, realloc's old block, munmap */
+    EXP_REC_IO = 7,         /* an I/O call (I/O tracing) */
+    /* 8..15 are free for more tracing records; thread states and CPUs: */
     EXP_REC_STATE = 16, /* a thread-state sample of another thread, written by the sampler */
     EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
 };
@@ -43,5 +47,71 @@ enum exp_lost_reason {
     EXP_LOST_NOSTACK = 3, /* no stack could be taken */
     EXP_LOST_NREASONS = 4,
 };
+
+/* SYNC: the call that waited. */
+enum exp_sync_call {
+    EXP_SYNC_MUTEX_LOCK = 0,
+    EXP_SYNC_MUTEX_TIMEDLOCK = 1, /* also pthread_mutex_clocklock */
+    EXP_SYNC_RWLOCK_RDLOCK = 2,
+    EXP_SYNC_RWLOCK_TIMEDRDLOCK = 3,
+    EXP_SYNC_RWLOCK_WRLOCK = 4,
+    EXP_SYNC_RWLOCK_TIMEDWRLOCK = 5,
+    EXP_SYNC_COND_WAIT = 6,
+    EXP_SYNC_COND_TIMEDWAIT = 7, /* also pthread_cond_clockwait */
+    EXP_SYNC_SEM_WAIT = 8,
+    EXP_SYNC_SEM_TIMEDWAIT = 9, /* also sem_clockwait */
+    EXP_SYNC_JOIN = 10,         /* pthread_join, pthread_timedjoin_np, pthread_clockjoin_np */
+    EXP_SYNC_BARRIER_WAIT = 11,
+    EXP_SYNC_SPIN_LOCK = 12,
+    EXP_SYNC_NCALLS = 13,
+};
+
+/* HEAP_ALLOC / HEAP_FREE: the call that allocated or freed. */
+enum exp_heap_call {
+    EXP_HEAP_MALLOC = 0, /* HEAP_FREE: free */
+    EXP_HEAP_CALLOC = 1,
+    EXP_HEAP_REALLOC = 2, /* a realloc is a HEAP_FREE of the old block and a HEAP_ALLOC */
+    EXP_HEAP_REALLOCARRAY = 3,
+    EXP_HEAP_MEMALIGN = 4,
+    EXP_HEAP_POSIX_MEMALIGN = 5,
+    EXP_HEAP_ALIGNED_ALLOC = 6,
+    EXP_HEAP_VALLOC = 7,
+    EXP_HEAP_PVALLOC = 8,
+    EXP_HEAP_MMAP = 9,    /* HEAP_FREE: munmap, with the length unmapped */
+    EXP_HEAP_MREMAP = 10, /* HEAP_FREE of the old mapping and HEAP_ALLOC of the new one */
+    EXP_HEAP_NCALLS = 11,
+};
+
+/* IO: the call. The number says what it does: 1-31 read data, 32-63 write data, 64-127 other. */
+enum exp_io_call {
+    EXP_IO_READ = 1,
+    EXP_IO_PREAD = 2,
+    EXP_IO_READV = 3,
+    EXP_IO_PREADV = 4,
+    EXP_IO_FREAD = 5,
+    EXP_IO_FGETS = 6,
+    EXP_IO_GETLINE = 7, /* getline, getdelim */
+    EXP_IO_WRITE = 32,
+    EXP_IO_PWRITE = 33,
+    EXP_IO_WRITEV = 34,
+    EXP_IO_PWRITEV = 35,
+    EXP_IO_FWRITE = 36,
+    EXP_IO_FPUTS = 37, /* fputs, puts */
+    EXP_IO_FPRINTF = 38, /* fprintf, printf, vfprintf, vprintf, dprintf, and their _chk forms */
+    EXP_IO_OPEN = 64, /* open, openat, creat (and 64-bit forms): the record names the file */
+    EXP_IO_CLOSE = 65,
+    EXP_IO_FSYNC = 66, /* fsync, fdatasync */
+    EXP_IO_LSEEK = 67,
+    EXP_IO_FOPEN = 68, /* fopen, freopen, fdopen: the record names the file */
+    EXP_IO_FCLOSE = 69,
+    EXP_IO_FFLUSH = 70,
+    EXP_IO_FSEEK = 71, /* fseek, fseeko, rewind */
+    EXP_IO_NCALLS = 128,
+};
+
+#define EXP_IO_NAME_MAX 1024 /* longest file name an IO record carries */
+
+#define EXP_IO_IS_READ(call) ((call) >= 1 && (call) < 32)
+#define EXP_IO_IS_WRITE(call) ((call) >= 32 && (call) < 64)
 
 #endif

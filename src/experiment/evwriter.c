@@ -120,6 +120,7 @@ static int chunk_claim(exp_stream_t *s, uint64_t t)
     s->chunk = m;
     s->pos = EXP_CHUNK_HEADER_SIZE;
     s->last_t = t;
+    s->last_addr = 0;
     put_le32(s->chunk + 4, s->tid);
     put_le32(s->chunk + 8, s->seq);
     put_le32(s->chunk + 12, 0);
@@ -149,19 +150,23 @@ static void commit(exp_stream_t *s, size_t len)
 
 /* ---- records --------------------------------------------------------------------------------- */
 
-/* Writes one record (type, payload). For timed records, payload starts with a placeholder dt that
- * is filled here, because the chunk (and so the time base) is only known once there is room. */
-static int put_record(exp_stream_t *s, uint8_t type, const uint8_t *payload, size_t plen,
-                      int timed, uint64_t t)
+/* Writes one record (type, payload). A timed record's payload is preceded by its dt and, with
+ * has_addr, by its address as a delta from the chunk's previous one: both depend on the chunk,
+ * which is only known once there is room, so they are encoded here. */
+static int put_record_at(exp_stream_t *s, uint8_t type, const uint8_t *payload, size_t plen,
+                         int timed, uint64_t t, int has_addr, uint64_t addr)
 {
-    uint8_t dtbuf[LEB128_MAX];
-    size_t dtlen = 0;
+    uint8_t pre[2 * LEB128_MAX];
+    size_t prelen = 0;
     if (!timed) /* a chunk opened by an untimed record starts at the stream's last time, not 0 */
         t = s->last_t;
     for (int attempt = 0; attempt < 2; attempt++) {
         uint64_t base = s->chunk ? s->last_t : t;
-        dtlen = timed ? leb128_put(dtbuf, t > base ? t - base : 0) : 0;
-        size_t total = 1 + LEB128_MAX + dtlen + plen;
+        prelen = timed ? leb128_put(pre, t > base ? t - base : 0) : 0;
+        if (has_addr)
+            prelen += leb128_put_signed(pre + prelen,
+                                        (int64_t)(addr - (s->chunk ? s->last_addr : 0)));
+        size_t total = 1 + LEB128_MAX + prelen + plen;
         if (s->chunk && s->pos + total <= s->file->chunk_size)
             break;
         if (attempt == 1 || room(s, total, t))
@@ -172,15 +177,23 @@ static int put_record(exp_stream_t *s, uint8_t type, const uint8_t *payload, siz
     uint8_t *p = s->chunk + s->pos;
     size_t n = 0;
     p[n++] = type;
-    n += leb128_put(p + n, dtlen + plen);
-    memcpy(p + n, dtbuf, dtlen);
-    n += dtlen;
+    n += leb128_put(p + n, prelen + plen);
+    memcpy(p + n, pre, prelen);
+    n += prelen;
     memcpy(p + n, payload, plen);
     n += plen;
     if (timed && t > s->last_t)
         s->last_t = t;
+    if (has_addr)
+        s->last_addr = addr;
     commit(s, n);
     return 0;
+}
+
+static int put_record(exp_stream_t *s, uint8_t type, const uint8_t *payload, size_t plen,
+                      int timed, uint64_t t)
+{
+    return put_record_at(s, type, payload, plen, timed, t, 0, 0);
 }
 
 static void flush_lost(exp_stream_t *s, uint64_t t)
@@ -222,8 +235,10 @@ static void leave(exp_stream_t *s)
     s->busy = 0;
 }
 
-/* Writes a timed event record of n LEB128 values; a failure is counted as lost. */
-static int put_event(exp_stream_t *s, uint8_t type, uint64_t t, const uint64_t *v, int n)
+/* Writes one timed event record (payload after its dt and, with has_addr, its address delta);
+ * pending LOST records go first; a failure is counted as lost. */
+static int put_event_bytes(exp_stream_t *s, uint8_t type, uint64_t t, const uint8_t *payload,
+                           size_t plen, int has_addr, uint64_t addr)
 {
     if (enter(s))
         return -1;
@@ -232,11 +247,7 @@ static int put_event(exp_stream_t *s, uint8_t type, uint64_t t, const uint64_t *
             flush_lost(s, t);
             break;
         }
-    uint8_t b[5 * LEB128_MAX];
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += leb128_put(b + len, v[i]);
-    int rc = put_record(s, type, b, len, 1, t);
+    int rc = put_record_at(s, type, payload, plen, 1, t, has_addr, addr);
     if (rc) {
         uint32_t why = s->file->disk_full ? EXP_LOST_DISK : EXP_LOST_BUSY;
         s->lost[why]++;
@@ -245,6 +256,16 @@ static int put_event(exp_stream_t *s, uint8_t type, uint64_t t, const uint64_t *
     }
     leave(s);
     return rc;
+}
+
+/* Writes a timed event record of n LEB128 values; a failure is counted as lost. */
+static int put_event(exp_stream_t *s, uint8_t type, uint64_t t, const uint64_t *v, int n)
+{
+    uint8_t b[5 * LEB128_MAX];
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += leb128_put(b + len, v[i]);
+    return put_event_bytes(s, type, t, b, len, 0, 0);
 }
 
 int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state, uint64_t weight)
@@ -264,6 +285,55 @@ int exp_stream_cpu(exp_stream_t *s, uint64_t t, uint32_t cpu)
 {
     const uint64_t v[1] = { cpu };
     return put_event(s, EXP_REC_CPU, t, v, 1);
+}
+
+int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, uint64_t object,
+                    uint32_t call)
+{
+    const uint64_t v[4] = { stack, wait, object, call };
+    return put_event(s, EXP_REC_SYNC, t, v, 4);
+}
+
+int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr, uint64_t size,
+                     uint32_t call)
+{
+    uint8_t b[3 * LEB128_MAX];
+    size_t n = leb128_put(b, stack);
+    n += leb128_put(b + n, size);
+    if (call != EXP_HEAP_MALLOC)
+        n += leb128_put(b + n, call);
+    return put_event_bytes(s, EXP_REC_HEAP_ALLOC, t, b, n, 1, addr);
+}
+
+int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
+{
+    uint8_t b[2 * LEB128_MAX];
+    size_t n = 0;
+    if (call != EXP_HEAP_MALLOC || size) {
+        n += leb128_put(b + n, call);
+        n += leb128_put(b + n, size);
+    }
+    return put_event_bytes(s, EXP_REC_HEAP_FREE, t, b, n, 1, addr);
+}
+
+int exp_stream_io(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t call, uint64_t ns,
+                  uint64_t bytes, int64_t fd, uint32_t err, const char *name, size_t namelen)
+{
+    uint8_t b[7 * LEB128_MAX + EXP_IO_NAME_MAX];
+    size_t n = leb128_put(b, stack);
+    n += leb128_put(b + n, call);
+    n += leb128_put(b + n, ns);
+    n += leb128_put(b + n, bytes);
+    n += leb128_put_signed(b + n, fd);
+    n += leb128_put(b + n, err);
+    if (name) {
+        if (namelen > EXP_IO_NAME_MAX)
+            namelen = EXP_IO_NAME_MAX;
+        n += leb128_put(b + n, namelen);
+        memcpy(b + n, name, namelen);
+        n += namelen;
+    }
+    return put_event_bytes(s, EXP_REC_IO, t, b, n, 0, 0);
 }
 
 /* ---- stacks ---------------------------------------------------------------------------------- */

@@ -43,6 +43,7 @@ typedef struct exp_stream {
     uint8_t *chunk; /* current chunk mapping, or NULL */
     uint32_t pos;   /* offset of the next record in the chunk */
     uint64_t last_t;
+    uint64_t last_addr; /* of the chunk's previous heap record (their addresses are deltas) */
     /* stack dedup (open addressing, power-of-two size) and the frames it refers to */
     struct exp_stack_slot *slots;
     uint32_t nslots, nstacks;
@@ -75,6 +76,18 @@ int exp_stream_state(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, 
                      uint64_t weight);
 /* Writes a CPU record: from time t the stream's thread runs on cpu. */
 int exp_stream_cpu(exp_stream_t *s, uint64_t t, uint32_t cpu);
+/* Writes a SYNC record: a wait of wait ns on object (address) in call (EXP_SYNC_*), ended at t. */
+int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, uint64_t object,
+                    uint32_t call);
+/* Writes a HEAP_ALLOC record: size bytes at addr by call (EXP_HEAP_*). */
+int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr, uint64_t size,
+                     uint32_t call);
+/* Writes a HEAP_FREE record: the block at addr freed by call; size: the length munmap'ed, else 0. */
+int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call);
+/* Writes an IO record: call (EXP_IO_*) took ns, moved bytes on fd (-1: none) and failed with err
+ * (0: it did not); name (namelen bytes, at most EXP_IO_NAME_MAX kept) names the file, or NULL. */
+int exp_stream_io(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t call, uint64_t ns,
+                  uint64_t bytes, int64_t fd, uint32_t err, const char *name, size_t namelen);
 /* Counts count lost events for reason; they are written as a LOST record at the next chance. */
 void exp_stream_lost(exp_stream_t *s, uint64_t count, uint32_t reason);
 /* Writes pending LOST records, unmaps the chunk and frees the dedup tables. The stream may be

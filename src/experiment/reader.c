@@ -697,126 +697,256 @@ static uint32_t lost_stack(exp_stacks_t *stacks, uint32_t proc)
     return (uint32_t)exp_stacks_intern(stacks, proc, NULL, 0, EXP_STACK_UNWIND_FAIL);
 }
 
-static int scan_chunk(const uint8_t *c, uint32_t chunk_size, uint32_t proc, uint32_t tid,
-                      struct thread_state *ts, exp_stacks_t *stacks, exp_event_cb cb, void *ctx,
-                      exp_scan_stats_t *st)
+/* A stream being decoded: its chunks in seq order, the position in the current one, and the
+ * next event it has to deliver. The streams of a process are merged by the time of that event. */
+struct cursor {
+    const struct chunk_ref *refs;
+    size_t nrefs, next;     /* chunks of the stream; next: index of the next one to load */
+    const uint8_t *map;     /* the events file */
+    size_t size;            /* its size */
+    uint32_t csize, proc, stream, tid;
+    const uint8_t *p, *end; /* records left in the current chunk */
+    uint64_t t, addr;       /* time and heap address of the chunk's previous records */
+    struct thread_state ts;
+    uint8_t *partial; /* copy of a chunk the file ends inside */
+    exp_event_t ev;   /* the next event */
+};
+
+/* Loads the cursor's next chunk; returns 0 when the stream has none left. */
+static int cursor_load(struct cursor *c, exp_scan_stats_t *st)
 {
-    uint32_t used = get_le32(c + 12);
-    if (used > chunk_size - EXP_CHUNK_HEADER_SIZE) {
+    if (c->next >= c->nrefs)
+        return 0;
+    const struct chunk_ref *r = &c->refs[c->next];
+    if (c->next == 0 ? r->seq != 0 : r->seq != c->refs[c->next - 1].seq + 1)
+        st->seq_gaps++;
+    c->next++;
+    const uint8_t *ch = c->map + r->off;
+    if (r->off + c->csize > c->size) { /* the file was cut inside this chunk */
         st->bad_chunks++;
-        used = chunk_size - EXP_CHUNK_HEADER_SIZE;
+        c->partial = xrealloc(c->partial, c->csize);
+        memset(c->partial, 0, c->csize);
+        memcpy(c->partial, ch, c->size - r->off);
+        uint32_t avail = (uint32_t)(c->size - r->off - EXP_CHUNK_HEADER_SIZE);
+        if (get_le32(c->partial + 12) > avail)
+            memcpy(c->partial + 12, &avail, 4);
+        ch = c->partial;
     }
-    uint64_t t = get_le64(c + 16);
-    const uint8_t *p = c + EXP_CHUNK_HEADER_SIZE, *end = p + used;
-    exp_event_t ev = { .proc = proc, .tid = tid, .cpu = ts->cpu };
-    while (p < end) {
-        uint8_t type = *p++;
-        uint64_t len;
-        if (type == 0 || leb128_get(&p, end, &len) || len > (uint64_t)(end - p)) {
+    uint32_t used = get_le32(ch + 12);
+    if (used > c->csize - EXP_CHUNK_HEADER_SIZE) {
+        st->bad_chunks++;
+        used = c->csize - EXP_CHUNK_HEADER_SIZE;
+    }
+    c->t = get_le64(ch + 16);
+    c->addr = 0;
+    c->p = ch + EXP_CHUNK_HEADER_SIZE;
+    c->end = c->p + used;
+    c->tid = r->tid;
+    return 1;
+}
+
+/* The global id of a stream-local stack id, or the lost stack when it was never defined. */
+static uint32_t map_stack(struct cursor *c, exp_stacks_t *stacks, uint64_t id,
+                          exp_scan_stats_t *st)
+{
+    if (id < c->ts.n && c->ts.map[id] != NO_STACK)
+        return c->ts.map[id];
+    st->bad_records++;
+    return lost_stack(stacks, c->proc);
+}
+
+/* Decodes the payload of a timed record (after its dt) into c->ev. Returns 0 for an event, 2 for
+ * a record that is not one, 1 for a type this reader does not know, -1 for a malformed record. */
+static int decode_event(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                        exp_stacks_t *stacks, exp_scan_stats_t *st)
+{
+    exp_event_t *ev = &c->ev;
+    uint64_t a, b, d, e, f, g;
+    int64_t sd;
+    ev->type = type;
+    ev->stack = EXP_NO_STACK;
+    ev->state = ev->reason = ev->call = ev->err = ev->namelen = 0;
+    ev->weight = ev->count = ev->addr = ev->size = 0;
+    ev->fd = -1;
+    ev->name = NULL;
+    ev->tid = c->tid;
+    ev->cpu = c->ts.cpu;
+    switch (type) {
+    case EXP_REC_STATE: /* another thread's state: delivered as its CLOCK event */
+        if (leb128_get(&q, rend, &e) || leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) ||
+            leb128_get(&q, rend, &d))
+            return -1;
+        ev->type = EXP_REC_CLOCK;
+        ev->tid = (uint32_t)e;
+        ev->cpu = UINT32_MAX;
+        ev->stack = map_stack(c, stacks, a, st);
+        ev->state = (uint32_t)b;
+        ev->weight = d;
+        ev->count = 1;
+        return 0;
+    case EXP_REC_CPU: /* no event: the CPU of the events that follow */
+        if (leb128_get(&q, rend, &a))
+            return -1;
+        c->ts.cpu = (uint32_t)a;
+        return 2;
+    case EXP_REC_CLOCK:
+        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d))
+            return -1;
+        ev->stack = map_stack(c, stacks, a, st);
+        ev->state = (uint32_t)b;
+        ev->weight = d;
+        ev->count = 1;
+        return 0;
+    case EXP_REC_LOST:
+        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
+            return -1;
+        ev->stack = 0;
+        ev->count = a;
+        ev->reason = (uint32_t)b;
+        st->lost[b < EXP_LOST_NREASONS ? b : EXP_LOST_NOSTACK] += a;
+        return 0;
+    case EXP_REC_SYNC:
+        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d) ||
+            leb128_get(&q, rend, &e))
+            return -1;
+        ev->stack = map_stack(c, stacks, a, st);
+        ev->weight = b;
+        ev->addr = d;
+        ev->call = (uint32_t)e;
+        return 0;
+    case EXP_REC_HEAP_ALLOC:
+    case EXP_REC_HEAP_FREE:
+        if (leb128_get_signed(&q, rend, &sd))
+            return -1;
+        c->addr += (uint64_t)sd;
+        ev->addr = c->addr;
+        if (type == EXP_REC_HEAP_ALLOC) {
+            if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
+                return -1;
+            ev->stack = map_stack(c, stacks, a, st);
+            ev->size = b;
+            if (q < rend && leb128_get(&q, rend, &d) == 0) /* absent: malloc */
+                ev->call = (uint32_t)d;
+        } else if (q < rend) { /* absent: free */
+            if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
+                return -1;
+            ev->call = (uint32_t)a;
+            ev->size = b;
+        }
+        return 0;
+    case EXP_REC_IO:
+        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d) ||
+            leb128_get(&q, rend, &e) || leb128_get_signed(&q, rend, &sd) ||
+            leb128_get(&q, rend, &f))
+            return -1;
+        ev->stack = map_stack(c, stacks, a, st);
+        ev->call = (uint32_t)b;
+        ev->weight = d;
+        ev->size = e;
+        ev->fd = sd;
+        ev->err = (uint32_t)f;
+        if (q < rend) {
+            if (leb128_get(&q, rend, &g) || g > (uint64_t)(rend - q))
+                return -1;
+            ev->name = (const char *)q;
+            ev->namelen = (uint32_t)g;
+        }
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* Decodes records until the cursor holds its next event; returns 0 when the stream ends. */
+static int cursor_next(struct cursor *c, exp_stacks_t *stacks, exp_scan_stats_t *st)
+{
+    for (;;) {
+        while (c->p >= c->end)
+            if (!cursor_load(c, st))
+                return 0;
+        uint8_t type = *c->p++;
+        uint64_t len, dt;
+        if (type == 0 || leb128_get(&c->p, c->end, &len) || len > (uint64_t)(c->end - c->p)) {
             st->bad_records++;
-            break; /* the rest of the chunk cannot be framed */
+            c->p = c->end; /* the rest of the chunk cannot be framed */
+            continue;
         }
-        const uint8_t *q = p, *rend = p + len;
-        p = rend;
+        const uint8_t *q = c->p, *rend = c->p + len;
+        c->p = rend;
         st->records++;
-        uint64_t dt, a, b, c2;
-        switch (type) {
-        case EXP_REC_STACK:
-            if (decode_stack(ts, stacks, proc, q, rend))
+        if (type == EXP_REC_STACK) {
+            if (decode_stack(&c->ts, stacks, c->proc, q, rend))
                 st->bad_records++;
-            break;
-        case EXP_REC_CLOCK:
-            if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &a) ||
-                leb128_get(&q, rend, &b) || leb128_get(&q, rend, &c2)) {
-                st->bad_records++;
-                break;
-            }
-            t += dt;
-            ev.type = EXP_REC_CLOCK;
-            ev.t = t;
-            if (a < ts->n && ts->map[a] != NO_STACK) {
-                ev.stack = ts->map[a];
-            } else {
-                st->bad_records++;
-                ev.stack = lost_stack(stacks, proc);
-            }
-            ev.state = (uint32_t)b;
-            ev.weight = c2;
-            ev.count = 1;
-            ev.reason = 0;
-            st->events++;
-            if (cb) {
-                int rc = cb(ctx, &ev);
-                if (rc)
-                    return rc;
-            }
-            break;
-        case EXP_REC_STATE: {
-            uint64_t etid, stk, state, w;
-            if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &etid) ||
-                leb128_get(&q, rend, &stk) || leb128_get(&q, rend, &state) ||
-                leb128_get(&q, rend, &w)) {
-                st->bad_records++;
-                break;
-            }
-            t += dt;
-            exp_event_t sev = ev; /* another thread's state: delivered as its CLOCK event */
-            sev.type = EXP_REC_CLOCK;
-            sev.tid = (uint32_t)etid;
-            sev.t = t;
-            sev.cpu = UINT32_MAX;
-            if (stk < ts->n && ts->map[stk] != NO_STACK) {
-                sev.stack = ts->map[stk];
-            } else {
-                st->bad_records++;
-                sev.stack = lost_stack(stacks, proc);
-            }
-            sev.state = (uint32_t)state;
-            sev.weight = w;
-            sev.count = 1;
-            sev.reason = 0;
-            st->events++;
-            if (cb) {
-                int rc = cb(ctx, &sev);
-                if (rc)
-                    return rc;
-            }
-            break;
+            continue;
         }
-        case EXP_REC_CPU:
-            if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &a)) {
-                st->bad_records++;
-                break;
-            }
-            t += dt;
-            ts->cpu = ev.cpu = (uint32_t)a;
-            break;
-        case EXP_REC_LOST:
-            if (leb128_get(&q, rend, &dt) || leb128_get(&q, rend, &a) ||
-                leb128_get(&q, rend, &b)) {
-                st->bad_records++;
-                break;
-            }
-            t += dt;
-            st->lost[b < EXP_LOST_NREASONS ? b : EXP_LOST_NOSTACK] += a;
-            ev.type = EXP_REC_LOST;
-            ev.t = t;
-            ev.stack = 0;
-            ev.count = a;
-            ev.reason = (uint32_t)b;
-            ev.weight = 0;
-            if (cb) {
-                int rc = cb(ctx, &ev);
-                if (rc)
-                    return rc;
-            }
-            break;
-        default:
-            st->unknown_records++;
-            break;
+        if ((type > EXP_REC_IO && type < EXP_REC_STATE) || type > EXP_REC_CPU) {
+            st->unknown_records++; /* skipped (its time, if any, is unknown too) */
+            continue;
         }
+        if (leb128_get(&q, rend, &dt)) {
+            st->bad_records++;
+            continue;
+        }
+        c->t += dt;
+        c->ev.t = c->t;
+        int rc = decode_event(c, type, q, rend, stacks, st);
+        if (rc == 2)
+            continue;
+        if (rc) {
+            st->bad_records++;
+            continue;
+        }
+        if (type != EXP_REC_LOST)
+            st->events++;
+        return 1;
     }
-    return 0;
+}
+
+/* Min-heap of cursors by (time of the next event, stream). */
+static int cursor_before(const struct cursor *a, const struct cursor *b)
+{
+    return a->ev.t != b->ev.t ? a->ev.t < b->ev.t : a->stream < b->stream;
+}
+
+static void heap_sift_down(struct cursor **h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && cursor_before(h[l], h[m]))
+            m = l;
+        if (l + 1 < n && cursor_before(h[l + 1], h[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        struct cursor *x = h[i];
+        h[i] = h[m];
+        h[m] = x;
+        i = m;
+    }
+}
+
+/* Delivers the events of every stream of a process, merged by time. */
+static int merge_streams(struct cursor *cs, size_t ncs, exp_stacks_t *stacks, exp_event_cb cb,
+                         void *ctx, exp_scan_stats_t *st)
+{
+    struct cursor **h = xrealloc(NULL, (ncs ? ncs : 1) * sizeof *h);
+    size_t n = 0;
+    for (size_t i = 0; i < ncs; i++)
+        if (cursor_next(&cs[i], stacks, st))
+            h[n++] = &cs[i];
+    for (size_t i = n / 2; i-- > 0;)
+        heap_sift_down(h, n, i);
+    int rc = 0;
+    while (n && !rc) {
+        struct cursor *c = h[0];
+        if (cb)
+            rc = cb(ctx, &c->ev);
+        if (!cursor_next(c, stacks, st))
+            h[0] = h[--n];
+        heap_sift_down(h, n, 0);
+    }
+    free(h);
+    return rc;
 }
 
 static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event_cb cb,
@@ -884,33 +1014,33 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
                                             get_le32(m + off + 4), off };
     }
     qsort(refs, nrefs, sizeof *refs, cmp_chunks);
-    struct thread_state ts = { .cpu = UINT32_MAX };
-    uint8_t *partial = NULL;
-    for (size_t i = 0; i < nrefs && !rc; i++) {
-        if (i == 0 || refs[i].stream != refs[i - 1].stream) {
-            ts.n = 0; /* a new stream: its stack ids start again */
-            ts.cpu = UINT32_MAX;
-            if (refs[i].seq != 0)
-                st->seq_gaps++;
-        } else if (refs[i].seq != refs[i - 1].seq + 1) {
-            st->seq_gaps++;
-        }
-        const uint8_t *c = m + refs[i].off;
-        if (refs[i].off + csize > size) { /* the file was cut inside this chunk */
-            st->bad_chunks++;
-            partial = xrealloc(partial, csize);
-            memset(partial, 0, csize);
-            memcpy(partial, c, size - refs[i].off);
-            uint32_t avail = (uint32_t)(size - refs[i].off - EXP_CHUNK_HEADER_SIZE);
-            if (get_le32(partial + 12) > avail)
-                memcpy(partial + 12, &avail, 4);
-            c = partial;
-        }
-        rc = scan_chunk(c, csize, pr->index, refs[i].tid, &ts, stacks, cb, ctx, st);
+    size_t ncs = 0;
+    for (size_t i = 0; i < nrefs; i++)
+        ncs += i == 0 || refs[i].stream != refs[i - 1].stream;
+    struct cursor *cs = xrealloc(NULL, (ncs ? ncs : 1) * sizeof *cs);
+    memset(cs, 0, (ncs ? ncs : 1) * sizeof *cs);
+    for (size_t i = 0, k = 0; i < nrefs; i++) {
+        if (i && refs[i].stream == refs[i - 1].stream)
+            continue;
+        struct cursor *c = &cs[k++];
+        c->refs = &refs[i];
+        while (i + c->nrefs < nrefs && refs[i + c->nrefs].stream == refs[i].stream)
+            c->nrefs++;
+        c->map = m;
+        c->size = size;
+        c->csize = csize;
+        c->proc = pr->index;
+        c->stream = refs[i].stream;
+        c->ev.proc = pr->index;
+        c->ts.cpu = UINT32_MAX;
     }
-    free(partial);
-    free(ts.map);
-    free(ts.frames);
+    rc = merge_streams(cs, ncs, stacks, cb, ctx, st);
+    for (size_t i = 0; i < ncs; i++) {
+        free(cs[i].ts.map);
+        free(cs[i].ts.frames);
+        free(cs[i].partial);
+    }
+    free(cs);
 out:
     free(refs);
     munmap((void *)m, size);

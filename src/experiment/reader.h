@@ -3,8 +3,10 @@
  * every descendant, and their event streams. The one reader used by print, view, export and check.
  *
  * exp_open parses every log into an exp_experiment_t (owned by the caller, freed by exp_close).
- * exp_scan streams every event of every process to a callback, in per-thread time order (threads
- * one after another), interning call stacks into an exp_stacks_t so that equal stacks of one
+ * exp_scan streams every event of every process to a callback, process after process, each
+ * process's events in time order (the threads' streams merged by time, ties in stream order, so
+ * that a block freed by another thread than the one that allocated it is seen freed after it
+ * was allocated), interning call stacks into an exp_stacks_t so that equal stacks of one
  * process get one global id. Nothing is kept per event: a scan of 10 million events needs memory
  * only for the distinct stacks.
  *
@@ -121,17 +123,28 @@ const uint64_t *exp_stacks_get(const exp_stacks_t *s, uint32_t id, uint32_t *n, 
 int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, uint32_t n,
                           uint32_t flags);
 
+#define EXP_NO_STACK UINT32_MAX /* exp_event_t.stack of an event without a stack */
+
 typedef struct exp_event {
-    uint32_t type; /* EXP_REC_CLOCK, EXP_REC_LOST */
+    uint32_t type; /* EXP_REC_CLOCK, _LOST, _SYNC, _HEAP_ALLOC, _HEAP_FREE, _IO */
     uint32_t proc; /* process index */
     uint32_t tid;
     uint64_t t;
-    uint32_t stack; /* global stack id (CLOCK) */
-    uint32_t state; /* EXP_STATE_* (CLOCK; STATE records are delivered as CLOCK events) */
-    uint32_t cpu;   /* the CPU the thread last ran on (from CPU records), UINT32_MAX unknown */
-    uint64_t weight; /* ns (CLOCK) */
+    uint32_t stack;  /* global stack id (CLOCK, SYNC, HEAP_ALLOC, IO), else EXP_NO_STACK */
+    uint32_t state;  /* EXP_STATE_* (CLOCK; STATE records are delivered as CLOCK events) */
+    uint32_t cpu;    /* the CPU the thread last ran on (from CPU records), UINT32_MAX unknown */
+    uint64_t weight; /* ns: CPU time (CLOCK), wait (SYNC), duration (IO) */
     uint64_t count;  /* LOST */
     uint32_t reason; /* LOST */
+    uint32_t call;   /* EXP_SYNC_*, EXP_HEAP_*, EXP_IO_* */
+    uint64_t addr;   /* the synchronization object (SYNC), the block (HEAP_*) */
+    uint64_t size;   /* bytes: allocated (HEAP_ALLOC), unmapped (HEAP_FREE by munmap, else 0),
+                        transferred (IO) */
+    int64_t fd;      /* IO: the descriptor, -1 if none */
+    uint32_t err;    /* IO: errno of a failed call, 0 if it succeeded */
+    const char *name; /* IO: the file's name if the record carries one (namelen bytes, not
+                         NUL-terminated, valid during the callback only), else NULL */
+    uint32_t namelen;
 } exp_event_t;
 
 typedef struct exp_scan_stats {

@@ -289,6 +289,124 @@ static void test_busy_and_lost(void **state)
     exp_close(e);
 }
 
+/* Tracing records: heap, sync and I/O records of two threads, many small chunks; the reader
+ * decodes every field and merges the threads by time (each free after its allocation). */
+struct trace_check {
+    uint64_t last_t, allocs, frees, alloc_bytes, syncs, sync_wait, ios, io_bytes, named;
+    uint64_t live[4096]; /* allocated and not yet freed, by index */
+    int order_ok, match_ok, fields_ok;
+};
+
+static int trace_cb(void *ctx, const exp_event_t *ev)
+{
+    struct trace_check *c = ctx;
+    if (ev->t < c->last_t)
+        c->order_ok = 0;
+    c->last_t = ev->t;
+    uint64_t i = (ev->addr - 0x7f0000000000ull) / 64;
+    switch (ev->type) {
+    case EXP_REC_HEAP_ALLOC:
+        c->allocs++;
+        c->alloc_bytes += ev->size;
+        if (ev->tid != 100 || ev->stack == EXP_NO_STACK || ev->call != i % EXP_HEAP_NCALLS ||
+            i >= 4096)
+            c->fields_ok = 0;
+        else
+            c->live[i] = 1;
+        break;
+    case EXP_REC_HEAP_FREE:
+        c->frees++;
+        if (i >= 4096 || !c->live[i] || ev->tid != 101 || ev->stack != EXP_NO_STACK)
+            c->match_ok = 0;
+        else
+            c->live[i] = 0;
+        if (ev->call != (i % 2 ? EXP_HEAP_MMAP : EXP_HEAP_MALLOC) || ev->size != (i % 2) * 4096)
+            c->fields_ok = 0;
+        break;
+    case EXP_REC_SYNC:
+        c->syncs++;
+        c->sync_wait += ev->weight;
+        if (ev->addr != 0x601040 || ev->call != EXP_SYNC_COND_WAIT)
+            c->fields_ok = 0;
+        break;
+    case EXP_REC_IO:
+        c->ios++;
+        c->io_bytes += ev->size;
+        if (ev->name) {
+            c->named++;
+            if (ev->namelen != 9 || memcmp(ev->name, "/tmp/f.tx", 9) || ev->call != EXP_IO_OPEN)
+                c->fields_ok = 0;
+        } else if (ev->fd != 3 || ev->call != EXP_IO_WRITE || ev->err != (ev->size ? 0 : 28)) {
+            c->fields_ok = 0;
+        }
+        break;
+    }
+    return 0;
+}
+
+static void test_tracing_records(void **state)
+{
+    write_log(dir, 1);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t a, b;
+    exp_stream_init(&a, &f, 100);
+    exp_stream_init(&b, &f, 101);
+    uint64_t pcs[3] = { 0x401000, 0x402000, 0x403000 };
+    uint32_t id, idb; /* stack ids are per stream */
+    assert_int_equal(exp_stream_stack(&a, pcs, 3, 0, &id), 0);
+    assert_int_equal(exp_stream_stack(&b, pcs, 3, 0, &idb), 0);
+    for (uint64_t i = 0; i < 4096; i++) {
+        uint64_t addr = 0x7f0000000000ull + 64 * i, t = 10000 + 100 * i;
+        assert_int_equal(exp_stream_alloc(&a, t, id, addr, i, (uint32_t)(i % EXP_HEAP_NCALLS)), 0);
+        /* the other thread frees it a little later; its stream is written after a's */
+        if (i % 4 != 3)
+            assert_int_equal(exp_stream_free(&b, t + 50, addr, (i % 2) * 4096,
+                                             i % 2 ? EXP_HEAP_MMAP : EXP_HEAP_MALLOC), 0);
+        if (i % 64 == 0) {
+            assert_int_equal(exp_stream_sync(&a, t + 1, id, 1234, 0x601040, EXP_SYNC_COND_WAIT), 0);
+            assert_int_equal(exp_stream_io(&b, t + 60, idb, EXP_IO_OPEN, 10, 0, 3, 0, "/tmp/f.tx", 9),
+                             0);
+            assert_int_equal(exp_stream_io(&b, t + 70, idb, EXP_IO_WRITE, 20, i % 128 ? 0 : 512, 3,
+                                           i % 128 ? 28 : 0, NULL, 0), 0);
+        }
+    }
+    exp_stream_finish(&a, 1000000);
+    exp_stream_finish(&b, 1000000);
+    exp_evfile_close(&f);
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    static struct trace_check c;
+    memset(&c, 0, sizeof c);
+    c.order_ok = c.match_ok = c.fields_ok = 1;
+    assert_int_equal(exp_scan(e, stacks, trace_cb, &c, &st, &err), 0);
+    assert_true(st.chunks > 10);
+    assert_int_equal(st.bad_chunks + st.bad_records + st.seq_gaps + st.unknown_records, 0);
+    assert_true(c.order_ok);
+    assert_true(c.match_ok);
+    assert_true(c.fields_ok);
+    assert_int_equal(c.allocs, 4096);
+    assert_int_equal(c.alloc_bytes, 4095ull * 4096 / 2);
+    assert_int_equal(c.frees, 3072);
+    assert_int_equal(c.syncs, 64);
+    assert_int_equal(c.sync_wait, 64 * 1234);
+    assert_int_equal(c.ios, 128);
+    assert_int_equal(c.named, 64);
+    assert_int_equal(c.io_bytes, 32 * 512);
+    uint64_t live = 0;
+    for (int i = 0; i < 4096; i++)
+        live += c.live[i];
+    assert_int_equal(live, 1024);
+    exp_stacks_free(stacks);
+    exp_close(e);
+}
+
 static void test_pct(void **state)
 {
     char buf[256];
@@ -317,6 +435,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_and_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tracing_records, setup, teardown),
         cmocka_unit_test(test_pct),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
