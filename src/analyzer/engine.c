@@ -8,8 +8,11 @@
 #include "analyzer/engine.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "analyzer/filter.h"
 
 /* ---- metric table --------------------------------------------------------------------------- */
 
@@ -152,6 +155,8 @@ typedef struct exp_input {
     size_t nresolved, fids_cap;
     u64map_t pcs;     /* (proc, pc, leaf) -> function id */
     u64map_t objects; /* (proc, object id) -> sym object */
+    uint8_t **match;  /* filter: [2 * term + leaf][stack]: 0 unknown, 1 no, 2 yes */
+    size_t match_cap;
 } exp_input_t;
 
 struct eng {
@@ -174,7 +179,147 @@ struct eng {
     uint32_t *stamp;
     size_t stamp_cap;
     uint32_t serial;
+    /* selection beyond threads */
+    uint8_t *sample_sel, *cpu_sel; /* by number; NULL = all */
+    size_t nsample_sel, ncpu_sel;
+    char *sample_text, *cpu_text;
+    flt_t *filter;
+    uint64_t run_start;
 };
+
+/* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
+static int parse_list(const char *list, const char *what, size_t max, uint8_t **sel, size_t *n,
+                      tally_err_t *err)
+{
+    *sel = NULL;
+    *n = 0;
+    if (!strcmp(list, "all"))
+        return 0;
+    uint8_t *s = calloc(max + 1, 1);
+    if (!s)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    const char *p = list;
+    while (*p) {
+        char *end;
+        errno = 0;
+        unsigned long lo = strtoul(p, &end, 10), hi;
+        if (end == p || errno)
+            goto bad;
+        p = end;
+        hi = lo;
+        if (*p == '-') {
+            hi = strtoul(++p, &end, 10);
+            if (end == p || errno)
+                goto bad;
+            p = end;
+        }
+        if (hi < lo || hi > max) {
+            free(s);
+            return tally_errf(err, TALLY_EUSAGE, "%s selection '%s': the largest %s number is "
+                              "%zu", what, list, what, max);
+        }
+        for (unsigned long i = lo; i <= hi; i++)
+            s[i] = 1;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            goto bad;
+    }
+    *sel = s;
+    *n = max + 1;
+    return 0;
+bad:
+    free(s);
+    return tally_errf(err, TALLY_EUSAGE, "%s selection '%s' is not a list such as 'all', '2' or "
+                      "'1,3-5'", what, list);
+}
+
+int eng_select_samples(eng_t *g, const char *list, tally_err_t *err)
+{
+    size_t max = 0;
+    for (size_t x = 0; x < g->nin; x++)
+        for (size_t p = 0; p < g->in[x].e->nprocs; p++)
+            if (g->in[x].e->procs[p]->nsamples > max)
+                max = g->in[x].e->procs[p]->nsamples;
+    uint8_t *sel;
+    size_t n;
+    int rc = parse_list(list, "sample", max, &sel, &n, err);
+    if (rc)
+        return rc;
+    char *text = strdup(list);
+    if (!text) {
+        free(sel);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    }
+    free(g->sample_sel);
+    free(g->sample_text);
+    g->sample_sel = sel;
+    g->nsample_sel = n;
+    g->sample_text = text;
+    g->aggregated = g->table_valid = g->tree_valid = 0; /* the next view scans again */
+    return 0;
+}
+
+int eng_select_cpus(eng_t *g, const char *list, tally_err_t *err)
+{
+    uint8_t *sel;
+    size_t n;
+    int rc = parse_list(list, "CPU", 4095, &sel, &n, err);
+    if (rc)
+        return rc;
+    char *text = strdup(list);
+    if (!text) {
+        free(sel);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    }
+    free(g->cpu_sel);
+    free(g->cpu_text);
+    g->cpu_sel = sel;
+    g->ncpu_sel = n;
+    g->cpu_text = text;
+    g->aggregated = g->table_valid = g->tree_valid = 0; /* the next view scans again */
+    return 0;
+}
+
+int eng_set_filter(eng_t *g, const char *expr, tally_err_t *err)
+{
+    flt_t *f = NULL;
+    if (*expr && strcmp(expr, "none")) {
+        int rc = flt_parse(expr, &f, err);
+        if (rc)
+            return rc;
+    }
+    flt_free(g->filter);
+    g->filter = f;
+    for (size_t x = 0; x < g->nin; x++) {
+        for (size_t i = 0; i < g->in[x].match_cap; i++)
+            free(g->in[x].match[i]);
+        free(g->in[x].match);
+        g->in[x].match = NULL;
+        g->in[x].match_cap = 0;
+    }
+    g->aggregated = g->table_valid = g->tree_valid = 0; /* the next view scans again */
+    return 0;
+}
+
+const char *eng_sample_selection(const eng_t *g) { return g->sample_text ? g->sample_text : "all"; }
+const char *eng_cpu_selection(const eng_t *g) { return g->cpu_text ? g->cpu_text : "all"; }
+const char *eng_filter(const eng_t *g) { return g->filter ? flt_text(g->filter) : "none"; }
+uint64_t eng_run_start(const eng_t *g) { return g->run_start; }
+
+uint32_t eng_sample_of(const eng_t *g, uint32_t exp, uint32_t proc, uint64_t t)
+{
+    const exp_process_t *p = g->in[exp].e->procs[proc];
+    size_t lo = 0, hi = p->nsamples; /* the number of packets at or before t */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (p->samples[mid].t <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint32_t)lo;
+}
 
 static uint64_t thread_key(uint32_t exp, uint32_t proc, uint32_t tid)
 {
@@ -233,6 +378,13 @@ eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
     g->nin = nexps;
     g->sym = sym;
     g->select_all = 1;
+    g->run_start = UINT64_MAX;
+    for (size_t x = 0; x < nexps; x++)
+        for (size_t p = 0; p < exps[x]->nprocs; p++)
+            if (exps[x]->procs[p]->t_start && exps[x]->procs[p]->t_start < g->run_start)
+                g->run_start = exps[x]->procs[p]->t_start;
+    if (g->run_start == UINT64_MAX)
+        g->run_start = 0;
     for (size_t x = 0; x < nexps; x++) {
         g->in[x].e = exps[x];
         g->in[x].stacks = exp_stacks_new();
@@ -268,7 +420,15 @@ void eng_free(eng_t *g)
         free(in->foff);
         u64map_free(&in->pcs);
         u64map_free(&in->objects);
+        for (size_t i = 0; i < in->match_cap; i++)
+            free(in->match[i]);
+        free(in->match);
     }
+    free(g->sample_sel);
+    free(g->cpu_sel);
+    free(g->sample_text);
+    free(g->cpu_text);
+    flt_free(g->filter);
     free(g->in);
     free(g->threads);
     free(g->selected);
@@ -334,7 +494,7 @@ int eng_select_threads(eng_t *g, const char *list, tally_err_t *err)
     free(g->selection);
     g->selection = copy;
     g->select_all = all;
-    g->aggregated = 0;
+    g->aggregated = g->table_valid = g->tree_valid = 0; /* the next view scans again */
     return 0;
 bad:
     free(sel);
@@ -351,7 +511,86 @@ typedef struct scan_ctx {
     int err;
     uint64_t last_key; /* one-entry cache of the thread lookup */
     uint32_t last_index;
+    eng_event_fn fn; /* eng_foreach_event: called instead of aggregating */
+    void *fn_ctx;
 } scan_ctx_t;
+
+static int resolve_stacks(eng_t *g, tally_err_t *err);
+
+typedef struct match_ctx {
+    eng_t *g;
+    exp_input_t *in;
+    uint32_t stack;
+} match_ctx_t;
+
+/* Filter callback: does stack (leaf only, or any frame) hold a function matching the pattern? */
+static int stack_match(void *ctx, uint32_t term, int leaf)
+{
+    match_ctx_t *m = ctx;
+    exp_input_t *in = m->in;
+    size_t k = 2 * (size_t)term + (size_t)leaf;
+    size_t need = exp_stacks_count(in->stacks);
+    if (!in->match) {
+        in->match = calloc(2 * flt_npatterns(m->g->filter), sizeof *in->match);
+        if (!in->match)
+            return 0;
+        in->match_cap = 2 * flt_npatterns(m->g->filter);
+    }
+    /* each array holds one byte per stack; its size lives in its first 8 bytes */
+    uint8_t *a = in->match[k];
+    size_t have = a ? *(size_t *)a : 0;
+    if (m->stack >= have) {
+        size_t ncap = need > 2 * have ? need + 64 : 2 * have + 64;
+        uint8_t *na = realloc(a, sizeof(size_t) + ncap);
+        if (!na)
+            return 0;
+        memset(na + sizeof(size_t) + have, 0, ncap - have);
+        *(size_t *)na = ncap;
+        in->match[k] = a = na;
+    }
+    uint8_t *cell = a + sizeof(size_t) + m->stack;
+    if (*cell)
+        return *cell == 2;
+    tally_err_t err;
+    if (m->stack >= in->nresolved && resolve_stacks(m->g, &err))
+        return 0;
+    const char *pat = flt_pattern(m->g->filter, term);
+    size_t f0 = in->foff[m->stack], f1 = in->foff[m->stack + 1];
+    if (leaf && f1 > f0 + 1)
+        f1 = f0 + 1;
+    int yes = 0;
+    for (size_t i = f0; i < f1 && !yes; i++) {
+        const sym_func_t *fn = sym_func(m->g->sym, in->fids[i]);
+        yes = !fnmatch(pat, fn->name, 0) || !fnmatch(pat, fn->long_name, 0);
+    }
+    *cell = yes ? 2 : 1;
+    return yes;
+}
+
+/* The selection beyond threads: samples, CPUs, the filter. */
+static int passes(eng_t *g, scan_ctx_t *c, const exp_event_t *ev, uint32_t index)
+{
+    uint32_t sample = 0;
+    if (g->sample_sel || g->filter)
+        sample = eng_sample_of(g, c->exp, ev->proc, ev->t);
+    if (g->sample_sel && (sample >= g->nsample_sel || !g->sample_sel[sample]))
+        return 0;
+    if (g->cpu_sel && (ev->cpu >= g->ncpu_sel || !g->cpu_sel[ev->cpu]))
+        return 0;
+    if (!g->filter)
+        return 1;
+    flt_event_t fe;
+    fe.v[FLT_THRID] = index + 1;
+    fe.v[FLT_TID] = ev->tid;
+    fe.v[FLT_PID] = g->in[c->exp].e->procs[ev->proc]->pid;
+    fe.v[FLT_EXPID] = c->exp + 1;
+    fe.v[FLT_CPUID] = ev->cpu;
+    fe.v[FLT_SAMPLE] = sample;
+    fe.v[FLT_TSTAMP] = ev->t > g->run_start ? ev->t - g->run_start : 0;
+    fe.v[FLT_STATE] = ev->state;
+    match_ctx_t mc = { g, &g->in[c->exp], ev->stack };
+    return flt_eval(g->filter, &fe, stack_match, &mc);
+}
 
 static int grow_stack_arrays(exp_input_t *in, size_t need)
 {
@@ -395,11 +634,22 @@ static int on_event(void *ctx, const exp_event_t *ev)
         c->last_key = key;
         c->last_index = index;
     }
+    if (c->fn) { /* eng_foreach_event */
+        if (!g->selected[index] || !passes(g, c, ev, index))
+            return 0;
+        exp_input_t *in = &g->in[c->exp];
+        tally_err_t err;
+        if (ev->stack >= in->nresolved && resolve_stacks(g, &err))
+            return 1;
+        size_t f0 = in->foff[ev->stack], f1 = in->foff[ev->stack + 1];
+        uint32_t leaf = f1 > f0 ? in->fids[f0] : sym_func_unknown(g->sym);
+        return c->fn(c->fn_ctx, ev, v, leaf, index);
+    }
     eng_thread_t *t = &g->threads[index];
     t->events++;
     for (int m = 0; m < ENG_NMETRICS; m++)
         t->value[m] += v[m];
-    if (!g->selected[index])
+    if (!g->selected[index] || !passes(g, c, ev, index))
         return 0;
     exp_input_t *in = &g->in[c->exp];
     if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
@@ -446,6 +696,26 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
             g->stats.lost[r] += st.lost[r];
     }
     g->aggregated = 1;
+    return 0;
+}
+
+int eng_foreach_event(eng_t *g, eng_event_fn fn, void *ctx, tally_err_t *err)
+{
+    if (!g->aggregated) {
+        int rc = eng_aggregate(g, err);
+        if (rc)
+            return rc;
+    }
+    for (size_t x = 0; x < g->nin; x++) {
+        scan_ctx_t c = { .g = g, .exp = (uint32_t)x, .last_key = UINT64_MAX, .fn = fn,
+                         .fn_ctx = ctx };
+        exp_scan_stats_t st;
+        int rc = exp_scan(g->in[x].e, g->in[x].stacks, on_event, &c, &st, err);
+        if (c.err)
+            return tally_errf(err, c.err, "out of memory scanning '%s'", g->in[x].e->path);
+        if (rc < 0)
+            return rc;
+    }
     return 0;
 }
 

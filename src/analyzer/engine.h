@@ -86,6 +86,28 @@ const eng_thread_t *eng_thread(const eng_t *g, size_t i);
 int eng_select_threads(eng_t *g, const char *list, tally_err_t *err);
 const char *eng_thread_selection(const eng_t *g); /* as given, "all" by default */
 
+/* Selects sample periods by number list ("3-7,9", "all"): sample k is the period from the k-th
+ * sample packet of a process to the next (numbers as in -sample_list). Takes effect at the next
+ * eng_aggregate. */
+int eng_select_samples(eng_t *g, const char *list, tally_err_t *err);
+const char *eng_sample_selection(const eng_t *g);
+/* Selects CPUs by number list ("0,2-3", "all"); events of unknown CPU are kept only by "all". */
+int eng_select_cpus(eng_t *g, const char *list, tally_err_t *err);
+const char *eng_cpu_selection(const eng_t *g);
+/* Sets the filter expression (see filter.h); "" or "none" removes it. */
+int eng_set_filter(eng_t *g, const char *expr, tally_err_t *err);
+const char *eng_filter(const eng_t *g); /* "none" when there is none */
+/* The sample number (1-based) of time t in process proc of experiment exp; 0 before the first. */
+uint32_t eng_sample_of(const eng_t *g, uint32_t exp, uint32_t proc, uint64_t t);
+/* The start of the run: the earliest process start over all experiments (TSTAMP 0). */
+uint64_t eng_run_start(const eng_t *g);
+
+/* Calls fn for every selected event after an aggregation, with its metric vector and the function
+ * of its leaf frame (for timelines). */
+typedef int (*eng_event_fn)(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
+                            uint32_t thread_index);
+int eng_foreach_event(eng_t *g, eng_event_fn fn, void *ctx, tally_err_t *err);
+
 /* Scans every event (again) under the current selection. */
 int eng_aggregate(eng_t *g, tally_err_t *err);
 /* Scan totals of the last aggregation: events, and lost records by reason. */

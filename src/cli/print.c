@@ -39,6 +39,8 @@ static int c_overview(pstate_t *ps, const char *a) { return view_overview(ps); }
 static int c_thread_list(pstate_t *ps, const char *a) { return view_thread_list(ps); }
 static int c_metric_list(pstate_t *ps, const char *a) { return view_metric_list(ps); }
 static int c_script(pstate_t *ps, const char *a) { return run_script(ps, a); }
+static int c_sample_list(pstate_t *ps, const char *a) { return view_sample_list(ps); }
+static int c_timeline(pstate_t *ps, const char *a) { return view_timeline(ps); }
 static int c_quit(pstate_t *ps, const char *a)
 {
     ps->quit = 1;
@@ -180,6 +182,12 @@ static const struct pcmd {
     { "thread_list", 0, c_thread_list, "", "threads, numbered for -thread_select" },
     { "thread_select", 1, c_thread_select, "LIST", "analyse only threads LIST: all, 2, 1,3-5" },
     { "experiment_list", 0, c_experiment_list, "", "the experiments loaded" },
+    { "sample_list", 0, c_sample_list, "", "sample packets: time, length, CPU, faults, states" },
+    { "sample_detail", 1, view_sample_detail, "N", "everything about sample N" },
+    { "sample_select", 1, set_sample_select, "LIST", "analyse only samples LIST: all, 3-7,9" },
+    { "cpu_select", 1, set_cpu_select, "LIST", "analyse only events on CPUs LIST: all, 0,2" },
+    { "filters", 1, set_filters, "EXPR", "analyse only events where EXPR holds (none: all)" },
+    { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state" },
     { "script", 1, c_script, "FILE", "run the commands in FILE, one per line" },
     { "help", 0, c_help, "", "this list" },
     { "quit", 0, c_quit, "", "leave the interactive prompt (also: exit)" },

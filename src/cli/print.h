@@ -111,5 +111,13 @@ int view_header(pstate_t *ps);
 int view_overview(pstate_t *ps);
 int view_thread_list(pstate_t *ps);
 int view_metric_list(pstate_t *ps);
+/* print_samples.c: samples, the timeline, and the selections over time */
+int view_sample_list(pstate_t *ps);
+int view_sample_detail(pstate_t *ps, const char *arg);
+int view_timeline(pstate_t *ps);
+void pr_overview_states(pstate_t *ps); /* the states part of -overview (text) */
+int set_sample_select(pstate_t *ps, const char *arg);
+int set_cpu_select(pstate_t *ps, const char *arg);
+int set_filters(pstate_t *ps, const char *arg);
 
 #endif

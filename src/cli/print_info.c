@@ -246,6 +246,7 @@ int view_overview(pstate_t *ps)
     if (tr.nostats)
         printf("                   %llu process%s ended without statistics (see -header)\n",
                (unsigned long long)tr.nostats, tr.nostats == 1 ? "" : "es");
+    pr_overview_states(ps);
     printf("\n");
     return 0;
 }

@@ -128,7 +128,7 @@ static exp_thread_t *add_thread(exp_process_t *p, uint32_t tid, size_t *cap)
 /* Interprets the records of a process into its typed fields. */
 static void interpret(exp_process_t *p)
 {
-    size_t tcap = 0, ocap = 0, scap = 0;
+    size_t tcap = 0, ocap = 0, scap = 0, pcap = 0;
     for (size_t i = 0; i < p->nrecords; i++) {
         exp_record_t *r = &p->records[i];
         const char *k = r->kind;
@@ -206,6 +206,13 @@ static void interpret(exp_process_t *p)
             s->nvcsw = exp_record_u64(r, "nvcsw", 0);
             s->nivcsw = exp_record_u64(r, "nivcsw", 0);
             s->maxrss = exp_record_u64(r, "maxrss", 0);
+            s->rss = exp_record_u64(r, "rss", 0);
+            s->rchar = exp_record_u64(r, "rchar", 0);
+            s->wchar = exp_record_u64(r, "wchar", 0);
+        } else if (!strcmp(k, "pause") || !strcmp(k, "resume")) {
+            GROW(p->pauses, p->npauses, pcap);
+            p->pauses[p->npauses].t = t;
+            p->pauses[p->npauses++].paused = !strcmp(k, "pause");
         } else if (!strcmp(k, "stats")) {
             p->has_stats = 1;
             p->st_samples = exp_record_u64(r, "samples", 0);
@@ -465,6 +472,7 @@ static void free_process(exp_process_t *p)
         free(p->samples[i].label);
     }
     free(p->samples);
+    free(p->pauses);
     for (uint32_t i = 0; i < p->argc; i++)
         free(p->argv[i]);
     free(p->argv);

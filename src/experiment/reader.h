@@ -62,7 +62,13 @@ typedef struct exp_sample {
     uint64_t t;
     char *reason, *label;
     uint64_t utime, stime, minflt, majflt, inblock, oublock, nvcsw, nivcsw, maxrss;
+    uint64_t rss, rchar, wchar; /* KiB resident; bytes read and written by system calls */
 } exp_sample_t;
+
+typedef struct exp_pause {
+    uint64_t t;
+    int paused; /* 1: collection paused at t, 0: resumed */
+} exp_pause_t;
 
 typedef struct exp_process {
     char *dir;  /* directory of this process's experiment */
@@ -83,8 +89,10 @@ typedef struct exp_process {
     size_t nthreads;
     exp_object_t *objects;
     size_t nobjects;
-    exp_sample_t *samples;
+    exp_sample_t *samples; /* in time order */
     size_t nsamples;
+    exp_pause_t *pauses;
+    size_t npauses;
     /* how the process ended: has_end = 0 when no end record was written */
     int has_end;
     char *end_how, *end_signame;

@@ -4,14 +4,16 @@
  *   sleep  sleeps S seconds in sleep_phase() (nanosleep)
  *   io     blocks S seconds in io_phase() reading a pipe that another thread writes after S s
  *   lock   blocks S seconds in lock_phase() on a mutex another thread holds for S s
- * Usage: wl_phases [S] [raise] (default 0.4). With "raise", sends itself SIGUSR1 at the end (run it
- * with -l SIGUSR1: the collector takes the signal as a sample point).
+ * Usage: wl_phases [S] [raise|pause] (default 0.4). With "raise", sends itself SIGUSR1 at the end
+ * (run it with -l SIGUSR1: the collector takes the signal as a sample point). With "pause", the
+ * cpu phase runs twice, the first time between tally_pause() and tally_resume().
  */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,6 +97,11 @@ int main(int argc, char **argv)
     if (pipe(pipefd))
         return 1;
     pthread_barrier_init(&held, NULL, 2);
+    if (argc > 2 && !strcmp(argv[2], "pause")) {
+        tally_pause();
+        cpu_phase();
+        tally_resume();
+    }
     tally_sample("cpu");
     cpu_phase();
     tally_sample("sleep");
@@ -104,7 +111,7 @@ int main(int argc, char **argv)
     tally_sample("lock");
     lock_phase();
     tally_sample("done");
-    if (argc > 2)
+    if (argc > 2 && !strcmp(argv[2], "raise"))
         raise(SIGUSR1);
     printf("phases done\n");
     return 0;
