@@ -36,8 +36,25 @@ int eng_metric_find(const char *name)
 }
 
 /* The metric vector of one event: the only place that knows what an event type contributes. */
-static int event_values(const exp_event_t *ev, uint64_t v[ENG_NMETRICS])
+/* An event's metric vector is sparse: at most EV_MAXVALS metrics are non-zero. */
+#define EV_MAXVALS 8
+typedef struct evvals {
+    int n;
+    uint8_t m[EV_MAXVALS];
+    uint64_t v[EV_MAXVALS];
+} evvals_t;
+
+static inline void put(evvals_t *e, int metric, uint64_t value)
 {
+    e->m[e->n] = (uint8_t)metric;
+    e->v[e->n++] = value;
+}
+
+/* The non-zero metrics of one event: the only place that knows what an event type contributes.
+ * Returns their number (0: the event carries no metric). */
+static int event_values(const exp_event_t *ev, evvals_t *e)
+{
+    e->n = 0;
     switch (ev->type) {
     case EXP_REC_CLOCK: {
         static const int state_metric[EXP_STATE_COUNT] = {
@@ -45,17 +62,17 @@ static int event_values(const exp_event_t *ev, uint64_t v[ENG_NMETRICS])
             [EXP_STATE_WAIT] = ENG_M_WAIT, [EXP_STATE_LOCK] = ENG_M_LOCK,
             [EXP_STATE_IO] = ENG_M_IO,     [EXP_STATE_SLEEP] = ENG_M_SLEEP,
         };
-        memset(v, 0, sizeof(uint64_t) * ENG_NMETRICS);
         int m = ev->state < EXP_STATE_COUNT ? state_metric[ev->state] : ENG_M_SLEEP;
-        v[m] = ev->weight;
-        v[ENG_M_TOTAL] = ev->weight;
+        put(e, m, ev->weight);
+        put(e, ENG_M_TOTAL, ev->weight);
         if (m == ENG_M_USER || m == ENG_M_SYSTEM)
-            v[ENG_M_TOTALCPU] = ev->weight;
-        return 1;
+            put(e, ENG_M_TOTALCPU, ev->weight);
+        break;
     }
     default:
-        return 0; /* carries no metric (LOST is counted by the scan statistics) */
+        break; /* carries no metric (LOST is counted by the scan statistics) */
     }
+    return e->n;
 }
 
 /* ---- hash tables: u64 key -> u32 value, open addressing ------------------------------------- */
@@ -617,8 +634,8 @@ static int on_event(void *ctx, const exp_event_t *ev)
 {
     scan_ctx_t *c = ctx;
     eng_t *g = c->g;
-    uint64_t v[ENG_NMETRICS];
-    if (!event_values(ev, v))
+    evvals_t e;
+    if (!event_values(ev, &e))
         return 0;
     uint64_t key = thread_key(c->exp, ev->proc, ev->tid);
     uint32_t index;
@@ -643,21 +660,24 @@ static int on_event(void *ctx, const exp_event_t *ev)
             return 1;
         size_t f0 = in->foff[ev->stack], f1 = in->foff[ev->stack + 1];
         uint32_t leaf = f1 > f0 ? in->fids[f0] : sym_func_unknown(g->sym);
+        uint64_t v[ENG_NMETRICS] = { 0 };
+        for (int k = 0; k < e.n; k++)
+            v[e.m[k]] += e.v[k];
         return c->fn(c->fn_ctx, ev, v, leaf, index);
     }
     eng_thread_t *t = &g->threads[index];
     t->events++;
-    for (int m = 0; m < ENG_NMETRICS; m++)
-        t->value[m] += v[m];
+    for (int k = 0; k < e.n; k++)
+        t->value[e.m[k]] += e.v[k];
     if (!g->selected[index] || !passes(g, c, ev, index))
         return 0;
     exp_input_t *in = &g->in[c->exp];
     if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
         return 1;
     uint64_t *sv = in->vec + (size_t)ev->stack * ENG_NMETRICS;
-    for (int m = 0; m < ENG_NMETRICS; m++) {
-        sv[m] += v[m];
-        g->total[m] += v[m];
+    for (int k = 0; k < e.n; k++) {
+        sv[e.m[k]] += e.v[k];
+        g->total[e.m[k]] += e.v[k];
     }
     if (ev->t < in->first_t[ev->stack])
         in->first_t[ev->stack] = ev->t;

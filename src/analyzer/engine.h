@@ -11,7 +11,7 @@
  *   inclusive  every object on the stack, once per stack however often it recurs;
  *   attributed for each object X, its innermost (leaf-most) occurrence: the frame above it gets
  *              the vector as a caller of X, the frame below it (if any) as a callee of X.
- * Adding a metric is one row in the metric table (engine.c) and one case in event_values; adding
+ * Adding a metric is one row in the metric table (engine.c) and a put() in event_values; adding
  * an object kind is one case in frame_object. The algorithm does not change.
  *
  * Ownership: the engine borrows the experiments and the symbol context (they must outlive it);
