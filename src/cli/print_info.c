@@ -264,14 +264,18 @@ int view_thread_list(pstate_t *ps)
         printf(",\"threads\":[");
     } else {
         printf("Threads (selected: %s)\n\n", eng_thread_selection(ps->eng));
-        printf("%6s  %8s  %8s  %-16s %-15s %9s %10s  %s\n", "Thread", "TID", "PID", "Name", "Created by",
-               "Events", "CPU sec.", "Process");
+        printf("%6s  %8s  %8s  %-16s %-15s %9s %10s %10s  %s\n", "Thread", "TID", "PID", "Name",
+               "Created by", "Events", "CPU sec.", "Wall sec.", "Process");
     }
     for (size_t i = 0; i < n; i++) {
         const eng_thread_t *t = eng_thread(ps->eng, i);
         const exp_process_t *p = ps->exps[t->exp]->procs[t->proc];
         const char *name = t->info && t->info->name ? t->info->name : "";
         const char *how = t->info && t->info->how ? t->info->how : "";
+        /* wall time: from the thread's start to its end (or the end of its process) */
+        uint64_t t0 = t->info ? t->info->t_start : p->t_start;
+        uint64_t t1 = t->info && t->info->t_end != EXP_T_NEVER ? t->info->t_end : p->t_end;
+        double wall = t1 > t0 && t1 != EXP_T_NEVER ? (double)(t1 - t0) * 1e-9 : 0.0;
         if (ps->json) {
             printf("%s{\"number\":%u,\"tid\":%u,\"pid\":%u,\"name\":", i ? "," : "", t->number,
                    t->tid, p->pid);
@@ -280,13 +284,15 @@ int view_thread_list(pstate_t *ps)
             pr_json_str(stdout, how);
             printf(",\"events\":%llu,\"totalcpu\":", (unsigned long long)t->events);
             pr_json_num(stdout, pr_scaled(ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]));
+            printf(",\"wall\":");
+            pr_json_num(stdout, wall);
             printf(",\"process\":");
             pr_json_str(stdout, *p->name ? p->name : "(root)");
             printf("}");
         } else {
-            printf("%6u  %8u  %8u  %-16s %-15s %9llu %10.3f  %s\n", t->number, t->tid, p->pid,
-                   name, how, (unsigned long long)t->events,
-                   pr_scaled(ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]),
+            printf("%6u  %8u  %8u  %-16s %-15s %9llu %10.3f %10.3f  %s\n", t->number, t->tid,
+                   p->pid, name, how, (unsigned long long)t->events,
+                   pr_scaled(ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]), wall,
                    *p->name ? p->name : "(root)");
         }
     }
