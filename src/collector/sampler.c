@@ -118,7 +118,11 @@ typedef struct track {
     uint64_t seen;      /* the tick it was last seen */
     uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
     uint32_t blocked_stack;          /* ... and the stack id written for it */
+    int fd[3];                       /* its /proc files, kept open (TF_*), -1 until opened */
 } track_t;
+
+enum { TF_STAT, TF_SCHED, TF_SYSCALL };
+static const char *const track_files[3] = { "stat", "schedstat", "syscall" };
 
 typedef struct sampler {
     coll_proc_t *p;
@@ -137,6 +141,9 @@ static track_t *track_get(sampler_t *s, int tid)
         if (t->tid == tid)
             return t;
         if (t->tid == 0) {
+            /* descriptors first: a fork child closes those of every track with a tid */
+            t->fd[0] = t->fd[1] = t->fd[2] = -1;
+            __atomic_signal_fence(__ATOMIC_SEQ_CST);
             t->tid = tid;
             t->hint = -1;
             t->run_delay = UINT64_MAX; /* first sight: no delta yet */
@@ -146,20 +153,23 @@ static track_t *track_get(sampler_t *s, int tid)
     return NULL;
 }
 
-/* Reads /proc/self/task/<tid>/<what> into buf (NUL-terminated); returns its length or -1. */
-static ssize_t read_task(int tid, const char *what, char *buf, size_t cap)
+/* Reads file `which` of the thread's /proc directory into buf (NUL-terminated); returns its length
+ * or -1. The file stays open (at a high descriptor, close-on-exec) for the next ticks: opening
+ * /proc files costs more than reading them. */
+static ssize_t read_task(track_t *t, int which, char *buf, size_t cap)
 {
-    char path[64] = "/proc/self/task/";
-    size_t n = strlen(path);
-    n += coll_fmt_u64(path + n, (uint64_t)tid);
-    path[n++] = '/';
-    size_t wl = strlen(what);
-    memcpy(path + n, what, wl + 1);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t r = read(fd, buf, cap - 1);
-    close(fd);
+    if (t->fd[which] < 0) {
+        char path[64] = "/proc/self/task/";
+        size_t n = strlen(path);
+        n += coll_fmt_u64(path + n, (uint64_t)t->tid);
+        path[n++] = '/';
+        size_t wl = strlen(track_files[which]);
+        memcpy(path + n, track_files[which], wl + 1);
+        t->fd[which] = coll_high_fd(open(path, O_RDONLY | O_CLOEXEC));
+        if (t->fd[which] < 0)
+            return -1;
+    }
+    ssize_t r = pread(t->fd[which], buf, cap - 1, 0);
     if (r < 0)
         return -1;
     __atomic_add_fetch(&coll_proc.own_rchar, (uint64_t)r, __ATOMIC_RELAXED);
@@ -167,11 +177,22 @@ static ssize_t read_task(int tid, const char *what, char *buf, size_t cap)
     return r;
 }
 
+static void track_close(track_t *t)
+{
+    for (int i = 0; i < 3; i++) {
+        int fd = t->fd[i];
+        t->fd[i] = -1; /* forgotten before closed: a fork child never closes a reused number */
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
 /* The state letter of /proc/.../stat (after the ") " that ends the command name). */
-static char task_state(int tid)
+static char task_state(track_t *t)
 {
     char buf[512];
-    if (read_task(tid, "stat", buf, sizeof buf) < 0)
+    if (read_task(t, TF_STAT, buf, sizeof buf) < 0)
         return 0;
     char *rp = strrchr(buf, ')');
     return rp && rp[1] == ' ' ? rp[2] : 0;
@@ -224,7 +245,7 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
     char buf[256];
     long nr = -1;
     uint64_t sp = 0, pc = 0;
-    if (read_task(t->tid, "syscall", buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
+    if (read_task(t, TF_SYSCALL, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
         nr = strtol(buf, NULL, 10);
         char *last = strrchr(buf, ' '); /* pc */
         if (last) {
@@ -278,7 +299,7 @@ static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             int fresh = t->run_delay == UINT64_MAX;
             t->seen = s->tick;
             char buf[128];
-            if (read_task(tid, "schedstat", buf, sizeof buf) > 0) {
+            if (read_task(t, TF_SCHED, buf, sizeof buf) > 0) {
                 const char *q = buf;
                 parse_u64(&q);
                 uint64_t delay = parse_u64(&q);
@@ -288,7 +309,7 @@ static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             }
             if (fresh)
                 continue; /* the thread may have started at any time during the last period */
-            char st = task_state(tid);
+            char st = task_state(t);
             if (st == 'S' || st == 'D' || st == 't' || st == 'T')
                 write_sleep(s, now, t, st, dt);
             else
@@ -301,6 +322,7 @@ static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
     int removed = 0;
     for (size_t i = 0; i < NTRACK; i++)
         if (s->tracks[i].tid && s->tracks[i].seen != s->tick) {
+            track_close(&s->tracks[i]);
             s->tracks[i].tid = 0;
             removed = 1;
         }
@@ -380,8 +402,12 @@ void sampler_start(coll_proc_t *p)
             p->state_ns = 0;
         }
     }
-    if (s->tracks)
+    if (s->tracks) { /* in a fork child: the parent's descriptors were inherited */
+        for (size_t i = 0; i < NTRACK; i++)
+            if (s->tracks[i].tid)
+                track_close(&s->tracks[i]);
         memset(s->tracks, 0, NTRACK * sizeof *s->tracks);
+    }
     s->p = p;
     s->tick = 0;
     if (p->state_ns) {

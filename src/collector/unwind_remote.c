@@ -15,15 +15,17 @@
 
 #include "experiment/evformat.h"
 
-#define COPY_LEN (64 * 1024)
+#define PAGE 4096
+#define NPAGES 64 /* the stack is copied page by page, on demand, up to 256 KiB above sp */
 
 typedef struct target {
     uint64_t pc, sp;
-    uint64_t base, len; /* the copied part of the stack */
-    uint8_t *copy;
+    uint64_t base;             /* sp rounded down to a page */
+    uint8_t state[NPAGES];     /* 0 not read, 1 copied, 2 unreadable */
+    uint8_t (*copy)[PAGE];
 } target_t;
 
-static uint8_t stack_copy[COPY_LEN];
+static uint8_t stack_copy[NPAGES][PAGE];
 static unw_addr_space_t space;
 static int space_failed;
 
@@ -70,8 +72,17 @@ static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int
     target_t *t = arg;
     if (write)
         return -UNW_EINVAL;
-    if (addr >= t->base && addr + sizeof *val <= t->base + t->len) {
-        memcpy(val, t->copy + (addr - t->base), sizeof *val);
+    uint64_t off = addr - t->base;
+    if (addr >= t->base && off / PAGE < NPAGES && off % PAGE <= PAGE - sizeof *val) {
+        size_t pg = (size_t)(off / PAGE);
+        if (!t->state[pg]) {
+            struct iovec l = { t->copy[pg], PAGE }, r = { (void *)(uintptr_t)(t->base + pg * PAGE),
+                                                           PAGE };
+            t->state[pg] = process_vm_readv(getpid(), &l, 1, &r, 1, 0) == PAGE ? 1 : 2;
+        }
+        if (t->state[pg] == 2)
+            return -UNW_EINVAL;
+        memcpy(val, t->copy[pg] + off % PAGE, sizeof *val);
         return 0;
     }
     return read_word(addr, val);
@@ -132,10 +143,7 @@ uint32_t unwind_blocked(uint64_t pc, uint64_t sp, uint64_t *out, uint32_t max, u
         *flags = EXP_STACK_UNWIND_FAIL;
         return 1;
     }
-    target_t t = { pc, sp, sp, 0, stack_copy };
-    struct iovec l = { stack_copy, COPY_LEN }, r = { (void *)(uintptr_t)sp, COPY_LEN };
-    ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
-    t.len = got > 0 ? (uint64_t)got : 0;
+    target_t t = { .pc = pc, .sp = sp, .base = sp & ~(uint64_t)(PAGE - 1), .copy = stack_copy };
     unw_cursor_t cur;
     if (lib.init_remote(&cur, space, &t) < 0) {
         *flags = EXP_STACK_UNWIND_FAIL;
