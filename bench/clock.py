@@ -31,7 +31,7 @@ args = ap.parse_args()
 
 build = os.path.abspath(args.build)
 tally = os.path.join(build, "tally")
-deep30 = os.path.join(build, "bench", "bench_deep30")
+deep30 = os.path.join(build, "bench_deep30")
 tmp = tempfile.mkdtemp(prefix="tally-bench-clock-")
 
 
