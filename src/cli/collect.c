@@ -498,6 +498,16 @@ int cmd_collect(int argc, char **argv)
                           "or a number", c, optarg);
                 return 2;
             }
+            if (sig == SIGRTMAX - 4 || sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
+                sig == SIGILL || sig == SIGABRT || sig == SIGTRAP || sig == SIGSYS) {
+                cli_error("collect", "'-%c %s': tally needs that signal itself; use another, "
+                          "such as SIGUSR1 or SIGUSR2", c, optarg);
+                return 2;
+            }
+            if (sig == (c == 'l' ? o.pause_sig : o.sample_sig)) {
+                cli_error("collect", "'-%c %s': -l and -y need different signals", c, optarg);
+                return 2;
+            }
             *(c == 'l' ? &o.sample_sig : &o.pause_sig) = sig;
             break;
         }
