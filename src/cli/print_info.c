@@ -147,11 +147,26 @@ int view_header(pstate_t *ps)
                        (double)p->clock_ns * 1e-6, p->clock_source ? p->clock_source : "?");
             else
                 printf("    Data collected:   no clock profiling\n");
+            for (size_t r = 0; r < p->nrecords; r++) {
+                if (strcmp(p->records[r].kind, "settings"))
+                    continue;
+                uint64_t st = exp_record_u64(&p->records[r], "states", 0);
+                uint64_t sp = exp_record_u64(&p->records[r], "sample", 0);
+                if (st)
+                    printf("                      thread states every %.0f ms\n", (double)st * 1e-6);
+                printf("                      sample packets: %zu", p->nsamples);
+                if (sp)
+                    printf(" (every %.3f s)", (double)sp * 1e-9);
+                printf("\n");
+                if (p->npauses)
+                    printf("                      paused and resumed %zu times\n",
+                           (p->npauses + 1) / 2);
+            }
             printf("    Threads:          %zu\n", p->nthreads);
             pr_end_text(p, buf, sizeof buf);
             printf("    Ended:            %s\n", buf);
             if (p->has_stats) {
-                printf("    Samples:          %llu recorded of %llu expected (%.1f%%)\n",
+                printf("    Clock samples:    %llu recorded of %llu expected (%.1f%%)\n",
                        (unsigned long long)p->st_samples, (unsigned long long)p->st_expected,
                        p->st_expected ? 100.0 * (double)p->st_samples / (double)p->st_expected
                                       : 100.0);
