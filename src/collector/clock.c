@@ -313,6 +313,12 @@ uint32_t clock_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uin
     slot_t *sl = NULL;
     if (*hint >= 0 && *hint < NSLOTS && __atomic_load_n(&slots[*hint].tid, __ATOMIC_ACQUIRE) == tid)
         sl = &slots[*hint];
+    if (!sl && *hint < -1) { /* recently searched in vain: count down before searching again */
+        (*hint)++;
+        return 0;
+    }
+    if (!sl)
+        *hint = -64;
     for (int i = 0; !sl && i < NSLOTS; i++)
         if (__atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE) == tid) {
             sl = &slots[i];

@@ -34,7 +34,9 @@
 
 /* The stack (leaf first) of thread tid's last clock sample: copies up to max frames into pcs and
  * returns their number, 0 when the thread has none. *hint caches the registry slot (start with
- * -1). Any thread, any context; never blocks (a stack being written is retried, then skipped). */
+ * -1; after a search in vain it holds a count-down so that the registry is not searched again on
+ * every call). Any thread, any context; never blocks (a stack being written is retried, then
+ * skipped). */
 uint32_t clock_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags);
 
 /* Chooses the source (probing perf on the calling thread), installs the profiling handler.

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "trace.h"
 #include "unwind_remote.h"
 
 /* ---- settings ------------------------------------------------------------------------------- */
@@ -115,6 +116,7 @@ typedef struct track {
     int tid; /* 0 free */
     int hint;
     uint64_t run_delay; /* schedstat: ns runnable but not running, so far */
+    uint64_t run_time;  /* schedstat: ns on a CPU, so far */
     uint64_t seen;      /* the tick it was last seen */
     uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
     uint32_t blocked_stack;          /* ... and the stack id written for it */
@@ -299,16 +301,28 @@ static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             int fresh = t->run_delay == UINT64_MAX;
             t->seen = s->tick;
             char buf[128];
+            uint64_t busy = 0; /* ns on a CPU or waiting for one during the period */
             if (read_task(t, TF_SCHED, buf, sizeof buf) > 0) {
                 const char *q = buf;
-                parse_u64(&q);
+                uint64_t run = parse_u64(&q);
                 uint64_t delay = parse_u64(&q);
                 if (!fresh && delay > t->run_delay)
                     write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
+                if (!fresh)
+                    busy = (run > t->run_time ? run - t->run_time : 0) +
+                           (delay > t->run_delay ? delay - t->run_delay : 0);
                 t->run_delay = delay;
+                t->run_time = run;
             }
             if (fresh)
                 continue; /* the thread may have started at any time during the last period */
+            /* A thread that ran (or waited to) the whole period did not sleep: skip reading its
+             * stat, which is the costly file (the kernel locks the running thread's mm and
+             * signal state for it). The run time lags by up to a scheduler tick: 5 ms slack. */
+            if (busy + 5000000 >= dt) {
+                t->blocked_pc = 0;
+                continue;
+            }
             char st = task_state(t);
             if (st == 'S' || st == 'D' || st == 't' || st == 'T')
                 write_sleep(s, now, t, st, dt);
@@ -347,6 +361,7 @@ static void *sampler_main(void *arg)
 {
     sampler_t *s = arg;
     coll_proc_t *p = s->p;
+    trace_exclude_thread(); /* the collector's own thread */
     s->self = (pid_t)syscall(SYS_gettid);
     uint64_t period = p->state_ns ? p->state_ns : p->sample_ns;
     uint64_t now = coll_now(), last = now;
