@@ -187,9 +187,10 @@ def test_own_signals(d):
     if len(got) == 5 and len(bare) == 5:
         tb, tg = int(bare[0].split("=")[1]), int(got[0].split("=")[1])
         # the count depends on how the scheduler ticks meet the program: +-1 between quiet bare
-        # runs, but 108 against 125 when another test competes for the CPUs; the collector's
-        # sampler thread costs it 1-2 ticks. What matters is that the ticks keep coming.
-        check(abs(tb - tg) <= max(3, tb * 15 // 100), "own_sigprof ticks %d vs bare %d" % (tg, tb))
+        # runs, but anywhere from 108 to 148 when other tests compete for the CPUs (CTest runs
+        # two at once); the collector's sampler thread costs it 1-2 ticks. What matters is that
+        # the ticks keep coming at their rate, not lost or doubled.
+        check(0.6 * tb <= tg <= 1.6 * tb, "own_sigprof ticks %d vs bare %d" % (tg, tb))
 
 
 # ---- endings ---------------------------------------------------------------------------------
