@@ -483,7 +483,8 @@ static uint32_t new_func(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t siz
         if (status != 0)
             free(dm);
     }
-    f->name = short_name(f->long_name);
+    /* a made-up name ("<static>@0x10 (lib)") is not a signature: nothing to shorten */
+    f->name = display ? xstrdup(display) : short_name(f->long_name);
     if (!f->name)
         f->name = xstrdup(f->long_name);
     f->pub = (sym_func_t){ f->name, f->long_name, f->mangled, obj, addr, size };

@@ -190,4 +190,17 @@ open(os.path.join(newer, "log"), "w").write(log)
 p = run([TALLY, "print", "-functions", newer], expect=1)
 check("version" in p.stderr and "99" in p.stderr, "newer version: %r" % p.stderr)
 
+# ---- a binary that changed or disappeared after collection is reported, not misread ----------
+prog = os.path.join(d, "prog")
+shutil.copy(wlp("cpu_single"), prog)
+exp = collect(d, [prog, "0.3"], name="rebuilt")
+shutil.copy(wlp("recursion"), prog)  # another program under the same name: another build-id
+p = run([TALLY, "print", "-header", "-functions", exp], expect=0)
+check("has changed since it was profiled" in p.stdout, "changed binary not reported: %r" %
+      p.stdout[-800:])
+os.unlink(prog)
+p = run([TALLY, "print", "-header", "-functions", exp], expect=0)
+check("no longer exists" in p.stdout, "missing binary not reported: %r" % p.stdout[-800:])
+check("<unknown> (prog)" in p.stdout, "missing binary's code not grouped: %r" % p.stdout[-800:])
+
 done(d)
