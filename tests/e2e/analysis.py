@@ -85,7 +85,9 @@ check(docs[0]["source_file"].endswith("recursion.c") and docs[0]["line"] > 0,
       "fsingle source: %r" % docs[0])
 
 # ---- threads: per-thread selection ------------------------------------------------------------
+os.environ["WL_SECS"] = "0.4"  # also for the thread its constructor starts before main
 exp = collect(d, [wlp("threads4"), "0.4"], name="thr")
+del os.environ["WL_SECS"]
 docs = print_json(exp, "-thread_list")
 threads = docs[0]["threads"]
 check(len(threads) >= 6, "threads4: %d threads listed" % len(threads))
@@ -189,6 +191,17 @@ log = open(os.path.join(newer, "log")).read().replace("version=1", "version=99",
 open(os.path.join(newer, "log"), "w").write(log)
 p = run([TALLY, "print", "-functions", newer], expect=1)
 check("version" in p.stderr and "99" in p.stderr, "newer version: %r" % p.stderr)
+
+# ---- several experiments are one run ----------------------------------------------------------
+ea = collect(d, [wlp("cpu_single"), "0.3"], name="runa")
+eb = collect(d, [wlp("cpu_single"), "0.5"], name="runb")
+ta = funcs_of(ea)["<Total>"]["e.totalcpu"]
+tb = funcs_of(eb)["<Total>"]["e.totalcpu"]
+both = funcs_of([ea, eb])
+close_to(both["<Total>"]["e.totalcpu"], ta + tb, 0.001, "two experiments: totals add")
+docs = print_json([ea, eb], "-experiment_list", "-thread_list")
+check(len(docs[0]["experiments"]) == 2 and len(docs[1]["threads"]) == 2,
+      "two experiments: lists %r" % docs)
 
 # ---- a binary that changed or disappeared after collection is reported, not misread ----------
 prog = os.path.join(d, "prog")
