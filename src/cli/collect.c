@@ -45,6 +45,9 @@ struct collect_opts {
     uint64_t sample_ns; /* periodic sample packets, 0 = off */
     int states;         /* thread-state sampling */
     int sample_sig, pause_sig;
+    const char *sync;   /* TALLY_SYNC: NULL (off), "on", "all" or a threshold in ns */
+    char sync_ns[32];
+    int heap, io;       /* heap and I/O tracing */
 };
 
 static void usage(FILE *out)
@@ -66,10 +69,38 @@ static void usage(FILE *out)
         "  -l, --sample-signal=SIG         record a sample packet when the program gets SIG\n"
         "  -y, --pause-signal=SIG          SIG pauses and resumes collection\n"
         "      --states=on|off             thread states (wait CPU, lock, I/O, sleep); on\n"
+        "  -s, --sync=on|off|<us>|all      synchronization wait tracing: waits in mutexes,\n"
+        "                                  rwlocks, condition variables, semaphores, joins,\n"
+        "                                  barriers and spin locks at least as long as a\n"
+        "                                  threshold: on = calibrated, <us> microseconds,\n"
+        "                                  all = every call (off by default)\n"
+        "  -H, --heap=on|off               heap tracing: the malloc family, mmap and munmap\n"
+        "  -i, --io=on|off                 I/O tracing: read, write, open, close, stdio, ...\n"
         "  -n, --dry-run                   print what would be done, run nothing\n"
         "  -h, --help                      this text\n"
         "\n"
         "With no arguments, prints this text and what clock profiling can do on this system.\n");
+}
+
+/* -s: on (calibrated), off, all (every call, threshold 0) or a threshold in microseconds. */
+static int parse_sync(const char *v, struct collect_opts *o)
+{
+    if (!strcmp(v, "off")) {
+        o->sync = NULL;
+        return 0;
+    }
+    if (!strcmp(v, "on") || !strcmp(v, "all")) {
+        o->sync = v;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    double us = strtod(v, &end);
+    if (errno || end == v || *end || !(us >= 0) || us > 1e9)
+        return -1;
+    snprintf(o->sync_ns, sizeof o->sync_ns, "%llu", (unsigned long long)(us * 1e3 + 0.5));
+    o->sync = o->sync_ns;
+    return 0;
 }
 
 static int parse_onoff(const char *v, int *out)
@@ -414,7 +445,9 @@ int cmd_collect(int argc, char **argv)
         { "clock", required_argument, 0, 'p' },  { "follow", required_argument, 0, 'F' },
         { "duration", required_argument, 0, 't' }, { "output", required_argument, 0, 'o' },
         { "directory", required_argument, 0, 'd' }, { "dry-run", no_argument, 0, 'n' },
-        { "max-depth", required_argument, 0, 1 },  { "help", no_argument, 0, 'H' },
+        { "max-depth", required_argument, 0, 1 },  { "help", no_argument, 0, 3 },
+        { "sync", required_argument, 0, 's' },     { "heap", required_argument, 0, 'H' },
+        { "io", required_argument, 0, 'i' },
         { "samples", required_argument, 0, 'S' }, { "sample-signal", required_argument, 0, 'l' },
         { "pause-signal", required_argument, 0, 'y' }, { "states", required_argument, 0, 2 },
         { 0, 0, 0, 0 },
@@ -427,7 +460,7 @@ int cmd_collect(int argc, char **argv)
     opterr = 0;
     int c;
     /* '+': stop at the first non-option, the program; its own options are its own. */
-    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nhS:l:y:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nhS:l:y:s:H:i:", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (parse_clock(optarg, &o.clock_ns)) {
@@ -517,8 +550,22 @@ int cmd_collect(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'h':
+        case 's':
+            if (parse_sync(optarg, &o)) {
+                cli_error("collect", "bad synchronization tracing setting '-s %s': use on, off, "
+                          "all or a threshold in microseconds (e.g. 100)", optarg);
+                return 2;
+            }
+            break;
         case 'H':
+        case 'i':
+            if (parse_onoff(optarg, c == 'H' ? &o.heap : &o.io)) {
+                cli_error("collect", "bad '-%c %s': use on or off", c, optarg);
+                return 2;
+            }
+            break;
+        case 'h':
+        case 3:
             usage(stdout);
             print_capabilities();
             return 0;
@@ -572,6 +619,15 @@ int cmd_collect(int argc, char **argv)
         printf("\nstates:       %s\n", o.states ? "on (wait CPU, lock, I/O, sleep)" : "off");
         if (o.pause_sig)
             printf("pause/resume: on SIG%s\n", sigabbrev_np(o.pause_sig));
+        if (!o.sync)
+            printf("sync:         off\n");
+        else if (!strcmp(o.sync, "on"))
+            printf("sync:         waits above 6 x an uncontended lock (calibrated at start)\n");
+        else if (!strcmp(o.sync, "all"))
+            printf("sync:         every call\n");
+        else
+            printf("sync:         waits of %.3f us or more\n", strtod(o.sync, NULL) / 1e3);
+        printf("heap:         %s\nio:           %s\n", o.heap ? "on" : "off", o.io ? "on" : "off");
         return 0;
     }
     if (create_experiment(&o, prog, exp, sizeof exp))
@@ -602,6 +658,9 @@ int cmd_collect(int argc, char **argv)
         set_env_u64("TALLY_SAMPLE_SIG", (uint64_t)o.sample_sig);
         set_env_u64("TALLY_PAUSE_SIG", (uint64_t)o.pause_sig);
         set_env_u64("TALLY_MAX_DEPTH", o.max_depth);
+        setenv("TALLY_SYNC", o.sync ? o.sync : "off", 1);
+        setenv("TALLY_HEAP", o.heap ? "on" : "off", 1);
+        setenv("TALLY_IO", o.io ? "on" : "off", 1);
         if (o.has_duration) {
             char d[64];
             snprintf(d, sizeof d, "%llu-%llu", (unsigned long long)o.dur_start,

@@ -26,6 +26,7 @@
 #include "interpose.h"
 #include "maps.h"
 #include "sampler.h"
+#include "trace.h"
 #include "unwind.h"
 
 coll_proc_t coll_proc = { .log_fd = -1, .evfile = { .fd = -1 } };
@@ -205,6 +206,7 @@ static int parse_settings(coll_proc_t *p)
     const char *src = getenv("TALLY_CLOCK_SOURCE");
     p->force_timer = src && !strcmp(src, "timer");
     sampler_settings(p);
+    trace_settings(p);
     const char *d = getenv("TALLY_DURATION");
     p->duration_str[0] = 0;
     if (d && *d) {
@@ -357,6 +359,7 @@ static void log_settings(coll_proc_t *p)
         exp_line_str(&l, "duration", "all");
     }
     exp_line_u64(&l, "max_depth", p->max_depth);
+    trace_log_settings(&l);
     exp_line_u64(&l, "sample", p->sample_ns);
     exp_line_u64(&l, "states", p->state_ns);
     if (p->sample_sig)
@@ -593,6 +596,7 @@ static void init_process(coll_proc_t *p)
     clock_thread_start(p, (pid_t)syscall(SYS_gettid) == p->pid ? "main" : "pthread_create");
     sampler_start(p);
     interpose_mark_thread();
+    trace_start(p); /* last: nothing the collector did while starting is traced */
 }
 
 int coll_ensure_init(void)
@@ -606,7 +610,9 @@ int coll_ensure_init(void)
                                     __ATOMIC_ACQUIRE)) {
         int saved = errno;
         init_tid = (pid_t)syscall(SYS_gettid);
+        trace_thr.guard++; /* libc working for the collector (setenv, ...) is not the program */
         init_process(p);
+        trace_thr.guard--;
         __atomic_store_n(&p->init_state, 2, __ATOMIC_RELEASE);
         errno = saved;
         return p->enabled;
@@ -640,6 +646,7 @@ static void log_stats(coll_proc_t *p)
     exp_line_u64(&l, "stacks", st->stacks);
     exp_line_u64(&l, "profiled_ns", st->profiled_ns);
     exp_line_u64(&l, "ring_lost", st->ring_lost);
+    trace_log_stats(&l);
     coll_log_write(&l);
     char msg[160];
     if (st->dropped_disk) {
@@ -664,6 +671,7 @@ void coll_finalize(const char *how, int status, int sig)
     if (__atomic_exchange_n(&p->final, 1, __ATOMIC_ACQ_REL))
         return;
     int saved = errno;
+    trace_stop();
     clock_thread_stop(p);
     clock_end_other_threads(p);
     log_stats(p);
@@ -692,6 +700,7 @@ void coll_finalize(const char *how, int status, int sig)
 void coll_unfinalize(void)
 {
     __atomic_store_n(&coll_proc.final, 0, __ATOMIC_RELEASE);
+    trace_start(&coll_proc); /* the exec failed: the process goes on */
 }
 
 /* The process is exiting with status (on_exit callback, registered in the constructor, so it
@@ -709,7 +718,7 @@ void coll_exiting(int status)
 
 /* ---- fork child ------------------------------------------------------------------------------ */
 
-void coll_after_fork_child(void)
+static void after_fork(void)
 {
     coll_proc_t *p = &coll_proc;
     int parent_log = p->log_fd;
@@ -753,4 +762,13 @@ void coll_after_fork_child(void)
     clock_thread_start(p, "fork-child");
     sampler_start(p);
     interpose_mark_thread();
+}
+
+void coll_after_fork_child(void)
+{
+    trace_after_fork_child(); /* first: the parent's trace streams are not this process's */
+    trace_thr.guard++;
+    after_fork();
+    trace_thr.guard--;
+    trace_start(&coll_proc);
 }

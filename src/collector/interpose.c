@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "maps.h"
+#include "trace.h"
 
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap);
 int coll_preload_has_self(const char *v, const char *self);
@@ -95,6 +96,7 @@ static void thread_key_dtor(void *v)
     (void)v;
     if (coll_proc.enabled)
         clock_thread_exit(&coll_proc);
+    trace_thread_exit();
 }
 
 static void on_exit_cb(int status, void *arg);
@@ -296,8 +298,11 @@ COLL_EXPORT void *dlopen(const char *file, int mode)
     sigset_t old;
     if (on)
         dl_enter(&old);
+    fu_splice_t outer = trace_thr.splice; /* the loader's allocations: stacks skip our frames */
+    trace_thr.splice = (fu_splice_t){ (uint64_t)(uintptr_t)g, FU_REGS() };
     void *r = g ? tally_dlcall(g, (void *)real.dlopen, (uintptr_t)file, (uintptr_t)mode, 0)
                 : real.dlopen(file, mode);
+    trace_thr.splice = outer;
     if (on) {
         int saved = errno;
         dl_leave(&old, r != NULL);
@@ -317,9 +322,12 @@ COLL_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode)
     sigset_t old;
     if (on)
         dl_enter(&old);
+    fu_splice_t outer = trace_thr.splice;
+    trace_thr.splice = (fu_splice_t){ (uint64_t)(uintptr_t)g, FU_REGS() };
     void *r = g ? tally_dlcall(g, (void *)real.dlmopen, (uintptr_t)lmid, (uintptr_t)file,
                                (uintptr_t)mode)
                 : real.dlmopen(lmid, file, mode);
+    trace_thr.splice = outer;
     if (on) {
         int saved = errno;
         dl_leave(&old, r != NULL);
@@ -338,6 +346,8 @@ COLL_EXPORT int dlclose(void *h)
     if (on)
         dl_enter(&old);
     int r = real.dlclose(h);
+    if (r == 0)
+        fu_forget(); /* the traced calls' unwinder: an address may now be another object's */
     int saved = errno;
     if (on)
         dl_leave(&old, r == 0);
@@ -391,7 +401,8 @@ typedef struct envbuf {
 static const char *const our_vars[] = {
     "TALLY_EXPERIMENT", "TALLY_ROOT_PID",    "TALLY_ROOT_T0",      "TALLY_CLOCK",
     "TALLY_FOLLOW",     "TALLY_DURATION",    "TALLY_MAX_DEPTH",    "TALLY_SIGNAL",
-    "TALLY_CLOCK_SOURCE", "TALLY_DESC_KIND",
+    "TALLY_CLOCK_SOURCE", "TALLY_DESC_KIND", "TALLY_SYNC",         "TALLY_HEAP",
+    "TALLY_IO",
 };
 
 static int is_var(const char *e, const char *name)
@@ -485,6 +496,12 @@ static char *const *env_build(envbuf_t *eb, char *const envp[], const char *kind
         if (p->force_timer && (s = eb_put(eb, "TALLY_CLOCK_SOURCE", "timer")))
             eb->vec[k++] = s;
         if ((s = eb_put(eb, "TALLY_DESC_KIND", kind)))
+            eb->vec[k++] = s;
+        if (trace_cfg.sync_env[0] && (s = eb_put(eb, "TALLY_SYNC", trace_cfg.sync_env)))
+            eb->vec[k++] = s;
+        if (trace_cfg.heap && (s = eb_put(eb, "TALLY_HEAP", "on")))
+            eb->vec[k++] = s;
+        if (trace_cfg.io && (s = eb_put(eb, "TALLY_IO", "on")))
             eb->vec[k++] = s;
         if (preload && coll_preload_has_self(preload, p->self_path))
             s = eb_put(eb, "LD_PRELOAD", preload);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "trace.h"
 #include "unwind_remote.h"
 
 /* ---- settings ------------------------------------------------------------------------------- */
@@ -360,6 +361,7 @@ static void *sampler_main(void *arg)
 {
     sampler_t *s = arg;
     coll_proc_t *p = s->p;
+    trace_exclude_thread(); /* the collector's own thread */
     s->self = (pid_t)syscall(SYS_gettid);
     uint64_t period = p->state_ns ? p->state_ns : p->sample_ns;
     uint64_t now = coll_now(), last = now;

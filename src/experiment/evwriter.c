@@ -117,6 +117,9 @@ static int chunk_claim(exp_stream_t *s, uint64_t t)
     void *m = mmap(NULL, f->chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, off);
     if (m == MAP_FAILED)
         return -1;
+    /* one system call maps every page writable, instead of one page fault per page (Linux
+     * 5.14; older kernels refuse it and the pages fault in as they are written) */
+    madvise(m, f->chunk_size, 23 /* MADV_POPULATE_WRITE */);
     s->chunk = m;
     s->pos = EXP_CHUNK_HEADER_SIZE;
     s->last_t = t;
@@ -178,10 +181,15 @@ static int put_record_at(exp_stream_t *s, uint8_t type, const uint8_t *payload, 
     size_t n = 0;
     p[n++] = type;
     n += leb128_put(p + n, prelen + plen);
-    memcpy(p + n, pre, prelen);
-    n += prelen;
-    memcpy(p + n, payload, plen);
-    n += plen;
+    for (size_t i = 0; i < prelen; i++) /* short: a loop is cheaper than calls to memcpy */
+        p[n++] = pre[i];
+    if (plen > 32) {
+        memcpy(p + n, payload, plen);
+        n += plen;
+    } else {
+        for (size_t i = 0; i < plen; i++)
+            p[n++] = payload[i];
+    }
     if (timed && t > s->last_t)
         s->last_t = t;
     if (has_addr)
@@ -294,9 +302,41 @@ int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, 
     return put_event(s, EXP_REC_SYNC, t, v, 4);
 }
 
+/* The common case of a heap record, encoded in place: the chunk has room, time goes forward,
+ * nothing is pending and no write is interrupted. Returns -1 when put_event_bytes must do it. */
+static int heap_fast(exp_stream_t *s, uint8_t type, uint64_t t, uint64_t addr,
+                     const uint64_t *v, int nv)
+{
+    if (s->busy || !s->chunk || t < s->last_t || s->pos + 64 > s->file->chunk_size)
+        return -1;
+    uint64_t pending = 0;
+    for (int r = 1; r < EXP_LOST_NREASONS; r++)
+        pending |= s->pending[r];
+    if (pending)
+        return -1;
+    s->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint8_t *p = s->chunk + s->pos;
+    size_t n = 2; /* type, then the length (under 128: one byte), filled last */
+    n += leb128_put(p + n, t - s->last_t);
+    n += leb128_put_signed(p + n, (int64_t)(addr - s->last_addr));
+    for (int i = 0; i < nv; i++)
+        n += leb128_put(p + n, v[i]);
+    p[0] = type;
+    p[1] = (uint8_t)(n - 2);
+    s->last_t = t;
+    s->last_addr = addr;
+    commit(s, n);
+    leave(s);
+    return 0;
+}
+
 int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr, uint64_t size,
                      uint32_t call)
 {
+    const uint64_t v[3] = { stack, size, call };
+    if (heap_fast(s, EXP_REC_HEAP_ALLOC, t, addr, v, call != EXP_HEAP_MALLOC ? 3 : 2) == 0)
+        return 0;
     uint8_t b[3 * LEB128_MAX];
     size_t n = leb128_put(b, stack);
     n += leb128_put(b + n, size);
@@ -307,6 +347,9 @@ int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
 
 int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
 {
+    const uint64_t v[2] = { call, size };
+    if (heap_fast(s, EXP_REC_HEAP_FREE, t, addr, v, call != EXP_HEAP_MALLOC || size ? 2 : 0) == 0)
+        return 0;
     uint8_t b[2 * LEB128_MAX];
     size_t n = 0;
     if (call != EXP_HEAP_MALLOC || size) {
@@ -342,6 +385,14 @@ static void *map_anon(size_t len)
 {
     void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
+}
+
+static int same_frames(const uint64_t *a, const uint64_t *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
 }
 
 static uint64_t hash_frames(const uint64_t *pcs, uint32_t n, uint32_t flags)
@@ -406,7 +457,7 @@ int exp_stream_stack(exp_stream_t *s, const uint64_t *pcs, uint32_t n, uint32_t 
     for (; s->slots[j].n || s->slots[j].hash; j = (j + 1) & (s->nslots - 1)) {
         struct exp_stack_slot *e = &s->slots[j];
         if (e->hash == h && e->n == n && e->flags == flags &&
-            memcmp(s->frames + e->off, pcs, (size_t)n * 8) == 0) {
+            same_frames(s->frames + e->off, pcs, n)) {
             *id = e->id;
             rc = 0;
             goto out;

@@ -1,0 +1,402 @@
+/*
+ * heap.c - heap tracing interposers; see heap.h. Built with frame pointers (FU_REGS).
+ * Sections: real functions and the bootstrap arena, allocations before the start, the malloc
+ * family, mappings.
+ */
+#define _GNU_SOURCE
+#include "heap.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define RA() ((uint64_t)__builtin_return_address(0))
+
+/* ---- real functions and the bootstrap arena ---------------------------------------------------- */
+
+static struct {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    void *(*mmap)(void *, size_t, int, int, int, off_t);
+    int (*munmap)(void *, size_t);
+    void *(*mremap)(void *, size_t, size_t, int, ...);
+} real;
+
+static int resolved; /* atomic: 0 not yet, 1 looking up, 2 done */
+
+#define BOOT_SIZE (256 * 1024)
+static _Alignas(64) char boot[BOOT_SIZE];
+static size_t boot_used; /* atomic */
+
+static int is_boot(const void *p)
+{
+    return (const char *)p >= boot && (const char *)p < boot + BOOT_SIZE;
+}
+
+/* A block of the bootstrap arena: a 16-byte header holding its size, then the data. */
+static void *boot_alloc(size_t n, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    size_t need = n + 16 + align;
+    size_t off = __atomic_fetch_add(&boot_used, (need + 15) & ~(size_t)15, __ATOMIC_RELAXED);
+    if (off + need > BOOT_SIZE)
+        return NULL;
+    uintptr_t data = ((uintptr_t)(boot + off + 16) + align - 1) & ~(uintptr_t)(align - 1);
+    memcpy((void *)(data - 16), &n, sizeof n);
+    return (void *)data;
+}
+
+static size_t boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const char *)p - 16, sizeof n);
+    return n;
+}
+
+#define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+
+/* Looks up the real functions; returns 0 once they are known, -1 while the lookup runs (its
+ * own allocations then come from the bootstrap arena). */
+static int resolve(void)
+{
+    int s = __atomic_load_n(&resolved, __ATOMIC_ACQUIRE);
+    if (s == 2)
+        return 0;
+    int zero = 0;
+    if (s == 1 || !__atomic_compare_exchange_n(&resolved, &zero, 1, 0, __ATOMIC_ACQ_REL,
+                                               __ATOMIC_ACQUIRE))
+        return __atomic_load_n(&resolved, __ATOMIC_ACQUIRE) == 2 ? 0 : -1;
+    int saved = errno;
+    RESOLVE(malloc);
+    RESOLVE(free);
+    RESOLVE(calloc);
+    RESOLVE(realloc);
+    RESOLVE(reallocarray);
+    RESOLVE(memalign);
+    RESOLVE(posix_memalign);
+    RESOLVE(aligned_alloc);
+    RESOLVE(valloc);
+    RESOLVE(pvalloc);
+    RESOLVE(mmap);
+    RESOLVE(munmap);
+    RESOLVE(mremap);
+    errno = saved;
+    __atomic_store_n(&resolved, 2, __ATOMIC_RELEASE);
+    return 0;
+}
+
+/* ---- allocations before the start -------------------------------------------------------------- */
+
+#define EARLY_MAX 4096
+static struct early {
+    const void *p;
+    uint64_t size, ra;
+    uint32_t call;
+} early[EARLY_MAX];
+static uint32_t nearly;   /* atomic: slots used */
+static int early_open = 1; /* until the collector has started (or knows heap tracing is off) */
+
+/* Keeps an allocation made before the start, unless the collector itself made it. */
+static void early_add(const void *p, uint64_t size, uint64_t ra, uint32_t call)
+{
+    if (!p || trace_thr.guard || coll_proc.init_state == 2)
+        return;
+    uint32_t i = __atomic_fetch_add(&nearly, 1, __ATOMIC_RELAXED);
+    if (i < EARLY_MAX)
+        early[i] = (struct early){ p, size, ra, call };
+}
+
+static void early_forget(const void *p)
+{
+    uint32_t n = __atomic_load_n(&nearly, __ATOMIC_RELAXED);
+    for (uint32_t i = n < EARLY_MAX ? n : EARLY_MAX; i-- > 0;)
+        if (early[i].p == p) {
+            early[i].p = NULL;
+            return;
+        }
+}
+
+void heap_flush_early(void)
+{
+    uint32_t n = __atomic_load_n(&nearly, __ATOMIC_RELAXED);
+    for (uint32_t i = 0; i < n && i < EARLY_MAX; i++)
+        if (early[i].p)
+            trace_alloc_early(early[i].call == EXP_HEAP_CALLOC ? (void *)real.calloc
+                              : early[i].call == EXP_HEAP_REALLOC ? (void *)real.realloc
+                                                                  : (void *)real.malloc,
+                              early[i].ra, early[i].p, early[i].size, early[i].call);
+    __atomic_store_n(&early_open, 0, __ATOMIC_RELEASE);
+}
+
+/* The collector is up (or never will trace the heap): no more early bookkeeping. */
+static inline int early_on(void)
+{
+    if (__builtin_expect(!early_open, 1))
+        return 0;
+    if (coll_proc.init_state == 2 && !trace_heap_on)
+        early_open = 0;
+    return early_open;
+}
+
+/* ---- the malloc family ------------------------------------------------------------------------ */
+
+COLL_EXPORT void *malloc(size_t n)
+{
+    if (__builtin_expect(resolve(), 0))
+        return boot_alloc(n, 16);
+    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    if (!t) {
+        void *p = real.malloc(n);
+        if (early_on())
+            early_add(p, n, RA(), EXP_HEAP_MALLOC);
+        return p;
+    }
+    void *p = real.malloc(n);
+    if (p)
+        trace_alloc(t, FU_REGS(), (void *)real.malloc, trace_now(), p, n, EXP_HEAP_MALLOC);
+    trace_leave(t);
+    return p;
+}
+
+COLL_EXPORT void free(void *p)
+{
+    if (!p || is_boot(p))
+        return;
+    if (__builtin_expect(resolve(), 0))
+        return; /* cannot happen: nothing but the arena was allocated before */
+    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    if (!t) {
+        if (early_on())
+            early_forget(p);
+        real.free(p);
+        return;
+    }
+    trace_free(t, trace_now(), p, 0, EXP_HEAP_MALLOC);
+    real.free(p);
+    trace_leave(t);
+}
+
+COLL_EXPORT void *calloc(size_t n, size_t size)
+{
+    if (__builtin_expect(resolve(), 0)) {
+        if (size && n > SIZE_MAX / size)
+            return NULL;
+        return boot_alloc(n * size, 16); /* static memory: already zero */
+    }
+    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    if (!t) {
+        void *p = real.calloc(n, size);
+        if (early_on())
+            early_add(p, (uint64_t)n * size, RA(), EXP_HEAP_CALLOC);
+        return p;
+    }
+    void *p = real.calloc(n, size);
+    if (p)
+        trace_alloc(t, FU_REGS(), (void *)real.calloc, trace_now(), p, (uint64_t)n * size,
+                    EXP_HEAP_CALLOC);
+    trace_leave(t);
+    return p;
+}
+
+/* realloc of a bootstrap block: a new block from the real allocator, the contents copied. */
+static void *boot_realloc(void *p, size_t n)
+{
+    void *q = malloc(n);
+    if (q) {
+        size_t old = boot_size(p);
+        memcpy(q, p, old < n ? old : n);
+    }
+    return q;
+}
+
+/* realloc and reallocarray: the old block freed (time before the call), the new one allocated. */
+static void *realloc_traced(trace_thr_t *t, fu_regs_t r, void *p, size_t n, void *q,
+                            uint64_t t0, uint32_t call, const void *fn)
+{
+    if (q) {
+        if (p)
+            trace_free(t, t0, p, 0, call);
+        trace_alloc(t, r, fn, trace_now(), q, n, call);
+    } else if (p && n == 0) { /* glibc frees the block and returns NULL */
+        trace_free(t, t0, p, 0, call);
+    }
+    return q;
+}
+
+COLL_EXPORT void *realloc(void *p, size_t n)
+{
+    if (__builtin_expect(resolve(), 0)) {
+        void *q = boot_alloc(n, 16);
+        if (q && p)
+            memcpy(q, p, boot_size(p) < n ? boot_size(p) : n);
+        return q;
+    }
+    if (p && is_boot(p))
+        return boot_realloc(p, n);
+    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    if (!t) {
+        void *q = real.realloc(p, n);
+        if (early_on()) {
+            if (q || n == 0)
+                early_forget(p);
+            early_add(q, n, RA(), EXP_HEAP_REALLOC);
+        }
+        return q;
+    }
+    uint64_t t0 = trace_now();
+    void *q = realloc_traced(t, FU_REGS(), p, n, real.realloc(p, n), t0, EXP_HEAP_REALLOC,
+                             (void *)real.realloc);
+    trace_leave(t);
+    return q;
+}
+
+COLL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+    if (resolve() || (p && is_boot(p))) {
+        if (size && n > SIZE_MAX / size) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        return realloc(p, n * size);
+    }
+    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    if (!t)
+        return real.reallocarray(p, n, size);
+    uint64_t t0 = trace_now();
+    void *q = real.reallocarray(p, n, size);
+    q = realloc_traced(t, FU_REGS(), p, q ? n * size : 0, q, t0, EXP_HEAP_REALLOCARRAY,
+                       (void *)real.reallocarray);
+    trace_leave(t);
+    return q;
+}
+
+/* The aligned allocations: traced when they succeed. */
+#define ALIGNED_BODY(call_expr, size_expr, fn, call_id)                                            \
+    trace_thr_t *t = trace_enter(trace_heap_on, RA());                                            \
+    void *p = call_expr;                                                                           \
+    if (t) {                                                                                       \
+        if (p)                                                                                     \
+            trace_alloc(t, FU_REGS(), (void *)fn, trace_now(), p, size_expr, call_id);            \
+        trace_leave(t);                                                                            \
+    }                                                                                              \
+    return p
+
+COLL_EXPORT void *memalign(size_t align, size_t n)
+{
+    if (__builtin_expect(resolve(), 0))
+        return boot_alloc(n, align);
+    ALIGNED_BODY(real.memalign(align, n), n, real.memalign, EXP_HEAP_MEMALIGN);
+}
+
+COLL_EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    if (__builtin_expect(resolve(), 0))
+        return boot_alloc(n, align);
+    ALIGNED_BODY(real.aligned_alloc(align, n), n, real.aligned_alloc, EXP_HEAP_ALIGNED_ALLOC);
+}
+
+COLL_EXPORT void *valloc(size_t n)
+{
+    if (__builtin_expect(resolve(), 0))
+        return boot_alloc(n, 4096);
+    ALIGNED_BODY(real.valloc(n), n, real.valloc, EXP_HEAP_VALLOC);
+}
+
+COLL_EXPORT void *pvalloc(size_t n)
+{
+    if (__builtin_expect(resolve(), 0))
+        return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
+    ALIGNED_BODY(real.pvalloc(n), n, real.pvalloc, EXP_HEAP_PVALLOC);
+}
+
+COLL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (__builtin_expect(resolve(), 0)) {
+        *out = boot_alloc(n, align);
+        return *out ? 0 : ENOMEM;
+    }
+    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    int rc = real.posix_memalign(out, align, n);
+    if (t) {
+        if (rc == 0)
+            trace_alloc(t, FU_REGS(), (void *)real.posix_memalign, trace_now(), *out, n,
+                        EXP_HEAP_POSIX_MEMALIGN);
+        trace_leave(t);
+    }
+    return rc;
+}
+
+/* ---- mappings --------------------------------------------------------------------------------- */
+
+/* The collector's own mappings come from its code (or from libunwind inside its signal handler):
+ * never traced. */
+COLL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    if (resolve() || !real.mmap) /* the system call itself while dlsym runs */
+        return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    trace_thr_t *t = trace_enter_core(trace_heap_on, RA());
+    void *p = real.mmap(addr, len, prot, flags, fd, off);
+    if (t) {
+        if (p != MAP_FAILED)
+            trace_alloc(t, FU_REGS(), (void *)real.mmap, trace_now(), p, len, EXP_HEAP_MMAP);
+        trace_leave(t);
+    }
+    return p;
+}
+
+COLL_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+    __attribute__((alias("mmap")));
+
+COLL_EXPORT int munmap(void *addr, size_t len)
+{
+    if (resolve() || !real.munmap)
+        return (int)syscall(SYS_munmap, addr, len);
+    trace_thr_t *t = trace_enter_core(trace_heap_on, RA());
+    uint64_t t0 = t ? trace_now() : 0;
+    int rc = real.munmap(addr, len);
+    if (t) {
+        if (rc == 0)
+            trace_free(t, t0, addr, len, EXP_HEAP_MMAP);
+        trace_leave(t);
+    }
+    return rc;
+}
+
+COLL_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
+{
+    void *new_addr = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        new_addr = va_arg(ap, void *);
+        va_end(ap);
+    }
+    if (resolve() || !real.mremap)
+        return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
+    trace_thr_t *t = trace_enter_core(trace_heap_on, RA());
+    uint64_t t0 = t ? trace_now() : 0;
+    void *p = real.mremap(old, old_len, new_len, flags, new_addr);
+    if (t) {
+        if (p != MAP_FAILED) {
+            trace_free(t, t0, old, old_len, EXP_HEAP_MREMAP);
+            trace_alloc(t, FU_REGS(), (void *)real.mremap, trace_now(), p, new_len,
+                        EXP_HEAP_MREMAP);
+        }
+        trace_leave(t);
+    }
+    return p;
+}

@@ -1,0 +1,289 @@
+/*
+ * sync.c - synchronization wait tracing interposers; see sync.h. Built with frame pointers
+ * (FU_REGS). Sections: real functions, recording, mutexes, rwlocks, condition variables,
+ * semaphores, joins, barriers and spin locks, calibration.
+ */
+#define _GNU_SOURCE
+#include "sync.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <time.h>
+
+#define RA() ((uint64_t)__builtin_return_address(0))
+
+/* ---- real functions --------------------------------------------------------------------------- */
+
+static struct {
+    int done;
+    int (*mutex_lock)(pthread_mutex_t *);
+    int (*mutex_trylock)(pthread_mutex_t *);
+    int (*mutex_unlock)(pthread_mutex_t *);
+    int (*mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+    int (*mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+    int (*rdlock)(pthread_rwlock_t *);
+    int (*tryrdlock)(pthread_rwlock_t *);
+    int (*timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+    int (*clockrdlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+    int (*wrlock)(pthread_rwlock_t *);
+    int (*trywrlock)(pthread_rwlock_t *);
+    int (*timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+    int (*clockwrlock)(pthread_rwlock_t *, clockid_t, const struct timespec *);
+    int (*cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+    int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
+                          const struct timespec *);
+    int (*sem_wait)(sem_t *);
+    int (*sem_trywait)(sem_t *);
+    int (*sem_timedwait)(sem_t *, const struct timespec *);
+    int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    int (*join)(pthread_t, void **);
+    int (*timedjoin)(pthread_t, void **, const struct timespec *);
+    int (*clockjoin)(pthread_t, void **, clockid_t, const struct timespec *);
+    int (*barrier_wait)(pthread_barrier_t *);
+    int (*spin_lock)(pthread_spinlock_t *);
+    int (*spin_trylock)(pthread_spinlock_t *);
+} real;
+
+#define RESOLVE(field, name) real.field = (__typeof__(real.field))dlsym(RTLD_NEXT, name)
+
+static void resolve_all(void)
+{
+    int saved = errno;
+    RESOLVE(mutex_lock, "pthread_mutex_lock");
+    RESOLVE(mutex_trylock, "pthread_mutex_trylock");
+    RESOLVE(mutex_unlock, "pthread_mutex_unlock");
+    RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");
+    RESOLVE(mutex_clocklock, "pthread_mutex_clocklock");
+    RESOLVE(rdlock, "pthread_rwlock_rdlock");
+    RESOLVE(tryrdlock, "pthread_rwlock_tryrdlock");
+    RESOLVE(timedrdlock, "pthread_rwlock_timedrdlock");
+    RESOLVE(clockrdlock, "pthread_rwlock_clockrdlock");
+    RESOLVE(wrlock, "pthread_rwlock_wrlock");
+    RESOLVE(trywrlock, "pthread_rwlock_trywrlock");
+    RESOLVE(timedwrlock, "pthread_rwlock_timedwrlock");
+    RESOLVE(clockwrlock, "pthread_rwlock_clockwrlock");
+    RESOLVE(cond_wait, "pthread_cond_wait");
+    RESOLVE(cond_timedwait, "pthread_cond_timedwait");
+    RESOLVE(cond_clockwait, "pthread_cond_clockwait");
+    RESOLVE(sem_wait, "sem_wait");
+    RESOLVE(sem_trywait, "sem_trywait");
+    RESOLVE(sem_timedwait, "sem_timedwait");
+    RESOLVE(sem_clockwait, "sem_clockwait");
+    RESOLVE(join, "pthread_join");
+    RESOLVE(timedjoin, "pthread_timedjoin_np");
+    RESOLVE(clockjoin, "pthread_clockjoin_np");
+    RESOLVE(barrier_wait, "pthread_barrier_wait");
+    RESOLVE(spin_lock, "pthread_spin_lock");
+    RESOLVE(spin_trylock, "pthread_spin_trylock");
+    __atomic_store_n(&real.done, 1, __ATOMIC_RELEASE);
+    errno = saved;
+}
+
+static inline void resolve(void)
+{
+    if (__builtin_expect(!__atomic_load_n(&real.done, __ATOMIC_ACQUIRE), 0))
+        resolve_all();
+}
+
+/* ---- recording -------------------------------------------------------------------------------- */
+
+/* Records the wait that began at t0 when it reached the threshold. */
+static void waited(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, const void *obj,
+                   uint32_t call)
+{
+    uint64_t now = trace_now(), w = now - t0;
+    if (w >= trace_cfg.sync_threshold)
+        trace_sync(t, r, fn, now, w, obj, call);
+}
+
+/* Locks: the non-blocking form first (nothing to record when it succeeds), unless every call is
+ * recorded. try returns the real call's result; busy is its "would block" value. */
+#define LOCK_BODY(obj, try_expr, busy, call_expr, fn, call_id)                                     \
+    resolve();                                                                                     \
+    trace_thr_t *t = trace_enter_core(trace_sync_on, RA());                                            \
+    if (!t)                                                                                        \
+        return call_expr;                                                                          \
+    if (trace_cfg.sync_threshold) {                                                                \
+        int tr = try_expr;                                                                         \
+        if (tr != (busy)) {                                                                        \
+            trace_leave(t);                                                                        \
+            return tr;                                                                             \
+        }                                                                                          \
+    }                                                                                              \
+    uint64_t t0 = trace_now();                                                                     \
+    int rc = call_expr;                                                                            \
+    waited(t, FU_REGS(), (const void *)fn, t0, obj, call_id);                                      \
+    trace_leave(t);                                                                                \
+    return rc
+
+/* Calls that always wait: timed around the real call. */
+#define WAIT_BODY(obj, call_expr, fn, call_id)                                                     \
+    resolve();                                                                                     \
+    trace_thr_t *t = trace_enter_core(trace_sync_on, RA());                                            \
+    if (!t)                                                                                        \
+        return call_expr;                                                                          \
+    uint64_t t0 = trace_now();                                                                     \
+    int rc = call_expr;                                                                            \
+    waited(t, FU_REGS(), (const void *)fn, t0, obj, call_id);                                      \
+    trace_leave(t);                                                                                \
+    return rc
+
+/* ---- mutexes ---------------------------------------------------------------------------------- */
+
+COLL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_lock(m), real.mutex_lock,
+              EXP_SYNC_MUTEX_LOCK);
+}
+
+COLL_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs)
+{
+    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_timedlock(m, abs),
+              real.mutex_timedlock, EXP_SYNC_MUTEX_TIMEDLOCK);
+}
+
+COLL_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c,
+                                        const struct timespec *abs)
+{
+    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_clocklock(m, c, abs),
+              real.mutex_clocklock, EXP_SYNC_MUTEX_TIMEDLOCK);
+}
+
+/* ---- rwlocks ---------------------------------------------------------------------------------- */
+
+COLL_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
+{
+    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.rdlock(l), real.rdlock, EXP_SYNC_RWLOCK_RDLOCK);
+}
+
+COLL_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abs)
+{
+    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.timedrdlock(l, abs), real.timedrdlock,
+              EXP_SYNC_RWLOCK_TIMEDRDLOCK);
+}
+
+COLL_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t c,
+                                           const struct timespec *abs)
+{
+    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.clockrdlock(l, c, abs), real.clockrdlock,
+              EXP_SYNC_RWLOCK_TIMEDRDLOCK);
+}
+
+COLL_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
+{
+    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.wrlock(l), real.wrlock, EXP_SYNC_RWLOCK_WRLOCK);
+}
+
+COLL_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abs)
+{
+    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.timedwrlock(l, abs), real.timedwrlock,
+              EXP_SYNC_RWLOCK_TIMEDWRLOCK);
+}
+
+COLL_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t c,
+                                           const struct timespec *abs)
+{
+    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.clockwrlock(l, c, abs), real.clockwrlock,
+              EXP_SYNC_RWLOCK_TIMEDWRLOCK);
+}
+
+/* ---- condition variables ---------------------------------------------------------------------- */
+
+COLL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    WAIT_BODY(c, real.cond_wait(c, m), real.cond_wait, EXP_SYNC_COND_WAIT);
+}
+
+COLL_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+                                       const struct timespec *abs)
+{
+    WAIT_BODY(c, real.cond_timedwait(c, m, abs), real.cond_timedwait, EXP_SYNC_COND_TIMEDWAIT);
+}
+
+COLL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
+                                       const struct timespec *abs)
+{
+    WAIT_BODY(c, real.cond_clockwait(c, m, clk, abs), real.cond_clockwait,
+              EXP_SYNC_COND_TIMEDWAIT);
+}
+
+/* ---- semaphores: sem_trywait fails with errno EAGAIN, which the caller must not see ------------- */
+
+static int sem_try(sem_t *s)
+{
+    int saved = errno;
+    int rc = real.sem_trywait(s);
+    int e = errno;
+    errno = saved;
+    return rc == 0 ? 0 : e == EAGAIN ? EAGAIN : -1;
+}
+
+COLL_EXPORT int sem_wait(sem_t *s)
+{
+    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_wait(s), real.sem_wait,
+              EXP_SYNC_SEM_WAIT);
+}
+
+COLL_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs)
+{
+    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_timedwait(s, abs),
+              real.sem_timedwait, EXP_SYNC_SEM_TIMEDWAIT);
+}
+
+COLL_EXPORT int sem_clockwait(sem_t *s, clockid_t c, const struct timespec *abs)
+{
+    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_clockwait(s, c, abs),
+              real.sem_clockwait, EXP_SYNC_SEM_TIMEDWAIT);
+}
+
+/* ---- joins, barriers, spin locks -------------------------------------------------------------- */
+
+COLL_EXPORT int pthread_join(pthread_t th, void **ret)
+{
+    WAIT_BODY((const void *)th, real.join(th, ret), real.join, EXP_SYNC_JOIN);
+}
+
+COLL_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abs)
+{
+    WAIT_BODY((const void *)th, real.timedjoin(th, ret, abs), real.timedjoin, EXP_SYNC_JOIN);
+}
+
+COLL_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t c,
+                                     const struct timespec *abs)
+{
+    WAIT_BODY((const void *)th, real.clockjoin(th, ret, c, abs), real.clockjoin, EXP_SYNC_JOIN);
+}
+
+COLL_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
+{
+    WAIT_BODY(b, real.barrier_wait(b), real.barrier_wait, EXP_SYNC_BARRIER_WAIT);
+}
+
+COLL_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+{
+    LOCK_BODY((const void *)l, real.spin_trylock(l), EBUSY, real.spin_lock(l), real.spin_lock,
+              EXP_SYNC_SPIN_LOCK);
+}
+
+/* ---- calibration ------------------------------------------------------------------------------ */
+
+uint64_t sync_calibrate(void)
+{
+    resolve();
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    uint64_t sum = 0;
+    enum { WARM = 200, N = 2000 };
+    for (int i = 0; i < WARM + N; i++) {
+        uint64_t t0 = trace_now();
+        real.mutex_lock(&m);
+        uint64_t w = trace_now() - t0;
+        real.mutex_unlock(&m);
+        if (i >= WARM)
+            sum += w;
+    }
+    uint64_t mean = (sum + N / 2) / N;
+    return mean ? mean : 1;
+}

@@ -1,0 +1,450 @@
+/*
+ * trace.c - the tracing core: settings, per-thread streams, stacks and records; see trace.h.
+ * Sections: state, settings, threads, records, lifecycle.
+ */
+#define _GNU_SOURCE
+#include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- state ------------------------------------------------------------------------------------ */
+
+trace_cfg_t trace_cfg;
+int trace_heap_on, trace_sync_on, trace_io_on;
+__thread trace_thr_t trace_thr __attribute__((tls_model("initial-exec")));
+uint64_t trace_self_lo, trace_self_hi;
+
+/* Counts for the `stats` record (atomic). */
+static struct {
+    uint64_t records, dropped, unwind_failures, truncated, walks;
+} counts;
+
+/* The stream of threads whose TLS destructor has run, shared under a spinlock. */
+static struct {
+    int lock;
+    int ready;
+    exp_stream_t stream;
+    uint64_t pcs[1025];
+} late;
+
+static void spin_lock(int *l)
+{
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(l, __ATOMIC_RELAXED))
+            __builtin_ia32_pause();
+}
+
+static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+/* ---- the clock -------------------------------------------------------------------------------- */
+
+static int tsc_usable;          /* the kernel's clocksource is the TSC */
+static uint64_t tsc0, ns0;      /* the anchor taken at the start */
+static uint64_t tsc_rate;       /* atomic: ns per tick << 32; 0 while unknown */
+static uint64_t tsc_limit;      /* ticks in about a millisecond */
+
+static uint64_t mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void clock_start(void)
+{
+    char b[32] = "";
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                  O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, b, sizeof b - 1);
+        b[n > 0 ? n : 0] = 0;
+        close(fd);
+    }
+    tsc_usable = !strcmp(b, "tsc\n");
+    tsc0 = __builtin_ia32_rdtsc();
+    ns0 = mono_now();
+    __atomic_store_n(&tsc_rate, 0, __ATOMIC_RELAXED);
+}
+
+/* Measures the rate over the time since the start (at least 2 ms of it). */
+static void clock_rate(uint64_t c, uint64_t ns)
+{
+    if (!tsc_usable || c <= tsc0 || ns < ns0 + 2000000)
+        return;
+    uint64_t rate = (uint64_t)(((unsigned __int128)(ns - ns0) << 32) / (c - tsc0));
+    if (!rate)
+        return;
+    tsc_limit = (uint64_t)(((unsigned __int128)1000000 << 32) / rate);
+    __atomic_store_n(&tsc_rate, rate, __ATOMIC_RELAXED);
+}
+
+uint64_t trace_now(void)
+{
+    uint64_t rate = __atomic_load_n(&tsc_rate, __ATOMIC_RELAXED);
+    trace_thr_t *t = &trace_thr;
+    if (__builtin_expect(rate != 0, 1)) {
+        uint64_t d = __builtin_ia32_rdtsc() - t->tsc_base;
+        if (__builtin_expect(d < tsc_limit && (++t->tsc_n & 4095), 1))
+            return t->ns_base + ((d * rate) >> 32);
+    }
+    uint64_t ns = mono_now(), c = __builtin_ia32_rdtsc();
+    t->tsc_base = c;
+    t->ns_base = ns;
+    t->tsc_n = 1;
+    clock_rate(c, ns);
+    return ns;
+}
+
+/* ---- settings --------------------------------------------------------------------------------- */
+
+static int env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, "on");
+}
+
+void trace_settings(coll_proc_t *p)
+{
+    (void)p;
+    memset(&trace_cfg, 0, sizeof trace_cfg);
+    trace_cfg.heap = env_on("TALLY_HEAP");
+    trace_cfg.io = env_on("TALLY_IO");
+    const char *s = getenv("TALLY_SYNC");
+    if (s && *s && strcmp(s, "off")) {
+        trace_cfg.sync = 1;
+        snprintf(trace_cfg.sync_env, sizeof trace_cfg.sync_env, "%s", s);
+        if (!strcmp(s, "on")) {
+            trace_cfg.sync_calibrated = 1;
+        } else if (!strcmp(s, "all")) {
+            trace_cfg.sync_threshold = 0;
+        } else {
+            char *end;
+            unsigned long long ns = strtoull(s, &end, 10);
+            if (*end)
+                trace_cfg.sync_calibrated = 1; /* not a number: as "on" */
+            else
+                trace_cfg.sync_threshold = ns;
+        }
+    }
+}
+
+void trace_log_settings(exp_line_t *l)
+{
+    if (trace_cfg.sync)
+        exp_line_u64(l, "sync", trace_cfg.sync_threshold);
+    else
+        exp_line_str(l, "sync", "off");
+    if (trace_cfg.sync_calibrated) {
+        exp_line_str(l, "sync_calibrated", "1");
+        exp_line_u64(l, "sync_calibration", trace_cfg.sync_calibration);
+    }
+    exp_line_str(l, "heap", trace_cfg.heap ? "on" : "off");
+    exp_line_str(l, "io", trace_cfg.io ? "on" : "off");
+}
+
+/* ---- threads ---------------------------------------------------------------------------------- */
+
+/* A memoized walk: when a call comes from the same site with the same stack (fu_same), its stack
+ * is the one written before, and neither a walk nor the stack table is needed. */
+#define MEMO_N 32
+#define MEMO_CELLS 64
+struct trace_memo {
+    int valid;
+    int recent; /* in a set's first way: the way used last */
+    uint32_t gen, id;
+    const void *fn;
+    fu_regs_t r;
+    fu_cells_t cells;
+    uint64_t addr[MEMO_CELLS], val[MEMO_CELLS];
+};
+
+/* Sets up the calling thread's stream; 0 when it can record. */
+static int thread_ready(trace_thr_t *t)
+{
+    if (t->state == TT_READY)
+        return 0;
+    if (t->state == TT_ENDED || !coll_proc.ev_ok)
+        return -1;
+    pid_t tid = (pid_t)syscall(SYS_gettid);
+    t->stack_hi = fu_stack_hi(tid == getpid());
+    size_t pcs_len = ((size_t)coll_proc.max_depth + 1) * sizeof *t->pcs;
+    t->map_len = pcs_len + MEMO_N * sizeof *t->memo;
+    void *m = mmap(NULL, t->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    t->pcs = m;
+    t->memo = (struct trace_memo *)((char *)m + pcs_len);
+    for (int i = 0; i < MEMO_N; i++) {
+        t->memo[i].cells.max = MEMO_CELLS;
+        t->memo[i].cells.addr = t->memo[i].addr;
+        t->memo[i].cells.val = t->memo[i].val;
+    }
+    exp_stream_init(&t->stream, &coll_proc.evfile, (uint32_t)tid);
+    t->stream.last_t = trace_now(); /* a chunk opened by a STACK record gets a real t0 */
+    t->state = TT_READY;
+    return 0;
+}
+
+void trace_thread_exit(void)
+{
+    trace_thr_t *t = &trace_thr;
+    if (t->state != TT_READY)
+        return;
+    t->guard++;
+    exp_stream_finish(&t->stream, trace_now());
+    munmap(t->pcs, t->map_len);
+    t->pcs = NULL;
+    t->memo = NULL;
+    t->state = TT_ENDED;
+    t->guard--;
+}
+
+void trace_exclude_thread(void)
+{
+    trace_thr.guard++;
+}
+
+/* ---- records ---------------------------------------------------------------------------------- */
+
+static int recording(uint64_t t)
+{
+    const coll_proc_t *p = &coll_proc;
+    if (__atomic_load_n(&p->final, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&p->paused, __ATOMIC_RELAXED))
+        return 0;
+    return !p->has_window || (t >= p->win_lo && t <= p->win_hi);
+}
+
+/* The stream to write to and the frames buffer: the thread's own, or the late stream (locked
+ * until stream_done). Returns NULL when nothing can be written. */
+static exp_stream_t *stream_get(trace_thr_t *th, uint64_t **pcs, uint32_t *max)
+{
+    if (thread_ready(th) == 0) {
+        *pcs = th->pcs;
+        *max = coll_proc.max_depth + 1;
+        return &th->stream;
+    }
+    if (th->state != TT_ENDED || !coll_proc.ev_ok)
+        return NULL;
+    spin_lock(&late.lock);
+    if (!late.ready) {
+        exp_stream_init(&late.stream, &coll_proc.evfile, (uint32_t)getpid());
+        late.stream.last_t = trace_now();
+        late.ready = 1;
+    }
+    *pcs = late.pcs;
+    *max = sizeof late.pcs / sizeof *late.pcs;
+    return &late.stream;
+}
+
+static void stream_done(exp_stream_t *s)
+{
+    if (s == &late.stream)
+        spin_unlock(&late.lock);
+}
+
+static void count(uint64_t *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
+
+/* The stack of a traced call: fn, then its caller's frames, as a stack id of stream s. A walk
+ * from a call site seen before is memoized (th->memo; only for the thread's own stream). */
+static int take_stack(trace_thr_t *th, exp_stream_t *s, uint64_t *pcs, uint32_t max,
+                      fu_regs_t r, const void *fn, uint32_t *id)
+{
+    struct trace_memo *m = NULL;
+    uint32_t gen = 0;
+    if (s == &th->stream && th->memo) { /* two ways: the slot of (ip, sp) and its neighbour */
+        struct trace_memo *w = &th->memo[(((r.ip ^ r.sp) * 0x9e3779b97f4a7c15ull) >> 59) & ~1u];
+        gen = fu_generation();
+        for (int i = 0; i < 2; i++)
+            if (w[i].valid && w[i].r.ip == r.ip && w[i].fn == fn && w[i].gen == gen &&
+                fu_same(r, w[i].r, &w[i].cells)) {
+                *id = w[i].id;
+                w[0].recent = i;
+                return 0;
+            }
+        m = &w[!w[0].valid ? 0 : !w[1].valid ? 1 : !w[0].recent]; /* the least recent way */
+        w[0].recent = (int)(m - w);
+        m->valid = 0;
+    }
+    uint32_t flags = 0;
+    count(&counts.walks);
+    pcs[0] = (uint64_t)(uintptr_t)fn;
+    uint32_t n = 1 + fu_unwind(r, th->stack_hi, pcs + 1, max - 1, &flags, m ? &m->cells : NULL,
+                               th->splice.ip ? &th->splice : NULL);
+    if (flags & EXP_STACK_UNWIND_FAIL)
+        count(&counts.unwind_failures);
+    if (flags & EXP_STACK_TRUNCATED)
+        count(&counts.truncated);
+    int rc = exp_stream_stack(s, pcs, n, flags, id);
+    if (m && rc == 0 && m->cells.ok) {
+        m->valid = 1;
+        m->gen = gen;
+        m->fn = fn;
+        m->r = r;
+        m->id = *id;
+    }
+    return rc;
+}
+
+/* What every record needs: a stream (the thread's own, or the late one, locked), its frames
+ * buffer, and errno to give back. */
+typedef struct rec {
+    exp_stream_t *s;
+    uint64_t *pcs;
+    uint32_t max;
+    int saved;
+} rec_t;
+
+static int rec_begin(trace_thr_t *th, uint64_t t, rec_t *r)
+{
+    if (!recording(t))
+        return -1;
+    r->saved = errno;
+    r->s = stream_get(th, &r->pcs, &r->max);
+    if (!r->s) {
+        errno = r->saved;
+        return -1;
+    }
+    return 0;
+}
+
+static void rec_end(rec_t *r, int rc)
+{
+    count(rc ? &counts.dropped : &counts.records);
+    stream_done(r->s);
+    errno = r->saved;
+}
+
+void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
+                 uint64_t size, uint32_t call)
+{
+    rec_t c;
+    uint32_t id;
+    if (rec_begin(th, t, &c) == 0)
+        rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
+                        ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call));
+}
+
+void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
+{
+    rec_t c;
+    if (rec_begin(th, t, &c) == 0)
+        rec_end(&c, exp_stream_free(c.s, t, (uint64_t)(uintptr_t)p, size, call));
+}
+
+void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
+                const void *object, uint32_t call)
+{
+    rec_t c;
+    uint32_t id;
+    if (rec_begin(th, t, &c) == 0)
+        rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
+                        ?: exp_stream_sync(c.s, t, id, wait, (uint64_t)(uintptr_t)object, call));
+}
+
+void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
+              uint32_t call, uint64_t bytes, int fd, int err, const char *name)
+{
+    rec_t c;
+    uint32_t id;
+    if (rec_begin(th, t, &c) == 0)
+        rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
+                        ?: exp_stream_io(c.s, t, id, call, ns, bytes, fd, (uint32_t)err, name,
+                                         name ? strlen(name) : 0));
+}
+
+void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size, uint32_t call)
+{
+    rec_t c;
+    uint32_t id;
+    uint64_t t = trace_now();
+    if (rec_begin(&trace_thr, t, &c))
+        return;
+    uint64_t frames[2] = { (uint64_t)(uintptr_t)fn, ra };
+    rec_end(&c, exp_stream_stack(c.s, frames, ra ? 2 : 1, EXP_STACK_UNWIND_FAIL, &id)
+                    ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call));
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------------- */
+
+static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uint64_t me = (uint64_t)(uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo && me < hi) {
+            trace_self_lo = lo;
+            trace_self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void trace_start(coll_proc_t *p)
+{
+    if (!p->enabled || !p->ev_ok || !(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
+        return;
+    trace_thr.guard++;
+    clock_start();
+    if (!trace_self_hi)
+        dl_iterate_phdr(self_cb, (void *)(uintptr_t)trace_start);
+    if (trace_cfg.sync && trace_cfg.sync_calibrated && !trace_cfg.sync_calibration) {
+        trace_cfg.sync_calibration = sync_calibrate();
+        trace_cfg.sync_threshold = 6 * trace_cfg.sync_calibration;
+    }
+    trace_thr.guard--;
+    __atomic_store_n(&trace_sync_on, trace_cfg.sync, __ATOMIC_RELEASE);
+    __atomic_store_n(&trace_io_on, trace_cfg.io, __ATOMIC_RELEASE);
+    __atomic_store_n(&trace_heap_on, trace_cfg.heap, __ATOMIC_RELEASE);
+    if (trace_cfg.heap)
+        heap_flush_early();
+}
+
+void trace_stop(void)
+{
+    __atomic_store_n(&trace_heap_on, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&trace_sync_on, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&trace_io_on, 0, __ATOMIC_RELEASE);
+}
+
+void trace_log_stats(exp_line_t *l)
+{
+    if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
+        return;
+    exp_line_u64(l, "trace_records", counts.records);
+    exp_line_u64(l, "trace_dropped", counts.dropped);
+    exp_line_u64(l, "trace_unwind_failures", counts.unwind_failures);
+    exp_line_u64(l, "trace_truncated_stacks", counts.truncated);
+    exp_line_u64(l, "trace_walks", counts.walks);
+}
+
+void trace_after_fork_child(void)
+{
+    trace_stop();
+    trace_thr_t *t = &trace_thr;
+    if (t->state == TT_READY) {
+        exp_stream_forget(&t->stream); /* the parent's mapping of the parent's file */
+        munmap(t->pcs, t->map_len);
+        t->pcs = NULL;
+        t->memo = NULL;
+    }
+    t->state = TT_NEW;
+    if (late.ready)
+        exp_stream_forget(&late.stream);
+    late.ready = 0;
+    late.lock = 0;
+    memset(&counts, 0, sizeof counts);
+    iotrace_after_fork_child();
+}

@@ -1,0 +1,142 @@
+/*
+ * trace.h - the core shared by the tracing interposers (sync.c, heap.c, iotrace.c): settings,
+ * the per-thread state and event stream, the reentrancy guard, stacks, and the records.
+ *
+ * Settings come from the environment (read by trace_settings during initialization):
+ *   TALLY_SYNC=off|on|<ns>|all  synchronization wait tracing: on = calibrated threshold (6 times
+ *                               the mean uncontended pthread_mutex_lock, measured at start), a
+ *                               threshold in ns, all = every call (threshold 0)
+ *   TALLY_HEAP=on|off           heap tracing
+ *   TALLY_IO=on|off             I/O tracing
+ * Tracing starts with trace_start (the end of the image's initialization, so nothing the
+ * collector does while starting is traced) and stops with trace_stop (the end of the image).
+ *
+ * Every traced thread writes its records into a stream of its own (not its clock stream, so a
+ * profiling signal never finds a traced call's writer busy), set up lazily on its first record.
+ * When the thread's TLS destructor has run (trace_thread_exit), later records of the thread (a
+ * free in a destructor that runs after ours) go to one process-wide stream under a spinlock.
+ *
+ * Nothing the collector does is traced: an interposer passes straight through when its caller is
+ * libtally-collector.so itself, when the thread is already inside a traced call or the collector
+ * (trace_thr.guard > 0: libunwind, the loader, libc working for us), and before trace_start.
+ * Records are written only inside the duration window and while collection is not paused.
+ *
+ * Stacks: the traced function's entry (in the library that implements it) as the leaf, then the
+ * caller's return addresses from fastunwind. Not for signal handlers (fastunwind may call the
+ * loader); a traced call made inside a signal handler of the program is recorded like any other,
+ * with the stack cut at the signal frame. Depends on collector.h, fastunwind.h, evwriter.
+ */
+#ifndef TALLY_COLLECTOR_TRACE_H
+#define TALLY_COLLECTOR_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "collector.h"
+#include "fastunwind.h"
+
+typedef struct trace_cfg {
+    int heap, io, sync;        /* what is traced */
+    uint64_t sync_threshold;   /* ns: waits at least this long are recorded (0: every call) */
+    int sync_calibrated;       /* the threshold comes from the calibration */
+    uint64_t sync_calibration; /* ns: the mean uncontended pthread_mutex_lock measured at start */
+    char sync_env[32];         /* TALLY_SYNC as given, for descendants ("" when off) */
+} trace_cfg_t;
+
+extern trace_cfg_t trace_cfg COLL_HIDDEN;
+
+/* What is being traced right now (0 before trace_start and after trace_stop). Read on every call. */
+extern int trace_heap_on COLL_HIDDEN, trace_sync_on COLL_HIDDEN, trace_io_on COLL_HIDDEN;
+
+enum { TT_NEW = 0, TT_READY = 1, TT_ENDED = 2 };
+
+struct trace_memo;
+
+typedef struct trace_thr {
+    int guard;         /* > 0: inside a traced call or the collector: pass through */
+    int state;         /* TT_* */
+    uint64_t stack_hi; /* see fastunwind.h */
+    uint64_t *pcs;     /* max_depth + 1 frames */
+    struct trace_memo *memo; /* the last walks from a few call sites, with their stack ids */
+    size_t map_len;    /* bytes mapped for pcs and memo */
+    fu_splice_t splice;   /* inside the collector's dlopen: where the program's frames resume */
+    uint64_t tsc_base, ns_base; /* the thread's anchor of the clock (trace_now) */
+    uint32_t tsc_n;
+    exp_stream_t stream;
+} trace_thr_t;
+
+extern __thread trace_thr_t trace_thr __attribute__((tls_model("initial-exec"))) COLL_HIDDEN;
+
+/* The collector's own code: calls from here are never traced. */
+extern uint64_t trace_self_lo COLL_HIDDEN, trace_self_hi COLL_HIDDEN;
+
+/* Should a call with return address ra be traced (on: the kind is being traced)? Then the guard
+ * is taken and the thread state returned; else NULL. Release with trace_leave. */
+static inline trace_thr_t *trace_enter(int on, uint64_t ra)
+{
+    trace_thr_t *t = &trace_thr;
+    if (__builtin_expect(!on || t->guard || (ra >= trace_self_lo && ra < trace_self_hi), 0))
+        return NULL;
+    t->guard++;
+    return t;
+}
+
+static inline void trace_leave(trace_thr_t *t) { t->guard--; }
+
+int clock_in_core(void); /* clock.h */
+
+/* trace_enter for the calls libunwind makes (mappings, locks, a pipe to probe memory): not
+ * traced either while the collector's signal handler runs. */
+static inline trace_thr_t *trace_enter_core(int on, uint64_t ra)
+{
+    if (!on || clock_in_core())
+        return NULL;
+    return trace_enter(on, ra);
+}
+
+/* CLOCK_MONOTONIC ns, the time of every record. Where the kernel's clock is the TSC, read from
+ * the TSC (a third of the cost of clock_gettime): each thread anchors it to clock_gettime every
+ * millisecond or 4096 reads, at a rate measured from the start, so it stays within a few tens of
+ * ns of CLOCK_MONOTONIC (and never goes back within a thread's stream: the writer clamps). */
+uint64_t trace_now(void) COLL_HIDDEN;
+
+/* The records. fn: the traced function's entry (the stack's leaf); r: its caller (FU_REGS in
+ * the interposer). t: the time of the event. Errno is preserved. */
+void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
+                 uint64_t size, uint32_t call) COLL_HIDDEN;
+void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size,
+                uint32_t call) COLL_HIDDEN;
+void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
+                const void *object, uint32_t call) COLL_HIDDEN;
+void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
+              uint32_t call, uint64_t bytes, int fd, int err, const char *name) COLL_HIDDEN;
+/* An allocation made before the collector started (heap.c keeps them): written at trace_start
+ * with a two-frame stack (fn, the caller's return address). */
+void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size,
+                       uint32_t call) COLL_HIDDEN;
+
+/* ---- lifecycle (collector.c, interpose.c) ------------------------------------------------- */
+
+/* Reads TALLY_SYNC/HEAP/IO; initialization, before the experiment is opened. */
+void trace_settings(coll_proc_t *p) COLL_HIDDEN;
+/* The settings' fields of the `settings` log record. */
+void trace_log_settings(exp_line_t *l) COLL_HIDDEN;
+/* Calibrates sync tracing, finds the collector's own code, and starts tracing (also in a fork
+ * child, which starts afresh with the calling thread). */
+void trace_start(coll_proc_t *p) COLL_HIDDEN;
+/* Stops tracing (the end of the image); the counts for the `stats` record. AS-safe. */
+void trace_stop(void) COLL_HIDDEN;
+void trace_log_stats(exp_line_t *l) COLL_HIDDEN;
+/* The calling thread is exiting (its TLS destructor). */
+void trace_thread_exit(void) COLL_HIDDEN;
+/* The collector's own thread (the sampler): never traced. */
+void trace_exclude_thread(void) COLL_HIDDEN;
+/* A fork child, in the atfork handler before trace_start: the parent's streams are not ours. */
+void trace_after_fork_child(void) COLL_HIDDEN;
+
+/* sync.c: the calibration; heap.c: the allocations before the start; iotrace.c: descriptors. */
+uint64_t sync_calibrate(void) COLL_HIDDEN;
+void heap_flush_early(void) COLL_HIDDEN;
+void iotrace_after_fork_child(void) COLL_HIDDEN;
+
+#endif
