@@ -1,7 +1,7 @@
 /*
  * engine.c - the metric engine (see engine.h for the contract and the rules).
  *
- * Sections: metric table; hash tables; threads and selection; aggregation (the event scan);
+ * Sections: metric table; threads and selection; aggregation (the event scan);
  * frame mapping (stack -> object ids); the rules (eng_apply) and tables; call tree.
  */
 #define _GNU_SOURCE
@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "analyzer/filter.h"
+#include "analyzer/heapmatch.h"
+#include "base/u64map.h"
 
 /* ---- metric table --------------------------------------------------------------------------- */
 
@@ -25,6 +27,22 @@ const eng_metric_def_t eng_metrics[ENG_NMETRICS] = {
     [ENG_M_IO] = { "iowait", "I/O Wait Time", "s", 1e-9, "states" },
     [ENG_M_SLEEP] = { "sleep", "Sleep Time", "s", 1e-9, "states" },
     [ENG_M_TOTAL] = { "total", "Total Thread Time", "s", 1e-9, "states" },
+    [ENG_M_SYNC] = { "sync", "Sync Wait Time", "s", 1e-9, "sync" },
+    [ENG_M_SYNCN] = { "syncn", "Sync Wait Count", "count", 1, "sync" },
+    [ENG_M_HEAPALLOCCNT] = { "heapalloccnt", "Allocations", "count", 1, "heap" },
+    [ENG_M_HEAPALLOCBYTES] = { "heapallocbytes", "Bytes Allocated", "bytes", 1, "heap" },
+    [ENG_M_HEAPLEAKCNT] = { "heapleakcnt", "Leaks", "count", 1, "heap" },
+    [ENG_M_HEAPLEAKBYTES] = { "heapleakbytes", "Bytes Leaked", "bytes", 1, "heap" },
+    [ENG_M_IOREADTIME] = { "ioreadtime", "Read Time", "s", 1e-9, "io" },
+    [ENG_M_IOREADBYTES] = { "ioreadbytes", "Read Bytes", "bytes", 1, "io" },
+    [ENG_M_IOREADCNT] = { "ioreadcnt", "Read Count", "count", 1, "io" },
+    [ENG_M_IOWRITETIME] = { "iowritetime", "Write Time", "s", 1e-9, "io" },
+    [ENG_M_IOWRITEBYTES] = { "iowritebytes", "Write Bytes", "bytes", 1, "io" },
+    [ENG_M_IOWRITECNT] = { "iowritecnt", "Write Count", "count", 1, "io" },
+    [ENG_M_IOOTHERTIME] = { "ioothertime", "Other I/O Time", "s", 1e-9, "io" },
+    [ENG_M_IOOTHERCNT] = { "ioothercnt", "Other I/O Count", "count", 1, "io" },
+    [ENG_M_IOERRORTIME] = { "ioerrortime", "I/O Error Time", "s", 1e-9, "io" },
+    [ENG_M_IOERRORCNT] = { "ioerrorcnt", "I/O Error Count", "count", 1, "io" },
 };
 
 int eng_metric_find(const char *name)
@@ -69,93 +87,36 @@ static int event_values(const exp_event_t *ev, evvals_t *e)
             put(e, ENG_M_TOTALCPU, ev->weight);
         break;
     }
+    case EXP_REC_SYNC:
+        put(e, ENG_M_SYNC, ev->weight);
+        put(e, ENG_M_SYNCN, 1);
+        break;
+    case EXP_REC_HEAP_ALLOC:
+        put(e, ENG_M_HEAPALLOCCNT, 1);
+        put(e, ENG_M_HEAPALLOCBYTES, ev->size);
+        break;
+    case EXP_REC_IO:
+        if (ev->err) {
+            put(e, ENG_M_IOERRORTIME, ev->weight);
+            put(e, ENG_M_IOERRORCNT, 1);
+        } else if (EXP_IO_IS_READ(ev->call)) {
+            put(e, ENG_M_IOREADTIME, ev->weight);
+            put(e, ENG_M_IOREADBYTES, ev->size);
+            put(e, ENG_M_IOREADCNT, 1);
+        } else if (EXP_IO_IS_WRITE(ev->call)) {
+            put(e, ENG_M_IOWRITETIME, ev->weight);
+            put(e, ENG_M_IOWRITEBYTES, ev->size);
+            put(e, ENG_M_IOWRITECNT, 1);
+        } else {
+            put(e, ENG_M_IOOTHERTIME, ev->weight);
+            put(e, ENG_M_IOOTHERCNT, 1);
+        }
+        break;
     default:
-        break; /* carries no metric (LOST is counted by the scan statistics) */
+        break; /* carries no metric (LOST is counted by the scan statistics; a HEAP_FREE ends a
+                * block, see the leaks in aggregation) */
     }
     return e->n;
-}
-
-/* ---- hash tables: u64 key -> u32 value, open addressing ------------------------------------- */
-
-typedef struct u64map {
-    uint64_t *keys; /* key + 1; 0 = empty */
-    uint32_t *vals;
-    size_t cap, n;
-} u64map_t;
-
-static inline size_t mix64(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    k *= 0xc4ceb9fe1a85ec53ULL;
-    k ^= k >> 33;
-    return (size_t)k;
-}
-
-static int u64map_grow(u64map_t *m)
-{
-    size_t ncap = m->cap ? m->cap * 2 : 1024;
-    uint64_t *nk = calloc(ncap, sizeof *nk);
-    uint32_t *nv = malloc(ncap * sizeof *nv);
-    if (!nk || !nv) {
-        free(nk);
-        free(nv);
-        return TALLY_ENOMEM;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!m->keys[i])
-            continue;
-        size_t j = mix64(m->keys[i]) & (ncap - 1);
-        while (nk[j])
-            j = (j + 1) & (ncap - 1);
-        nk[j] = m->keys[i];
-        nv[j] = m->vals[i];
-    }
-    free(m->keys);
-    free(m->vals);
-    m->keys = nk;
-    m->vals = nv;
-    m->cap = ncap;
-    return 0;
-}
-
-/* The slot of key: *found says whether it holds key already; NULL on no memory. */
-static uint32_t *u64map_slot(u64map_t *m, uint64_t key, int *found)
-{
-    if ((m->n + 1) * 4 > m->cap * 3 && u64map_grow(m))
-        return NULL;
-    uint64_t k = key + 1;
-    size_t j = mix64(k) & (m->cap - 1);
-    while (m->keys[j] && m->keys[j] != k)
-        j = (j + 1) & (m->cap - 1);
-    *found = m->keys[j] != 0;
-    if (!*found) {
-        m->keys[j] = k;
-        m->n++;
-    }
-    return &m->vals[j];
-}
-
-static const uint32_t *u64map_get(const u64map_t *m, uint64_t key)
-{
-    if (!m->cap)
-        return NULL;
-    uint64_t k = key + 1;
-    size_t j = mix64(k) & (m->cap - 1);
-    while (m->keys[j]) {
-        if (m->keys[j] == k)
-            return &m->vals[j];
-        j = (j + 1) & (m->cap - 1);
-    }
-    return NULL;
-}
-
-static void u64map_free(u64map_t *m)
-{
-    free(m->keys);
-    free(m->vals);
-    memset(m, 0, sizeof *m);
 }
 
 /* ---- the engine ----------------------------------------------------------------------------- */
@@ -530,6 +491,8 @@ typedef struct scan_ctx {
     uint32_t last_index;
     eng_event_fn fn; /* eng_foreach_event: called instead of aggregating */
     void *fn_ctx;
+    hm_t *heap;         /* the live blocks of process heap_proc (leaks) */
+    uint32_t heap_proc;
 } scan_ctx_t;
 
 static int resolve_stacks(eng_t *g, tally_err_t *err);
@@ -630,11 +593,62 @@ static int grow_stack_arrays(exp_input_t *in, size_t need)
     return 0;
 }
 
+/* ---- leaks: the blocks of a process still allocated when its events end ----------------------- */
+
+enum { LEAK_SELECTED = 1 }; /* hm_info_t.flags: the allocation passed the selection */
+
+static void add_leak(void *ctx, const hm_block_t *b)
+{
+    scan_ctx_t *c = ctx;
+    eng_t *g = c->g;
+    eng_thread_t *t = &g->threads[b->info.thread];
+    t->value[ENG_M_HEAPLEAKCNT]++;
+    t->value[ENG_M_HEAPLEAKBYTES] += b->size;
+    exp_input_t *in = &g->in[c->exp];
+    if (!(b->info.flags & LEAK_SELECTED) || b->info.stack >= in->cap)
+        return;
+    uint64_t *sv = in->vec + (size_t)b->info.stack * ENG_NMETRICS;
+    sv[ENG_M_HEAPLEAKCNT]++;
+    sv[ENG_M_HEAPLEAKBYTES] += b->size;
+    g->total[ENG_M_HEAPLEAKCNT]++;
+    g->total[ENG_M_HEAPLEAKBYTES] += b->size;
+}
+
+/* The blocks of the process scanned so far are its leaks. */
+static void leaks_flush(scan_ctx_t *c)
+{
+    if (c->heap && hm_count(c->heap)) {
+        hm_foreach(c->heap, add_leak, c);
+        hm_clear(c->heap);
+    }
+}
+
+/* A HEAP_ALLOC (thread index, selected or not) or HEAP_FREE of the aggregation. */
+static int heap_event(scan_ctx_t *c, const exp_event_t *ev, uint32_t index, int selected)
+{
+    if (!c->heap && !(c->heap = hm_new()))
+        return TALLY_ENOMEM;
+    if (ev->proc != c->heap_proc) {
+        leaks_flush(c);
+        c->heap_proc = ev->proc;
+    }
+    int mapped = ev->call == EXP_HEAP_MMAP || ev->call == EXP_HEAP_MREMAP;
+    if (ev->type == EXP_REC_HEAP_FREE) {
+        hm_release(c->heap, ev->addr, ev->size, mapped, NULL, NULL);
+        return 0;
+    }
+    hm_info_t info = { .stack = ev->stack, .thread = index, .t = ev->t,
+                       .flags = selected ? LEAK_SELECTED : 0 };
+    return hm_alloc(c->heap, ev->addr, ev->size, mapped, &info, NULL, NULL);
+}
+
 static int on_event(void *ctx, const exp_event_t *ev)
 {
     scan_ctx_t *c = ctx;
     eng_t *g = c->g;
     evvals_t e;
+    if (ev->type == EXP_REC_HEAP_FREE && !c->fn) /* every thread's frees, selected or not */
+        return (c->err = heap_event(c, ev, 0, 0)) != 0;
     if (!event_values(ev, &e))
         return 0;
     uint64_t key = thread_key(c->exp, ev->proc, ev->tid);
@@ -669,7 +683,10 @@ static int on_event(void *ctx, const exp_event_t *ev)
     t->events++;
     for (int k = 0; k < e.n; k++)
         t->value[e.m[k]] += e.v[k];
-    if (!g->selected[index] || !passes(g, c, ev, index))
+    int selected = g->selected[index] && passes(g, c, ev, index);
+    if (ev->type == EXP_REC_HEAP_ALLOC && (c->err = heap_event(c, ev, index, selected)))
+        return 1;
+    if (!selected)
         return 0;
     exp_input_t *in = &g->in[c->exp];
     if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
@@ -700,6 +717,9 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         scan_ctx_t c = { .g = g, .exp = (uint32_t)x, .last_key = UINT64_MAX };
         exp_scan_stats_t st;
         int rc = exp_scan(in->e, in->stacks, on_event, &c, &st, err);
+        if (!c.err)
+            leaks_flush(&c);
+        hm_free(c.heap);
         if (c.err)
             return tally_errf(err, c.err, "out of memory aggregating '%s'", in->e->path);
         if (rc < 0)
@@ -737,6 +757,15 @@ int eng_foreach_event(eng_t *g, eng_event_fn fn, void *ctx, tally_err_t *err)
             return rc;
     }
     return 0;
+}
+
+int eng_event_selected(eng_t *g, uint32_t exp, const exp_event_t *ev)
+{
+    const uint32_t *index = u64map_get(&g->thread_index, thread_key(exp, ev->proc, ev->tid));
+    if (!index)
+        return g->select_all && !g->sample_sel && !g->cpu_sel && !g->filter;
+    scan_ctx_t c = { .g = g, .exp = exp, .last_key = UINT64_MAX };
+    return g->selected[*index] && passes(g, &c, ev, *index);
 }
 
 const exp_scan_stats_t *eng_scan_stats(const eng_t *g) { return &g->stats; }
@@ -1077,6 +1106,47 @@ static int for_each_stack(eng_t *g, int kind, stack_fn fn, void *ctx, tally_err_
     }
     free(ids);
     return 0;
+}
+
+int eng_foreach_stack(eng_t *g, eng_stack_fn fn, void *ctx, tally_err_t *err)
+{
+    if (!g->aggregated) {
+        int rc = eng_aggregate(g, err);
+        if (rc)
+            return rc;
+    }
+    int rc = resolve_stacks(g, err);
+    if (rc)
+        return rc;
+    for (size_t x = 0; x < g->nin; x++) {
+        exp_input_t *in = &g->in[x];
+        size_t n = in->nresolved < in->cap ? in->nresolved : in->cap;
+        for (size_t s = 0; s < n; s++) {
+            const uint64_t *v = in->vec + s * ENG_NMETRICS;
+            int any = 0;
+            for (int m = 0; m < ENG_NMETRICS; m++)
+                any |= v[m] != 0;
+            if (!any)
+                continue;
+            uint32_t nf, flags, proc;
+            const uint64_t *pcs = exp_stacks_get(in->stacks, (uint32_t)s, &nf, &flags, &proc);
+            if ((rc = fn(ctx, (uint32_t)x, proc, pcs, in->fids + in->foff[s], nf, v)))
+                return rc;
+        }
+    }
+    return 0;
+}
+
+exp_stacks_t *eng_stacks(eng_t *g, uint32_t exp) { return g->in[exp].stacks; }
+
+const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint32_t *n,
+                                    tally_err_t *err)
+{
+    exp_input_t *in = &g->in[exp];
+    if (stack >= in->nresolved && resolve_stacks(g, err))
+        return NULL;
+    *n = (uint32_t)(in->foff[stack + 1] - in->foff[stack]);
+    return in->fids + in->foff[stack];
 }
 
 typedef struct table_ctx {

@@ -39,6 +39,25 @@ enum eng_metric {
     ENG_M_IO,    /* I/O Wait Time: blocked in I/O */
     ENG_M_SLEEP, /* Sleep Time: any other sleep */
     ENG_M_TOTAL, /* Total Thread Time: the sum of the states, the thread's wall time */
+    /* tracing: sync waits (ns, count); heap (counts, bytes; leaks come from matching frees to
+     * allocations at the end of each process, not from one event); I/O by kind (ns, bytes,
+     * counts; a failed call counts as an error only) */
+    ENG_M_SYNC,
+    ENG_M_SYNCN,
+    ENG_M_HEAPALLOCCNT,
+    ENG_M_HEAPALLOCBYTES,
+    ENG_M_HEAPLEAKCNT,
+    ENG_M_HEAPLEAKBYTES,
+    ENG_M_IOREADTIME,
+    ENG_M_IOREADBYTES,
+    ENG_M_IOREADCNT,
+    ENG_M_IOWRITETIME,
+    ENG_M_IOWRITEBYTES,
+    ENG_M_IOWRITECNT,
+    ENG_M_IOOTHERTIME,
+    ENG_M_IOOTHERCNT,
+    ENG_M_IOERRORTIME,
+    ENG_M_IOERRORCNT,
     ENG_NMETRICS,
 };
 
@@ -107,6 +126,20 @@ uint64_t eng_run_start(const eng_t *g);
 typedef int (*eng_event_fn)(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
                             uint32_t thread_index);
 int eng_foreach_event(eng_t *g, eng_event_fn fn, void *ctx, tally_err_t *err);
+/* Does event ev of experiment exp pass the current selection (threads, samples, CPUs, filter)?
+ * For scans of one's own that must see every event (frees, file opens) but count selected ones. */
+int eng_event_selected(eng_t *g, uint32_t exp, const exp_event_t *ev);
+/* Calls fn for every stack with a non-zero vector after an aggregation: its experiment, process,
+ * frames (leaf first) with their function ids, and its vector (e.g. -leaks, -allocs). */
+typedef int (*eng_stack_fn)(void *ctx, uint32_t exp, uint32_t proc, const uint64_t *pcs,
+                            const uint32_t *fns, uint32_t n, const uint64_t *v);
+int eng_foreach_stack(eng_t *g, eng_stack_fn fn, void *ctx, tally_err_t *err);
+/* The engine's interned stacks of experiment exp: a scan of one's own through them (exp_scan)
+ * gets the engine's stack ids. */
+exp_stacks_t *eng_stacks(eng_t *g, uint32_t exp);
+/* The function ids of the frames (leaf first) of stack id of experiment exp; NULL on error. */
+const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint32_t *n,
+                                    tally_err_t *err);
 
 /* Scans every event (again) under the current selection. */
 int eng_aggregate(eng_t *g, tally_err_t *err);

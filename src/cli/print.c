@@ -39,6 +39,11 @@ static int c_overview(pstate_t *ps, const char *a) { return view_overview(ps); }
 static int c_thread_list(pstate_t *ps, const char *a) { return view_thread_list(ps); }
 static int c_metric_list(pstate_t *ps, const char *a) { return view_metric_list(ps); }
 static int c_script(pstate_t *ps, const char *a) { return run_script(ps, a); }
+static int c_leaks(pstate_t *ps, const char *a) { return view_leaks(ps); }
+static int c_allocs(pstate_t *ps, const char *a) { return view_allocs(ps); }
+static int c_heap(pstate_t *ps, const char *a) { return view_heap(ps); }
+static int c_sync_objects(pstate_t *ps, const char *a) { return view_sync_objects(ps); }
+static int c_io_files(pstate_t *ps, const char *a) { return view_io_files(ps); }
 static int c_sample_list(pstate_t *ps, const char *a) { return view_sample_list(ps); }
 static int c_timeline(pstate_t *ps, const char *a) { return view_timeline(ps); }
 static int c_quit(pstate_t *ps, const char *a)
@@ -159,6 +164,55 @@ static int c_experiment_list(pstate_t *ps, const char *a)
 
 static int c_help(pstate_t *ps, const char *a);
 
+/* The metrics shown before any -metrics: those of the data the experiments have (er_print's
+ * choice for each kind of data), sorted by the first. */
+static void default_metrics(pstate_t *ps)
+{
+    int clock = 0, sync = 0, heap = 0, io = 0;
+    for (size_t x = 0; x < ps->nexps; x++)
+        for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
+            const exp_process_t *p = ps->exps[x]->procs[i];
+            clock |= p->clock_ns != 0;
+            sync |= p->sync_on;
+            heap |= p->heap_on;
+            io |= p->io_on;
+        }
+    static const struct {
+        int which;
+        const char *metrics;
+    } kinds[] = {
+        { 0, "totalcpu" },
+        { 1, "sync:syncn" },
+        { 2, "heapleakbytes:heapleakcnt:heapallocbytes:heapalloccnt" },
+        { 3, "ioreadtime:iowritetime:ioothertime:ioerrortime" },
+    };
+    const int have[4] = { clock || !(sync || heap || io), sync, heap, io };
+    char m[512] = "", cm[512] = "";
+    size_t n = 0, cn = 0;
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        if (!have[kinds[k].which])
+            continue;
+        char copy[128];
+        snprintf(copy, sizeof copy, "%s", kinds[k].metrics);
+        char *save = NULL;
+        for (char *t = strtok_r(copy, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+            /* clock time exclusive and inclusive; traced data inclusive, as er_print does */
+            if (k == 0)
+                n += (size_t)snprintf(m + n, sizeof m - n, "e.%%%s:i.%%%s:", t, t);
+            else
+                n += (size_t)snprintf(m + n, sizeof m - n, "i.%s:", t);
+            cn += (size_t)snprintf(cm + cn, sizeof cm - cn, k == 0 ? "a.%%%s:" : "a.%s:", t);
+        }
+    }
+    snprintf(m + n, sizeof m - n, "name");
+    snprintf(cm + cn, sizeof cm - cn, "name");
+    tally_err_t err = { 0 };
+    pr_parse_mspec(m, &ps->metrics, FL_E | FL_I, &err);
+    pr_parse_mspec(cm, &ps->cmetrics, FL_A, &err);
+    ps->sort_flavor = ps->metrics.cols[0].flavor;
+    ps->sort_metric = ps->metrics.cols[0].metric;
+}
+
 static const struct pcmd {
     const char *name;
     int nargs;
@@ -188,6 +242,11 @@ static const struct pcmd {
     { "cpu_select", 1, set_cpu_select, "LIST", "analyse only events on CPUs LIST: all, 0,2" },
     { "filters", 1, set_filters, "EXPR", "analyse only events where EXPR holds (none: all)" },
     { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state" },
+    { "leaks", 0, c_leaks, "", "heap blocks never freed, by allocating stack, largest first" },
+    { "allocs", 0, c_allocs, "", "heap allocations by allocating stack, largest first" },
+    { "heap", 0, c_heap, "", "each process's peak heap, the stacks live at it, temporaries" },
+    { "sync_objects", 0, c_sync_objects, "", "mutexes, conditions, ... waited on, most first" },
+    { "io_files", 0, c_io_files, "", "I/O time, bytes and calls by file" },
     { "script", 1, c_script, "FILE", "run the commands in FILE, one per line" },
     { "help", 0, c_help, "", "this list" },
     { "quit", 0, c_quit, "", "leave the interactive prompt (also: exit)" },
@@ -343,7 +402,10 @@ static void usage(FILE *out)
             "  -h, --help                     this help\n\n"
             "commands:\n");
     list_commands(out);
-    fprintf(out, "\nMetric names: totalcpu, user, system (flavors e. i. a., visibility . %% +).\n"
+    fprintf(out, "\nMetric names: totalcpu, user, system, wait, lock, iowait, sleep, total; sync,\n"
+                 "syncn; heapalloccnt, heapallocbytes, heapleakcnt, heapleakbytes; ioreadtime,\n"
+                 "ioreadbytes, ioreadcnt, iowritetime, iowritebytes, iowritecnt, ioothertime,\n"
+                 "ioothercnt, ioerrortime, ioerrorcnt (flavors e. i. a., visibility . %% +).\n"
                  "See 'man tally-print'.\n");
 }
 
@@ -403,8 +465,6 @@ int cmd_print(int argc, char **argv)
     }
     ps.json = json;
     tally_err_t err = { 0 };
-    pr_parse_mspec("e.%totalcpu:i.%totalcpu:name", &ps.metrics, FL_E | FL_I, &err);
-    pr_parse_mspec("a.%totalcpu:name", &ps.cmetrics, FL_A, &err);
     ps.exps = calloc(npaths, sizeof *ps.exps);
     if (!ps.exps) {
         rc = 1;
@@ -416,6 +476,8 @@ int cmd_print(int argc, char **argv)
         else
             ps.nexps++;
     }
+    if (!rc)
+        default_metrics(&ps);
     if (!rc) {
         ps.sym = sym_new();
         ps.eng = ps.sym ? eng_new(ps.exps, ps.nexps, ps.sym) : NULL;

@@ -115,6 +115,16 @@ int view_metric_list(pstate_t *ps);
 int view_sample_list(pstate_t *ps);
 int view_sample_detail(pstate_t *ps, const char *arg);
 int view_timeline(pstate_t *ps);
+
+/* ---- views of traced calls (print_trace.c) -------------------------------------------------- */
+
+int view_leaks(pstate_t *ps);
+int view_allocs(pstate_t *ps);
+int view_heap(pstate_t *ps);
+int view_sync_objects(pstate_t *ps);
+int view_io_files(pstate_t *ps);
+/* The tracing settings of a process, lines of -header. */
+void pr_trace_settings(const exp_process_t *p);
 void pr_overview_states(pstate_t *ps); /* the states part of -overview (text) */
 int set_sample_select(pstate_t *ps, const char *arg);
 int set_cpu_select(pstate_t *ps, const char *arg);

@@ -84,8 +84,15 @@ int view_header(pstate_t *ps)
                 pr_json_str(stdout, p->exe ? p->exe : "");
                 printf(",\"host\":");
                 pr_json_str(stdout, p->host ? p->host : "");
-                printf(",\"clock_interval_ns\":%llu,\"threads\":%zu,\"ended\":",
-                       (unsigned long long)p->clock_ns, p->nthreads);
+                printf(",\"clock_interval_ns\":%llu,\"sync_threshold_ns\":",
+                       (unsigned long long)p->clock_ns);
+                if (p->sync_on)
+                    printf("%llu,\"sync_calibration_ns\":%llu", (unsigned long long)p->sync_ns,
+                           (unsigned long long)p->sync_calibration);
+                else
+                    printf("null");
+                printf(",\"heap_tracing\":%s,\"io_tracing\":%s,\"threads\":%zu,\"ended\":",
+                       p->heap_on ? "true" : "false", p->io_on ? "true" : "false", p->nthreads);
                 pr_json_str(stdout, end);
                 printf(",\"end_how\":");
                 pr_json_str(stdout, p->has_end ? p->end_how : "");
@@ -162,6 +169,7 @@ int view_header(pstate_t *ps)
                     printf("                      paused and resumed %zu times\n",
                            (p->npauses + 1) / 2);
             }
+            pr_trace_settings(p);
             printf("    Threads:          %zu\n", p->nthreads);
             pr_end_text(p, buf, sizeof buf);
             printf("    Ended:            %s\n", buf);

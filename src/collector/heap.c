@@ -135,9 +135,9 @@ void heap_flush_early(void)
     uint32_t n = __atomic_load_n(&nearly, __ATOMIC_RELAXED);
     for (uint32_t i = 0; i < n && i < EARLY_MAX; i++)
         if (early[i].p)
-            trace_alloc_early(early[i].call == EXP_HEAP_CALLOC ? (void *)real.calloc
-                              : early[i].call == EXP_HEAP_REALLOC ? (void *)real.realloc
-                                                                  : (void *)real.malloc,
+            trace_alloc_early(early[i].call == EXP_HEAP_CALLOC ? (void *)calloc
+                              : early[i].call == EXP_HEAP_REALLOC ? (void *)realloc
+                                                                  : (void *)malloc,
                               early[i].ra, early[i].p, early[i].size, early[i].call);
     __atomic_store_n(&early_open, 0, __ATOMIC_RELEASE);
 }
@@ -167,7 +167,7 @@ COLL_EXPORT void *malloc(size_t n)
     }
     void *p = real.malloc(n);
     if (p)
-        trace_alloc(t, FU_REGS(), (void *)real.malloc, trace_now(), p, n, EXP_HEAP_MALLOC);
+        trace_alloc(t, FU_REGS(), (void *)malloc, trace_now(), p, n, EXP_HEAP_MALLOC);
     trace_leave(t);
     return p;
 }
@@ -206,7 +206,7 @@ COLL_EXPORT void *calloc(size_t n, size_t size)
     }
     void *p = real.calloc(n, size);
     if (p)
-        trace_alloc(t, FU_REGS(), (void *)real.calloc, trace_now(), p, (uint64_t)n * size,
+        trace_alloc(t, FU_REGS(), (void *)calloc, trace_now(), p, (uint64_t)n * size,
                     EXP_HEAP_CALLOC);
     trace_leave(t);
     return p;
@@ -259,7 +259,7 @@ COLL_EXPORT void *realloc(void *p, size_t n)
     }
     uint64_t t0 = trace_now();
     void *q = realloc_traced(t, FU_REGS(), p, n, real.realloc(p, n), t0, EXP_HEAP_REALLOC,
-                             (void *)real.realloc);
+                             (void *)realloc);
     trace_leave(t);
     return q;
 }
@@ -279,7 +279,7 @@ COLL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
     uint64_t t0 = trace_now();
     void *q = real.reallocarray(p, n, size);
     q = realloc_traced(t, FU_REGS(), p, q ? n * size : 0, q, t0, EXP_HEAP_REALLOCARRAY,
-                       (void *)real.reallocarray);
+                       (void *)reallocarray);
     trace_leave(t);
     return q;
 }
@@ -290,7 +290,7 @@ COLL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
     void *p = call_expr;                                                                           \
     if (t) {                                                                                       \
         if (p)                                                                                     \
-            trace_alloc(t, FU_REGS(), (void *)fn, trace_now(), p, size_expr, call_id);            \
+            trace_alloc(t, FU_REGS(), (const void *)fn, trace_now(), p, size_expr, call_id);      \
         trace_leave(t);                                                                            \
     }                                                                                              \
     return p
@@ -299,28 +299,28 @@ COLL_EXPORT void *memalign(size_t align, size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc(n, align);
-    ALIGNED_BODY(real.memalign(align, n), n, real.memalign, EXP_HEAP_MEMALIGN);
+    ALIGNED_BODY(real.memalign(align, n), n, memalign, EXP_HEAP_MEMALIGN);
 }
 
 COLL_EXPORT void *aligned_alloc(size_t align, size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc(n, align);
-    ALIGNED_BODY(real.aligned_alloc(align, n), n, real.aligned_alloc, EXP_HEAP_ALIGNED_ALLOC);
+    ALIGNED_BODY(real.aligned_alloc(align, n), n, aligned_alloc, EXP_HEAP_ALIGNED_ALLOC);
 }
 
 COLL_EXPORT void *valloc(size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc(n, 4096);
-    ALIGNED_BODY(real.valloc(n), n, real.valloc, EXP_HEAP_VALLOC);
+    ALIGNED_BODY(real.valloc(n), n, valloc, EXP_HEAP_VALLOC);
 }
 
 COLL_EXPORT void *pvalloc(size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
-    ALIGNED_BODY(real.pvalloc(n), n, real.pvalloc, EXP_HEAP_PVALLOC);
+    ALIGNED_BODY(real.pvalloc(n), n, pvalloc, EXP_HEAP_PVALLOC);
 }
 
 COLL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
@@ -333,7 +333,7 @@ COLL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
     int rc = real.posix_memalign(out, align, n);
     if (t) {
         if (rc == 0)
-            trace_alloc(t, FU_REGS(), (void *)real.posix_memalign, trace_now(), *out, n,
+            trace_alloc(t, FU_REGS(), (void *)posix_memalign, trace_now(), *out, n,
                         EXP_HEAP_POSIX_MEMALIGN);
         trace_leave(t);
     }
@@ -352,7 +352,7 @@ COLL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
     void *p = real.mmap(addr, len, prot, flags, fd, off);
     if (t) {
         if (p != MAP_FAILED)
-            trace_alloc(t, FU_REGS(), (void *)real.mmap, trace_now(), p, len, EXP_HEAP_MMAP);
+            trace_alloc(t, FU_REGS(), (void *)mmap, trace_now(), p, len, EXP_HEAP_MMAP);
         trace_leave(t);
     }
     return p;
@@ -393,7 +393,7 @@ COLL_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
     if (t) {
         if (p != MAP_FAILED) {
             trace_free(t, t0, old, old_len, EXP_HEAP_MREMAP);
-            trace_alloc(t, FU_REGS(), (void *)real.mremap, trace_now(), p, new_len,
+            trace_alloc(t, FU_REGS(), (void *)mremap, trace_now(), p, new_len,
                         EXP_HEAP_MREMAP);
         }
         trace_leave(t);

@@ -60,8 +60,6 @@ static struct {
     int (*vdprintf_chk)(int, int, const char *, va_list);
     int (*open_2)(const char *, int);
     int (*openat_2)(int, const char *, int);
-    /* only for naming the leaf of a stack: the function the program called */
-    const void *printf, *fprintf, *dprintf, *vprintf, *fseek, *getline;
 } real;
 
 #define RESOLVE(field, name) real.field = (__typeof__(real.field))dlsym(RTLD_NEXT, name)
@@ -109,12 +107,6 @@ static void resolve_all(void)
     RESOLVE(vdprintf_chk, "__vdprintf_chk");
     RESOLVE(open_2, "__open_2");
     RESOLVE(openat_2, "__openat_2");
-    RESOLVE(printf, "printf");
-    RESOLVE(fprintf, "fprintf");
-    RESOLVE(dprintf, "dprintf");
-    RESOLVE(vprintf, "vprintf");
-    RESOLVE(fseek, "fseek");
-    RESOLVE(getline, "getline");
     __atomic_store_n(&real.done, 1, __ATOMIC_RELEASE);
     errno = saved;
 }
@@ -212,29 +204,29 @@ static void io_done(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, ui
 
 COLL_EXPORT ssize_t read(int fd, void *b, size_t n)
 {
-    FD_BODY(fd, real.read(fd, b, n), real.read, EXP_IO_READ);
+    FD_BODY(fd, real.read(fd, b, n), read, EXP_IO_READ);
 }
 
 COLL_EXPORT ssize_t __read_chk(int fd, void *b, size_t n, size_t bl)
 {
-    FD_BODY(fd, real.read_chk(fd, b, n, bl), real.read, EXP_IO_READ);
+    FD_BODY(fd, real.read_chk(fd, b, n, bl), read, EXP_IO_READ);
 }
 
 COLL_EXPORT ssize_t write(int fd, const void *b, size_t n)
 {
-    FD_BODY(fd, real.write(fd, b, n), real.write, EXP_IO_WRITE);
+    FD_BODY(fd, real.write(fd, b, n), write, EXP_IO_WRITE);
 }
 
 COLL_EXPORT ssize_t pread(int fd, void *b, size_t n, off_t off)
 {
-    FD_BODY(fd, real.pread(fd, b, n, off), real.pread, EXP_IO_PREAD);
+    FD_BODY(fd, real.pread(fd, b, n, off), pread, EXP_IO_PREAD);
 }
 
 COLL_EXPORT ssize_t pread64(int fd, void *b, size_t n, off_t off) __attribute__((alias("pread")));
 
 COLL_EXPORT ssize_t __pread_chk(int fd, void *b, size_t n, off_t off, size_t bl)
 {
-    FD_BODY(fd, real.pread_chk(fd, b, n, off, bl), real.pread, EXP_IO_PREAD);
+    FD_BODY(fd, real.pread_chk(fd, b, n, off, bl), pread, EXP_IO_PREAD);
 }
 
 COLL_EXPORT ssize_t __pread64_chk(int fd, void *b, size_t n, off_t off, size_t bl)
@@ -242,7 +234,7 @@ COLL_EXPORT ssize_t __pread64_chk(int fd, void *b, size_t n, off_t off, size_t b
 
 COLL_EXPORT ssize_t pwrite(int fd, const void *b, size_t n, off_t off)
 {
-    FD_BODY(fd, real.pwrite(fd, b, n, off), real.pwrite, EXP_IO_PWRITE);
+    FD_BODY(fd, real.pwrite(fd, b, n, off), pwrite, EXP_IO_PWRITE);
 }
 
 COLL_EXPORT ssize_t pwrite64(int fd, const void *b, size_t n, off_t off)
@@ -250,17 +242,17 @@ COLL_EXPORT ssize_t pwrite64(int fd, const void *b, size_t n, off_t off)
 
 COLL_EXPORT ssize_t readv(int fd, const struct iovec *v, int n)
 {
-    FD_BODY(fd, real.readv(fd, v, n), real.readv, EXP_IO_READV);
+    FD_BODY(fd, real.readv(fd, v, n), readv, EXP_IO_READV);
 }
 
 COLL_EXPORT ssize_t writev(int fd, const struct iovec *v, int n)
 {
-    FD_BODY(fd, real.writev(fd, v, n), real.writev, EXP_IO_WRITEV);
+    FD_BODY(fd, real.writev(fd, v, n), writev, EXP_IO_WRITEV);
 }
 
 COLL_EXPORT ssize_t preadv(int fd, const struct iovec *v, int n, off_t off)
 {
-    FD_BODY(fd, real.preadv(fd, v, n, off), real.preadv, EXP_IO_PREADV);
+    FD_BODY(fd, real.preadv(fd, v, n, off), preadv, EXP_IO_PREADV);
 }
 
 COLL_EXPORT ssize_t preadv64(int fd, const struct iovec *v, int n, off_t off)
@@ -268,7 +260,7 @@ COLL_EXPORT ssize_t preadv64(int fd, const struct iovec *v, int n, off_t off)
 
 COLL_EXPORT ssize_t pwritev(int fd, const struct iovec *v, int n, off_t off)
 {
-    FD_BODY(fd, real.pwritev(fd, v, n, off), real.pwritev, EXP_IO_PWRITEV);
+    FD_BODY(fd, real.pwritev(fd, v, n, off), pwritev, EXP_IO_PWRITEV);
 }
 
 COLL_EXPORT ssize_t pwritev64(int fd, const struct iovec *v, int n, off_t off)
@@ -281,7 +273,7 @@ COLL_EXPORT off_t lseek(int fd, off_t off, int whence)
     if (!t)
         return real.lseek(fd, off, whence);
     off_t rc = real.lseek(fd, off, whence);
-    io_done(t, FU_REGS(), (const void *)real.lseek, t0, EXP_IO_LSEEK, fd, rc < 0, 0, NULL);
+    io_done(t, FU_REGS(), (const void *)lseek, t0, EXP_IO_LSEEK, fd, rc < 0, 0, NULL);
     return rc;
 }
 
@@ -290,12 +282,12 @@ COLL_EXPORT off_t lseek64(int fd, off_t off, int whence) __attribute__((alias("l
 /* fsync, fdatasync, close: 0 or -1. close names the descriptor first (it is gone after). */
 COLL_EXPORT int fsync(int fd)
 {
-    FD_BODY(fd, real.fsync(fd), real.fsync, EXP_IO_FSYNC);
+    FD_BODY(fd, real.fsync(fd), fsync, EXP_IO_FSYNC);
 }
 
 COLL_EXPORT int fdatasync(int fd)
 {
-    FD_BODY(fd, real.fdatasync(fd), real.fdatasync, EXP_IO_FSYNC);
+    FD_BODY(fd, real.fdatasync(fd), fdatasync, EXP_IO_FSYNC);
 }
 
 /* Records a call that ends a descriptor's use (close, fclose): named before, forgotten after. */
@@ -321,7 +313,7 @@ COLL_EXPORT int close(int fd)
     const char *name = fd_named(fd) ? NULL : fd_name(fd, buf, sizeof buf);
     t0 = trace_now();
     int rc = real.close(fd);
-    io_closed(t, FU_REGS(), (const void *)real.close, t0, EXP_IO_CLOSE, fd, rc < 0, name);
+    io_closed(t, FU_REGS(), (const void *)close, t0, EXP_IO_CLOSE, fd, rc < 0, name);
     return rc;
 }
 
@@ -364,7 +356,7 @@ COLL_EXPORT int open(const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
-    OPEN_BODY(path, real.open(path, flags, mode), real.open);
+    OPEN_BODY(path, real.open(path, flags, mode), open);
 }
 
 COLL_EXPORT int open64(const char *path, int flags, ...) __attribute__((alias("open")));
@@ -375,7 +367,7 @@ COLL_EXPORT int openat(int dir, const char *path, int flags, ...)
     va_start(ap, flags);
     mode_t mode = open_mode(flags, ap);
     va_end(ap);
-    OPEN_BODY(path, real.openat(dir, path, flags, mode), real.openat);
+    OPEN_BODY(path, real.openat(dir, path, flags, mode), openat);
 }
 
 COLL_EXPORT int openat64(int dir, const char *path, int flags, ...)
@@ -383,14 +375,14 @@ COLL_EXPORT int openat64(int dir, const char *path, int flags, ...)
 
 COLL_EXPORT int __open_2(const char *path, int flags)
 {
-    OPEN_BODY(path, real.open_2(path, flags), real.open);
+    OPEN_BODY(path, real.open_2(path, flags), open);
 }
 
 COLL_EXPORT int __open64_2(const char *path, int flags) __attribute__((alias("__open_2")));
 
 COLL_EXPORT int __openat_2(int dir, const char *path, int flags)
 {
-    OPEN_BODY(path, real.openat_2(dir, path, flags), real.openat);
+    OPEN_BODY(path, real.openat_2(dir, path, flags), openat);
 }
 
 COLL_EXPORT int __openat64_2(int dir, const char *path, int flags)
@@ -398,7 +390,7 @@ COLL_EXPORT int __openat64_2(int dir, const char *path, int flags)
 
 COLL_EXPORT int creat(const char *path, mode_t mode)
 {
-    OPEN_BODY(path, real.creat(path, mode), real.creat);
+    OPEN_BODY(path, real.creat(path, mode), creat);
 }
 
 COLL_EXPORT int creat64(const char *path, mode_t mode) __attribute__((alias("creat")));
@@ -422,14 +414,14 @@ static int fp_failed(FILE *fp) { return fp && ferror(fp); }
 
 COLL_EXPORT FILE *fopen(const char *path, const char *mode)
 {
-    FOPEN_BODY(path, real.fopen(path, mode), real.fopen);
+    FOPEN_BODY(path, real.fopen(path, mode), fopen);
 }
 
 COLL_EXPORT FILE *fopen64(const char *path, const char *mode) __attribute__((alias("fopen")));
 
 COLL_EXPORT FILE *freopen(const char *path, const char *mode, FILE *old)
 {
-    FOPEN_BODY(path, real.freopen(path, mode, old), real.freopen);
+    FOPEN_BODY(path, real.freopen(path, mode, old), freopen);
 }
 
 COLL_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *old)
@@ -437,7 +429,7 @@ COLL_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *old)
 
 COLL_EXPORT FILE *fdopen(int fd, const char *mode)
 {
-    FOPEN_BODY(NULL, real.fdopen(fd, mode), real.fdopen);
+    FOPEN_BODY(NULL, real.fdopen(fd, mode), fdopen);
 }
 
 COLL_EXPORT int fclose(FILE *fp)
@@ -456,7 +448,7 @@ COLL_EXPORT int fclose(FILE *fp)
     const char *name = fd_named(fd) ? NULL : fd_name(fd, buf, sizeof buf);
     t0 = trace_now();
     int rc = real.fclose(fp);
-    io_closed(t, FU_REGS(), (const void *)real.fclose, t0, EXP_IO_FCLOSE, fd, rc == EOF, name);
+    io_closed(t, FU_REGS(), (const void *)fclose, t0, EXP_IO_FCLOSE, fd, rc == EOF, name);
     return rc;
 }
 
@@ -473,17 +465,17 @@ COLL_EXPORT int fclose(FILE *fp)
 
 COLL_EXPORT size_t fread(void *b, size_t size, size_t n, FILE *fp)
 {
-    ITEMS_BODY(fp, size, n, real.fread(b, size, n, fp), real.fread, EXP_IO_FREAD, 0);
+    ITEMS_BODY(fp, size, n, real.fread(b, size, n, fp), fread, EXP_IO_FREAD, 0);
 }
 
 COLL_EXPORT size_t __fread_chk(void *b, size_t bl, size_t size, size_t n, FILE *fp)
 {
-    ITEMS_BODY(fp, size, n, real.fread_chk(b, bl, size, n, fp), real.fread, EXP_IO_FREAD, 0);
+    ITEMS_BODY(fp, size, n, real.fread_chk(b, bl, size, n, fp), fread, EXP_IO_FREAD, 0);
 }
 
 COLL_EXPORT size_t fwrite(const void *b, size_t size, size_t n, FILE *fp)
 {
-    ITEMS_BODY(fp, size, n, real.fwrite(b, size, n, fp), real.fwrite, EXP_IO_FWRITE, 1);
+    ITEMS_BODY(fp, size, n, real.fwrite(b, size, n, fp), fwrite, EXP_IO_FWRITE, 1);
 }
 
 /* fgets: the line read, or NULL. */
@@ -499,12 +491,12 @@ COLL_EXPORT size_t fwrite(const void *b, size_t size, size_t n, FILE *fp)
 
 COLL_EXPORT char *fgets(char *s, int n, FILE *fp)
 {
-    FGETS_BODY(fp, real.fgets(s, n, fp), real.fgets);
+    FGETS_BODY(fp, real.fgets(s, n, fp), fgets);
 }
 
 COLL_EXPORT char *__fgets_chk(char *s, size_t size, int n, FILE *fp)
 {
-    FGETS_BODY(fp, real.fgets_chk(s, size, n, fp), real.fgets);
+    FGETS_BODY(fp, real.fgets_chk(s, size, n, fp), fgets);
 }
 
 #define GETDELIM_BODY(call_expr, fn)                                                               \
@@ -519,12 +511,12 @@ COLL_EXPORT char *__fgets_chk(char *s, size_t size, int n, FILE *fp)
 
 COLL_EXPORT ssize_t getdelim(char **line, size_t *cap, int delim, FILE *fp)
 {
-    GETDELIM_BODY(real.getdelim(line, cap, delim, fp), (const void *)real.getdelim);
+    GETDELIM_BODY(real.getdelim(line, cap, delim, fp), (const void *)getdelim);
 }
 
 COLL_EXPORT ssize_t getline(char **line, size_t *cap, FILE *fp)
 {
-    GETDELIM_BODY(real.getdelim(line, cap, '\n', fp), real.getline);
+    GETDELIM_BODY(real.getdelim(line, cap, '\n', fp), (const void *)getline);
 }
 
 /* fputs and puts: a non-negative number, or EOF. */
@@ -535,7 +527,7 @@ COLL_EXPORT int fputs(const char *s, FILE *fp)
     if (!t)
         return real.fputs(s, fp);
     int rc = real.fputs(s, fp);
-    io_done(t, FU_REGS(), (const void *)real.fputs, t0, EXP_IO_FPUTS, fp_fd(fp), rc == EOF,
+    io_done(t, FU_REGS(), (const void *)fputs, t0, EXP_IO_FPUTS, fp_fd(fp), rc == EOF,
             rc == EOF ? 0 : strlen(s), NULL);
     return rc;
 }
@@ -547,7 +539,7 @@ COLL_EXPORT int puts(const char *s)
     if (!t)
         return real.puts(s);
     int rc = real.puts(s);
-    io_done(t, FU_REGS(), (const void *)real.puts, t0, EXP_IO_FPUTS, fp_fd(stdout), rc == EOF,
+    io_done(t, FU_REGS(), (const void *)puts, t0, EXP_IO_FPUTS, fp_fd(stdout), rc == EOF,
             rc == EOF ? 0 : strlen(s) + 1, NULL);
     return rc;
 }
@@ -565,32 +557,32 @@ COLL_EXPORT int puts(const char *s)
 
 COLL_EXPORT int vfprintf(FILE *fp, const char *fmt, va_list ap)
 {
-    PRINTF_BODY((const void *)real.vfprintf, fp_fd(fp), real.vfprintf(fp, fmt, ap));
+    PRINTF_BODY((const void *)vfprintf, fp_fd(fp), real.vfprintf(fp, fmt, ap));
 }
 
 COLL_EXPORT int __vfprintf_chk(FILE *fp, int flag, const char *fmt, va_list ap)
 {
-    PRINTF_BODY((const void *)real.vfprintf, fp_fd(fp), real.vfprintf_chk(fp, flag, fmt, ap));
+    PRINTF_BODY((const void *)vfprintf, fp_fd(fp), real.vfprintf_chk(fp, flag, fmt, ap));
 }
 
 COLL_EXPORT int vprintf(const char *fmt, va_list ap)
 {
-    PRINTF_BODY(real.vprintf, fp_fd(stdout), real.vfprintf(stdout, fmt, ap));
+    PRINTF_BODY((const void *)vprintf, fp_fd(stdout), real.vfprintf(stdout, fmt, ap));
 }
 
 COLL_EXPORT int __vprintf_chk(int flag, const char *fmt, va_list ap)
 {
-    PRINTF_BODY(real.vprintf, fp_fd(stdout), real.vfprintf_chk(stdout, flag, fmt, ap));
+    PRINTF_BODY((const void *)vprintf, fp_fd(stdout), real.vfprintf_chk(stdout, flag, fmt, ap));
 }
 
 COLL_EXPORT int vdprintf(int fd, const char *fmt, va_list ap)
 {
-    PRINTF_BODY((const void *)real.vdprintf, fd, real.vdprintf(fd, fmt, ap));
+    PRINTF_BODY((const void *)vdprintf, fd, real.vdprintf(fd, fmt, ap));
 }
 
 COLL_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
 {
-    PRINTF_BODY((const void *)real.vdprintf, fd, real.vdprintf_chk(fd, flag, fmt, ap));
+    PRINTF_BODY((const void *)vdprintf, fd, real.vdprintf_chk(fd, flag, fmt, ap));
 }
 
 /* The variadic forms: their arguments as a va_list for the v-form. */
@@ -609,32 +601,32 @@ COLL_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
 
 COLL_EXPORT int printf(const char *fmt, ...)
 {
-    VA_PRINTF(real.printf, fp_fd(stdout), real.vfprintf(stdout, fmt, ap));
+    VA_PRINTF((const void *)printf, fp_fd(stdout), real.vfprintf(stdout, fmt, ap));
 }
 
 COLL_EXPORT int __printf_chk(int flag, const char *fmt, ...)
 {
-    VA_PRINTF(real.printf, fp_fd(stdout), real.vfprintf_chk(stdout, flag, fmt, ap));
+    VA_PRINTF((const void *)printf, fp_fd(stdout), real.vfprintf_chk(stdout, flag, fmt, ap));
 }
 
 COLL_EXPORT int fprintf(FILE *fp, const char *fmt, ...)
 {
-    VA_PRINTF(real.fprintf, fp_fd(fp), real.vfprintf(fp, fmt, ap));
+    VA_PRINTF((const void *)fprintf, fp_fd(fp), real.vfprintf(fp, fmt, ap));
 }
 
 COLL_EXPORT int __fprintf_chk(FILE *fp, int flag, const char *fmt, ...)
 {
-    VA_PRINTF(real.fprintf, fp_fd(fp), real.vfprintf_chk(fp, flag, fmt, ap));
+    VA_PRINTF((const void *)fprintf, fp_fd(fp), real.vfprintf_chk(fp, flag, fmt, ap));
 }
 
 COLL_EXPORT int dprintf(int fd, const char *fmt, ...)
 {
-    VA_PRINTF(real.dprintf, fd, real.vdprintf(fd, fmt, ap));
+    VA_PRINTF((const void *)dprintf, fd, real.vdprintf(fd, fmt, ap));
 }
 
 COLL_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...)
 {
-    VA_PRINTF(real.dprintf, fd, real.vdprintf_chk(fd, flag, fmt, ap));
+    VA_PRINTF((const void *)dprintf, fd, real.vdprintf_chk(fd, flag, fmt, ap));
 }
 
 /* fflush, fseek, rewind: positioning and flushing. */
@@ -645,7 +637,7 @@ COLL_EXPORT int fflush(FILE *fp)
     if (!t)
         return real.fflush(fp);
     int rc = real.fflush(fp);
-    io_done(t, FU_REGS(), (const void *)real.fflush, t0, EXP_IO_FFLUSH, fp_fd(fp), rc == EOF, 0,
+    io_done(t, FU_REGS(), (const void *)fflush, t0, EXP_IO_FFLUSH, fp_fd(fp), rc == EOF, 0,
             NULL);
     return rc;
 }
@@ -661,14 +653,14 @@ COLL_EXPORT int fflush(FILE *fp)
 
 COLL_EXPORT int fseeko(FILE *fp, off_t off, int whence)
 {
-    FSEEK_BODY(real.fseeko(fp, off, whence), (const void *)real.fseeko);
+    FSEEK_BODY(real.fseeko(fp, off, whence), (const void *)fseeko);
 }
 
 COLL_EXPORT int fseeko64(FILE *fp, off_t off, int whence) __attribute__((alias("fseeko")));
 
 COLL_EXPORT int fseek(FILE *fp, long off, int whence)
 {
-    FSEEK_BODY(real.fseeko(fp, (off_t)off, whence), real.fseek);
+    FSEEK_BODY(real.fseeko(fp, (off_t)off, whence), (const void *)fseek);
 }
 
 COLL_EXPORT void rewind(FILE *fp)
@@ -677,5 +669,5 @@ COLL_EXPORT void rewind(FILE *fp)
     trace_thr_t *t = io_enter(RA(), &t0);
     real.rewind(fp);
     if (t)
-        io_done(t, FU_REGS(), (const void *)real.rewind, t0, EXP_IO_FSEEK, fp_fd(fp), 0, 0, NULL);
+        io_done(t, FU_REGS(), (const void *)rewind, t0, EXP_IO_FSEEK, fp_fd(fp), 0, 0, NULL);
 }

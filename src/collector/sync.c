@@ -135,79 +135,71 @@ static void waited(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, con
 
 COLL_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
-    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_lock(m), real.mutex_lock,
-              EXP_SYNC_MUTEX_LOCK);
+    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_lock(m), pthread_mutex_lock, EXP_SYNC_MUTEX_LOCK);
 }
 
 COLL_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abs)
 {
-    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_timedlock(m, abs),
-              real.mutex_timedlock, EXP_SYNC_MUTEX_TIMEDLOCK);
+    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_timedlock(m, abs), pthread_mutex_timedlock, EXP_SYNC_MUTEX_TIMEDLOCK);
 }
 
 COLL_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c,
                                         const struct timespec *abs)
 {
-    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_clocklock(m, c, abs),
-              real.mutex_clocklock, EXP_SYNC_MUTEX_TIMEDLOCK);
+    LOCK_BODY(m, real.mutex_trylock(m), EBUSY, real.mutex_clocklock(m, c, abs), pthread_mutex_clocklock, EXP_SYNC_MUTEX_TIMEDLOCK);
 }
 
 /* ---- rwlocks ---------------------------------------------------------------------------------- */
 
 COLL_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *l)
 {
-    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.rdlock(l), real.rdlock, EXP_SYNC_RWLOCK_RDLOCK);
+    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.rdlock(l), pthread_rwlock_rdlock, EXP_SYNC_RWLOCK_RDLOCK);
 }
 
 COLL_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *l, const struct timespec *abs)
 {
-    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.timedrdlock(l, abs), real.timedrdlock,
-              EXP_SYNC_RWLOCK_TIMEDRDLOCK);
+    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.timedrdlock(l, abs), pthread_rwlock_timedrdlock, EXP_SYNC_RWLOCK_TIMEDRDLOCK);
 }
 
 COLL_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *l, clockid_t c,
                                            const struct timespec *abs)
 {
-    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.clockrdlock(l, c, abs), real.clockrdlock,
-              EXP_SYNC_RWLOCK_TIMEDRDLOCK);
+    LOCK_BODY(l, real.tryrdlock(l), EBUSY, real.clockrdlock(l, c, abs), pthread_rwlock_clockrdlock, EXP_SYNC_RWLOCK_TIMEDRDLOCK);
 }
 
 COLL_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *l)
 {
-    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.wrlock(l), real.wrlock, EXP_SYNC_RWLOCK_WRLOCK);
+    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.wrlock(l), pthread_rwlock_wrlock, EXP_SYNC_RWLOCK_WRLOCK);
 }
 
 COLL_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *l, const struct timespec *abs)
 {
-    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.timedwrlock(l, abs), real.timedwrlock,
-              EXP_SYNC_RWLOCK_TIMEDWRLOCK);
+    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.timedwrlock(l, abs), pthread_rwlock_timedwrlock, EXP_SYNC_RWLOCK_TIMEDWRLOCK);
 }
 
 COLL_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *l, clockid_t c,
                                            const struct timespec *abs)
 {
-    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.clockwrlock(l, c, abs), real.clockwrlock,
-              EXP_SYNC_RWLOCK_TIMEDWRLOCK);
+    LOCK_BODY(l, real.trywrlock(l), EBUSY, real.clockwrlock(l, c, abs), pthread_rwlock_clockwrlock, EXP_SYNC_RWLOCK_TIMEDWRLOCK);
 }
 
 /* ---- condition variables ---------------------------------------------------------------------- */
 
 COLL_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
-    WAIT_BODY(c, real.cond_wait(c, m), real.cond_wait, EXP_SYNC_COND_WAIT);
+    WAIT_BODY(c, real.cond_wait(c, m), pthread_cond_wait, EXP_SYNC_COND_WAIT);
 }
 
 COLL_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
                                        const struct timespec *abs)
 {
-    WAIT_BODY(c, real.cond_timedwait(c, m, abs), real.cond_timedwait, EXP_SYNC_COND_TIMEDWAIT);
+    WAIT_BODY(c, real.cond_timedwait(c, m, abs), pthread_cond_timedwait, EXP_SYNC_COND_TIMEDWAIT);
 }
 
 COLL_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
                                        const struct timespec *abs)
 {
-    WAIT_BODY(c, real.cond_clockwait(c, m, clk, abs), real.cond_clockwait,
-              EXP_SYNC_COND_TIMEDWAIT);
+    WAIT_BODY(c, real.cond_clockwait(c, m, clk, abs), pthread_cond_clockwait, EXP_SYNC_COND_TIMEDWAIT);
 }
 
 /* ---- semaphores: sem_trywait fails with errno EAGAIN, which the caller must not see ------------- */
@@ -223,49 +215,45 @@ static int sem_try(sem_t *s)
 
 COLL_EXPORT int sem_wait(sem_t *s)
 {
-    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_wait(s), real.sem_wait,
-              EXP_SYNC_SEM_WAIT);
+    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_wait(s), sem_wait, EXP_SYNC_SEM_WAIT);
 }
 
 COLL_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs)
 {
-    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_timedwait(s, abs),
-              real.sem_timedwait, EXP_SYNC_SEM_TIMEDWAIT);
+    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_timedwait(s, abs), sem_timedwait, EXP_SYNC_SEM_TIMEDWAIT);
 }
 
 COLL_EXPORT int sem_clockwait(sem_t *s, clockid_t c, const struct timespec *abs)
 {
-    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_clockwait(s, c, abs),
-              real.sem_clockwait, EXP_SYNC_SEM_TIMEDWAIT);
+    LOCK_BODY(s, sem_try(s) == 0 ? 0 : EAGAIN, EAGAIN, real.sem_clockwait(s, c, abs), sem_clockwait, EXP_SYNC_SEM_TIMEDWAIT);
 }
 
 /* ---- joins, barriers, spin locks -------------------------------------------------------------- */
 
 COLL_EXPORT int pthread_join(pthread_t th, void **ret)
 {
-    WAIT_BODY((const void *)th, real.join(th, ret), real.join, EXP_SYNC_JOIN);
+    WAIT_BODY((const void *)th, real.join(th, ret), pthread_join, EXP_SYNC_JOIN);
 }
 
 COLL_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abs)
 {
-    WAIT_BODY((const void *)th, real.timedjoin(th, ret, abs), real.timedjoin, EXP_SYNC_JOIN);
+    WAIT_BODY((const void *)th, real.timedjoin(th, ret, abs), pthread_timedjoin_np, EXP_SYNC_JOIN);
 }
 
 COLL_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t c,
                                      const struct timespec *abs)
 {
-    WAIT_BODY((const void *)th, real.clockjoin(th, ret, c, abs), real.clockjoin, EXP_SYNC_JOIN);
+    WAIT_BODY((const void *)th, real.clockjoin(th, ret, c, abs), pthread_clockjoin_np, EXP_SYNC_JOIN);
 }
 
 COLL_EXPORT int pthread_barrier_wait(pthread_barrier_t *b)
 {
-    WAIT_BODY(b, real.barrier_wait(b), real.barrier_wait, EXP_SYNC_BARRIER_WAIT);
+    WAIT_BODY(b, real.barrier_wait(b), pthread_barrier_wait, EXP_SYNC_BARRIER_WAIT);
 }
 
 COLL_EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
 {
-    LOCK_BODY((const void *)l, real.spin_trylock(l), EBUSY, real.spin_lock(l), real.spin_lock,
-              EXP_SYNC_SPIN_LOCK);
+    LOCK_BODY((const void *)l, real.spin_trylock(l), EBUSY, real.spin_lock(l), pthread_spin_lock, EXP_SYNC_SPIN_LOCK);
 }
 
 /* ---- calibration ------------------------------------------------------------------------------ */

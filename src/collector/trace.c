@@ -135,6 +135,10 @@ void trace_settings(coll_proc_t *p)
                 trace_cfg.sync_threshold = ns;
         }
     }
+    if (trace_cfg.sync_calibrated) { /* now, so that the settings record has the threshold */
+        trace_cfg.sync_calibration = sync_calibrate();
+        trace_cfg.sync_threshold = 6 * trace_cfg.sync_calibration;
+    }
 }
 
 void trace_log_settings(exp_line_t *l)
@@ -400,10 +404,6 @@ void trace_start(coll_proc_t *p)
     clock_start();
     if (!trace_self_hi)
         dl_iterate_phdr(self_cb, (void *)(uintptr_t)trace_start);
-    if (trace_cfg.sync && trace_cfg.sync_calibrated && !trace_cfg.sync_calibration) {
-        trace_cfg.sync_calibration = sync_calibrate();
-        trace_cfg.sync_threshold = 6 * trace_cfg.sync_calibration;
-    }
     trace_thr.guard--;
     __atomic_store_n(&trace_sync_on, trace_cfg.sync, __ATOMIC_RELEASE);
     __atomic_store_n(&trace_io_on, trace_cfg.io, __ATOMIC_RELEASE);

@@ -21,8 +21,9 @@
  * (trace_thr.guard > 0: libunwind, the loader, libc working for us), and before trace_start.
  * Records are written only inside the duration window and while collection is not paused.
  *
- * Stacks: the traced function's entry (in the library that implements it) as the leaf, then the
- * caller's return addresses from fastunwind. Not for signal handlers (fastunwind may call the
+ * Stacks: the entry of the interposer (libtally-collector.so's function of the traced name, so
+ * that the leaf is named as the program called it, whatever alias the library's symbol table
+ * prefers) as the leaf, then the caller's return addresses from fastunwind. Not for signal handlers (fastunwind may call the
  * loader); a traced call made inside a signal handler of the program is recorded like any other,
  * with the stack cut at the signal frame. Depends on collector.h, fastunwind.h, evwriter.
  */
@@ -100,8 +101,8 @@ static inline trace_thr_t *trace_enter_core(int on, uint64_t ra)
  * ns of CLOCK_MONOTONIC (and never goes back within a thread's stream: the writer clamps). */
 uint64_t trace_now(void) COLL_HIDDEN;
 
-/* The records. fn: the traced function's entry (the stack's leaf); r: its caller (FU_REGS in
- * the interposer). t: the time of the event. Errno is preserved. */
+/* The records. fn: the interposer's entry (the stack's leaf); r: its caller (FU_REGS in the
+ * interposer). t: the time of the event. Errno is preserved. */
 void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
                  uint64_t size, uint32_t call) COLL_HIDDEN;
 void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size,
@@ -117,12 +118,13 @@ void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size
 
 /* ---- lifecycle (collector.c, interpose.c) ------------------------------------------------- */
 
-/* Reads TALLY_SYNC/HEAP/IO; initialization, before the experiment is opened. */
+/* Reads TALLY_SYNC/HEAP/IO and calibrates the sync threshold; initialization, before the
+ * experiment is opened. */
 void trace_settings(coll_proc_t *p) COLL_HIDDEN;
 /* The settings' fields of the `settings` log record. */
 void trace_log_settings(exp_line_t *l) COLL_HIDDEN;
-/* Calibrates sync tracing, finds the collector's own code, and starts tracing (also in a fork
- * child, which starts afresh with the calling thread). */
+/* Finds the collector's own code and starts tracing (also in a fork child, which starts afresh
+ * with the calling thread). */
 void trace_start(coll_proc_t *p) COLL_HIDDEN;
 /* Stops tracing (the end of the image); the counts for the `stats` record. AS-safe. */
 void trace_stop(void) COLL_HIDDEN;

@@ -149,6 +149,14 @@ static void interpret(exp_process_t *p)
         } else if (!strcmp(k, "settings")) {
             p->clock_ns = exp_record_u64(r, "clock", 0);
             p->clock_source = get_dup(r, "clock_source");
+            const char *sync = exp_record_get(r, "sync");
+            p->sync_on = sync && strcmp(sync, "off");
+            p->sync_ns = exp_record_u64(r, "sync", 0);
+            p->sync_calibrated = exp_record_u64(r, "sync_calibrated", 0) != 0;
+            p->sync_calibration = exp_record_u64(r, "sync_calibration", 0);
+            const char *heap = exp_record_get(r, "heap"), *io = exp_record_get(r, "io");
+            p->heap_on = heap && !strcmp(heap, "on");
+            p->io_on = io && !strcmp(io, "on");
         } else if (!strcmp(k, "thread")) {
             uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
             exp_thread_t *th = find_thread(p, tid);

@@ -85,6 +85,9 @@ typedef struct exp_process {
     uint64_t t_start, real_start, t_end; /* t_end: the last time seen (end record or last event) */
     uint64_t clock_ns; /* 0 when clock profiling was off */
     char *clock_source;
+    /* tracing (settings): sync_on with its threshold (ns; calibrated: 6 x sync_calibration) */
+    int sync_on, sync_calibrated, heap_on, io_on;
+    uint64_t sync_ns, sync_calibration;
     exp_thread_t *threads;
     size_t nthreads;
     exp_object_t *objects;
