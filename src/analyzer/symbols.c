@@ -1,167 +1,232 @@
 /*
  * symbols.c - load objects, function symbols and source lines (see symbols.h).
  *
- * Sections: names (demangling, shortening); reading an object (ELF, build-id, debug file,
- * symbol table, call-frame table); lookups; lines; the context.
+ * Sections, top-down: memory (out of memory degrades, never aborts); names (demangling,
+ * shortening); ELF helpers (build-id, sections); debug files (by build-id, by .gnu_debuglink);
+ * symbol tables; call-frame ranges (.eh_frame_hdr and .eh_frame); reading an object; functions
+ * and lookups; lines (libdw); the context.
  */
 #define _GNU_SOURCE
 #include "analyzer/symbols.h"
 
+#include <dwarf.h>
 #include <elf.h>
 #include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits.h>
+#include <link.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* from libstdc++: demangles C++ names */
+/* from libstdc++ (tally_analyzer links stdc++): demangles C++ (Itanium ABI) names */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
-/* ---- names ---------------------------------------------------------------------------------- */
+#define DEBUG_ROOT "/usr/lib/debug"
+#define FBLOCK_BITS 12 /* functions are stored in blocks of 4096: pointers to them stay valid */
+#define FBLOCK (1u << FBLOCK_BITS)
 
-/* The name without its parameter list and trailing qualifiers: "ns::f<int>(int) const" ->
- * "ns::f<int>". Names without a final ')' are returned whole. */
-static char *short_name(const char *longname)
-{
-    size_t n = strlen(longname);
-    const char *end = longname + n;
-    /* skip trailing qualifiers after the parameter list */
-    const char *p = end;
-    while (p > longname && p[-1] != ')') {
-        if (p[-1] == '>' || p[-1] == ']')
-            return strdup(longname); /* not a function signature we understand */
-        p--;
-    }
-    if (p == longname)
-        return strdup(longname);
-    int depth = 0;
-    const char *q = p;
-    while (q > longname) {
-        q--;
-        if (*q == ')')
-            depth++;
-        else if (*q == '(' && --depth == 0)
-            break;
-    }
-    if (depth != 0 || q == longname)
-        return strdup(longname);
-    return strndup(longname, (size_t)(q - longname));
-}
-
-/* ---- objects -------------------------------------------------------------------------------- */
+/* ---- data ----------------------------------------------------------------------------------- */
 
 typedef struct fsym {
-    uint64_t addr, size;
-    const char *name; /* into the object's string storage */
-    int bind;
+    uint64_t size;
+    uint32_t name; /* offset into the object's strings */
     uint32_t func; /* function id, UINT32_MAX until first looked up */
 } fsym_t;
 
+typedef struct dsym {
+    uint64_t size;
+    uint32_t name;   /* offset into the object's data strings */
+    char *demangled; /* made on first lookup of a C++ name, or NULL */
+} dsym_t;
+
+typedef struct cu_range {
+    uint64_t lo, hi;
+    Dwarf_Die cu;
+} cu_range_t;
+
 typedef struct object {
     sym_object_t pub;
-    char *path, *name, *buildid, *message, *debugfile;
-    int loaded;
+    char *path, *name, *buildid;
+    char *message;   /* owned, or NULL: pub.message is then "" or a static sentence */
+    char *debugfile; /* owned, or NULL */
+    int loaded, unreadable;
+    /* functions: addrs[] (sorted, for the binary search) and syms[] side by side */
+    uint64_t *addrs;
     fsym_t *syms;
     size_t nsyms;
-    char *strings; /* copies of the symbol names */
-    uint64_t *cfi; /* sorted function starts from .eh_frame_hdr */
-    size_t ncfi;
-    uint32_t unknown_func; /* UINT32_MAX until needed */
+    char *strings;
+    /* variables (STT_OBJECT), the same way */
+    uint64_t *daddrs;
+    dsym_t *dsyms;
+    size_t ndsyms;
+    char *dstrings;
+    /* call-frame ranges [fde_lo, fde_hi), sorted by start */
+    uint64_t *fde_lo, *fde_hi;
+    size_t nfde;
+    uint32_t unknown_func; /* `<unknown> (lib)`, UINT32_MAX until needed */
     /* line information */
     int dwarf_tried;
     Dwarf *dw;
     Elf *dw_elf;
     int dw_fd;
-    void *image; /* the vDSO copy */
+    cu_range_t *cus;
+    size_t ncus;
+    void *image; /* the copy of the vDSO */
 } object_t;
 
 typedef struct func {
     sym_func_t pub;
-    char *name, *long_name, *mangled; /* owned (long_name/mangled may alias each other) */
+    char *own[3]; /* the strings this function owns (NULL or distinct pointers) */
 } func_t;
 
 typedef struct statkey {
     uint32_t obj;
+    uint32_t func; /* UINT32_MAX: empty slot */
     uint64_t start;
-    uint32_t func;
 } statkey_t;
 
 struct sym_ctx {
-    object_t *objs;
+    object_t **objs;
     size_t nobjs, objs_cap;
-    func_t *funcs;
-    size_t nfuncs, funcs_cap;
-    statkey_t *stat; /* open addressing: <static> ranges -> function */
+    func_t **fblocks; /* function id -> fblocks[id >> FBLOCK_BITS][id & (FBLOCK - 1)] */
+    size_t nfuncs, nfblocks, fblocks_cap;
+    statkey_t *stat; /* open addressing: (object, start of a made-up range) -> function */
     size_t stat_cap, nstat;
-    uint32_t unknown;
+    uint32_t unknown; /* `<Unknown>`, UINT32_MAX until needed */
 };
 
-static char *xstrdup(const char *s)
+static const char msg_nomem[] = "tally ran out of memory reading this object: its functions are "
+                                "shown as one entry";
+
+/* ---- names ---------------------------------------------------------------------------------- */
+
+/* The demangled form of a C++ name (malloc'd), or NULL if it is not one (or no memory). */
+static char *demangle(const char *mangled)
 {
-    char *d = strdup(s ? s : "");
-    if (!d) {
-        fputs("tally: out of memory\n", stderr);
-        abort();
+    if (strncmp(mangled, "_Z", 2))
+        return NULL;
+    int status = -1;
+    char *dm = __cxa_demangle(mangled, NULL, NULL, &status);
+    if (status != 0) {
+        free(dm);
+        return NULL;
     }
-    return d;
+    return dm;
 }
 
-static void *xrealloc(void *p, size_t n)
+static int is_ident(char c)
 {
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        fputs("tally: out of memory\n", stderr);
-        abort();
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Where the name proper starts in "RET name<args>" (a demangled template function has its return
+ * type first): after the last space outside brackets and before any `operator`, else 0. */
+static size_t skip_return_type(const char *s, size_t n)
+{
+    size_t sp = 0;
+    int depth = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '<' || c == '(' || c == '[' || c == '{')
+            depth++;
+        else if (c == '>' || c == ')' || c == ']' || c == '}')
+            depth--;
+        else if (depth == 0 && c == ' ')
+            sp = i + 1;
+        else if (depth == 0 && c == 'o' && n - i >= 8 && !strncmp(s + i, "operator", 8) &&
+                 (i == 0 || !is_ident(s[i - 1])) && (i + 8 == n || !is_ident(s[i + 8])))
+            break; /* "operator<" etc.: its brackets are not brackets */
     }
-    return q;
+    return sp;
 }
 
-sym_ctx_t *sym_new(void)
+/* The short name: the demangled name without its parameter list, trailing qualifiers and (for
+ * template functions) return type; `[clone ...]` suffixes are kept. "void ns::f<int>(int) const
+ * [clone .cold]" -> "ns::f<int> [clone .cold]". A name without a parameter list is returned whole.
+ * malloc'd; NULL when out of memory. */
+static char *short_name(const char *longname)
 {
-    elf_version(EV_CURRENT);
-    sym_ctx_t *s = calloc(1, sizeof *s);
-    if (s)
-        s->unknown = UINT32_MAX;
-    return s;
-}
-
-static const char *base_name(const char *path)
-{
-    const char *b = strrchr(path, '/');
-    return b ? b + 1 : path;
-}
-
-uint32_t sym_object_add(sym_ctx_t *s, const char *path, const char *buildid)
-{
-    if (!buildid)
-        buildid = "";
-    for (size_t i = 0; i < s->nobjs; i++)
-        if (!strcmp(s->objs[i].path, path) && !strcmp(s->objs[i].buildid, buildid))
-            return (uint32_t)i;
-    if (s->nobjs == s->objs_cap) {
-        s->objs_cap = s->objs_cap ? s->objs_cap * 2 : 16;
-        s->objs = xrealloc(s->objs, s->objs_cap * sizeof *s->objs);
+    size_t len = strlen(longname);
+    /* set the clone suffixes aside: "f() [clone .isra.0] [clone .cold]" */
+    size_t end = len;
+    while (end > 0 && longname[end - 1] == ']') {
+        const char *c = NULL;
+        for (const char *p = longname; (p = strstr(p, " [clone ")) && p < longname + end; p++)
+            c = p;
+        if (!c)
+            break;
+        end = (size_t)(c - longname);
     }
-    object_t *o = &s->objs[s->nobjs];
-    memset(o, 0, sizeof *o);
-    o->path = xstrdup(path);
-    o->name = xstrdup(base_name(path));
-    o->buildid = xstrdup(buildid);
-    o->message = xstrdup("");
-    o->debugfile = xstrdup("");
-    o->unknown_func = UINT32_MAX;
-    o->dw_fd = -1;
-    return (uint32_t)s->nobjs++;
+    /* back over qualifiers (" const", " &&", " noexcept") to the parameter list's ')' */
+    size_t p = end;
+    while (p > 0 && longname[p - 1] != ')') {
+        char c = longname[p - 1];
+        if (!is_ident(c) && c != ' ' && c != '&')
+            break;
+        p--;
+    }
+    size_t base = end;
+    if (p > 0 && longname[p - 1] == ')') {
+        int depth = 0;
+        size_t q = p;
+        while (q > 0) {
+            q--;
+            if (longname[q] == ')')
+                depth++;
+            else if (longname[q] == '(' && --depth == 0)
+                break;
+        }
+        if (depth == 0 && q > 0)
+            base = q;
+    }
+    size_t start = 0;
+    if (base < end && base > 0 && longname[base - 1] == '>')
+        start = skip_return_type(longname, base);
+    char *out = malloc(base - start + (len - end) + 1);
+    if (!out)
+        return NULL;
+    memcpy(out, longname + start, base - start);
+    memcpy(out + (base - start), longname + end, len - end);
+    out[base - start + len - end] = 0;
+    return out;
 }
 
-size_t sym_nobjects(const sym_ctx_t *s) { return s->nobjs; }
+/* ---- ELF helpers ---------------------------------------------------------------------------- */
+
+static void hex_id(const unsigned char *id, size_t n, char *buf)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t k = 0; k < n; k++) {
+        buf[2 * k] = digits[id[k] >> 4];
+        buf[2 * k + 1] = digits[id[k] & 15];
+    }
+    buf[2 * n] = 0;
+}
+
+/* Finds the GNU build-id note in note data d; writes it in hex to buf. */
+static int note_buildid(Elf_Data *d, char *buf)
+{
+    size_t off = 0, name_off, desc_off;
+    GElf_Nhdr nh;
+    while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+        if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+            !memcmp((char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz <= 64 &&
+            nh.n_descsz > 0) {
+            hex_id((const unsigned char *)d->d_buf + desc_off, nh.n_descsz, buf);
+            return 1;
+        }
+    }
+    return 0;
+}
 
 /* The build-id of an ELF image in lower-case hex, or "" (buf >= 129 bytes). */
 static void elf_buildid(Elf *elf, char *buf)
@@ -171,65 +236,234 @@ static void elf_buildid(Elf *elf, char *buf)
     if (elf_getphdrnum(elf, &nph) == 0) {
         for (size_t i = 0; i < nph; i++) {
             GElf_Phdr ph;
-            if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_NOTE)
-                continue;
-            Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
-                                               ELF_T_NHDR);
-            size_t off = 0, name_off, desc_off;
-            GElf_Nhdr nh;
-            while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-                if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-                    !memcmp((char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz <= 64) {
-                    const unsigned char *id = (const unsigned char *)d->d_buf + desc_off;
-                    for (size_t k = 0; k < nh.n_descsz; k++)
-                        sprintf(buf + 2 * k, "%02x", id[k]);
-                    return;
-                }
-            }
+            if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_NOTE &&
+                note_buildid(elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz,
+                                                  ELF_T_NHDR), buf))
+                return;
         }
     }
-    Elf_Scn *scn = NULL;
+    Elf_Scn *scn = NULL; /* debug files: the notes are sections (their segments are empty) */
     while ((scn = elf_nextscn(elf, scn))) {
         GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-            continue;
-        Elf_Data *d = elf_getdata(scn, NULL);
-        size_t off = 0, name_off, desc_off;
-        GElf_Nhdr nh;
-        while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-            if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && nh.n_descsz <= 64) {
-                const unsigned char *id = (const unsigned char *)d->d_buf + desc_off;
-                for (size_t k = 0; k < nh.n_descsz; k++)
-                    sprintf(buf + 2 * k, "%02x", id[k]);
-                return;
-            }
-        }
+        if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_NOTE &&
+            note_buildid(elf_getdata(scn, NULL), buf))
+            return;
     }
 }
 
-static int cmp_fsym(const void *a, const void *b)
+/* Whether elf's byte order is this host's (the call-frame and debuglink readers need it). */
+static int native_order(Elf *elf)
 {
-    const fsym_t *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    /* at one address: global before weak before local, then the name without '_' first */
-    int rx = x->bind == STB_GLOBAL ? 0 : x->bind == STB_WEAK ? 1 : 2;
-    int ry = y->bind == STB_GLOBAL ? 0 : y->bind == STB_WEAK ? 1 : 2;
-    if (rx != ry)
-        return rx - ry;
-    int ux = x->name[0] == '_', uy = y->name[0] == '_';
-    if (ux != uy)
-        return ux - uy;
-    return strcmp(x->name, y->name);
+    const char *ident = elf_getident(elf, NULL);
+    int le = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
+    return ident && ident[EI_DATA] == (le ? ELFDATA2LSB : ELFDATA2MSB);
 }
 
-/* Adds the function symbols of the symbol table section of type (SHT_SYMTAB or SHT_DYNSYM). */
-static size_t read_symtab(object_t *o, Elf *elf, Elf64_Word type, fsym_t **syms, size_t *n,
-                          size_t *cap, char **strs, size_t *slen, size_t *scap)
+/* The section named name, with its header in *sh; NULL if none. */
+static Elf_Scn *find_section(Elf *elf, const char *name, GElf_Shdr *sh)
 {
-    size_t added = 0;
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx))
+        return NULL;
     Elf_Scn *scn = NULL;
     while ((scn = elf_nextscn(elf, scn))) {
+        const char *nm;
+        if (gelf_getshdr(scn, sh) && (nm = elf_strptr(elf, shstrndx, sh->sh_name)) &&
+            !strcmp(nm, name))
+            return scn;
+    }
+    return NULL;
+}
+
+/* ---- debug files ---------------------------------------------------------------------------- */
+
+/* The CRC-32 that .gnu_debuglink records (the IEEE polynomial, as zlib's crc32). */
+static uint32_t crc32_of(const unsigned char *p, size_t n)
+{
+    uint32_t table[256];
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+        table[i] = c;
+    }
+    uint32_t crc = 0xffffffffu;
+    for (size_t i = 0; i < n; i++)
+        crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
+    return crc ^ 0xffffffffu;
+}
+
+typedef struct debugfile {
+    int fd;
+    Elf *elf;
+    char path[PATH_MAX];
+} debugfile_t;
+
+/* Opens path as the debug file of an object with build-id id (hex, or "" and then crc must
+ * match) and file identity st; 0 on success. */
+static int try_debugfile(debugfile_t *df, const char *path, const char *id, uint32_t crc,
+                         const struct stat *st)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat dst;
+    if (fstat(fd, &dst) || !S_ISREG(dst.st_mode) ||
+        (st && dst.st_dev == st->st_dev && dst.st_ino == st->st_ino)) {
+        close(fd);
+        return -1;
+    }
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    int ok = elf && elf_kind(elf) == ELF_K_ELF;
+    if (ok && *id) {
+        char did[129];
+        elf_buildid(elf, did);
+        ok = !strcmp(did, id);
+    } else if (ok) {
+        void *m = dst.st_size ? mmap(NULL, (size_t)dst.st_size, PROT_READ, MAP_PRIVATE, fd, 0)
+                              : MAP_FAILED;
+        ok = m != MAP_FAILED && crc32_of(m, (size_t)dst.st_size) == crc;
+        if (m != MAP_FAILED)
+            munmap(m, (size_t)dst.st_size);
+    }
+    if (!ok) {
+        if (elf)
+            elf_end(elf);
+        close(fd);
+        return -1;
+    }
+    df->fd = fd;
+    df->elf = elf;
+    snprintf(df->path, sizeof df->path, "%s", path);
+    return 0;
+}
+
+/* Finds the separate debug file of the object at path (ELF elf, build-id id, file identity st;
+ * path NULL for an image in memory): DEBUG_ROOT/.build-id/xx/rest.debug, then the
+ * .gnu_debuglink name in the object's directory, its .debug/ subdirectory and
+ * DEBUG_ROOT/<directory>/ (for the path as recorded and as resolved). A candidate must have the
+ * object's build-id, or if the object has none, the CRC that .gnu_debuglink records. */
+static int find_debugfile(debugfile_t *df, const char *path, Elf *elf, const char *id,
+                          const struct stat *st)
+{
+    char cand[PATH_MAX];
+    if (strlen(id) >= 4) {
+        snprintf(cand, sizeof cand, DEBUG_ROOT "/.build-id/%.2s/%s.debug", id, id + 2);
+        if (!try_debugfile(df, cand, id, 0, st))
+            return 0;
+    }
+    if (!path)
+        return -1;
+    GElf_Shdr sh;
+    Elf_Scn *scn = find_section(elf, ".gnu_debuglink", &sh);
+    Elf_Data *d = scn && sh.sh_type != SHT_NOBITS ? elf_getdata(scn, NULL) : NULL;
+    if (!d || d->d_size < 8)
+        return -1;
+    const char *link = d->d_buf;
+    size_t nl = strnlen(link, d->d_size);
+    size_t crc_off = (nl + 4) & ~(size_t)3;
+    if (nl == 0 || nl >= d->d_size || crc_off + 4 > d->d_size || strchr(link, '/'))
+        return -1;
+    uint32_t crc;
+    memcpy(&crc, (const char *)d->d_buf + crc_off, 4);
+    if (!native_order(elf))
+        crc = __builtin_bswap32(crc);
+    char dirs[2][PATH_MAX];
+    int ndirs = 0;
+    const char *slash = strrchr(path, '/');
+    snprintf(dirs[ndirs++], PATH_MAX, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    char real[PATH_MAX];
+    if (realpath(path, real) && (slash = strrchr(real, '/'))) {
+        snprintf(dirs[ndirs], PATH_MAX, "%.*s", (int)(slash - real), real);
+        if (strcmp(dirs[ndirs], dirs[0]))
+            ndirs++;
+    }
+    for (int i = 0; i < ndirs; i++) {
+        static const char *const fmts[] = { "%s/%s", "%s/.debug/%s", DEBUG_ROOT "%s/%s" };
+        for (int f = 0; f < 3; f++) {
+            if (f == 2 && dirs[i][0] != '/')
+                continue;
+            if (snprintf(cand, sizeof cand, fmts[f], dirs[i], link) >= (int)sizeof cand)
+                continue;
+            if (!try_debugfile(df, cand, id, crc, st))
+                return 0;
+        }
+    }
+    return -1;
+}
+
+/* ---- symbol tables -------------------------------------------------------------------------- */
+
+typedef struct rawsym {
+    uint64_t addr, size;
+    uint32_t name, len; /* name offset into the strings, length */
+    int rank;           /* alias preference: lower wins (see cmp_rawsym) */
+} rawsym_t;
+
+typedef struct symtab_build {
+    rawsym_t *syms;
+    size_t n, cap;
+    char *strs;
+    size_t slen, scap;
+    int nomem;
+} symtab_build_t;
+
+static int cmp_rawsym(const void *a, const void *b, void *strs)
+{
+    const rawsym_t *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    /* aliases at one address, the preferred first: global, then weak, then local; then fewer
+     * leading underscores ("malloc" before "__libc_malloc"); then the shorter; then by bytes */
+    if (x->rank != y->rank)
+        return x->rank - y->rank;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return strcmp((const char *)strs + x->name, (const char *)strs + y->name);
+}
+
+static int add_rawsym(symtab_build_t *b, uint64_t addr, uint64_t size, const char *nm, int bind)
+{
+    size_t l = strcspn(nm, "@"); /* "memcpy@@GLIBC_2.14" -> "memcpy" */
+    if (!l)
+        return 0;
+    if (b->slen + l + 1 > b->scap) {
+        size_t ncap = (b->scap ? b->scap * 2 : 65536) + l + 1;
+        char *n = realloc(b->strs, ncap);
+        if (!n)
+            return -1;
+        b->strs = n;
+        b->scap = ncap;
+    }
+    if (b->n == b->cap || b->slen + l + 1 > UINT32_MAX) {
+        size_t ncap = b->cap ? b->cap * 2 : 1024;
+        rawsym_t *n = b->slen + l + 1 > UINT32_MAX ? NULL : realloc(b->syms, ncap * sizeof *n);
+        if (!n)
+            return -1;
+        b->syms = n;
+        b->cap = ncap;
+    }
+    memcpy(b->strs + b->slen, nm, l);
+    b->strs[b->slen + l] = 0;
+    size_t under = 0;
+    while (under < l && nm[under] == '_')
+        under++;
+    int rank = (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2) * 64 + (int)(under > 63 ? 63 : under);
+    b->syms[b->n++] = (rawsym_t){ addr, size, (uint32_t)b->slen, (uint32_t)l, rank };
+    b->slen += l + 1;
+    return 0;
+}
+
+/* Adds the function symbols (STT_FUNC, STT_GNU_IFUNC) to b and the variables (STT_OBJECT) to
+ * data, all defined and non-zero, of elf's symbol table of type SHT_SYMTAB or SHT_DYNSYM; returns
+ * how many functions. */
+static size_t read_symtab(symtab_build_t *b, symtab_build_t *data, Elf *elf, Elf64_Word type)
+{
+    GElf_Ehdr eh;
+    int arm = gelf_getehdr(elf, &eh) && eh.e_machine == EM_ARM;
+    size_t added = 0;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) && !b->nomem) {
         GElf_Shdr sh;
         if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || !sh.sh_entsize)
             continue;
@@ -242,79 +476,216 @@ static size_t read_symtab(object_t *o, Elf *elf, Elf64_Word type, fsym_t **syms,
             if (!gelf_getsym(d, (int)i, &sym))
                 continue;
             int t = GELF_ST_TYPE(sym.st_info);
-            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+            int func = t == STT_FUNC || t == STT_GNU_IFUNC;
+            if ((!func && t != STT_OBJECT) || sym.st_shndx == SHN_UNDEF ||
+                sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON || !sym.st_value)
                 continue;
             const char *nm = elf_strptr(elf, sh.sh_link, sym.st_name);
             if (!nm || !*nm)
                 continue;
-            size_t l = strcspn(nm, "@") ; /* "memcpy@@GLIBC_2.14" -> "memcpy" */
-            if (*slen + l + 1 > *scap) {
-                *scap = (*scap ? *scap * 2 : 65536) + l + 1;
-                /* the names are re-pointed after the table is complete: store offsets now */
-                *strs = xrealloc(*strs, *scap);
+            uint64_t addr = arm && func ? sym.st_value & ~(uint64_t)1 : sym.st_value; /* Thumb */
+            if (add_rawsym(func ? b : data, addr, sym.st_size, nm, GELF_ST_BIND(sym.st_info))) {
+                b->nomem = 1;
+                break;
             }
-            memcpy(*strs + *slen, nm, l);
-            (*strs)[*slen + l] = 0;
-            if (*n == *cap) {
-                *cap = *cap ? *cap * 2 : 1024;
-                *syms = xrealloc(*syms, *cap * sizeof **syms);
-            }
-            (*syms)[(*n)++] = (fsym_t){ sym.st_value, sym.st_size, (const char *)(uintptr_t)*slen,
-                                        GELF_ST_BIND(sym.st_info), UINT32_MAX };
-            *slen += l + 1;
-            added++;
+            added += func;
         }
     }
-    (void)o;
     return added;
 }
 
-/* Reads the function starts of .eh_frame_hdr's search table (call-frame information). */
-static void read_cfi(object_t *o, Elf *elf)
+/* ---- call-frame ranges ---------------------------------------------------------------------- */
+
+static int read_uleb(const unsigned char **p, const unsigned char *end, uint64_t *v)
 {
-    size_t shstrndx;
-    if (elf_getshdrstrndx(elf, &shstrndx))
-        return;
-    Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(elf, scn))) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh))
-            continue;
-        const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
-        if (!nm || strcmp(nm, ".eh_frame_hdr") || sh.sh_type == SHT_NOBITS)
-            continue;
-        Elf_Data *d = elf_getdata(scn, NULL);
-        if (!d || d->d_size < 12)
-            return;
-        const unsigned char *h = d->d_buf;
-        /* version 1; eh_frame_ptr and fde_count as udata4/sdata4 (or pcrel sdata4); the table
-         * as datarel sdata4 pairs (0x3b): the layout every toolchain emits */
-        if (h[0] != 1 || ((h[1] & 0x0f) != 0x03 && (h[1] & 0x0f) != 0x0b) ||
-            ((h[2] & 0x0f) != 0x03 && (h[2] & 0x0f) != 0x0b) || h[3] != 0x3b)
-            return;
-        uint32_t count;
-        memcpy(&count, h + 8, 4);
-        if (12 + (size_t)count * 8 > d->d_size)
-            return;
-        o->cfi = xrealloc(NULL, count * sizeof *o->cfi);
-        for (uint32_t i = 0; i < count; i++) {
-            int32_t loc;
-            memcpy(&loc, h + 12 + (size_t)i * 8, 4);
-            o->cfi[i] = sh.sh_addr + (uint64_t)(int64_t)loc;
+    uint64_t r = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        unsigned char c = *(*p)++;
+        r |= (uint64_t)(c & 0x7f) << shift;
+        if (!(c & 0x80)) {
+            *v = r;
+            return 0;
         }
-        o->ncfi = count;
-        return;
     }
+    return -1;
 }
 
-/* Opens the separate debug file of a build-id, or -1. */
-static int open_debugfile(const char *buildid, char *path, size_t n)
+/* Reads a DW_EH_PE-encoded value's bytes (format only: the caller applies pc/data-relative
+ * bases); returns 0, or -1 on an encoding this reader does not know or the end of the data. */
+static int read_encoded(const unsigned char **p, const unsigned char *end, unsigned enc,
+                        int ptrsize, int64_t *v)
 {
-    if (strlen(buildid) < 4)
+    uint64_t u;
+    size_t n;
+    switch (enc & 0x0f) {
+    case 0x00: n = (size_t)ptrsize; break; /* absptr */
+    case 0x02: case 0x0a: n = 2; break;
+    case 0x03: case 0x0b: n = 4; break;
+    case 0x04: case 0x0c: n = 8; break;
+    case 0x01: return read_uleb(p, end, (uint64_t *)v);
+    case 0x09: {
+        const unsigned char *q = *p;
+        if (read_uleb(p, end, &u))
+            return -1;
+        int bits = (int)(*p - q) * 7;
+        if (bits < 64 && (u >> (bits - 1)) & 1)
+            u |= ~(uint64_t)0 << bits;
+        *v = (int64_t)u;
+        return 0;
+    }
+    default: return -1;
+    }
+    if ((size_t)(end - *p) < n)
         return -1;
-    snprintf(path, n, "/usr/lib/debug/.build-id/%.2s/%s.debug", buildid, buildid + 2);
-    return open(path, O_RDONLY | O_CLOEXEC);
+    unsigned char raw[8] = { 0 };
+    memcpy(raw, *p, n);
+    *p += n;
+    if (n == 2) {
+        uint16_t x; memcpy(&x, raw, 2);
+        *v = (enc & 0x08) ? (int16_t)x : (int64_t)x;
+    } else if (n == 4) {
+        uint32_t x; memcpy(&x, raw, 4);
+        *v = (enc & 0x08) ? (int32_t)x : (int64_t)x;
+    } else {
+        memcpy(&u, raw, 8);
+        *v = (int64_t)u;
+    }
+    return 0;
 }
+
+/* The FDE pointer encoding of the CIE at offset off of .eh_frame; -1 if it cannot be read. */
+static int cie_fde_encoding(const unsigned char *ehf, size_t size, size_t off, int ptrsize)
+{
+    if (off + 9 > size)
+        return -1;
+    uint32_t len, id;
+    memcpy(&len, ehf + off, 4);
+    memcpy(&id, ehf + off + 4, 4);
+    if (len == 0xffffffffu || id != 0 || len > size - off - 4)
+        return -1;
+    const unsigned char *p = ehf + off + 8, *end = ehf + off + 4 + len;
+    unsigned version = *p++;
+    const char *aug = (const char *)p;
+    size_t al = strnlen(aug, (size_t)(end - p));
+    if (p + al >= end)
+        return -1;
+    p += al + 1;
+    uint64_t u;
+    if (strstr(aug, "eh"))
+        p += ptrsize;
+    if (read_uleb(&p, end, &u) || read_uleb(&p, end, &u)) /* code and data alignment */
+        return -1;
+    if (version == 1)
+        p++;
+    else if (read_uleb(&p, end, &u))
+        return -1;
+    if (aug[0] != 'z')
+        return 0x00; /* absptr */
+    if (read_uleb(&p, end, &u))
+        return -1;
+    for (const char *a = aug + 1; *a; a++) {
+        if (*a == 'R')
+            return p < end ? *p : -1;
+        if (*a == 'P') {
+            int64_t v;
+            unsigned penc = p < end ? *p++ : 0xff;
+            if (read_encoded(&p, end, penc & 0x0f, ptrsize, &v))
+                return -1;
+        } else if (*a == 'L') {
+            p++;
+        } else if (*a != 'S' && *a != 'B' && *a != 'G') {
+            return -1;
+        }
+    }
+    return 0x00;
+}
+
+/* Reads every FDE's range [initial location, + range length) through .eh_frame_hdr's sorted
+ * search table and the FDEs in .eh_frame. */
+static int read_cfi(object_t *o, Elf *elf)
+{
+    GElf_Shdr hsh, esh;
+    Elf_Scn *hscn = find_section(elf, ".eh_frame_hdr", &hsh);
+    if (!hscn || hsh.sh_type == SHT_NOBITS)
+        return 0;
+    Elf_Data *hd = elf_getdata(hscn, NULL);
+    if (!hd || hd->d_size < 12)
+        return 0;
+    const unsigned char *h = hd->d_buf, *hend = h + hd->d_size;
+    int ptrsize = gelf_getclass(elf) == ELFCLASS32 ? 4 : 8;
+    /* version 1, the table as datarel sdata4 pairs (0x3b): what every linker emits */
+    if (h[0] != 1 || h[3] != 0x3b || !native_order(elf))
+        return 0;
+    const unsigned char *p = h + 4;
+    int64_t ehf_ptr, count;
+    if (read_encoded(&p, hend, h[1], ptrsize, &ehf_ptr) ||
+        read_encoded(&p, hend, h[2], ptrsize, &count) || count <= 0)
+        return 0;
+    if ((h[1] & 0x70) == 0x10) /* pc-relative: to the field, 4 bytes into the header */
+        ehf_ptr += (int64_t)hsh.sh_addr + 4;
+    else if ((h[1] & 0x70) == 0x30) /* data-relative: to the header */
+        ehf_ptr += (int64_t)hsh.sh_addr;
+    size_t table = (size_t)(p - h);
+    if ((uint64_t)count > (hd->d_size - table) / 8)
+        return 0;
+    /* the section that holds the FDEs (normally .eh_frame) */
+    Elf_Scn *escn = NULL;
+    Elf_Data *ed = NULL;
+    while ((escn = elf_nextscn(elf, escn))) {
+        if (gelf_getshdr(escn, &esh) && esh.sh_type != SHT_NOBITS &&
+            (uint64_t)ehf_ptr >= esh.sh_addr && (uint64_t)ehf_ptr < esh.sh_addr + esh.sh_size) {
+            ed = elf_getdata(escn, NULL);
+            break;
+        }
+    }
+    if (!ed)
+        return 0;
+    o->fde_lo = malloc((size_t)count * sizeof *o->fde_lo);
+    o->fde_hi = malloc((size_t)count * sizeof *o->fde_hi);
+    if (!o->fde_lo || !o->fde_hi)
+        return -1;
+    const unsigned char *ehf = ed->d_buf;
+    size_t esize = ed->d_size, n = 0;
+    size_t cie_off = SIZE_MAX;
+    int fde_enc = -1;
+    for (int64_t i = 0; i < count; i++) {
+        int32_t loc, fde;
+        memcpy(&loc, h + table + (size_t)i * 8, 4);
+        memcpy(&fde, h + table + (size_t)i * 8 + 4, 4);
+        uint64_t start = hsh.sh_addr + (uint64_t)(int64_t)loc;
+        uint64_t foff = hsh.sh_addr + (uint64_t)(int64_t)fde - esh.sh_addr;
+        uint32_t len, cptr;
+        if (foff + 8 > esize)
+            continue;
+        memcpy(&len, ehf + foff, 4);
+        memcpy(&cptr, ehf + foff + 4, 4);
+        if (len == 0xffffffffu || len < 4 || len > esize - foff - 4 || cptr > foff + 4)
+            continue;
+        size_t coff = foff + 4 - cptr;
+        if (coff != cie_off) { /* consecutive FDEs nearly always share their CIE */
+            cie_off = coff;
+            fde_enc = cie_fde_encoding(ehf, esize, coff, ptrsize);
+        }
+        if (fde_enc < 0)
+            continue;
+        const unsigned char *q = ehf + foff + 8, *fend = ehf + foff + 4 + len;
+        int64_t pc_begin, pc_range;
+        if (read_encoded(&q, fend, (unsigned)fde_enc, ptrsize, &pc_begin) ||
+            read_encoded(&q, fend, (unsigned)fde_enc & 0x0f, ptrsize, &pc_range) || pc_range <= 0)
+            continue;
+        if (n && start < o->fde_hi[n - 1]) { /* the table is sorted: a broken one is not used */
+            n = 0;
+            break;
+        }
+        o->fde_lo[n] = start;
+        o->fde_hi[n] = start + (uint64_t)pc_range;
+        n++;
+    }
+    o->nfde = n;
+    return 0;
+}
+
+/* ---- reading an object ---------------------------------------------------------------------- */
 
 static void set_message(object_t *o, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -324,22 +695,23 @@ static void set_message(object_t *o, int status, const char *fmt, ...)
     va_start(ap, fmt);
     free(o->message);
     if (vasprintf(&o->message, fmt, ap) < 0)
-        o->message = xstrdup("");
+        o->message = NULL;
     va_end(ap);
     o->pub.status = status;
+    o->pub.message = o->message ? o->message : msg_nomem;
 }
 
-/* A copy of this process's vDSO image (the kernel's, the same for every process). */
+/* A copy of this process's vDSO image (the running kernel's; NULL if there is none). */
 static void *vdso_image(size_t *size)
 {
     const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
     if (!base || memcmp(base, ELFMAG, SELFMAG))
         return NULL;
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
     size_t end = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-    const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff);
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
     for (int i = 0; i < eh->e_phnum; i++)
-        if (ph[i].p_offset + ph[i].p_filesz > end)
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > end)
             end = ph[i].p_offset + ph[i].p_filesz;
     if (end > (1u << 20))
         return NULL;
@@ -350,40 +722,149 @@ static void *vdso_image(size_t *size)
     return copy;
 }
 
+typedef struct range {
+    uint64_t lo, hi;
+} range_t;
+
+/* The end of the executable section that holds addr, or UINT64_MAX. */
+static uint64_t section_end(const range_t *secs, size_t nsecs, uint64_t addr)
+{
+    for (size_t i = 0; i < nsecs; i++)
+        if (addr >= secs[i].lo && addr < secs[i].hi)
+            return secs[i].hi;
+    return UINT64_MAX;
+}
+
+/* Index of the last element of sorted v[0..n) that is <= x, or n when there is none. */
+static size_t last_le(const uint64_t *v, size_t n, uint64_t x)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid] <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? lo - 1 : n;
+}
+
+/* Sorts the raw symbols and keeps one per address (the preferred alias, the largest size);
+ * returns how many. */
+static size_t sort_unique(symtab_build_t *b)
+{
+    qsort_r(b->syms, b->n, sizeof *b->syms, cmp_rawsym, b->strs);
+    size_t k = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (k && b->syms[k - 1].addr == b->syms[i].addr) {
+            if (b->syms[i].size > b->syms[k - 1].size)
+                b->syms[k - 1].size = b->syms[i].size;
+            continue;
+        }
+        b->syms[k++] = b->syms[i];
+    }
+    return b->n = k;
+}
+
+/* The variables' table, moved into o. */
+static int finish_data(object_t *o, symtab_build_t *d)
+{
+    size_t k = sort_unique(d);
+    o->daddrs = malloc((k ? k : 1) * sizeof *o->daddrs);
+    o->dsyms = malloc((k ? k : 1) * sizeof *o->dsyms);
+    if (!o->daddrs || !o->dsyms)
+        return -1;
+    for (size_t i = 0; i < k; i++) {
+        o->daddrs[i] = d->syms[i].addr;
+        o->dsyms[i] = (dsym_t){ d->syms[i].size, d->syms[i].name, NULL };
+    }
+    o->ndsyms = k;
+    o->dstrings = d->strs;
+    d->strs = NULL;
+    return 0;
+}
+
+/* Sorts the raw function symbols, keeps one per address and gives zero-sized ones a size: up to
+ * the next symbol or call-frame range start, within their section (or their FDE's length when one
+ * starts there). Moves the result into o. */
+static int finish_table(object_t *o, symtab_build_t *b, const range_t *secs, size_t nsecs)
+{
+    size_t k = sort_unique(b);
+    o->addrs = malloc((k ? k : 1) * sizeof *o->addrs);
+    o->syms = malloc((k ? k : 1) * sizeof *o->syms);
+    if (!o->addrs || !o->syms)
+        return -1;
+    for (size_t i = 0; i < k; i++) {
+        rawsym_t *r = &b->syms[i];
+        uint64_t size = r->size;
+        if (!size) {
+            size_t f = last_le(o->fde_lo, o->nfde, r->addr);
+            if (f < o->nfde && o->fde_lo[f] == r->addr) {
+                size = o->fde_hi[f] - r->addr;
+            } else {
+                uint64_t end = i + 1 < k ? b->syms[i + 1].addr : UINT64_MAX;
+                size_t nf = f < o->nfde ? f + 1 : 0;
+                if (nf < o->nfde && o->fde_lo[nf] < end)
+                    end = o->fde_lo[nf];
+                uint64_t se = section_end(secs, nsecs, r->addr);
+                if (se < end)
+                    end = se;
+                size = end != UINT64_MAX ? end - r->addr : 0;
+            }
+        }
+        o->addrs[i] = r->addr;
+        o->syms[i] = (fsym_t){ size, r->name, UINT32_MAX };
+    }
+    o->nsyms = k;
+    o->strings = b->strs;
+    b->strs = NULL;
+    return 0;
+}
+
+/* Reads the object: its ELF image, build-id check, symbol tables, call-frame ranges. Sets status
+ * and message; never fails (an object it cannot read is `unreadable`). */
 static void load_object(object_t *o)
 {
-    if (o->loaded)
-        return;
     o->loaded = 1;
     o->pub.status = SYM_OBJ_OK;
+    int vdso = !strcmp(o->path, "[vdso]");
     Elf *elf = NULL;
     int fd = -1;
-    if (!strcmp(o->path, "[vdso]")) {
+    struct stat st;
+    if (vdso) {
         size_t size = 0;
         o->image = vdso_image(&size);
         if (o->image)
             elf = elf_memory(o->image, size);
         if (!elf) {
-            set_message(o, SYM_OBJ_UNREADABLE, "the vDSO of this system cannot be read: its "
-                                               "functions are shown as one entry");
+            o->unreadable = 1;
+            set_message(o, SYM_OBJ_UNREADABLE, "this process has no vDSO to read (the system's "
+                        "or a tool's choice): its functions are shown as one entry, "
+                        "'<unknown> (%s)'", o->name);
             return;
         }
     } else {
         fd = open(o->path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            set_message(o, errno == ENOENT ? SYM_OBJ_MISSING : SYM_OBJ_UNREADABLE,
-                        errno == ENOENT
-                            ? "'%s' no longer exists: its functions are shown as one entry; "
-                              "analyse where it was profiled, or put it back"
-                            : "'%s' cannot be read (%s): its functions are shown as one entry",
-                        o->path, strerror(errno));
+        if (fd < 0 || fstat(fd, &st)) {
+            int e = errno;
+            o->unreadable = 1;
+            if (e == ENOENT || e == ENOTDIR)
+                set_message(o, SYM_OBJ_MISSING, "'%s' no longer exists: its functions are "
+                            "shown as one entry, '<unknown> (%s)'; analyse where it was profiled, "
+                            "or put the file back", o->path, o->name);
+            else
+                set_message(o, SYM_OBJ_UNREADABLE, "'%s' cannot be read (%s): its functions "
+                            "are shown as one entry, '<unknown> (%s)'", o->path, strerror(e),
+                            o->name);
+            if (fd >= 0)
+                close(fd);
             return;
         }
-        elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-        if (!elf || elf_kind(elf) != ELF_K_ELF) {
-            set_message(o, SYM_OBJ_UNREADABLE,
-                        "'%s' is not an ELF file: its functions are shown as one entry",
-                        o->path);
+        elf = S_ISREG(st.st_mode) ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+        if (!elf || elf_kind(elf) != ELF_K_ELF || !elf_getident(elf, NULL)) {
+            o->unreadable = 1;
+            set_message(o, SYM_OBJ_UNREADABLE, "'%s' is not an ELF file: its functions are "
+                        "shown as one entry, '<unknown> (%s)'", o->path, o->name);
             if (elf)
                 elf_end(elf);
             close(fd);
@@ -392,129 +873,157 @@ static void load_object(object_t *o)
     }
     char id[129];
     elf_buildid(elf, id);
-    if (*o->buildid && *id && strcmp(id, o->buildid)) {
-        set_message(o, SYM_OBJ_CHANGED,
-                    "'%s' has changed since it was profiled (build-id %.12s... recorded, "
-                    "%.12s... on disk): its function names may be wrong; re-run the "
-                    "collection or put the original binary back", o->path, o->buildid, id);
+    if (*o->buildid && strcmp(id, o->buildid)) {
+        if (vdso)
+            set_message(o, SYM_OBJ_CHANGED, "the vDSO of this kernel is not the one profiled "
+                        "(build-id %.12s... recorded, %.12s%s here): its function names may be "
+                        "wrong; analyse on the system where it was profiled", o->buildid,
+                        *id ? id : "none", *id ? "..." : "");
+        else
+            set_message(o, SYM_OBJ_CHANGED, "'%s' has changed since it was profiled (build-id "
+                        "%.12s... recorded, %.12s%s on disk): its function names may be wrong; "
+                        "re-run the collection or supply the original binary", o->path,
+                        o->buildid, *id ? id : "none", *id ? "..." : "");
     }
-    fsym_t *syms = NULL;
-    size_t n = 0, cap = 0, slen = 0, scap = 0;
-    char *strs = NULL;
-    /* the separate debug file (by the file's own build-id) has the full .symtab */
-    char dpath[512];
-    int dfd = *id ? open_debugfile(id, dpath, sizeof dpath) : -1;
-    Elf *delf = NULL;
-    if (dfd >= 0) {
-        delf = elf_begin(dfd, ELF_C_READ_MMAP, NULL);
-        if (delf && read_symtab(o, delf, SHT_SYMTAB, &syms, &n, &cap, &strs, &slen, &scap)) {
-            free(o->debugfile);
-            o->debugfile = xstrdup(dpath);
-        }
+    symtab_build_t b = { 0 }, d = { 0 };
+    debugfile_t df = { .fd = -1 };
+    if (!find_debugfile(&df, vdso ? NULL : o->path, elf, id, vdso ? NULL : &st)) {
+        o->debugfile = strdup(df.path);
+        o->pub.debugfile = o->debugfile ? o->debugfile : "";
+        read_symtab(&b, &d, df.elf, SHT_SYMTAB);
     }
-    if (!n)
-        read_symtab(o, elf, SHT_SYMTAB, &syms, &n, &cap, &strs, &slen, &scap);
-    if (!n)
-        read_symtab(o, elf, SHT_DYNSYM, &syms, &n, &cap, &strs, &slen, &scap);
-    read_cfi(o, elf);
-    if (delf)
-        elf_end(delf);
-    if (dfd >= 0)
-        close(dfd);
+    if (!b.n)
+        read_symtab(&b, &d, elf, SHT_SYMTAB);
+    if (!b.n)
+        read_symtab(&b, &d, elf, SHT_DYNSYM);
+    /* executable sections, to bound zero-sized symbols */
+    range_t secs[32];
+    size_t nsecs = 0;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) && nsecs < 32) {
+        GElf_Shdr sh;
+        if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) && (sh.sh_flags & SHF_ALLOC))
+            secs[nsecs++] = (range_t){ sh.sh_addr, sh.sh_addr + sh.sh_size };
+    }
+    int bad = b.nomem || d.nomem || read_cfi(o, elf) || finish_table(o, &b, secs, nsecs) ||
+              finish_data(o, &d);
+    free(b.syms);
+    free(b.strs);
+    free(d.syms);
+    free(d.strs);
+    if (df.elf)
+        elf_end(df.elf);
+    if (df.fd >= 0)
+        close(df.fd);
     elf_end(elf);
     if (fd >= 0)
         close(fd);
-    for (size_t i = 0; i < n; i++)
-        syms[i].name = strs + (uintptr_t)syms[i].name;
-    qsort(syms, n, sizeof *syms, cmp_fsym);
-    /* one entry per address (the preferred alias first after sorting); zero sizes extend to the
-     * next symbol */
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (k && syms[k - 1].addr == syms[i].addr) {
-            if (syms[i].size > syms[k - 1].size)
-                syms[k - 1].size = syms[i].size;
-            continue;
-        }
-        syms[k++] = syms[i];
+    if (bad) {
+        o->unreadable = 1;
+        o->pub.status = SYM_OBJ_UNREADABLE;
+        free(o->message);
+        o->message = NULL;
+        o->pub.message = msg_nomem;
+        return;
     }
-    for (size_t i = 0; i < k; i++)
-        if (!syms[i].size && i + 1 < k)
-            syms[i].size = syms[i + 1].addr - syms[i].addr;
-    o->syms = syms;
-    o->nsyms = k;
-    o->strings = strs;
-    if (!k && o->pub.status == SYM_OBJ_OK)
-        set_message(o, SYM_OBJ_NOSYMS, "'%s' has no symbol table: its code is shown by address",
-                    o->path);
-}
-
-const sym_object_t *sym_object(sym_ctx_t *s, uint32_t obj)
-{
-    object_t *o = &s->objs[obj];
-    load_object(o);
-    o->pub.path = o->path;
-    o->pub.name = o->name;
-    o->pub.buildid = o->buildid;
-    o->pub.message = o->message;
-    o->pub.debugfile = o->debugfile;
-    return &o->pub;
+    if (!o->nsyms && o->pub.status == SYM_OBJ_OK)
+        set_message(o, SYM_OBJ_NOSYMS, "'%s' has no symbol table: its code is shown as "
+                    "address ranges, '<static>@0x... (%s)'", o->path, o->name);
 }
 
 /* ---- functions ------------------------------------------------------------------------------ */
 
-static uint32_t new_func(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t size,
-                         const char *mangled, char *display)
+static func_t *func_slot(const sym_ctx_t *s, uint32_t id)
 {
-    if (s->nfuncs == s->funcs_cap) {
-        s->funcs_cap = s->funcs_cap ? s->funcs_cap * 2 : 1024;
-        s->funcs = xrealloc(s->funcs, s->funcs_cap * sizeof *s->funcs);
-    }
-    func_t *f = &s->funcs[s->nfuncs];
-    memset(f, 0, sizeof *f);
-    f->mangled = xstrdup(mangled);
-    if (display) {
-        f->long_name = display;
-    } else {
-        int status = -1;
-        char *dm = !strncmp(mangled, "_Z", 2) ? __cxa_demangle(mangled, NULL, NULL, &status)
-                                              : NULL;
-        f->long_name = status == 0 && dm ? dm : xstrdup(mangled);
-        if (status != 0)
-            free(dm);
-    }
-    /* a made-up name ("<static>@0x10 (lib)") is not a signature: nothing to shorten */
-    f->name = display ? xstrdup(display) : short_name(f->long_name);
-    if (!f->name)
-        f->name = xstrdup(f->long_name);
-    f->pub = (sym_func_t){ f->name, f->long_name, f->mangled, obj, addr, size };
-    return (uint32_t)s->nfuncs++;
+    return &s->fblocks[id >> FBLOCK_BITS][id & (FBLOCK - 1)];
 }
 
-size_t sym_nfuncs(const sym_ctx_t *s) { return s->nfuncs; }
-
-const sym_func_t *sym_func(const sym_ctx_t *s, uint32_t id)
+/* A new function id, or UINT32_MAX when out of memory. One slot is always kept free for
+ * `<Unknown>` (reserve = 0 takes it), so the fallback of every failure can be made. The function
+ * takes the strings in own[] (freed by sym_free, also on failure). */
+static uint32_t new_func(sym_ctx_t *s, int reserve, uint32_t obj, uint64_t addr, uint64_t size,
+                         const char *name, const char *long_name, const char *mangled,
+                         char *own0, char *own1)
 {
-    /* pointers into funcs[] move when it grows: publish the current strings each time */
-    func_t *f = &((sym_ctx_t *)s)->funcs[id];
-    f->pub.name = f->name;
-    f->pub.long_name = f->long_name;
-    f->pub.mangled = f->mangled;
-    return &f->pub;
+    if (s->nfuncs + (size_t)reserve >= s->nfblocks * FBLOCK) {
+        func_t *blk = s->nfuncs < UINT32_MAX - FBLOCK ? malloc(FBLOCK * sizeof *blk) : NULL;
+        if (blk && s->nfblocks == s->fblocks_cap) {
+            size_t ncap = s->fblocks_cap * 2;
+            func_t **nb = realloc(s->fblocks, ncap * sizeof *nb);
+            if (nb) {
+                s->fblocks = nb;
+                s->fblocks_cap = ncap;
+            } else {
+                free(blk);
+                blk = NULL;
+            }
+        }
+        if (!blk) {
+            free(own0);
+            free(own1);
+            return UINT32_MAX;
+        }
+        s->fblocks[s->nfblocks++] = blk;
+    }
+    uint32_t id = (uint32_t)s->nfuncs++;
+    func_t *f = func_slot(s, id);
+    f->pub = (sym_func_t){ name, long_name, mangled, obj, addr, size };
+    f->own[0] = own0;
+    f->own[1] = own1;
+    f->own[2] = NULL;
+    return id;
 }
 
 uint32_t sym_func_unknown(sym_ctx_t *s)
 {
     if (s->unknown == UINT32_MAX)
-        s->unknown = new_func(s, UINT32_MAX, 0, 0, "<Unknown>", xstrdup("<Unknown>"));
+        s->unknown = new_func(s, 0, UINT32_MAX, 0, 0, "<Unknown>", "<Unknown>", "<Unknown>",
+                              NULL, NULL);
     return s->unknown;
 }
 
+/* A function with a made-up name (printf-style), or `<Unknown>` when out of memory. */
+static uint32_t made_up_func(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t size,
+                             const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static uint32_t made_up_func(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t size,
+                             const char *fmt, ...)
+{
+    char *name;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vasprintf(&name, fmt, ap);
+    va_end(ap);
+    uint32_t f = r < 0 ? UINT32_MAX : new_func(s, 1, obj, addr, size, name, name, name, name, NULL);
+    return f == UINT32_MAX ? sym_func_unknown(s) : f;
+}
+
+/* The function of symbol i of object obj, made on first use. */
+static uint32_t symbol_func(sym_ctx_t *s, uint32_t obj, size_t i)
+{
+    object_t *o = s->objs[obj];
+    fsym_t *sym = &o->syms[i];
+    if (sym->func != UINT32_MAX)
+        return sym->func;
+    const char *mangled = o->strings + sym->name;
+    char *dm = demangle(mangled);
+    char *sh = dm ? short_name(dm) : NULL;
+    const char *long_name = dm ? dm : mangled;
+    uint32_t f = new_func(s, 1, obj, o->addrs[i], sym->size, sh ? sh : long_name, long_name,
+                          mangled, dm, sh);
+    if (f == UINT32_MAX)
+        return sym_func_unknown(s); /* not remembered: a later lookup may do better */
+    sym->func = f;
+    return f;
+}
+
+/* The function of the made-up range [start, end) of object obj: one per (obj, start). */
 static uint32_t static_func(sym_ctx_t *s, uint32_t obj, uint64_t start, uint64_t end)
 {
     if ((s->nstat + 1) * 2 > s->stat_cap) {
         size_t ncap = s->stat_cap ? s->stat_cap * 2 : 256;
-        statkey_t *nt = xrealloc(NULL, ncap * sizeof *nt);
+        statkey_t *nt = malloc(ncap * sizeof *nt);
+        if (!nt)
+            return sym_func_unknown(s);
         for (size_t i = 0; i < ncap; i++)
             nt[i].func = UINT32_MAX;
         for (size_t i = 0; i < s->stat_cap; i++) {
@@ -535,97 +1044,156 @@ static uint32_t static_func(sym_ctx_t *s, uint32_t obj, uint64_t start, uint64_t
             return s->stat[j].func;
         j = (j + 1) & (s->stat_cap - 1);
     }
-    char *name;
-    if (asprintf(&name, "<static>@0x%llx (%s)", (unsigned long long)start, s->objs[obj].name) < 0)
-        abort();
-    uint32_t f = new_func(s, obj, start, end > start ? end - start : 0, name, name);
-    s->stat[j] = (statkey_t){ obj, start, f };
-    s->nstat++;
+    uint32_t f = made_up_func(s, obj, start, end != UINT64_MAX ? end - start : 0,
+                              "<static>@0x%llx (%s)", (unsigned long long)start,
+                              s->objs[obj]->name);
+    if (f != s->unknown) {
+        s->stat[j] = (statkey_t){ obj, f, start };
+        s->nstat++;
+    }
     return f;
 }
 
 uint32_t sym_func_at(sym_ctx_t *s, uint32_t obj, uint64_t addr)
 {
-    object_t *o = &s->objs[obj];
-    load_object(o);
-    if (o->pub.status == SYM_OBJ_MISSING || o->pub.status == SYM_OBJ_UNREADABLE) {
+    if (obj >= s->nobjs)
+        return sym_func_unknown(s);
+    object_t *o = s->objs[obj];
+    if (!o->loaded)
+        load_object(o);
+    if (o->unreadable) {
         if (o->unknown_func == UINT32_MAX) {
-            char *name;
-            if (asprintf(&name, "<unknown> (%s)", o->name) < 0)
-                abort();
-            o->unknown_func = new_func(s, obj, 0, 0, name, name);
+            uint32_t f = made_up_func(s, obj, 0, 0, "<unknown> (%s)", o->name);
+            if (f == s->unknown)
+                return f;
+            o->unknown_func = f;
         }
         return o->unknown_func;
     }
-    /* the last symbol starting at or before addr */
-    size_t lo = 0, hi = o->nsyms;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (o->syms[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
+    /* the last symbol starting at or before addr, or one that encloses it just before */
+    size_t i = last_le(o->addrs, o->nsyms, addr);
+    if (i < o->nsyms) {
+        if (addr - o->addrs[i] < (o->syms[i].size ? o->syms[i].size : 1))
+            return symbol_func(s, obj, i);
+        for (size_t j = i, k = 0; j-- > 0 && k < 4; k++) /* a symbol nested in a bigger one */
+            if (addr - o->addrs[j] < o->syms[j].size)
+                return symbol_func(s, obj, j);
     }
-    fsym_t *sym = lo ? &o->syms[lo - 1] : NULL;
-    if (sym && addr < sym->addr + (sym->size ? sym->size : 1)) {
-        if (sym->func == UINT32_MAX)
-            sym->func = new_func(s, obj, sym->addr, sym->size, sym->name, NULL);
-        return sym->func;
-    }
-    /* no symbol covers addr: the code range around it, from call-frame information or the gap
-     * between the symbols */
-    uint64_t start = sym ? sym->addr + sym->size : 0;
-    uint64_t end = lo < o->nsyms ? o->syms[lo].addr : UINT64_MAX;
-    if (o->ncfi) {
-        size_t a = 0, b = o->ncfi;
-        while (a < b) {
-            size_t mid = (a + b) / 2;
-            if (o->cfi[mid] <= addr)
-                a = mid + 1;
-            else
-                b = mid;
-        }
-        if (a && o->cfi[a - 1] > start)
-            start = o->cfi[a - 1];
-        if (a < o->ncfi && o->cfi[a] < end)
-            end = o->cfi[a];
+    /* no symbol covers addr: the call-frame range that holds it, else the gap between the
+     * neighbouring symbols and call-frame ranges */
+    uint64_t start = i < o->nsyms ? o->addrs[i] + (o->syms[i].size ? o->syms[i].size : 1) : 0;
+    uint64_t end = i < o->nsyms ? (i + 1 < o->nsyms ? o->addrs[i + 1] : UINT64_MAX)
+                                : (o->nsyms ? o->addrs[0] : UINT64_MAX);
+    size_t f = last_le(o->fde_lo, o->nfde, addr);
+    if (f < o->nfde && addr < o->fde_hi[f]) {
+        if (o->fde_lo[f] > start)
+            start = o->fde_lo[f];
+        if (o->fde_hi[f] < end)
+            end = o->fde_hi[f];
+    } else {
+        if (f < o->nfde && o->fde_hi[f] > start)
+            start = o->fde_hi[f];
+        size_t nf = f < o->nfde ? f + 1 : 0;
+        if (nf < o->nfde && o->fde_lo[nf] < end)
+            end = o->fde_lo[nf];
     }
     return static_func(s, obj, start, end);
 }
 
+const char *sym_data_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t *offset)
+{
+    if (obj >= s->nobjs)
+        return NULL;
+    object_t *o = s->objs[obj];
+    if (!o->loaded)
+        load_object(o);
+    if (o->unreadable)
+        return NULL;
+    size_t i = last_le(o->daddrs, o->ndsyms, addr);
+    if (i == o->ndsyms || addr - o->daddrs[i] >= (o->dsyms[i].size ? o->dsyms[i].size : 1))
+        return NULL;
+    dsym_t *d = &o->dsyms[i];
+    const char *mangled = o->dstrings + d->name;
+    if (!d->demangled)
+        d->demangled = demangle(mangled);
+    if (offset)
+        *offset = addr - o->daddrs[i];
+    return d->demangled ? d->demangled : mangled;
+}
+
+size_t sym_nfuncs(const sym_ctx_t *s) { return s->nfuncs; }
+
+const sym_func_t *sym_func(const sym_ctx_t *s, uint32_t id)
+{
+    return &func_slot(s, id)->pub;
+}
+
 /* ---- lines ---------------------------------------------------------------------------------- */
 
+static int cmp_cu(const void *a, const void *b)
+{
+    const cu_range_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The address ranges of every compilation unit of dw, sorted (so a lookup needs no
+ * .debug_aranges, which not every compiler writes). */
+static int read_cu_ranges(object_t *o, Dwarf *dw)
+{
+    size_t cap = 0;
+    Dwarf_CU *cu = NULL;
+    Dwarf_Half version;
+    uint8_t unit_type;
+    Dwarf_Die cudie, subdie;
+    while (dwarf_get_units(dw, cu, &cu, &version, &unit_type, &cudie, &subdie) == 0) {
+        if (unit_type == DW_UT_type || unit_type == DW_UT_split_type)
+            continue;
+        ptrdiff_t off = 0;
+        Dwarf_Addr base, lo, hi;
+        while ((off = dwarf_ranges(&cudie, off, &base, &lo, &hi)) > 0) {
+            if (lo == 0 || hi <= lo || lo == (Dwarf_Addr)-1) /* discarded code */
+                continue;
+            if (o->ncus == cap) {
+                cap = cap ? cap * 2 : 64;
+                cu_range_t *n = realloc(o->cus, cap * sizeof *n);
+                if (!n)
+                    return -1;
+                o->cus = n;
+            }
+            o->cus[o->ncus++] = (cu_range_t){ lo, hi, cudie };
+        }
+    }
+    qsort(o->cus, o->ncus, sizeof *o->cus, cmp_cu);
+    return 0;
+}
+
+/* Opens the DWARF of the object: its separate debug file, else the file itself. */
 static void open_dwarf(object_t *o)
 {
     o->dwarf_tried = 1;
-    char dpath[512];
-    const char *candidates[2] = { NULL, o->path };
-    if (*o->debugfile)
-        candidates[0] = o->debugfile;
-    else if (*o->buildid) {
-        int fd = open_debugfile(o->buildid, dpath, sizeof dpath);
-        if (fd >= 0) {
-            close(fd); /* reopened by path below */
-            candidates[0] = dpath;
-        }
-    }
+    const char *candidates[2] = { o->debugfile, strcmp(o->path, "[vdso]") ? o->path : NULL };
     for (int i = 0; i < 2 && !o->dw; i++) {
-        if (!candidates[i] || !strcmp(candidates[i], "[vdso]"))
+        if (!candidates[i])
             continue;
         int fd = open(candidates[i], O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             continue;
         Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
         Dwarf *dw = elf ? dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
-        if (dw) {
+        if (dw && !read_cu_ranges(o, dw) && o->ncus) {
             o->dw = dw;
             o->dw_elf = elf;
             o->dw_fd = fd;
-        } else {
-            if (elf)
-                elf_end(elf);
-            close(fd);
+            return;
         }
+        free(o->cus);
+        o->cus = NULL;
+        o->ncus = 0;
+        if (dw)
+            dwarf_end(dw);
+        if (elf)
+            elf_end(elf);
+        close(fd);
     }
 }
 
@@ -633,43 +1201,133 @@ int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, ui
 {
     if (obj >= s->nobjs)
         return -1;
-    object_t *o = &s->objs[obj];
-    load_object(o);
-    if (o->pub.status == SYM_OBJ_MISSING || o->pub.status == SYM_OBJ_UNREADABLE)
+    object_t *o = s->objs[obj];
+    if (!o->loaded)
+        load_object(o);
+    if (o->unreadable)
         return -1;
     if (!o->dwarf_tried)
         open_dwarf(o);
     if (!o->dw)
         return -1;
-    Dwarf_Die cu;
-    if (!dwarf_addrdie(o->dw, addr, &cu))
-        return -1;
-    Dwarf_Line *l = dwarf_getsrc_die(&cu, addr);
-    int ln;
-    const char *f = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
-    if (!f || dwarf_lineno(l, &ln) || ln <= 0)
-        return -1;
-    *file = f;
-    *line = (uint32_t)ln;
-    return 0;
+    size_t lo = 0, hi = o->ncus;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->cus[mid].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) { /* ranges rarely overlap: look back a bit */
+        if (addr >= o->cus[i].hi)
+            continue;
+        Dwarf_Die cu = o->cus[i].cu;
+        Dwarf_Line *l = dwarf_getsrc_die(&cu, addr);
+        int ln;
+        const char *f = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+        if (!f || dwarf_lineno(l, &ln) || ln <= 0)
+            return -1;
+        *file = f;
+        *line = (uint32_t)ln;
+        return 0;
+    }
+    return -1;
 }
 
 /* ---- the context ---------------------------------------------------------------------------- */
+
+sym_ctx_t *sym_new(void)
+{
+    elf_version(EV_CURRENT);
+    sym_ctx_t *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    s->unknown = UINT32_MAX;
+    s->fblocks_cap = 8;
+    s->fblocks = malloc(s->fblocks_cap * sizeof *s->fblocks);
+    func_t *blk = malloc(FBLOCK * sizeof *blk);
+    if (!s->fblocks || !blk) {
+        free(s->fblocks);
+        free(blk);
+        free(s);
+        return NULL;
+    }
+    s->fblocks[s->nfblocks++] = blk;
+    return s;
+}
+
+uint32_t sym_object_add(sym_ctx_t *s, const char *path, const char *buildid)
+{
+    if (!buildid)
+        buildid = "";
+    for (size_t i = 0; i < s->nobjs; i++)
+        if (!strcmp(s->objs[i]->path, path) && !strcmp(s->objs[i]->buildid, buildid))
+            return (uint32_t)i;
+    if (s->nobjs >= UINT32_MAX - 1)
+        return UINT32_MAX;
+    if (s->nobjs == s->objs_cap) {
+        size_t ncap = s->objs_cap ? s->objs_cap * 2 : 16;
+        object_t **n = realloc(s->objs, ncap * sizeof *n);
+        if (!n)
+            return UINT32_MAX;
+        s->objs = n;
+        s->objs_cap = ncap;
+    }
+    object_t *o = calloc(1, sizeof *o);
+    const char *b = strrchr(path, '/');
+    if (o) {
+        o->path = strdup(path);
+        o->name = strdup(b ? b + 1 : path);
+        o->buildid = strdup(buildid);
+    }
+    if (!o || !o->path || !o->name || !o->buildid) {
+        if (o) {
+            free(o->path);
+            free(o->name);
+            free(o->buildid);
+        }
+        free(o);
+        return UINT32_MAX;
+    }
+    o->unknown_func = UINT32_MAX;
+    o->dw_fd = -1;
+    o->pub = (sym_object_t){ o->path, o->name, o->buildid, SYM_OBJ_UNREAD, "", "" };
+    s->objs[s->nobjs] = o;
+    return (uint32_t)s->nobjs++;
+}
+
+size_t sym_nobjects(const sym_ctx_t *s) { return s->nobjs; }
+
+const sym_object_t *sym_object(sym_ctx_t *s, uint32_t obj)
+{
+    object_t *o = s->objs[obj];
+    if (!o->loaded)
+        load_object(o);
+    return &o->pub;
+}
 
 void sym_free(sym_ctx_t *s)
 {
     if (!s)
         return;
     for (size_t i = 0; i < s->nobjs; i++) {
-        object_t *o = &s->objs[i];
+        object_t *o = s->objs[i];
         free(o->path);
         free(o->name);
         free(o->buildid);
         free(o->message);
         free(o->debugfile);
+        free(o->addrs);
         free(o->syms);
         free(o->strings);
-        free(o->cfi);
+        for (size_t k = 0; k < o->ndsyms; k++)
+            free(o->dsyms[k].demangled);
+        free(o->daddrs);
+        free(o->dsyms);
+        free(o->dstrings);
+        free(o->fde_lo);
+        free(o->fde_hi);
+        free(o->cus);
         if (o->dw)
             dwarf_end(o->dw);
         if (o->dw_elf)
@@ -677,16 +1335,17 @@ void sym_free(sym_ctx_t *s)
         if (o->dw_fd >= 0)
             close(o->dw_fd);
         free(o->image);
+        free(o);
     }
-    for (size_t i = 0; i < s->nfuncs; i++) {
-        func_t *f = &s->funcs[i];
-        if (f->mangled != f->long_name)
-            free(f->mangled);
-        free(f->long_name);
-        free(f->name);
+    for (size_t id = 0; id < s->nfuncs; id++) {
+        func_t *f = func_slot(s, (uint32_t)id);
+        for (int k = 0; k < 3; k++)
+            free(f->own[k]);
     }
+    for (size_t b = 0; b < s->nfblocks; b++)
+        free(s->fblocks[b]);
     free(s->objs);
-    free(s->funcs);
+    free(s->fblocks);
     free(s->stat);
     free(s);
 }

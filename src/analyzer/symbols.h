@@ -4,24 +4,42 @@
  *
  * A sym_ctx_t holds every load object seen in the experiments being analysed, keyed by (path,
  * build-id): the same library in two processes or two experiments is one object. Each object is
- * read lazily, on its first lookup, into a sorted table of function symbols (.symtab of the file
- * or of its separate debug file found by build-id under /usr/lib/debug/.build-id, else .dynsym),
- * so a lookup is a binary search. Addresses are ELF virtual addresses of the object's file
- * (pc - load bias); the caller subtracts the bias and, for return addresses, 1.
+ * read lazily, on its first lookup, into a sorted table of function symbols (STT_FUNC and
+ * STT_GNU_IFUNC; version suffixes such as "@@GLIBC_2.2.5" dropped), so a lookup is a binary search
+ * with no allocation once the function has an id. The table comes from the .symtab of the
+ * object's separate debug file if there is one (/usr/lib/debug/.build-id/xx/rest.debug
+ * by the file's build-id, else the .gnu_debuglink name next to the file, in its .debug/ or under
+ * /usr/lib/debug/<dir>/, checked by build-id or CRC), else the file's own .symtab, else its
+ * .dynsym. Aliases at one address are one function, named by the first of: a global, then weak,
+ * then local symbol; fewer leading underscores; the shorter name; byte order ("malloc" rather than
+ * "__libc_malloc"). A symbol of size 0 extends to the next symbol or call-frame range start (or
+ * over its own call-frame range), within its section. Addresses are ELF virtual addresses of the
+ * object's file (pc - load bias); the caller subtracts the bias and, for return addresses, 1.
+ * "[vdso]" is read from this process's own vDSO (it matches when the build-ids agree).
  *
  * Functions get dense ids from 0, in order of first lookup, stable for the life of the context.
- * An address no symbol covers still gets a function that aggregates sensibly: the range between
- * the preceding function's end and the next symbol (or the call-frame-information range that holds
- * it) becomes one function named `<static>@0xADDR (<libname>)`, ADDR being the range's start. An
- * address in an object that cannot be read becomes `<libname>@0xADDR`-free: one function
- * `<unknown> (<libname>)` per object, so metrics still add up per object.
+ * An address no symbol covers still gets a function that aggregates sensibly: the call-frame
+ * range (an FDE of .eh_frame, found through .eh_frame_hdr) that holds it, or else the gap between
+ * the neighbouring symbols and call-frame ranges, becomes one function named
+ * `<static>@0xSTART (<libname>)`, START being the range's first address; every address of that
+ * range gets the same id. All addresses of an object that cannot be read (missing, unreadable,
+ * not ELF) share one function, `<unknown> (<libname>)`, so metrics still add up per object.
  *
  * The object's status tells whether the file on disk is the one that was profiled: when the
  * recorded build-id differs from the file's, or the file is missing or unreadable, status says so
- * and message is a sentence for the user; lookups then fall back as above.
+ * and message is a sentence for the user. A changed file is still read (best effort: its names
+ * may be wrong); the others fall back as above.
  *
- * Ownership: every string returned is owned by the context and lives until sym_free. Not
- * thread-safe. Errors: sym_new returns NULL on no memory; lookups never fail (they degrade).
+ * Names: `mangled` is the symbol as in the ELF file (or the made-up name); `long_name` demangles
+ * C++ names (__cxa_demangle); `name` drops the parameter list, trailing qualifiers and, for a
+ * template function, the return type, keeping any "[clone .cold]": "void ns::f<int>(int) const"
+ * -> "ns::f<int>". Made-up names are the same in all three.
+ *
+ * Ownership: every string and every sym_object_t / sym_func_t pointer returned is owned by the
+ * context and stays valid until sym_free. Not thread-safe. Errors: nothing is printed and nothing
+ * exits. sym_new returns NULL on no memory; sym_object_add returns UINT32_MAX on no memory, and
+ * lookups of that (or any unknown) object index give `<Unknown>`; lookups never fail: out of
+ * memory they degrade to `<Unknown>` or an unreadable object.
  */
 #ifndef TALLY_ANALYZER_SYMBOLS_H
 #define TALLY_ANALYZER_SYMBOLS_H
@@ -60,21 +78,30 @@ typedef struct sym_func {
 sym_ctx_t *sym_new(void);
 void sym_free(sym_ctx_t *s);
 
-/* The index of the object (path, buildid); registers it (without reading it) the first time. */
+/* The index of the object (path, buildid); registers it (without reading it) the first time.
+ * buildid is lower-case hex or "" (or NULL) when none was recorded. UINT32_MAX: no memory. */
 uint32_t sym_object_add(sym_ctx_t *s, const char *path, const char *buildid);
 size_t sym_nobjects(const sym_ctx_t *s);
-/* Reads the object if not yet read (so status is known) and returns it. */
+/* Reads the object if not yet read (so status is known) and returns it; obj must be an index
+ * sym_object_add returned. */
 const sym_object_t *sym_object(sym_ctx_t *s, uint32_t obj);
 
-/* The function of object obj that holds ELF address addr (see the header comment for fallbacks). */
+/* The function of object obj that holds ELF address addr (see the header comment for fallbacks).
+ * O(log n); the first lookup of an object reads it. */
 uint32_t sym_func_at(sym_ctx_t *s, uint32_t obj, uint64_t addr);
 /* The function for a pc in no known object: one `<Unknown>` function (object UINT32_MAX). */
 uint32_t sym_func_unknown(sym_ctx_t *s);
 size_t sym_nfuncs(const sym_ctx_t *s);
 const sym_func_t *sym_func(const sym_ctx_t *s, uint32_t id);
 
-/* Source file and line of ELF address addr of object obj (DWARF 4 and 5). Returns 0 and sets *file
- * (absolute or as compiled) and *line, or -1 when there is no line information. */
+/* The variable (STT_OBJECT symbol, demangled) of object obj that holds ELF address addr, and in
+ * *offset (if not NULL) addr's offset in it; NULL when none does (heap, stack, an object that
+ * cannot be read). */
+const char *sym_data_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t *offset);
+
+/* Source file and line of ELF address addr of object obj (DWARF 4 and 5, from the separate debug
+ * file if there is one, else the file). Returns 0 and sets *file (absolute or as compiled) and
+ * *line, or -1 when there is no line information. The first call per object reads its DWARF. */
 int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, uint32_t *line);
 
 #endif
