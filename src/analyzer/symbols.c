@@ -42,12 +42,6 @@ typedef struct fsym {
     uint32_t func; /* function id, UINT32_MAX until first looked up */
 } fsym_t;
 
-typedef struct dsym {
-    uint64_t size;
-    uint32_t name;   /* offset into the object's data strings */
-    char *demangled; /* made on first lookup of a C++ name, or NULL */
-} dsym_t;
-
 typedef struct cu_range {
     uint64_t lo, hi;
     Dwarf_Die cu;
@@ -64,11 +58,6 @@ typedef struct object {
     fsym_t *syms;
     size_t nsyms;
     char *strings;
-    /* variables (STT_OBJECT), the same way */
-    uint64_t *daddrs;
-    dsym_t *dsyms;
-    size_t ndsyms;
-    char *dstrings;
     /* call-frame ranges [fde_lo, fde_hi), sorted by start */
     uint64_t *fde_lo, *fde_hi;
     size_t nfde;
@@ -454,10 +443,9 @@ static int add_rawsym(symtab_build_t *b, uint64_t addr, uint64_t size, const cha
     return 0;
 }
 
-/* Adds the function symbols (STT_FUNC, STT_GNU_IFUNC) to b and the variables (STT_OBJECT) to
- * data, all defined and non-zero, of elf's symbol table of type SHT_SYMTAB or SHT_DYNSYM; returns
- * how many functions. */
-static size_t read_symtab(symtab_build_t *b, symtab_build_t *data, Elf *elf, Elf64_Word type)
+/* Adds the function symbols (STT_FUNC, STT_GNU_IFUNC, defined, non-zero) of elf's symbol table of
+ * type SHT_SYMTAB or SHT_DYNSYM; returns how many. */
+static size_t read_symtab(symtab_build_t *b, Elf *elf, Elf64_Word type)
 {
     GElf_Ehdr eh;
     int arm = gelf_getehdr(elf, &eh) && eh.e_machine == EM_ARM;
@@ -476,19 +464,18 @@ static size_t read_symtab(symtab_build_t *b, symtab_build_t *data, Elf *elf, Elf
             if (!gelf_getsym(d, (int)i, &sym))
                 continue;
             int t = GELF_ST_TYPE(sym.st_info);
-            int func = t == STT_FUNC || t == STT_GNU_IFUNC;
-            if ((!func && t != STT_OBJECT) || sym.st_shndx == SHN_UNDEF ||
-                sym.st_shndx == SHN_ABS || sym.st_shndx == SHN_COMMON || !sym.st_value)
+            if ((t != STT_FUNC && t != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
+                sym.st_shndx == SHN_ABS || !sym.st_value)
                 continue;
             const char *nm = elf_strptr(elf, sh.sh_link, sym.st_name);
             if (!nm || !*nm)
                 continue;
-            uint64_t addr = arm && func ? sym.st_value & ~(uint64_t)1 : sym.st_value; /* Thumb */
-            if (add_rawsym(func ? b : data, addr, sym.st_size, nm, GELF_ST_BIND(sym.st_info))) {
+            uint64_t addr = arm ? sym.st_value & ~(uint64_t)1 : sym.st_value; /* Thumb bit */
+            if (add_rawsym(b, addr, sym.st_size, nm, GELF_ST_BIND(sym.st_info))) {
                 b->nomem = 1;
                 break;
             }
-            added += func;
+            added++;
         }
     }
     return added;
@@ -766,24 +753,6 @@ static size_t sort_unique(symtab_build_t *b)
     return b->n = k;
 }
 
-/* The variables' table, moved into o. */
-static int finish_data(object_t *o, symtab_build_t *d)
-{
-    size_t k = sort_unique(d);
-    o->daddrs = malloc((k ? k : 1) * sizeof *o->daddrs);
-    o->dsyms = malloc((k ? k : 1) * sizeof *o->dsyms);
-    if (!o->daddrs || !o->dsyms)
-        return -1;
-    for (size_t i = 0; i < k; i++) {
-        o->daddrs[i] = d->syms[i].addr;
-        o->dsyms[i] = (dsym_t){ d->syms[i].size, d->syms[i].name, NULL };
-    }
-    o->ndsyms = k;
-    o->dstrings = d->strs;
-    d->strs = NULL;
-    return 0;
-}
-
 /* Sorts the raw function symbols, keeps one per address and gives zero-sized ones a size: up to
  * the next symbol or call-frame range start, within their section (or their FDE's length when one
  * starts there). Moves the result into o. */
@@ -885,17 +854,17 @@ static void load_object(object_t *o)
                         "re-run the collection or supply the original binary", o->path,
                         o->buildid, *id ? id : "none", *id ? "..." : "");
     }
-    symtab_build_t b = { 0 }, d = { 0 };
+    symtab_build_t b = { 0 };
     debugfile_t df = { .fd = -1 };
     if (!find_debugfile(&df, vdso ? NULL : o->path, elf, id, vdso ? NULL : &st)) {
         o->debugfile = strdup(df.path);
         o->pub.debugfile = o->debugfile ? o->debugfile : "";
-        read_symtab(&b, &d, df.elf, SHT_SYMTAB);
+        read_symtab(&b, df.elf, SHT_SYMTAB);
     }
     if (!b.n)
-        read_symtab(&b, &d, elf, SHT_SYMTAB);
+        read_symtab(&b, elf, SHT_SYMTAB);
     if (!b.n)
-        read_symtab(&b, &d, elf, SHT_DYNSYM);
+        read_symtab(&b, elf, SHT_DYNSYM);
     /* executable sections, to bound zero-sized symbols */
     range_t secs[32];
     size_t nsecs = 0;
@@ -905,12 +874,9 @@ static void load_object(object_t *o)
         if (gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) && (sh.sh_flags & SHF_ALLOC))
             secs[nsecs++] = (range_t){ sh.sh_addr, sh.sh_addr + sh.sh_size };
     }
-    int bad = b.nomem || d.nomem || read_cfi(o, elf) || finish_table(o, &b, secs, nsecs) ||
-              finish_data(o, &d);
+    int bad = b.nomem || read_cfi(o, elf) || finish_table(o, &b, secs, nsecs);
     free(b.syms);
     free(b.strs);
-    free(d.syms);
-    free(d.strs);
     if (df.elf)
         elf_end(df.elf);
     if (df.fd >= 0)
@@ -1098,27 +1064,6 @@ uint32_t sym_func_at(sym_ctx_t *s, uint32_t obj, uint64_t addr)
             end = o->fde_lo[nf];
     }
     return static_func(s, obj, start, end);
-}
-
-const char *sym_data_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t *offset)
-{
-    if (obj >= s->nobjs)
-        return NULL;
-    object_t *o = s->objs[obj];
-    if (!o->loaded)
-        load_object(o);
-    if (o->unreadable)
-        return NULL;
-    size_t i = last_le(o->daddrs, o->ndsyms, addr);
-    if (i == o->ndsyms || addr - o->daddrs[i] >= (o->dsyms[i].size ? o->dsyms[i].size : 1))
-        return NULL;
-    dsym_t *d = &o->dsyms[i];
-    const char *mangled = o->dstrings + d->name;
-    if (!d->demangled)
-        d->demangled = demangle(mangled);
-    if (offset)
-        *offset = addr - o->daddrs[i];
-    return d->demangled ? d->demangled : mangled;
 }
 
 size_t sym_nfuncs(const sym_ctx_t *s) { return s->nfuncs; }
@@ -1320,11 +1265,6 @@ void sym_free(sym_ctx_t *s)
         free(o->addrs);
         free(o->syms);
         free(o->strings);
-        for (size_t k = 0; k < o->ndsyms; k++)
-            free(o->dsyms[k].demangled);
-        free(o->daddrs);
-        free(o->dsyms);
-        free(o->dstrings);
         free(o->fde_lo);
         free(o->fde_hi);
         free(o->cus);

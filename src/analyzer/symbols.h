@@ -94,11 +94,6 @@ uint32_t sym_func_unknown(sym_ctx_t *s);
 size_t sym_nfuncs(const sym_ctx_t *s);
 const sym_func_t *sym_func(const sym_ctx_t *s, uint32_t id);
 
-/* The variable (STT_OBJECT symbol, demangled) of object obj that holds ELF address addr, and in
- * *offset (if not NULL) addr's offset in it; NULL when none does (heap, stack, an object that
- * cannot be read). */
-const char *sym_data_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t *offset);
-
 /* Source file and line of ELF address addr of object obj (DWARF 4 and 5, from the separate debug
  * file if there is one, else the file). Returns 0 and sets *file (absolute or as compiled) and
  * *line, or -1 when there is no line information. The first call per object reads its DWARF. */

@@ -1,9 +1,7 @@
 // symbols_fixture_cxx.cpp - C++ names for test_symbols (dlopened): a member of a class template,
 // a function template (its demangled name has a return type), operator(), an operator template
-// a function in an anonymous namespace and a variable.
+// a function in an anonymous namespace.
 namespace fixns {
-
-int counter[2];
 
 template <class T> struct Widget {
     T v;

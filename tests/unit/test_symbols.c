@@ -3,7 +3,7 @@
  * static) and of libc, the same id for every address inside a function, source lines (DWARF 5 as
  * gcc 12 emits it, and DWARF 4), C++ names, a stripped library (call-frame ranges, gaps, a
  * zero-sized symbol), a separate debug file found by .gnu_debuglink, the vDSO, and the fallbacks:
- * a missing file, a non-ELF file, an ELF file without symbols, a changed build-id; variables.
+ * a missing file, a non-ELF file, an ELF file without symbols, a changed build-id.
  *
  * The fixture libraries (tests/unit/symbols_fixture*.c*) are dlopened from SYMFIX_DIR.
  */
@@ -28,7 +28,6 @@
 __attribute__((noinline)) int symbols_test_global(int x) { return x * 3 + 1; }
 static const unsigned global_line = __LINE__ - 1;
 __attribute__((noinline)) static int symbols_test_static(int x) { return x * 5 + 2; }
-int symbols_test_var[4];
 
 /* Load bias and path of the object that holds address a. */
 static uint64_t bias_of(const void *a, char *path, size_t n)
@@ -115,14 +114,6 @@ static void own_functions(void **state)
     assert_int_equal(sym_line_at(s, obj, a, &file, &line), 0);
     assert_non_null(strstr(file, "test_symbols.c"));
     assert_int_equal(line, global_line);
-    /* variables */
-    uint64_t off = 99;
-    const char *var = sym_data_at(s, obj, (uint64_t)(uintptr_t)&symbols_test_var[2] - bias, &off);
-    assert_non_null(var);
-    assert_string_equal(var, "symbols_test_var");
-    assert_int_equal(off, 2 * sizeof(int));
-    assert_null(sym_data_at(s, obj, a, &off)); /* code is no variable */
-    assert_null(sym_data_at(s, 777, a, NULL));
     sym_free(s);
 }
 
@@ -284,11 +275,6 @@ static void cxx_names(void **state)
     const sym_func_t *h = sym_func(s, sym_func_at(s, obj, fix_getter(&fx, "cxxfix_hidden_addr")));
     assert_string_equal(h->long_name, "(anonymous namespace)::hidden(int)");
     assert_string_equal(h->name, "(anonymous namespace)::hidden");
-    uint64_t off;
-    const char *var = sym_data_at(s, obj, fix_addr(&fx, "_ZN5fixns7counterE") + 4, &off);
-    assert_non_null(var);
-    assert_string_equal(var, "fixns::counter");
-    assert_int_equal(off, 4);
     /* the cold part of a function split by the compiler keeps its clone suffix */
     int (*split)(int) = (int (*)(int))dlsym(fx.h, "cxxfix_split");
     assert_non_null(split);
