@@ -276,11 +276,13 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
     exp_stream_state(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns);
 }
 
-static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
+/* Looks at every thread; returns 1 when some thread was off a CPU during the period. */
+static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
 {
     int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
-        return;
+        return 1;
+    int any_off = 0;
     s->tick++;
     char dbuf[4096];
     for (;;) {
@@ -314,8 +316,10 @@ static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
                 t->run_delay = delay;
                 t->run_time = run;
             }
-            if (fresh)
+            if (fresh) {
+                any_off = 1;
                 continue; /* the thread may have started at any time during the last period */
+            }
             /* A thread that ran (or waited to) the whole period did not sleep: skip reading its
              * stat, which is the costly file (the kernel locks the running thread's mm and
              * signal state for it). The run time lags by up to a scheduler tick: 5 ms slack. */
@@ -323,11 +327,17 @@ static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
                 t->blocked_pc = 0;
                 continue;
             }
+            /* off a CPU for dt - busy exactly (schedstat); what kind of sleep, and where, is what
+             * the thread shows now */
+            any_off = 1;
+            uint64_t off = dt - busy;
             char st = task_state(t);
-            if (st == 'S' || st == 'D' || st == 't' || st == 'T')
-                write_sleep(s, now, t, st, dt);
-            else
+            if (st == 'S' || st == 'D' || st == 't' || st == 'T') {
+                write_sleep(s, now, t, st, off);
+            } else { /* it slept and woke up within the period: kind unknown */
                 t->blocked_pc = 0;
+                write_state(s, now, t, EXP_STATE_SLEEP, off);
+            }
         }
     }
     close(dfd);
@@ -341,6 +351,7 @@ static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             removed = 1;
         }
     if (removed) {
+        any_off = 1;
         static track_t tmp[NTRACK];
         memcpy(tmp, s->tracks, sizeof tmp);
         memset(s->tracks, 0, sizeof tmp);
@@ -351,6 +362,7 @@ static void sample_states(sampler_t *s, uint64_t now, uint64_t dt)
                     *t = tmp[i];
             }
     }
+    return any_off;
 }
 
 /* ---- the thread ----------------------------------------------------------------------------- */
@@ -363,23 +375,27 @@ static void *sampler_main(void *arg)
     coll_proc_t *p = s->p;
     trace_exclude_thread(); /* the collector's own thread */
     s->self = (pid_t)syscall(SYS_gettid);
-    uint64_t period = p->state_ns ? p->state_ns : p->sample_ns;
-    uint64_t now = coll_now(), last = now;
+    /* While every thread keeps running, states are looked at less and less often (up to 8
+     * periods apart): the off-CPU time is exact whatever the period (schedstat), only its
+     * classification is sampled, and a busy program should not pay for a sampler. */
+    uint64_t base = p->state_ns ? p->state_ns : p->sample_ns, period = base;
+    uint64_t now = coll_now(), last = now, wake = now;
     uint64_t next_sample = p->sample_ns ? now + p->sample_ns : UINT64_MAX;
-    struct timespec next;
-    clock_gettime(CLOCK_MONOTONIC, &next);
     while (!__atomic_load_n(&p->final, __ATOMIC_ACQUIRE) && getpid() == p->pid) {
-        uint64_t ns = (uint64_t)next.tv_nsec + period;
-        next.tv_sec += (time_t)(ns / 1000000000u);
-        next.tv_nsec = (long)(ns % 1000000000u);
+        wake += period;
+        if (next_sample < wake)
+            wake = next_sample;
+        struct timespec next = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
         }
         if (__atomic_load_n(&p->final, __ATOMIC_ACQUIRE))
             break;
         now = coll_now();
         int paused = __atomic_load_n(&p->paused, __ATOMIC_ACQUIRE);
-        if (p->state_ns && !paused)
-            sample_states(s, now, now - last);
+        if (p->state_ns && !paused) {
+            int any_off = sample_states(s, now, now - last);
+            period = any_off ? base : (period * 2 > 8 * base ? 8 * base : period * 2);
+        }
         last = now;
         if (now >= next_sample) {
             if (!paused)
