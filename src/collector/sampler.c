@@ -334,9 +334,12 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             char st = task_state(t);
             if (st == 'S' || st == 'D' || st == 't' || st == 'T') {
                 write_sleep(s, now, t, st, off);
-            } else { /* it slept and woke up within the period: kind unknown */
+            } else {
+                /* Running or runnable now: the deficit is a wait for a CPU still going on (the
+                 * kernel adds it to the run delay only when the wait ends) or a sleep that ended
+                 * within the period, whose kind is unknown. Neither is charged: the first shows
+                 * up as Wait CPU at a later look. */
                 t->blocked_pc = 0;
-                write_state(s, now, t, EXP_STATE_SLEEP, off);
             }
         }
     }
