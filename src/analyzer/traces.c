@@ -359,9 +359,9 @@ static int io_cb(void *ctx, const exp_event_t *ev)
         s->started = 1;
     }
     uint32_t row = UINT32_MAX;
-    if (ev->name && ev->fd >= 0) {
+    if (ev->name) { /* an open (that failed, when there is no descriptor), or a first use */
         if ((row = file_row(s, ev->name, ev->namelen)) == UINT32_MAX ||
-            u64map_put(&s->fds, (uint64_t)ev->fd, row))
+            (ev->fd >= 0 && !ev->err && u64map_put(&s->fds, (uint64_t)ev->fd, row)))
             return s->err = TALLY_ENOMEM;
     } else if (ev->fd >= 0) {
         const uint32_t *r = u64map_get(&s->fds, (uint64_t)ev->fd);

@@ -170,7 +170,8 @@ static inline trace_thr_t *io_enter(uint64_t ra, uint64_t *t0)
 }
 
 /* Records a call that began at t0. failed: the call failed (errno says why). opened: the path
- * the call opened fd with, else NULL; a descriptor not named yet is named from /proc. */
+ * the call opened fd with (or failed to), else NULL; a descriptor not named yet is named from
+ * /proc. */
 static void io_done(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, uint32_t call,
                     int fd, int failed, uint64_t bytes, const char *opened)
 {
@@ -184,7 +185,7 @@ static void io_done(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, ui
         if (name)
             fd_mark(fd, 1);
     }
-    trace_io(t, r, fn, now, now - t0, call, bytes, fd, failed ? saved : 0, failed ? NULL : name);
+    trace_io(t, r, fn, now, now - t0, call, bytes, fd, failed ? saved : 0, failed ? opened : name);
     errno = saved;
     trace_leave(t);
 }

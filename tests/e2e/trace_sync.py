@@ -1,0 +1,78 @@
+"""Synchronization wait tracing (collect -s) on a program whose threads wait known times on a
+mutex (200 ms), a condition variable (300 ms), a semaphore (250 ms) and a join (150 ms): each wait
+within 5% of its time, attributed to its function and object; a million uncontended locks record
+nothing at the calibrated threshold, and every call with -s all; the threshold is shown."""
+import os
+from common import *
+
+d = workdir("trace_sync")
+prog = os.path.join(WL, "wl_trace_sync")
+KNOWN = {"wait_mutex": 0.200, "wait_cond": 0.300, "wait_sem": 0.250, "join_worker": 0.150}
+OBJECTS = {"lock_m": ("mutex", 0.200), "cond_c": ("condition", 0.300),
+           "sem_s": ("semaphore", 0.250)}
+
+
+def funcs(exp, metrics="i.sync:i.syncn:e.sync:e.syncn:name"):
+    docs = print_json(exp, "-metrics", metrics, "-functions")
+    return rows_by_name(docs[-1])
+
+
+# ---- -s on: the calibrated threshold ------------------------------------------------------------
+exp = collect(d, [prog], opts=["-s", "on", "-p", "off"], name="on")
+f = funcs(exp)
+for fn, secs in KNOWN.items():
+    if check(fn in f, "-s on: %s missing from -functions" % fn):
+        close_to(f[fn]["i.sync"], secs, 0.05, "-s on: %s wait" % fn)
+        check(f[fn]["i.syncn"] == 1, "-s on: %s: %r waits, expected 1" % (fn, f[fn]["i.syncn"]))
+check("uncontended" not in f or f["uncontended"]["i.syncn"] == 0,
+      "-s on: the uncontended locks were recorded: %r" % f.get("uncontended"))
+# the waits are exclusive to the traced calls, under their own names
+for leaf in ("pthread_mutex_lock", "pthread_cond_wait", "sem_wait", "pthread_join"):
+    names = [n for n in f if n == leaf or n.startswith(leaf + " (")]
+    check(any(f[n]["e.syncn"] > 0 for n in names), "-s on: no exclusive wait in %s: %r" %
+          (leaf, {n: f[n] for n in names}))
+# the objects, by the variables they are
+docs = print_json(exp, "-sync_objects")
+objs = {o["name"]: o for o in docs[0]["objects"]}
+for name, (kind, secs) in OBJECTS.items():
+    if check(name in objs, "-sync_objects: %s missing: %r" % (name, list(objs))):
+        check(objs[name]["kind"] == kind, "-sync_objects: %s is a %s" % (name, objs[name]["kind"]))
+        close_to(objs[name]["wait"], secs, 0.05, "-sync_objects: %s wait" % name)
+check(not any(o["name"] == "free_m" for o in docs[0]["objects"]),
+      "-sync_objects: the uncontended mutex is listed")
+# the header shows the calibrated threshold; it is 6 times the calibration
+settings = log_records(exp, "settings")[0][1]
+cal, thr = int(settings.get("sync_calibration", 0)), int(settings.get("sync", 0))
+check(settings.get("sync_calibrated") == "1" and cal > 0 and thr == 6 * cal,
+      "settings: calibrated threshold %r" % settings)
+p = run([TALLY, "print", "-header", exp], expect=0)
+check("calibrated: 6 x %d ns" % cal in p.stdout, "-header does not show the calibration: %r" %
+      p.stdout[-600:])
+hdr = print_json(exp, "-header")[0]["experiments"][0]["processes"][0]
+check(hdr.get("sync_threshold_ns") == thr, "-header json: threshold %r" % hdr)
+# the default metrics follow the data: clock off, sync on -> sync first, sorted by it
+docs = print_json(exp, "-functions")
+check(docs[0]["metrics"][0]["name"] == "i.sync", "default metrics: %r" % docs[0]["metrics"])
+
+# ---- -s all: every call, the uncontended ones too -----------------------------------------------
+exp = collect(d, [prog, "10000"], opts=["-s", "all", "-p", "off"], name="all")
+f = funcs(exp)
+check(f.get("uncontended", {}).get("i.syncn") == 10000,
+      "-s all: uncontended calls recorded: %r" % f.get("uncontended"))
+for fn, secs in KNOWN.items():
+    if check(fn in f, "-s all: %s missing" % fn):
+        close_to(f[fn]["i.sync"], secs, 0.05, "-s all: %s wait" % fn)
+
+# ---- -s <us>: a threshold of 100 ms keeps only the long waits -----------------------------------
+exp = collect(d, [prog, "1000"], opts=["-s", "100000", "-p", "off"], name="thr")
+f = funcs(exp)
+check(f["<Total>"]["i.syncn"] == 4, "-s 100000: %r waits, expected the 4 long ones" %
+      f["<Total>"]["i.syncn"])
+check(log_records(exp, "settings")[0][1].get("sync") == "100000000", "-s 100000: threshold")
+
+# ---- -s off: nothing ----------------------------------------------------------------------------
+exp = collect(d, [prog, "1000"], opts=["-s", "off", "-p", "off"], name="off")
+check(log_records(exp, "settings")[0][1].get("sync") == "off", "-s off: settings")
+docs = print_json(exp, "-metrics", "i.syncn:name", "-functions")
+check(docs[0]["rows"][0].get("i.syncn", 0) == 0, "-s off: waits recorded")
+done(d)
