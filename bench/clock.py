@@ -2,18 +2,28 @@
 """Clock-profiling benchmark: overhead, accuracy and experiment size of `tally collect`, side by
 side with gprofng and perf on the same program in the same run.
 
-  bench/clock.py [--build build] [--reps 5] [--seconds 4]
+  bench/clock.py [--build build] [--reps 5] [--seconds 4] [--write]
 
-Workload: bench/deep30.c (CPU-bound leaves under 30-deep stacks, built without frame pointers).
-Overhead: median wall time of each way of running it over the bare program's median.
-Accuracy: CPU time tally recorded (<Total> of -functions) over the CPU time the kernel
-accounted to the program (its getrusage at exit), single- and multi-threaded.
+Workload: bench/deep30.c (CPU-bound leaves under 30-deep stacks, built without frame pointers),
+1 and 2 threads. Every way of running it is run --reps times, interleaved, so drifts in the load
+of the machine hit every way alike.
+
+Overhead: median wall time of each way over the bare program's median; also the CPU time of the
+whole command (the tool's own processes included) over the bare program's: on a shared machine
+the CPU time is the steadier of the two. Each tool's start and stop cost is measured on /bin/true.
+Accuracy: the CPU time each tool recorded over the CPU time the kernel accounted to the program
+(deep30 prints its getrusage at exit). tally: the sum of the weights of the CLOCK records of every
+process, decoded here from the events files (bench/tallyexp.py), so the number does not depend
+on the analyzer; `thread-end` records of the log give a second number; where `tally print`
+works, its <Total> is checked against the decoded sum. gprofng: <Total> of
+`gprofng display text -functions`. perf: the sum of the sample periods (`perf script -F period`,
+ns of cpu-clock).
+Size: bytes of the experiment (events file, and events plus log) per clock sample.
 Prints a Markdown section; with --write, replaces it in docs/BENCHMARKS.md.
 """
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -21,6 +31,11 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchdoc  # noqa: E402
+import tallyexp  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", default="build")
@@ -32,37 +47,65 @@ args = ap.parse_args()
 build = os.path.abspath(args.build)
 tally = os.path.join(build, "tally")
 deep30 = os.path.join(build, "bench_deep30")
+for f in (tally, deep30, os.path.join(build, "libtally-collector.so")):
+    if not os.path.exists(f):
+        sys.exit("clock.py: %s is missing: build first (cmake -S . -B build && make -C build)" % f)
 tmp = tempfile.mkdtemp(prefix="tally-bench-clock-")
+GOAL_ACC, GOAL_ON, GOAL_HI, GOAL_SIZE = 0.03, 0.02, 0.05, 16.0
 
 
-def run(cmd, env=None):
+def run(cmd):
+    """(wall s, exit code, stdout, stderr) of cmd run in the scratch directory."""
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp)
+    out, err = p.communicate()
     wall = time.perf_counter() - t0
-    if p.returncode != 0:
-        sys.exit("benchmark command failed: %s\n%s" % (" ".join(cmd), p.stderr[-2000:]))
-    m = re.search(r"rusage user_ns=(\d+) system_ns=(\d+)", p.stderr)
-    cpu = (int(m.group(1)) + int(m.group(2))) / 1e9 if m else None
-    return wall, cpu, p
+    return wall, p.returncode, out.decode(errors="replace"), err.decode(errors="replace")
 
 
-def tally_total(exp):
-    p = subprocess.run([tally, "print", "--json", "-metrics", "e.totalcpu:i.totalcpu:name",
-                        "-functions", exp], capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit("tally print failed: " + p.stderr)
-    doc = json.loads(p.stdout.splitlines()[0])
-    total = doc["rows"][0]
-    return total.get("i.totalcpu", total.get("e.totalcpu"))
+def children_cpu():
+    import resource
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
-def events_stats(exp):
-    """(file bytes, used record bytes, samples) of an experiment's events file(s)."""
-    p = subprocess.run([tally, "check", exp], capture_output=True, text=True)
-    m = re.search(r"events: (\d+) in (\d+) chunks \((\d+) unused\)", p.stdout)
-    samples = int(m.group(1)) if m else 0
-    size = os.path.getsize(os.path.join(exp, "events"))
-    return size, samples
+def timed(cmd):
+    c0 = children_cpu()
+    wall, rc, out, err = run(cmd)
+    cpu = children_cpu() - c0
+    if rc != 0:
+        sys.exit("benchmark command failed: %s\n%s" % (" ".join(cmd), err[-2000:]))
+    m = re.search(r"rusage user_ns=(\d+) system_ns=(\d+)", err)
+    prog = (int(m.group(1)) + int(m.group(2))) / 1e9 if m else None
+    return wall, cpu, prog
+
+
+def tally_print_total(exp):
+    """<Total> CPU seconds by `tally print`, or None when it does not work (yet)."""
+    try:
+        p = subprocess.run([tally, "print", "--json", "-metrics", "e.totalcpu:i.totalcpu:name",
+                            "-functions", exp], capture_output=True, text=True, timeout=60)
+        doc = json.loads(p.stdout.splitlines()[0])
+        total = doc["rows"][0]
+        return float(total.get("i.totalcpu", total.get("e.totalcpu")))
+    except Exception:
+        return None
+
+
+def gprofng_total(er):
+    """(<Total> CPU seconds gprofng recorded, the display command's complaint if any)."""
+    p = subprocess.run(["gprofng", "display", "text", "-functions", er], capture_output=True,
+                       text=True, cwd=tmp)
+    m = re.search(r"^\s*([\d.]+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+<Total>", p.stdout, re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def perf_total(data):
+    """(CPU seconds, samples) perf recorded: the sum of the cpu-clock sample periods (ns)."""
+    p = subprocess.run(["perf", "script", "-F", "period", "-i", data], capture_output=True,
+                       text=True, cwd=tmp)
+    periods = [int(x) for x in p.stdout.split()]
+    return sum(periods) / 1e9, len(periods)
 
 
 counter = [0]
@@ -73,88 +116,184 @@ def exp_name():
     return "e%d" % counter[0]
 
 
-def way(name, threads):
-    w = str(args.seconds)
-    t = str(threads)
+def way(name, prog):
     if name == "bare":
-        return [deep30, w, t]
+        return prog
     if name == "tally -p on":
-        return [tally, "collect", "-o", exp_name(), deep30, w, t]
+        return [tally, "collect", "-o", exp_name()] + prog
     if name == "tally -p hi":
-        return [tally, "collect", "-p", "hi", "-o", exp_name(), deep30, w, t]
+        return [tally, "collect", "-p", "hi", "-o", exp_name()] + prog
     if name == "gprofng -p on":
-        return ["gprofng", "collect", "app", "-p", "on", "-o", exp_name() + ".er", deep30, w, t]
+        return ["gprofng", "collect", "app", "-p", "on", "-o", exp_name() + ".er"] + prog
     if name == "gprofng -p hi":
-        return ["gprofng", "collect", "app", "-p", "hi", "-o", exp_name() + ".er", deep30, w, t]
+        return ["gprofng", "collect", "app", "-p", "hi", "-o", exp_name() + ".er"] + prog
     if name == "perf record -g":
-        return ["perf", "record", "-q", "-g", "-o", exp_name() + ".data", deep30, w, t]
+        return ["perf", "record", "-q", "-g", "-o", exp_name() + ".data"] + prog
     if name == "perf record -g -F 1000":
-        return ["perf", "record", "-q", "-g", "-F", "1000", "-o", exp_name() + ".data", deep30, w,
-                t]
+        return ["perf", "record", "-q", "-g", "-F", "1000", "-o", exp_name() + ".data"] + prog
     raise ValueError(name)
+
+
+def output_of(cmd):
+    """The experiment a command writes (its -o, with tally's suffix)."""
+    path = os.path.join(tmp, cmd[cmd.index("-o") + 1])
+    return path + ".tally" if cmd[0] == tally else path
+
+
+def recorded(w, cmd, prog_cpu, acc):
+    """Records what the tool of way w recorded in acc[w] and removes its experiment."""
+    path = output_of(cmd)
+    r = acc.setdefault(w, {"ratio": [], "samples": [], "te": [], "print": [], "size": []})
+    if w.startswith("tally"):
+        s = tallyexp.summary(path)
+        r["ratio"].append(s["clock_ns"] / 1e9 / prog_cpu)
+        r["te"].append(s["thread_cpu_ns"] / 1e9 / prog_cpu)
+        r["samples"].append(s["clock_samples"])
+        r["size"].append((s["events_bytes"], s["log_bytes"], s["clock_samples"]))
+        pt = tally_print_total(path)
+        r["print"].append(None if pt is None else pt - s["clock_ns"] / 1e9)
+    elif w.startswith("gprofng"):
+        r["ratio"].append(gprofng_total(path) / prog_cpu)
+    elif w.startswith("perf"):
+        cpu, n = perf_total(path)
+        r["ratio"].append(cpu / prog_cpu)
+        r["samples"].append(n)
+    shutil.rmtree(path, ignore_errors=True) if os.path.isdir(path) else os.unlink(path)
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def pct(x):
+    return "%+.1f%%" % (x * 100)
+
+
+def verdict(ok):
+    return "met" if ok else "**missed**"
 
 
 ways = ["bare", "tally -p on", "tally -p hi", "gprofng -p on", "gprofng -p hi", "perf record -g",
         "perf record -g -F 1000"]
+load_before = os.getloadavg()[0]
+started = time.perf_counter()
+
+# The fixed cost of each tool: start and stop around /bin/true.
+fixed = {}
+for rep in range(args.reps):
+    for w in ways:
+        cmd = way(w, ["/bin/true"])
+        fixed.setdefault(w, []).append(timed(cmd)[0])
+        if w != "bare":
+            p = output_of(cmd)
+            shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.unlink(p)
+fixed = {w: med(v) for w, v in fixed.items()}
+
 lines = []
 out = lines.append
 out("## Clock profiling: overhead, accuracy, size (issue 2)")
 out("")
-out("Command: `python3 bench/clock.py --reps %d --seconds %g --write` on %s, %d CPUs, kernel %s, "
-    "%s." % (args.reps, args.seconds, platform.node() or "this machine", os.cpu_count(),
-             platform.release(), time.strftime("%Y-%m-%d")))
+out(benchdoc.measured_on("python3 bench/clock.py --reps %d --seconds %g --write" %
+                         (args.reps, args.seconds)))
 out("")
+out("Columns: *overhead* is the median wall time over the bare program's; *CPU overhead* is "
+    "the median CPU time of the whole command (the tool's own processes included) over the bare "
+    "program's, the steadier of the two on a shared machine; *recorded CPU* is the "
+    "CPU time the tool recorded over the CPU time the kernel accounted to the program "
+    "(getrusage at its exit), median (min-max) of the runs.")
+out("")
+goals = []
 for threads in (1, 2):
+    prog = [deep30, str(args.seconds), str(threads)]
     walls = {w: [] for w in ways}
-    acc = {w: [] for w in ways if w.startswith("tally")}
-    sizes = []
+    cpus = {w: [] for w in ways}
+    acc = {}
     for rep in range(args.reps):
         for w in ways:  # interleaved, so drifts in machine load hit every way alike
-            cmd = way(w, threads)
-            wall, cpu, _ = run(cmd)
+            cmd = way(w, prog)
+            wall, cpu, prog_cpu = timed(cmd)
             walls[w].append(wall)
-            if w.startswith("tally"):
-                exp = os.path.join(tmp, cmd[cmd.index("-o") + 1] + ".tally")
-                acc[w].append(tally_total(exp) / cpu)
-                if w == "tally -p hi":
-                    sizes.append(events_stats(exp))
-                shutil.rmtree(exp)
-    base = statistics.median(walls["bare"])
+            cpus[w].append(cpu)
+            if w != "bare":
+                recorded(w, cmd, prog_cpu, acc)
+    base, base_cpu = med(walls["bare"]), med(cpus["bare"])
     out("### deep30, %d thread%s, %g s of CPU per thread, median of %d runs" %
         (threads, "" if threads == 1 else "s", args.seconds, args.reps))
     out("")
-    out("| how | median wall (s) | overhead vs bare | recorded CPU / getrusage CPU |")
-    out("|---|---|---|---|")
+    out("| how | wall (s) | overhead | CPU overhead | recorded CPU | samples |")
+    out("|---|---|---|---|---|---|")
+    ovh, covh = {}, {}
     for w in ways:
-        m = statistics.median(walls[w])
-        a = ("%.4f (min %.4f, max %.4f)" % (statistics.median(acc[w]), min(acc[w]), max(acc[w]))
-             if w in acc else "")
-        out("| %s | %.3f | %+.1f%% | %s |" % (w, m, (m / base - 1) * 100, a))
-    size, samples = sizes[-1]
+        m = med(walls[w])
+        ovh[w] = m / base - 1
+        covh[w] = med(cpus[w]) / base_cpu - 1
+        a, n = "", ""
+        if w in acc:
+            rs = acc[w]["ratio"]
+            a = "%.4f (%.4f-%.4f)" % (med(rs), min(rs), max(rs))
+            if acc[w]["samples"]:
+                n = "%d" % med(acc[w]["samples"])
+        out("| %s | %.3f | %s | %s | %s | %s |" % (w, m, pct(ovh[w]), pct(covh[w]), a, n))
     out("")
-    out("Experiment size at -p hi: events file %d bytes for %d samples = %.1f bytes per sample "
-        "(including the 4 KiB header and the unused tail of the last 64 KiB chunk of each "
-        "thread)." % (size, samples, size / max(samples, 1)))
+    for w in ("tally -p on", "tally -p hi"):
+        r = acc[w]
+        te = r["te"]
+        diffs = [d for d in r["print"] if d is not None]
+        note = ("`tally print` <Total> agrees with the decoded sum within %.3f ms in %d of %d "
+                "runs" % (max(abs(d) for d in diffs) * 1e3, len(diffs), len(r["print"]))
+                if diffs else "`tally print` did not give a total in this run (not checked)")
+        out("- %s: the `thread-end` records sum to %.4f of getrusage (the threads' own CPU "
+            "clocks; the program's getrusage also counts the collector's sampler thread); %s." %
+            (w, med(te), note))
+        goals.append((threads, "recorded CPU within 3%% of getrusage at %s" % w[6:],
+                      "%.4f (%.4f-%.4f)" % (med(r["ratio"]), min(r["ratio"]), max(r["ratio"])),
+                      all(abs(x - 1) <= GOAL_ACC for x in r["ratio"])))
+    for w, limit in (("tally -p on", GOAL_ON), ("tally -p hi", GOAL_HI)):
+        for what, o in (("wall", ovh[w]), ("CPU", covh[w])):
+            goals.append((threads, "%s overhead under %d%% at %s" % (what, limit * 100, w[6:]),
+                          pct(o), o < limit))
+    ev, lg, n = acc["tally -p hi"]["size"][-1]
+    out("- Experiment size at -p hi (last run): events file %d bytes + log %d bytes for %d "
+        "clock samples = %.1f bytes per sample (the 4 KiB header and each stream's partly used "
+        "64 KiB chunks included; thread-state records are in the same file)." %
+        (ev, lg, n, (ev + lg) / max(n, 1)))
     out("")
 
 # Long run with few distinct stacks: bytes per sample at the limit.
-cmd = [tally, "collect", "-p", "0.1", "-o", "long", deep30, str(args.seconds * 3), "1"]
-run(cmd)
-size, samples = events_stats(os.path.join(tmp, "long.tally"))
-out("Long run (`tally collect -p 0.1 deep30 %g 1`): %d samples, events file %d bytes = %.2f "
-    "bytes per sample." % (args.seconds * 3, samples, size, size / max(samples, 1)))
+secs = args.seconds * 3
+for states in ("on", "off"):
+    cmd = [tally, "collect", "-p", "0.1", "--states=" + states, "-o", "long" + states, deep30,
+           str(secs), "1"]
+    timed(cmd)
+    s = tallyexp.summary(output_of(cmd))
+    n = max(s["clock_samples"], 1)
+    per = (s["events_bytes"] + s["log_bytes"]) / n
+    out("Long run (`tally collect -p 0.1 --states=%s deep30 %g 1`): %d clock samples, %d "
+        "distinct stacks, events file %d bytes (%.2f per sample), with the log %.2f bytes per "
+        "sample." % (states, secs, s["clock_samples"], s["records"].get("STACK", 0),
+                     s["events_bytes"], s["events_bytes"] / n, per))
+    goals.append((1, "under 16 bytes per sample, long run, states %s" % states, "%.2f" % per,
+                  per < GOAL_SIZE))
+    shutil.rmtree(output_of(cmd), ignore_errors=True)
+out("")
+out("Start and stop cost (wall time of `TOOL /bin/true`, median): %s. perf record notices the "
+    "end of its program late (`perf record sleep 1` takes about 2.2 s): its wall overhead is "
+    "mostly that wait; its CPU overhead is its own work." %
+    ", ".join("%s %.3f s" % (w, fixed[w]) for w in ways))
+out("")
+out("Goals (issue 2):")
+out("")
+out("| threads | goal | measured | |")
+out("|---|---|---|---|")
+for threads, goal, value, ok in goals:
+    out("| %d | %s | %s | %s |" % (threads, goal, value, verdict(ok)))
+out("")
+out("Load average of the machine: %.2f before the run, %.2f after; the run took %.0f s." %
+    (load_before, os.getloadavg()[0], time.perf_counter() - started))
 out("")
 shutil.rmtree(tmp, ignore_errors=True)
 
 text = "\n".join(lines) + "\n"
 print(text)
 if args.write:
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "BENCHMARKS.md")
-    old = open(path).read() if os.path.exists(path) else "# Benchmarks\n\n"
-    begin, end = "<!-- clock.py begin -->", "<!-- clock.py end -->"
-    block = begin + "\n" + text + end
-    if begin in old:
-        new = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: block, old, flags=re.S)
-    else:
-        new = old.rstrip("\n") + "\n\n" + block + "\n"
-    open(path, "w").write(new)
+    benchdoc.write_section("clock.py", text)

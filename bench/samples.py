@@ -13,8 +13,6 @@ With --write the Markdown section replaces the one in docs/BENCHMARKS.md.
 """
 import argparse
 import os
-import platform
-import re
 import resource
 import shutil
 import statistics
@@ -22,6 +20,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchdoc  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", default="build")
@@ -76,9 +78,8 @@ lines = []
 out = lines.append
 out("## Sample packets and thread states: overhead (issue 6)")
 out("")
-out("Command: `python3 bench/samples.py --reps %d --seconds %g --write` on %s, %d CPUs, kernel %s, "
-    "%s." % (args.reps, args.seconds, platform.node() or "this machine", os.cpu_count(),
-             platform.release(), time.strftime("%Y-%m-%d")))
+out(benchdoc.measured_on("python3 bench/samples.py --reps %d --seconds %g --write" %
+                         (args.reps, args.seconds)))
 out("")
 for title, prog in programs:
     walls = {w: [] for w, _ in WAYS}
@@ -111,12 +112,4 @@ shutil.rmtree(tmp, ignore_errors=True)
 text = "\n".join(lines) + "\n"
 print(text)
 if args.write:
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "BENCHMARKS.md")
-    old = open(path).read() if os.path.exists(path) else "# Benchmarks\n\n"
-    begin, end = "<!-- samples.py begin -->", "<!-- samples.py end -->"
-    block = begin + "\n" + text + end
-    if begin in old:
-        new = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: block, old, flags=re.S)
-    else:
-        new = old.rstrip("\n") + "\n\n" + block + "\n"
-    open(path, "w").write(new)
+    benchdoc.write_section("samples.py", text)
