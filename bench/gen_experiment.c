@@ -211,6 +211,7 @@ int main(int argc, char **argv)
         die(path);
     exp_stream_t *st = calloc(nthreads, sizeof *st);
     uint64_t *tnow = malloc(nthreads * sizeof *tnow), *tcpu = calloc(nthreads, sizeof *tcpu);
+    uint64_t *tsys = calloc(nthreads, sizeof *tsys), *tn = calloc(nthreads, sizeof *tn);
     for (uint32_t th = 0; th < nthreads; th++) {
         exp_stream_init(&st[th], &ef, pid + th);
         tnow[th] = t0;
@@ -224,34 +225,40 @@ int main(int argc, char **argv)
         if (exp_stream_stack(&st[th], stacks[s], depth[s], 0, &id))
             die("writing a stack");
         uint64_t w = 900000 + next_rand() % 200000;
+        int sys = next_rand() % 20 == 0;
         tnow[th] += w;
         tcpu[th] += w;
-        if (exp_stream_clock(&st[th], tnow[th], id, next_rand() % 20 == 0, w))
+        tsys[th] += sys ? w : 0;
+        tn[th]++;
+        if (exp_stream_clock(&st[th], tnow[th], id, (uint32_t)sys, w))
             die("writing an event (disk full?)");
     }
-    uint64_t tend = t0;
+    uint64_t tend = t0, cpu_all = 0;
     for (uint32_t th = 0; th < nthreads; th++) {
         exp_stream_finish(&st[th], tnow[th]);
         if (tnow[th] > tend)
             tend = tnow[th];
+        cpu_all += tcpu[th];
         exp_line_begin(&l, buf, sizeof buf, "thread-end");
         exp_line_u64(&l, "t", tnow[th]);
         exp_line_u64(&l, "tid", pid + th);
         exp_line_u64(&l, "cpu", tcpu[th]);
-        exp_line_u64(&l, "user", tcpu[th]);
-        exp_line_u64(&l, "system", 0);
-        exp_line_u64(&l, "samples", nevents / nthreads);
+        exp_line_u64(&l, "user", tcpu[th] - tsys[th]);
+        exp_line_u64(&l, "system", tsys[th]);
+        exp_line_u64(&l, "samples", tn[th]);
         logline(lfd, &l);
     }
     exp_evfile_close(&ef);
     exp_line_begin(&l, buf, sizeof buf, "stats");
     exp_line_u64(&l, "samples", nevents);
-    exp_line_u64(&l, "expected", nevents);
+    exp_line_u64(&l, "expected", cpu_all / 1000000);
     exp_line_u64(&l, "unwind_failures", 0);
     exp_line_u64(&l, "dropped_busy", 0);
     exp_line_u64(&l, "dropped_disk", 0);
     exp_line_u64(&l, "truncated_stacks", 0);
     exp_line_u64(&l, "stacks", nstacks);
+    exp_line_u64(&l, "profiled_ns", cpu_all);
+    exp_line_u64(&l, "ring_lost", 0);
     logline(lfd, &l);
     exp_line_begin(&l, buf, sizeof buf, "end");
     exp_line_u64(&l, "t", tend);

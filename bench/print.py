@@ -6,17 +6,20 @@ per event.
 
   bench/print.py [--build build] [--events 10000000] [--reps 3] [--write]
 
-The tally experiment is written by bench_gen_experiment (the format's own writer; libc's functions
-play the program, 5000 distinct stacks 5 to 40 deep, 8 threads). gprofng: its clock profiling
-records almost nothing on this machine, so its anchor is a heap-tracing experiment of
-bench_allocs (every malloc and free is an event: 1 million). perf: `perf record -F 20000 -g` on
-bench_deep30 (as many samples as the kernel gives in 5 s on 2 threads). Peak memory is the
-maximum resident set of the command (wait4). With --write the Markdown section replaces the one in
+The tally experiment is written by bench_gen_experiment through the format's own writer (libc's
+functions play the program, 5000 distinct stacks 5 to 40 deep, 8 threads) and kept in the
+temporary directory (tally-bench-gen-N.tally) for the next run, until the generator changes;
+`tally check` verifies it. gprofng: its clock profiling records almost nothing on this machine,
+so its anchor is a heap-tracing experiment of bench_allocs (every malloc and every free is an
+event: 1 million). perf: `perf record -F 50000 -g` on bench_deep30, 2 threads (about 900,000
+samples; counted by `perf report --stats`). Each command runs --reps times: the median wall time
+and the largest peak resident set (wait4's ru_maxrss, what `/usr/bin/time -f "%e %M"` shows).
+A command that fails is reported in its row (tally print may not work in every build of the
+tree) and the run goes on. With --write the Markdown section replaces the one in
 docs/BENCHMARKS.md.
 """
 import argparse
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -25,28 +28,44 @@ import sys
 import tempfile
 import time
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchdoc  # noqa: E402
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", default="build")
 ap.add_argument("--events", type=int, default=10_000_000)
 ap.add_argument("--reps", type=int, default=3)
+ap.add_argument("--perf-seconds", type=float, default=3.0)
+ap.add_argument("--allocs", type=int, default=500_000, help="malloc/free pairs for gprofng")
 ap.add_argument("--write", action="store_true")
 args = ap.parse_args()
 
 build = os.path.abspath(args.build)
 tally = os.path.join(build, "tally")
+gen = os.path.join(build, "bench_gen_experiment")
+for f in (tally, gen, os.path.join(build, "bench_allocs"), os.path.join(build, "bench_deep30")):
+    if not os.path.exists(f):
+        sys.exit("print.py: %s is missing: build first (cmake -S . -B build && make -C build)" % f)
 tmp = tempfile.mkdtemp(prefix="tally-bench-print-")
 
 
+class Failed(Exception):
+    pass
+
+
 def measure(cmd):
-    """(wall seconds, peak RSS bytes) of cmd, its output discarded."""
+    """(wall seconds, peak RSS bytes) of cmd, its output discarded; Failed if it fails."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=tmp)
+    err = p.stderr.read().decode(errors="replace")
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
-    err = p.stderr.read().decode(errors="replace")
     p.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit("benchmark command failed: %s\n%s" % (" ".join(cmd), err[-2000:]))
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        msg = err.strip().splitlines()[-1] if err.strip() else "no message"
+        raise Failed("exit %d: %s" % (p.returncode, msg[:200]))
     return wall, ru.ru_maxrss * 1024
 
 
@@ -56,72 +75,110 @@ def best(cmd):
 
 
 def check_output(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=tmp, check=True).stdout
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
+    if p.returncode != 0:
+        raise Failed("%s: exit %d: %s" % (os.path.basename(cmd[0]), p.returncode,
+                                          p.stderr.strip()[-300:]))
+    return p.stdout
 
 
-rows = []
+rows = []  # (name, events, wall, rss) or (name, events, None, message)
 
-# tally: the generated experiment
-exp = os.path.join(tmp, "gen.tally")
-t0 = time.perf_counter()
-check_output([os.path.join(build, "bench_gen_experiment"), exp, str(args.events)])
-gen_s = time.perf_counter() - t0
-events = args.events
+
+def row(name, events, cmd):
+    try:
+        wall, rss = best(cmd)
+        rows.append((name, events, wall, rss))
+    except Failed as e:
+        rows.append((name, events, None, str(e)))
+    print("measured: %s" % name, file=sys.stderr)
+
+
+notes = []
+
+# tally: the generated experiment, cached beside the scratch directory while the generator is
+# unchanged (writing 10M events takes seconds, not worth repeating for every run of the script)
+exp = os.path.join(tempfile.gettempdir(), "tally-bench-gen-%d.tally" % args.events)
+stamp = os.path.join(exp, "generator-mtime")
+gen_mtime = "%d" % os.stat(gen).st_mtime_ns
+if not (os.path.exists(stamp) and open(stamp).read() == gen_mtime):
+    shutil.rmtree(exp, ignore_errors=True)
+    t0 = time.perf_counter()
+    check_output([gen, exp, str(args.events)])
+    notes.append("The tally experiment was generated in %.1f s." % (time.perf_counter() - t0))
+    with open(stamp, "w") as f:
+        f.write(gen_mtime)
+else:
+    notes.append("The tally experiment was generated by an earlier run (unchanged generator).")
+try:
+    m = re.search(r"events: (\d+) in (\d+) chunks", check_output([tally, "check", exp]))
+    events = int(m.group(1)) if m else 0
+    if events != args.events:
+        notes.append("**`tally check` counts %d events, not %d.**" % (events, args.events))
+except Failed as e:
+    events = args.events
+    notes.append("**`tally check` failed: %s**" % e)
+size = sum(os.path.getsize(os.path.join(exp, f)) for f in ("log", "events"))
+notes.append("Its files take %.0f MB (%.1f bytes per event)." % (size / 1e6, size / events))
 for view in ("-functions", "-callers-callees"):
-    wall, rss = best([tally, "print", "-limit", "20", view, exp])
-    rows.append(("tally print %s" % view, events, wall, rss))
+    row("tally print %s" % view, events, [tally, "print", "-limit", "20", view, exp])
 
 # gprofng: heap tracing of bench_allocs (one event per malloc and per free)
-pairs = 500_000
 er = os.path.join(tmp, "allocs.er")
-check_output(["gprofng", "collect", "app", "-p", "off", "-H", "on", "-o", er,
-              os.path.join(build, "bench_allocs"), str(pairs)])
-wall, rss = best(["gprofng", "display", "text", "-functions", er])
-rows.append(("gprofng display text -functions (heap trace)", 2 * pairs, wall, rss))
+try:
+    check_output(["gprofng", "collect", "app", "-p", "off", "-H", "on", "-o", er,
+                  os.path.join(build, "bench_allocs"), str(args.allocs)])
+    row("gprofng display text -functions (heap trace)", 2 * args.allocs,
+        ["gprofng", "display", "text", "-functions", er])
+except Failed as e:
+    rows.append(("gprofng display text -functions (heap trace)", 2 * args.allocs, None, str(e)))
 
-# perf: as many samples as -F 20000 gives on deep30, 5 s, 2 threads
+# perf: as many samples as -F 50000 gives on deep30, 2 threads
 data = os.path.join(tmp, "deep30.data")
-subprocess.run(["perf", "record", "-q", "-F", "20000", "-g", "-o", data,
-                os.path.join(build, "bench_deep30"), "5", "2"], capture_output=True, cwd=tmp,
-               check=True)
-stats = check_output(["perf", "report", "-i", data, "--stats"])
-m = re.search(r"SAMPLE events:\s+(\d+)", stats)
-samples = int(m.group(1)) if m else 0
-wall, rss = best(["perf", "report", "--stdio", "-i", data])
-rows.append(("perf report --stdio (-g)", samples, wall, rss))
-wall, rss = best(["perf", "report", "--stdio", "--no-children", "-g", "none", "-i", data])
-rows.append(("perf report --stdio, no call graph", samples, wall, rss))
+try:
+    check_output(["perf", "record", "-q", "-F", "50000", "-g", "-o", data,
+                  os.path.join(build, "bench_deep30"), str(args.perf_seconds), "2"])
+    m = re.search(r"SAMPLE events:\s+(\d+)", check_output(["perf", "report", "-i", data,
+                                                           "--stats"]))
+    samples = int(m.group(1)) if m else 0
+    row("perf report --stdio (-g)", samples, ["perf", "report", "--stdio", "-i", data])
+    row("perf report --stdio, no call graph", samples,
+        ["perf", "report", "--stdio", "--no-children", "-g", "none", "-i", data])
+except Failed as e:
+    rows.append(("perf report --stdio", 0, None, str(e)))
 shutil.rmtree(tmp, ignore_errors=True)
 
 lines = []
 out = lines.append
 out("## Analyzer: time and memory per event (issue 3)")
 out("")
-out("Command: `python3 bench/print.py --events %d --reps %d --write` on %s, %d CPUs, kernel %s, %s. "
-    "Median wall time of %d runs; peak resident memory." %
-    (args.events, args.reps, platform.node() or "this machine", os.cpu_count(),
-     platform.release(), time.strftime("%Y-%m-%d"), args.reps))
+out(benchdoc.measured_on("python3 bench/print.py --events %d --reps %d --write" %
+                         (args.events, args.reps)) +
+    " Median wall time of %d runs; peak resident memory." % args.reps)
 out("")
 out("| command | events | wall (s) | peak memory (MB) | ns per event | bytes per event |")
 out("|---|---|---|---|---|---|")
 for name, n, wall, rss in rows:
-    out("| %s | %d | %.3f | %.1f | %.0f | %.1f |" % (name, n, wall, rss / 1e6, wall * 1e9 / n,
-                                                   rss / n))
+    if wall is None:
+        out("| %s | %d | failed: %s | | | |" % (name, n, rss.replace("|", "\\|")))
+    else:
+        out("| %s | %d | %.3f | %.1f | %.0f | %.1f |" % (name, n, wall, rss / 1e6,
+                                                       wall * 1e9 / max(n, 1), rss / max(n, 1)))
 out("")
-out("Goal: 10 million events, `-functions` in under 1 s and under 200 MB. The tally experiment "
-    "was generated in %.1f s. The events file is mapped, so its pages count in tally's "
-    "resident memory; what tally allocates grows with the distinct stacks, not the events." % gen_s)
+goal = [r for r in rows if r[0] == "tally print -functions"][0]
+if args.events != 10_000_000:
+    verdict = "not measured (this run had %d events)" % args.events
+elif goal[2] is None:
+    verdict = "not measured: `tally print -functions` failed"
+else:
+    ok = goal[2] < 1.0 and goal[3] < 200e6
+    verdict = "%s (%.2f s, %.0f MB)" % ("met" if ok else "**missed**", goal[2], goal[3] / 1e6)
+out("Goal: 10 million events, `-functions` in under 1 s and under 200 MB: %s. %s The events "
+    "file is mapped, so its pages count in tally's resident memory; what tally allocates grows "
+    "with the distinct stacks, not the events." % (verdict, " ".join(notes)))
 out("")
 
 text = "\n".join(lines) + "\n"
 print(text)
 if args.write:
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "BENCHMARKS.md")
-    old = open(path).read() if os.path.exists(path) else "# Benchmarks\n\n"
-    begin, end = "<!-- print.py begin -->", "<!-- print.py end -->"
-    block = begin + "\n" + text + end
-    if begin in old:
-        new = re.sub(re.escape(begin) + ".*?" + re.escape(end), lambda m: block, old, flags=re.S)
-    else:
-        new = old.rstrip("\n") + "\n\n" + block + "\n"
-    open(path, "w").write(new)
+    benchdoc.write_section("print.py", text)
