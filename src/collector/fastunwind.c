@@ -683,6 +683,11 @@ static inline void rule_keep(uint64_t pc, uint64_t rule)
     e->rule = rule;
 }
 
+void fu_after_fork(void)
+{
+    objs_lock = 0;
+}
+
 void fu_forget(void)
 {
     __atomic_add_fetch(&fu_gen, 1, __ATOMIC_ACQ_REL);

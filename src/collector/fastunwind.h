@@ -88,6 +88,8 @@ static inline uint32_t fu_generation(void) { return __atomic_load_n(&fu_gen, __A
 
 /* Some object was unloaded: cached rules and objects are stale from now on. */
 void fu_forget(void);
+/* In a fork child: the object table's lock, which another thread of the parent may have held. */
+void fu_after_fork(void);
 
 /* The highest address the calling thread's frames may use (see the header comment). */
 uint64_t fu_stack_hi(int is_main_thread);

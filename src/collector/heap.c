@@ -8,7 +8,9 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -150,6 +152,25 @@ static inline int early_on(void)
     if (coll_proc.init_state == 2 && !trace_heap_on)
         early_open = 0;
     return early_open;
+}
+
+/* ---- which malloc the program calls ----------------------------------------------------------- */
+
+void *heap_own_malloc(size_t n)
+    __attribute__((alias("malloc"), copy(malloc), visibility("hidden")));
+
+void heap_check_binding(void)
+{
+    void *m = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info di;
+    if (!m || m == (void *)heap_own_malloc)
+        return;
+    char msg[PATH_MAX + 200];
+    snprintf(msg, sizeof msg, "malloc is defined by %s, which comes before the collector (an "
+             "allocator linked into the executable): allocations are not traced; link the "
+             "allocator as a shared library instead",
+             dladdr(m, &di) && di.dli_fname ? di.dli_fname : "?");
+    coll_warn(msg);
 }
 
 /* ---- the malloc family ------------------------------------------------------------------------ */

@@ -5,8 +5,8 @@
  * valloc, pvalloc, mmap, mmap64, munmap, mremap. Each calls the next definition in the lookup
  * order (dlsym RTLD_NEXT): libc's, or the program's own allocator when it brings one in a shared
  * library (jemalloc, tcmalloc) or preloads it after the collector, so whatever `malloc` the
- * program uses is the one traced. (An allocator linked statically into the executable binds the
- * program's calls to itself before any preload: those calls are not seen.)
+ * program uses is the one traced. (An allocator linked into the executable itself comes before
+ * any preload: its calls are not seen, and the start of tracing says so in a warning.)
  *
  * While the real functions are being looked up (dlsym may allocate), allocations come from a
  * small static arena; its blocks are never given back. Allocations made before the collector

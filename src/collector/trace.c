@@ -408,8 +408,12 @@ void trace_start(coll_proc_t *p)
     __atomic_store_n(&trace_sync_on, trace_cfg.sync, __ATOMIC_RELEASE);
     __atomic_store_n(&trace_io_on, trace_cfg.io, __ATOMIC_RELEASE);
     __atomic_store_n(&trace_heap_on, trace_cfg.heap, __ATOMIC_RELEASE);
-    if (trace_cfg.heap)
+    if (trace_cfg.heap) {
         heap_flush_early();
+        trace_thr.guard++;
+        heap_check_binding();
+        trace_thr.guard--;
+    }
 }
 
 void trace_stop(void)
@@ -445,6 +449,7 @@ void trace_after_fork_child(void)
         exp_stream_forget(&late.stream);
     late.ready = 0;
     late.lock = 0;
+    fu_after_fork(); /* a lock another thread of the parent held is free in the child */
     memset(&counts, 0, sizeof counts);
     iotrace_after_fork_child();
 }

@@ -29,18 +29,23 @@ LEAKS = {
     ("malloc", "thread_allocs"): (7, 539),
 }
 
+def check_functions(exp, what):
+    """The exact counts and bytes of every function of KNOWN."""
+    docs = print_json(exp, "-metrics",
+                      "i.heapalloccnt:i.heapallocbytes:i.heapleakcnt:i.heapleakbytes:name",
+                      "-functions")
+    f = rows_by_name(docs[0])
+    for fn, want in KNOWN.items():
+        if not check(fn in f, "%s: %s missing from -functions" % (what, fn)):
+            continue
+        got = (f[fn]["i.heapalloccnt"], f[fn]["i.heapallocbytes"], f[fn]["i.heapleakcnt"],
+               f[fn]["i.heapleakbytes"])
+        check(got == want, "%s: %s: (allocs, bytes, leaks, bytes leaked) %r, expected %r" %
+              (what, fn, got, want))
+
+
 exp = collect(d, [prog], opts=["-H", "on", "-p", "off"], name="heap")
-docs = print_json(exp, "-metrics",
-                  "i.heapalloccnt:i.heapallocbytes:i.heapleakcnt:i.heapleakbytes:name",
-                  "-functions")
-f = rows_by_name(docs[0])
-for fn, (n, b, ln, lb) in KNOWN.items():
-    if not check(fn in f, "%s missing from -functions" % fn):
-        continue
-    got = (f[fn]["i.heapalloccnt"], f[fn]["i.heapallocbytes"], f[fn]["i.heapleakcnt"],
-           f[fn]["i.heapleakbytes"])
-    check(got == (n, b, ln, lb), "%s: (allocs, bytes, leaks, bytes leaked) %r, expected %r" %
-          (fn, got, (n, b, ln, lb)))
+check_functions(exp, "glibc malloc")
 
 # -leaks: each leak at its call site, exactly; nothing from the functions that freed everything
 docs = print_json(exp, "-leaks")
@@ -93,6 +98,25 @@ if check(len(worker) == 1, "threads: %r" % threads):
 docs = print_json(exp, "-functions")
 check([m["name"] for m in docs[0]["metrics"]][:2] == ["i.heapleakbytes", "i.heapleakcnt"],
       "default metrics: %r" % docs[0]["metrics"])
+
+# ---- the program's own allocator: the malloc it uses is the one traced ---------------------------
+own = collect(d, [os.path.join(WL, "wl_trace_heap_own")], opts=["-H", "on", "-p", "off"],
+              name="own")
+p = run([os.path.join(WL, "wl_trace_heap_own")], expect=0)
+check("own allocator: used" in p.stdout, "the own allocator was not used: %r" % p.stdout)
+check_functions(own, "own allocator")
+# jemalloc and tcmalloc preloaded after the collector (scripts/bootstrap installs them)
+for lib in ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+            "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"):
+    if not os.path.exists(lib):
+        print("note: %s is not installed: not tested" % lib)
+        continue
+    env = dict(os.environ, LD_PRELOAD=lib)
+    name = os.path.basename(lib).split(".")[0]
+    run([TALLY, "collect", "-d", d, "-o", name, "-H", "on", "-p", "off", prog], expect=0, env=env)
+    e = os.path.join(d, name + ".tally")
+    check(any(f.get("path") == lib for _, f in log_records(e, "load")), "%s not loaded" % lib)
+    check_functions(e, name)
 
 # ---- programs that fork, exec, dlopen and start threads: unchanged under every tracer ----------
 for name, args in (("forkexec", []), ("dlopen_lib", ["2", "20"]), ("threads4", ["0.2"])):

@@ -14,7 +14,7 @@
  *   thread_allocs   in a thread: 20 x malloc(64) freed by main after the join, 7 x malloc(77)
  *                   leaked                                            27 allocs; 7 leaks, 539 B
  * In the e2e test all of this runs under -H on; nothing else of the program allocates from these
- * functions.
+ * functions. Built a second time with OWN_ALLOC, linked to its own allocator (own_alloc.c).
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -23,6 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#ifdef OWN_ALLOC
+long own_alloc_calls(void);
+#endif
 
 static void *keep[64];
 static void *from_thread[20];
@@ -130,5 +134,8 @@ int main(void)
     for (int i = 0; i < 20; i++)
         free(from_thread[i]); /* freed by another thread than the one that allocated */
     printf("heap done %d\n", sink);
+#ifdef OWN_ALLOC
+    printf("own allocator: %s\n", own_alloc_calls() >= 150 ? "used" : "not used");
+#endif
     return 0;
 }
