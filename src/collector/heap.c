@@ -73,7 +73,7 @@ static size_t boot_size(const void *p)
 
 /* Looks up the real functions; returns 0 once they are known, -1 while the lookup runs (its
  * own allocations then come from the bootstrap arena). */
-static int resolve(void)
+static int resolve_slow(void)
 {
     int s = __atomic_load_n(&resolved, __ATOMIC_ACQUIRE);
     if (s == 2)
@@ -99,6 +99,12 @@ static int resolve(void)
     errno = saved;
     __atomic_store_n(&resolved, 2, __ATOMIC_RELEASE);
     return 0;
+}
+
+static inline int resolve(void)
+{
+    return __builtin_expect(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE) == 2, 1) ? 0
+                                                                                   : resolve_slow();
 }
 
 /* ---- allocations before the start -------------------------------------------------------------- */

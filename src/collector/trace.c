@@ -25,7 +25,7 @@ uint64_t trace_self_lo, trace_self_hi;
 
 /* Counts for the `stats` record (atomic). */
 static struct {
-    uint64_t records, dropped, unwind_failures, truncated, walks;
+    uint64_t dropped, unwind_failures, truncated, walks;
 } counts;
 
 /* The stream of threads whose TLS destructor has run, shared under a spinlock. */
@@ -260,21 +260,37 @@ static void count(uint64_t *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
 
 /* The stack of a traced call: fn, then its caller's frames, as a stack id of stream s. A walk
  * from a call site seen before is memoized (th->memo; only for the thread's own stream). */
+/* The two ways of the memo set of a call from r. */
+static inline struct trace_memo *memo_set(trace_thr_t *th, fu_regs_t r)
+{
+    return &th->memo[(((r.ip ^ r.sp) * 0x9e3779b97f4a7c15ull) >> 59) & ~1u];
+}
+
+/* The stack id of a memoized walk from r, if there is one: 0, else -1. */
+static inline int memo_hit(trace_thr_t *th, fu_regs_t r, const void *fn, uint32_t *id)
+{
+    struct trace_memo *w = memo_set(th, r);
+    uint32_t gen = fu_generation();
+    for (int i = 0; i < 2; i++)
+        if (w[i].valid && w[i].r.ip == r.ip && w[i].fn == fn && w[i].gen == gen &&
+            fu_same(r, w[i].r, &w[i].cells)) {
+            *id = w[i].id;
+            w[0].recent = i;
+            return 0;
+        }
+    return -1;
+}
+
 static int take_stack(trace_thr_t *th, exp_stream_t *s, uint64_t *pcs, uint32_t max,
                       fu_regs_t r, const void *fn, uint32_t *id)
 {
     struct trace_memo *m = NULL;
     uint32_t gen = 0;
     if (s == &th->stream && th->memo) { /* two ways: the slot of (ip, sp) and its neighbour */
-        struct trace_memo *w = &th->memo[(((r.ip ^ r.sp) * 0x9e3779b97f4a7c15ull) >> 59) & ~1u];
+        if (memo_hit(th, r, fn, id) == 0)
+            return 0;
+        struct trace_memo *w = memo_set(th, r);
         gen = fu_generation();
-        for (int i = 0; i < 2; i++)
-            if (w[i].valid && w[i].r.ip == r.ip && w[i].fn == fn && w[i].gen == gen &&
-                fu_same(r, w[i].r, &w[i].cells)) {
-                *id = w[i].id;
-                w[0].recent = i;
-                return 0;
-            }
         m = &w[!w[0].valid ? 0 : !w[1].valid ? 1 : !w[0].recent]; /* the least recent way */
         w[0].recent = (int)(m - w);
         m->valid = 0;
@@ -323,7 +339,8 @@ static int rec_begin(trace_thr_t *th, uint64_t t, rec_t *r)
 
 static void rec_end(rec_t *r, int rc)
 {
-    count(rc ? &counts.dropped : &counts.records);
+    if (rc) /* the records written are counted by the reader: no shared counter on every call */
+        count(&counts.dropped);
     stream_done(r->s);
     errno = r->saved;
 }
@@ -333,6 +350,14 @@ void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const
 {
     rec_t c;
     uint32_t id;
+    if (__builtin_expect(th->state == TT_READY && recording(t) && memo_hit(th, r, fn, &id) == 0,
+                         1)) { /* the common case: a call site seen before */
+        int saved = errno;
+        if (exp_stream_alloc(&th->stream, t, id, (uint64_t)(uintptr_t)p, size, call))
+            count(&counts.dropped);
+        errno = saved;
+        return;
+    }
     if (rec_begin(th, t, &c) == 0)
         rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
                         ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call));
@@ -341,6 +366,13 @@ void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const
 void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
 {
     rec_t c;
+    if (__builtin_expect(th->state == TT_READY && recording(t), 1)) {
+        int saved = errno;
+        if (exp_stream_free(&th->stream, t, (uint64_t)(uintptr_t)p, size, call))
+            count(&counts.dropped);
+        errno = saved;
+        return;
+    }
     if (rec_begin(th, t, &c) == 0)
         rec_end(&c, exp_stream_free(c.s, t, (uint64_t)(uintptr_t)p, size, call));
 }
@@ -427,7 +459,6 @@ void trace_log_stats(exp_line_t *l)
 {
     if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
         return;
-    exp_line_u64(l, "trace_records", counts.records);
     exp_line_u64(l, "trace_dropped", counts.dropped);
     exp_line_u64(l, "trace_unwind_failures", counts.unwind_failures);
     exp_line_u64(l, "trace_truncated_stacks", counts.truncated);

@@ -2,13 +2,13 @@
  * evwriter.h - writes the binary "events" file of an experiment (docs/FORMAT.md).
  *
  * One exp_evfile_t per process; one exp_stream_t per thread. A stream claims fixed-size chunks
- * of the file, reserves their disk space with fallocate and writes records into a shared file
+ * of the file, reserves their disk space by writing zeros and writes records into a shared file
  * mapping, so what was written survives a crash or SIGKILL of the process. Call stacks are
  * deduplicated per stream: exp_stream_stack returns a small id and writes the frames only the first
  * time it sees them.
  *
  * Async-signal-safety: every exp_stream_* function is async-signal-safe (system calls only: mmap,
- * munmap, mremap, fallocate, pwrite; no malloc, no locks, no stdio). A stream belongs to one
+ * munmap, mremap, madvise, pwritev; no malloc, no locks, no stdio). A stream belongs to one
  * thread; when a signal handler interrupts a write of the same stream, the nested call returns
  * -1 and the loss is counted (lost[EXP_LOST_BUSY]) and later written as a LOST record.
  * exp_evfile_create/close are for normal context only. The file's chunk counter is atomic, so
