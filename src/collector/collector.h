@@ -16,6 +16,7 @@
  *   TALLY_STATES=<ns>          thread-state sampling period (default 10 ms, 0 = off)
  *   TALLY_SAMPLE_SIG=<n>       a sample packet when the process receives signal n (-l)
  *   TALLY_PAUSE_SIG=<n>        signal n pauses and resumes collection (-y)
+ *   TALLY_SYNC, TALLY_HEAP, TALLY_IO  sync, heap and I/O tracing (trace.h)
  * and two variables the collector itself passes to descendants: TALLY_ROOT_T0 (CLOCK_MONOTONIC
  * start of the root, the origin of TALLY_DURATION) and TALLY_DESC_KIND (exec or spawn, removed
  * from the environment as soon as it is read).
@@ -23,7 +24,9 @@
  * Modules: collector.c (process lifecycle, log records, descendants), clock.c (the async-signal-
  * safe core: per-thread profiling and the signal handlers), unwind.c (libunwind behind one hook),
  * maps.c (load objects), interpose.c (the exported interposers), sampler.c (the sampler thread:
- * periodic sample packets and thread states; the -l/-y signals; the collector API).
+ * periodic sample packets and thread states; the -l/-y signals; the collector API), trace.c (the
+ * tracing core: settings, per-thread trace streams, records) with its interposers sync.c,
+ * heap.c and iotrace.c, and fastunwind.c (their stacks).
  *
  * There is exactly one coll_proc_t, `coll_proc`: signal handlers and interposers have no other way
  * to reach the collector's state. Its settings are written once during initialization (or in a
