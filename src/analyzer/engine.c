@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +130,8 @@ typedef struct exp_input {
     size_t cap;        /* stacks vec/first_t have room for */
     /* frame mapping: function ids of the frames of stacks 0..nresolved-1 */
     uint32_t *fids;
+    uint32_t *fobj;  /* per frame: its sym object (UINT32_MAX: none) ... */
+    uint64_t *faddr; /* ... and the address looked up (a return address minus one) */
     size_t *foff; /* [nresolved + 1] */
     size_t nresolved, fids_cap;
     u64map_t pcs;     /* (proc, pc, leaf) -> function id */
@@ -163,6 +166,18 @@ struct eng {
     char *sample_text, *cpu_text;
     flt_t *filter;
     uint64_t run_start;
+    /* instructions (ENG_KIND_PC) and source lines (ENG_KIND_LINE), numbered as first seen */
+    u64map_t pc_ids;      /* obj << 44 | addr -> pc id */
+    uint32_t *pc_obj;
+    uint64_t *pc_addr;
+    uint32_t *pc_line;    /* pc id -> line id, UINT32_MAX until looked up */
+    size_t npcs, pcs_cap;
+    u64map_t line_ids;    /* file << 32 | line -> line id (file UINT32_MAX: by function) */
+    uint32_t *line_file, *line_no, *line_func;
+    size_t nlines, lines_cap;
+    char **files;
+    size_t nfiles;
+    char namebuf[4096];
 };
 
 /* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
@@ -395,6 +410,8 @@ void eng_free(eng_t *g)
         free(in->vec);
         free(in->first_t);
         free(in->fids);
+        free(in->fobj);
+        free(in->faddr);
         free(in->foff);
         u64map_free(&in->pcs);
         u64map_free(&in->objects);
@@ -402,6 +419,17 @@ void eng_free(eng_t *g)
             free(in->match[i]);
         free(in->match);
     }
+    u64map_free(&g->pc_ids);
+    free(g->pc_obj);
+    free(g->pc_addr);
+    free(g->pc_line);
+    u64map_free(&g->line_ids);
+    free(g->line_file);
+    free(g->line_no);
+    free(g->line_func);
+    for (size_t i = 0; i < g->nfiles; i++)
+        free(g->files[i]);
+    free(g->files);
     free(g->sample_sel);
     free(g->cpu_sel);
     free(g->sample_text);
@@ -774,6 +802,32 @@ int eng_has_metric(const eng_t *g, int metric) { return g->total[metric] != 0; }
 
 /* ---- frame mapping -------------------------------------------------------------------------- */
 
+/* The sym object and the address to look up (a return address minus one) of a frame. */
+static uint32_t frame_location(eng_t *g, exp_input_t *in, uint32_t proc, uint64_t pc, int leaf,
+                               uint64_t t, uint64_t *addr, int *err)
+{
+    const exp_process_t *p = in->e->procs[proc];
+    const exp_object_t *o = exp_object_at(p, pc, t);
+    if (!o && t != EXP_T_NEVER)
+        o = exp_object_at(p, pc, p->t_end); /* loaded after the stack's first event? */
+    if (!o) {
+        *addr = pc;
+        return UINT32_MAX;
+    }
+    int found;
+    uint32_t *os = u64map_slot(&in->objects, (uint64_t)proc << 32 | o->id, &found);
+    if (!os) {
+        *err = TALLY_ENOMEM;
+        return UINT32_MAX;
+    }
+    if (!found)
+        *os = sym_object_add(g->sym, o->path, o->buildid);
+    *addr = pc - o->bias;
+    if (!leaf && *addr > 0)
+        (*addr)--; /* a return address: the call is the instruction before it */
+    return *os;
+}
+
 static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint64_t pc, int leaf,
                                uint64_t t, int *err)
 {
@@ -840,15 +894,25 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
                 while (ncap < need)
                     ncap *= 2;
                 uint32_t *nfids = realloc(in->fids, ncap * sizeof *nfids);
-                if (!nfids)
+                if (nfids)
+                    in->fids = nfids;
+                uint32_t *nobj = realloc(in->fobj, ncap * sizeof *nobj);
+                if (nobj)
+                    in->fobj = nobj;
+                uint64_t *naddr = realloc(in->faddr, ncap * sizeof *naddr);
+                if (naddr)
+                    in->faddr = naddr;
+                if (!nfids || !nobj || !naddr)
                     return tally_errf(err, TALLY_ENOMEM, "out of memory mapping stacks");
-                in->fids = nfids;
                 in->fids_cap = ncap;
             }
             uint64_t t = s < in->cap ? in->first_t[s] : EXP_T_NEVER;
             int e = 0;
-            for (uint32_t i = 0; i < nf; i++)
-                in->fids[foff[s] + i] = frame_function(g, in, proc, pcs[i], i == 0, t, &e);
+            for (uint32_t i = 0; i < nf; i++) {
+                size_t k = foff[s] + i;
+                in->fids[k] = frame_function(g, in, proc, pcs[i], i == 0, t, &e);
+                in->fobj[k] = frame_location(g, in, proc, pcs[i], i == 0, t, &in->faddr[k], &e);
+            }
             if (e)
                 return tally_errf(err, e, "out of memory mapping stacks");
             foff[s + 1] = need;
@@ -860,7 +924,125 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
 
 size_t eng_nobjects(eng_t *g, int kind)
 {
-    return kind == ENG_KIND_FUNCTION ? sym_nfuncs(g->sym) : sym_nobjects(g->sym) + 1;
+    switch (kind) {
+    case ENG_KIND_FUNCTION: return sym_nfuncs(g->sym);
+    case ENG_KIND_PC: return g->npcs;
+    case ENG_KIND_LINE: return g->nlines;
+    default: return sym_nobjects(g->sym) + 1;
+    }
+}
+
+/* ---- instructions and lines ------------------------------------------------------------------ */
+
+static int grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? *cap * 2 : 1024;
+    void *q = realloc(*p, ncap * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    return 0;
+}
+
+/* The id of instruction (obj, addr); UINT32_MAX on no memory. */
+static uint32_t pc_id(eng_t *g, uint32_t obj, uint64_t addr)
+{
+    int found;
+    uint32_t *slot = u64map_slot(&g->pc_ids, (uint64_t)(obj & 0xfffff) << 44 | (addr & ((1ULL << 44) - 1)),
+                                 &found);
+    if (!slot)
+        return UINT32_MAX;
+    if (found)
+        return *slot;
+    size_t cap = g->pcs_cap;
+    if (grow((void **)&g->pc_obj, &cap, g->npcs, sizeof *g->pc_obj) ||
+        grow((void **)&g->pc_addr, &cap, g->npcs, sizeof *g->pc_addr) ||
+        grow((void **)&g->pc_line, &cap, g->npcs, sizeof *g->pc_line))
+        return UINT32_MAX;
+    if (g->npcs == g->pcs_cap)
+        g->pcs_cap = g->pcs_cap ? g->pcs_cap * 2 : 1024;
+    g->pc_obj[g->npcs] = obj;
+    g->pc_addr[g->npcs] = addr;
+    g->pc_line[g->npcs] = UINT32_MAX;
+    *slot = (uint32_t)g->npcs;
+    return (uint32_t)g->npcs++;
+}
+
+static uint32_t file_id(eng_t *g, const char *file)
+{
+    for (size_t i = g->nfiles; i-- > 0;)
+        if (!strcmp(g->files[i], file))
+            return (uint32_t)i;
+    char **nf = realloc(g->files, (g->nfiles + 1) * sizeof *nf);
+    if (!nf)
+        return UINT32_MAX - 1;
+    g->files = nf;
+    g->files[g->nfiles] = strdup(file);
+    if (!g->files[g->nfiles])
+        return UINT32_MAX - 1;
+    return (uint32_t)g->nfiles++;
+}
+
+/* The id of the source line of instruction pc (function f); UINT32_MAX on no memory. */
+static uint32_t line_id(eng_t *g, uint32_t pc, uint32_t f)
+{
+    if (g->pc_line[pc] != UINT32_MAX)
+        return g->pc_line[pc];
+    const char *file;
+    uint32_t line, fid;
+    if (g->pc_obj[pc] != UINT32_MAX &&
+        sym_line_at(g->sym, g->pc_obj[pc], g->pc_addr[pc], &file, &line) == 0) {
+        fid = file_id(g, file);
+    } else { /* no line information: one line per function */
+        fid = UINT32_MAX;
+        line = f;
+    }
+    int found;
+    uint32_t *slot = u64map_slot(&g->line_ids, (uint64_t)fid << 32 | line, &found);
+    if (!slot)
+        return UINT32_MAX;
+    if (!found) {
+        size_t cap = g->lines_cap;
+        if (grow((void **)&g->line_file, &cap, g->nlines, sizeof *g->line_file) ||
+            grow((void **)&g->line_no, &cap, g->nlines, sizeof *g->line_no) ||
+            grow((void **)&g->line_func, &cap, g->nlines, sizeof *g->line_func))
+            return UINT32_MAX;
+        if (g->nlines == g->lines_cap)
+            g->lines_cap = g->lines_cap ? g->lines_cap * 2 : 1024;
+        g->line_file[g->nlines] = fid;
+        g->line_no[g->nlines] = line;
+        g->line_func[g->nlines] = f;
+        *slot = (uint32_t)g->nlines++;
+    }
+    g->pc_line[pc] = *slot;
+    return *slot;
+}
+
+int eng_pc_info(eng_t *g, uint32_t id, uint32_t *obj, uint64_t *addr)
+{
+    if (id >= g->npcs)
+        return -1;
+    *obj = g->pc_obj[id];
+    *addr = g->pc_addr[id];
+    return 0;
+}
+
+int eng_line_info(eng_t *g, uint32_t id, const char **file, uint32_t *line, uint32_t *func)
+{
+    if (id >= g->nlines)
+        return -1;
+    *file = g->line_file[id] == UINT32_MAX ? NULL : g->files[g->line_file[id]];
+    *line = g->line_file[id] == UINT32_MAX ? 0 : g->line_no[id];
+    *func = g->line_func[id];
+    return 0;
+}
+
+uint32_t eng_pc_function(eng_t *g, uint32_t id)
+{
+    return g->pc_obj[id] == UINT32_MAX ? sym_func_unknown(g->sym)
+                                       : sym_func_at(g->sym, g->pc_obj[id], g->pc_addr[id]);
 }
 
 uint32_t eng_function_object(eng_t *g, uint32_t id)
@@ -870,6 +1052,27 @@ uint32_t eng_function_object(eng_t *g, uint32_t id)
 
 const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt)
 {
+    if (kind == ENG_KIND_PC) { /* "func + 0x1a" */
+        uint32_t f = eng_pc_function(g, id);
+        const sym_func_t *fn = sym_func(g->sym, f);
+        const char *nm = fmt == 1 ? fn->long_name : fmt == 2 ? fn->mangled : fn->name;
+        snprintf(g->namebuf, sizeof g->namebuf, "%s + 0x%llx", nm,
+                 (unsigned long long)(g->pc_addr[id] - (fn->addr <= g->pc_addr[id] ? fn->addr : 0)));
+        return g->namebuf;
+    }
+    if (kind == ENG_KIND_LINE) { /* "line 12 in \"file.c\"" */
+        const sym_func_t *fn = sym_func(g->sym, g->line_func[id]);
+        const char *nm = fmt == 1 ? fn->long_name : fmt == 2 ? fn->mangled : fn->name;
+        if (g->line_file[id] == UINT32_MAX) {
+            snprintf(g->namebuf, sizeof g->namebuf, "%s, instructions without line numbers", nm);
+        } else {
+            /* not the function's name: a line of an inlined helper serves many functions */
+            const char *file = g->files[g->line_file[id]], *base = strrchr(file, '/');
+            snprintf(g->namebuf, sizeof g->namebuf, "line %u in \"%s\"", g->line_no[id],
+                     base ? base + 1 : file);
+        }
+        return g->namebuf;
+    }
     if (kind == ENG_KIND_FUNCTION) {
         const sym_func_t *f = sym_func(g->sym, id);
         return fmt == 1 ? f->long_name : fmt == 2 ? f->mangled : f->name;
@@ -880,11 +1083,18 @@ const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt)
     return fmt == 0 ? o->name : o->path;
 }
 
-/* The object of kind for function f. */
-static uint32_t kind_object(eng_t *g, int kind, uint32_t f)
+/* The object of kind for frame k of experiment input in. */
+static uint32_t kind_frame(eng_t *g, exp_input_t *in, int kind, size_t k)
 {
+    uint32_t f = in->fids[k];
     if (kind == ENG_KIND_FUNCTION)
         return f;
+    if (kind == ENG_KIND_PC || kind == ENG_KIND_LINE) {
+        uint32_t pc = pc_id(g, in->fobj[k], in->faddr[k]);
+        if (pc == UINT32_MAX || kind == ENG_KIND_PC)
+            return pc;
+        return line_id(g, pc, f);
+    }
     uint32_t o = sym_func(g->sym, f)->object;
     return o == UINT32_MAX ? (uint32_t)sym_nobjects(g->sym) : o;
 }
@@ -1095,9 +1305,13 @@ static int for_each_stack(eng_t *g, int kind, stack_fn fn, void *ctx, tally_err_
                 }
                 ids = nids;
             }
-            const uint32_t *f = in->fids + in->foff[s];
-            for (uint32_t i = 0; i < nf; i++)
-                ids[i] = kind_object(g, kind, f[i]);
+            for (uint32_t i = 0; i < nf; i++) {
+                ids[i] = kind_frame(g, in, kind, in->foff[s] + i);
+                if (ids[i] == UINT32_MAX) {
+                    free(ids);
+                    return tally_errf(err, TALLY_ENOMEM, "out of memory mapping frames");
+                }
+            }
             if ((rc = fn(g, ctx, ids, nf, v))) {
                 free(ids);
                 return tally_errf(err, rc, "out of memory computing metrics");
@@ -1164,6 +1378,21 @@ static int table_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, con
     return eng_apply(c->t, ids, n, v, g->stamp, g->serial, c->es);
 }
 
+static int no_op_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, const uint64_t *v)
+{
+    (void)g, (void)ctx, (void)ids, (void)n, (void)v;
+    return 0;
+}
+
+/* Kinds whose ids are made as frames are mapped (instructions, lines) are mapped once before
+ * tables are sized. */
+static int premap(eng_t *g, int kind, tally_err_t *err)
+{
+    if (kind != ENG_KIND_PC && kind != ENG_KIND_LINE)
+        return 0;
+    return for_each_stack(g, kind, no_op_stack, NULL, err);
+}
+
 const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err)
 {
     if (g->table_valid && g->table_kind == kind && (!edges || g->table.has_edges))
@@ -1171,7 +1400,7 @@ const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err)
     int rc;
     if (!g->aggregated && (rc = eng_aggregate(g, err)))
         return NULL;
-    if ((rc = resolve_stacks(g, err)))
+    if ((rc = resolve_stacks(g, err)) || (rc = premap(g, kind, err)))
         return NULL;
     eng_table_release(&g->table);
     g->table_valid = 0;

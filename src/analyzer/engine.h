@@ -78,8 +78,19 @@ int eng_metric_find(const char *name);
 enum eng_kind {
     ENG_KIND_FUNCTION,   /* ids: sym function ids */
     ENG_KIND_LOADOBJECT, /* ids: sym object ids; sym_nobjects() is <Unknown> */
+    ENG_KIND_PC,         /* instructions: ids numbered as first seen (eng_pc_info) */
+    ENG_KIND_LINE,       /* source lines: ids numbered as first seen (eng_line_info); code
+                            without line information is one line per function */
     ENG_NKINDS,
 };
+
+typedef struct eng eng_t;
+/* Instruction id: its object (UINT32_MAX: none) and ELF address; -1 if no such id. */
+int eng_pc_info(eng_t *g, uint32_t id, uint32_t *obj, uint64_t *addr);
+uint32_t eng_pc_function(eng_t *g, uint32_t id);
+/* Line id: its file (NULL when the function has no line information), line and the function
+ * that first showed it; -1 if no such id. */
+int eng_line_info(eng_t *g, uint32_t id, const char **file, uint32_t *line, uint32_t *func);
 
 /* ---- the engine ----------------------------------------------------------------------------- */
 

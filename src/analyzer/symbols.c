@@ -1289,3 +1289,55 @@ void sym_free(sym_ctx_t *s)
     free(s->stat);
     free(s);
 }
+
+/* ---- code bytes ------------------------------------------------------------------------------ */
+
+/* Copies from an ELF image's loadable segments. */
+static long read_segments(Elf *elf, uint64_t addr, void *buf, size_t len)
+{
+    size_t nph;
+    if (elf_getphdrnum(elf, &nph))
+        return -1;
+    for (size_t i = 0; i < nph; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || addr < ph.p_vaddr ||
+            addr >= ph.p_vaddr + ph.p_filesz)
+            continue;
+        size_t avail = (size_t)(ph.p_vaddr + ph.p_filesz - addr);
+        if (len > avail)
+            len = avail;
+        Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)(ph.p_offset + (addr - ph.p_vaddr)), len,
+                                           ELF_T_BYTE);
+        if (!d || !d->d_buf)
+            return -1;
+        memcpy(buf, d->d_buf, len);
+        return (long)len;
+    }
+    return -1;
+}
+
+long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t len)
+{
+    if (obj >= s->nobjs)
+        return -1;
+    object_t *o = s->objs[obj];
+    if (!strcmp(o->path, "[vdso]")) {
+        size_t size;
+        void *img = vdso_image(&size);
+        Elf *elf = img ? elf_memory(img, size) : NULL;
+        long n = elf ? read_segments(elf, addr, buf, len) : -1;
+        if (elf)
+            elf_end(elf);
+        free(img);
+        return n;
+    }
+    int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    long n = elf && elf_kind(elf) == ELF_K_ELF ? read_segments(elf, addr, buf, len) : -1;
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    return n;
+}

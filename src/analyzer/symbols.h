@@ -99,4 +99,9 @@ const sym_func_t *sym_func(const sym_ctx_t *s, uint32_t id);
  * *line, or -1 when there is no line information. The first call per object reads its DWARF. */
 int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, uint32_t *line);
 
+/* Copies len bytes of object obj's code at ELF address addr (from its loadable segments) into buf.
+ * Returns the number of bytes copied (short at the end of a segment), or -1 when the object cannot
+ * be read. For disassembly. */
+long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t len);
+
 #endif

@@ -30,6 +30,8 @@ static int run_line(pstate_t *ps, char *line, const char *where);
 
 static int c_functions(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_FUNCTION); }
 static int c_objects(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_LOADOBJECT); }
+static int c_lines(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_LINE); }
+static int c_pcs(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_PC); }
 static int c_cc(pstate_t *ps, const char *a) { return view_callers_callees(ps, NULL); }
 static int c_csingle(pstate_t *ps, const char *a) { return view_callers_callees(ps, a); }
 static int c_calltree(pstate_t *ps, const char *a) { return view_calltree(ps); }
@@ -225,6 +227,10 @@ static const struct pcmd {
     { "calltree", 0, c_calltree, "", "the call tree with inclusive metrics" },
     { "fsingle", 1, c_fsingle, "NAME", "one function's metrics, size, address, file, object" },
     { "objects", 0, c_objects, "", "load objects with their metrics" },
+    { "lines", 0, c_lines, "", "source lines with their metrics" },
+    { "pcs", 0, c_pcs, "", "instructions with their metrics" },
+    { "source", 1, view_source, "FUNC|FILE", "source annotated with metrics per line" },
+    { "disasm", 1, view_disasm, "FUNC", "disassembly annotated with metrics per instruction" },
     { "metrics", 1, c_metrics, "SPEC", "metrics shown, e.g. e.%totalcpu:i.%totalcpu:name" },
     { "cmetrics", 1, c_cmetrics, "SPEC", "metrics of callers-callees, e.g. a.%totalcpu:name" },
     { "metric_list", 0, c_metric_list, "", "metrics available and the current settings" },

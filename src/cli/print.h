@@ -129,5 +129,8 @@ void pr_overview_states(pstate_t *ps); /* the states part of -overview (text) */
 int set_sample_select(pstate_t *ps, const char *arg);
 int set_cpu_select(pstate_t *ps, const char *arg);
 int set_filters(pstate_t *ps, const char *arg);
+/* print_source.c: annotated source and disassembly */
+int view_source(pstate_t *ps, const char *arg);
+int view_disasm(pstate_t *ps, const char *arg);
 
 #endif

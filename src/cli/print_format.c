@@ -98,6 +98,14 @@ void pr_names_build(pstate_t *ps, names_t *nm, const eng_table_t *t)
         if (!t->present[id])
             continue;
         nm->name[id] = eng_object_name(ps->eng, t->kind, (uint32_t)id, ps->namefmt);
+        if (t->kind == ENG_KIND_PC || t->kind == ENG_KIND_LINE) { /* made in one buffer */
+            nm->owned[id] = strdup(nm->name[id]);
+            if (!nm->owned[id]) {
+                fprintf(stderr, "tally: out of memory\n");
+                exit(1);
+            }
+            nm->name[id] = nm->owned[id];
+        }
         order[k++] = &nm->name[id];
     }
     if (t->kind == ENG_KIND_FUNCTION) {

@@ -47,7 +47,10 @@ int view_list(pstate_t *ps, int kind)
     if (ps->limit > 0 && (size_t)ps->limit < n)
         n = (size_t)ps->limit;
     row_t totrow = { "<Total>", { total, total, NULL }, 0 };
-    const char *view = kind == ENG_KIND_FUNCTION ? "functions" : "objects";
+    static const char *const views[ENG_NKINDS] = { "functions", "objects", "pcs", "lines" };
+    static const char *const titles[ENG_NKINDS] = { "Functions", "Load Objects", "Instructions",
+                                                    "Source Lines" };
+    const char *view = views[kind];
     if (ps->json) {
         printf("{\"view\":\"%s\",", view);
         pr_json_metrics(ps, &ps->metrics);
@@ -61,7 +64,7 @@ int view_list(pstate_t *ps, int kind)
     } else {
         char st[160];
         printf("%s sorted by metric: %s\n\n",
-               kind == ENG_KIND_FUNCTION ? "Functions" : "Load Objects",
+               titles[kind],
                pr_sort_title(ps, st, sizeof st));
         row_t *all = malloc((n + 1) * sizeof *all);
         if (!all)

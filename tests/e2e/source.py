@@ -1,0 +1,59 @@
+"""Lines, instructions, annotated source and disassembly on the Figure 2-1 program
+(examples/example.c, where each function's work is an inlined loop, spin()): the hot line is the
+loop's, a function's line metrics sum to its exclusive time, the hottest instruction lies in the
+function, source lines without code are shown as such, calls are named; and clear errors."""
+import os
+from common import *
+
+d = workdir("source")
+example = os.path.join(os.path.dirname(TALLY), "example")
+exp = collect(d, [example, "5"], opts=["-p", "hi"])
+
+docs = print_json(exp, "-metrics", "e.totalcpu:i.totalcpu:name", "-functions", "-lines", "-pcs")
+funcs, lines, pcs = rows_by_name(docs[0]), docs[1]["rows"], docs[2]["rows"]
+total = funcs["<Total>"]["e.totalcpu"]
+check(docs[1]["view"] == "lines" and docs[2]["view"] == "pcs", "views: %r" %
+      [x["view"] for x in docs])
+close_to(sum(r["e.totalcpu"] for r in lines[1:]), total, 0.001, "lines' exclusive sum to the total")
+close_to(sum(r["e.totalcpu"] for r in pcs[1:]), total, 0.001, "pcs' exclusive sum to the total")
+hot = lines[1]["name"]
+src_lines = open(os.path.join(SRC, "examples", "example.c")).read().splitlines()
+loop_line = 1 + next(i for i, l in enumerate(src_lines) if "for (int i = 0; i < 100000" in l)
+check(hot == 'line %d in "example.c"' % loop_line, "hottest line %r, expected the loop at %d" %
+      (hot, loop_line))
+check(pcs[1]["name"].split(" + ")[0] in ("E", "G", "B", "C", "F", "main"),
+      "hottest instruction %r is not in a worker" % pcs[1]["name"])
+
+# -source C: C's own lines sum to C's exclusive; lines without code carry no metric
+src = print_json(exp, "-source", "C")[0]
+check(src["function"] == "C", "source of %r" % src.get("function"))
+code_sum = sum(l["e.totalcpu"] for l in src["lines"])
+close_to(code_sum, funcs["C"]["e.totalcpu"], 0.02, "C's lines sum to C's exclusive")
+by_no = {l["line"]: l for l in src["lines"]}
+check(by_no.get(loop_line, {}).get("hot"), "the loop line is not marked hot in -source C")
+check(any(not l["code"] for l in src["lines"]), "no line without code in -source C")
+check(by_no[loop_line]["text"].strip().startswith("for (int i"), "source text: %r" %
+      by_no[loop_line]["text"])
+
+# -disasm F: instructions with metrics in F's range, the call to G named
+dis = print_json(exp, "-disasm", "F")[0]
+ins = dis["instructions"]
+check(len(ins) > 10, "disasm F: %d instructions" % len(ins))
+close_to(sum(i["e.totalcpu"] for i in ins), funcs["F"]["e.totalcpu"], 0.02,
+         "F's instructions sum to F's exclusive")
+calls = [i["call"] for i in ins if i["call"]]
+check("G" in calls, "the call to G is not named: %r" % calls)
+check(any(i["target"] for i in ins), "no branch target marked in F's loop")
+
+# text forms
+p = run([TALLY, "print", "-source", "C", "-disasm", "C", exp], expect=0)
+check("##" in p.stdout and "<Function: C>" in p.stdout and "[" in p.stdout,
+      "text source/disasm: %r" % p.stdout[:500])
+p = run([TALLY, "print", "-source", "example.c", exp], expect=0)
+check("for (int i = 0; i < 100000" in p.stdout, "-source FILE: %r" % p.stdout[:300])
+
+# errors
+p = run([TALLY, "print", "-source", "nosuchfunc", exp], expect=1)
+check("no function named" in p.stderr, "unknown function: %r" % p.stderr)
+p = run([TALLY, "print", "-disasm", "__vdso_clock_gettime", exp], expect=0)
+done(d)
