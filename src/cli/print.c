@@ -231,6 +231,9 @@ static const struct pcmd {
     { "pcs", 0, c_pcs, "", "instructions with their metrics" },
     { "source", 1, view_source, "FUNC|FILE", "source annotated with metrics per line" },
     { "disasm", 1, view_disasm, "FUNC", "disassembly annotated with metrics per instruction" },
+    { "setpath", 1, set_setpath, "DIR[:DIR]", "directories searched for sources" },
+    { "addpath", 1, set_addpath, "DIR[:DIR]", "add directories to search for sources" },
+    { "pathmap", 1, set_pathmap, "'OLD NEW'", "sources recorded under OLD are under NEW" },
     { "metrics", 1, c_metrics, "SPEC", "metrics shown, e.g. e.%totalcpu:i.%totalcpu:name" },
     { "cmetrics", 1, c_cmetrics, "SPEC", "metrics of callers-callees, e.g. a.%totalcpu:name" },
     { "metric_list", 0, c_metric_list, "", "metrics available and the current settings" },
@@ -470,6 +473,7 @@ int cmd_print(int argc, char **argv)
         goto out;
     }
     ps.json = json;
+    set_addpath(&ps, "."); /* sources are also looked for in the current directory */
     tally_err_t err = { 0 };
     ps.exps = calloc(npaths, sizeof *ps.exps);
     if (!ps.exps) {
@@ -507,6 +511,7 @@ int cmd_print(int argc, char **argv)
         }
     }
 out:
+    pr_paths_free(&ps);
     eng_free(ps.eng);
     sym_free(ps.sym);
     for (size_t i = 0; i < ps.nexps; i++)

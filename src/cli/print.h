@@ -53,6 +53,11 @@ typedef struct pstate {
     int namefmt;                  /* 0 short, 1 long, 2 mangled */
     int depth;                    /* -script nesting */
     int quit;
+    /* where sources are looked for (-setpath, -addpath) and how moved trees map (-pathmap) */
+    char **paths;
+    size_t npaths;
+    char **map_from, **map_to;
+    size_t nmaps;
 } pstate_t;
 
 /* A row of a table: values by flavor (NULL when the row has none of that flavor). */
@@ -132,5 +137,9 @@ int set_filters(pstate_t *ps, const char *arg);
 /* print_source.c: annotated source and disassembly */
 int view_source(pstate_t *ps, const char *arg);
 int view_disasm(pstate_t *ps, const char *arg);
+int set_setpath(pstate_t *ps, const char *arg);
+int set_addpath(pstate_t *ps, const char *arg);
+int set_pathmap(pstate_t *ps, const char *arg);
+void pr_paths_free(pstate_t *ps);
 
 #endif

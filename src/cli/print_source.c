@@ -71,9 +71,117 @@ typedef struct linevals {
     int code; /* the line has instructions */
 } linevals_t;
 
-static char **read_lines(const char *path, size_t *n)
+/* ---- where sources are: -setpath, -addpath, -pathmap ---------------------------------------- */
+
+static int add_path(pstate_t *ps, const char *dir)
+{
+    char **np = realloc(ps->paths, (ps->npaths + 1) * sizeof *np);
+    if (!np || !(np[ps->npaths] = strdup(dir))) {
+        if (np)
+            ps->paths = np;
+        fprintf(stderr, "tally: out of memory\n");
+        return 1;
+    }
+    ps->paths = np;
+    ps->npaths++;
+    return 0;
+}
+
+void pr_paths_free(pstate_t *ps)
+{
+    for (size_t i = 0; i < ps->npaths; i++)
+        free(ps->paths[i]);
+    free(ps->paths);
+    for (size_t i = 0; i < ps->nmaps; i++) {
+        free(ps->map_from[i]);
+        free(ps->map_to[i]);
+    }
+    free(ps->map_from);
+    free(ps->map_to);
+    ps->paths = ps->map_from = ps->map_to = NULL;
+    ps->npaths = ps->nmaps = 0;
+}
+
+/* -setpath DIR[:DIR...]: the directories searched for sources ("." is the current directory). */
+int set_setpath(pstate_t *ps, const char *arg)
+{
+    for (size_t i = 0; i < ps->npaths; i++)
+        free(ps->paths[i]);
+    ps->npaths = 0;
+    return set_addpath(ps, arg);
+}
+
+int set_addpath(pstate_t *ps, const char *arg)
+{
+    char *copy = strdup(arg), *save = NULL;
+    if (!copy)
+        return 1;
+    int rc = 0;
+    for (char *d = strtok_r(copy, ":", &save); d && !rc; d = strtok_r(NULL, ":", &save))
+        rc = add_path(ps, d);
+    free(copy);
+    return rc;
+}
+
+/* -pathmap OLD NEW: a source recorded under OLD is looked for under NEW. */
+int set_pathmap(pstate_t *ps, const char *arg)
+{
+    const char *sp = strchr(arg, ' ');
+    if (!sp || !sp[1]) {
+        fprintf(stderr, "tally: -pathmap needs two paths: OLD NEW (in a script or the prompt: "
+                        "'pathmap /old/tree /new/tree'; on the command line quote them)\n");
+        return 2;
+    }
+    char **nf = realloc(ps->map_from, (ps->nmaps + 1) * sizeof *nf);
+    if (nf)
+        ps->map_from = nf;
+    char **nt = realloc(ps->map_to, (ps->nmaps + 1) * sizeof *nt);
+    if (nt)
+        ps->map_to = nt;
+    if (!nf || !nt)
+        return 1;
+    while (sp[1] == ' ')
+        sp++;
+    ps->map_from[ps->nmaps] = strndup(arg, (size_t)(strchr(arg, ' ') - arg));
+    ps->map_to[ps->nmaps] = strdup(sp + 1);
+    ps->nmaps++;
+    return 0;
+}
+
+/* Opens a source file the debug information names: as recorded, through the path maps, then by
+ * its relative path and base name in each search directory. */
+static FILE *open_source(pstate_t *ps, const char *path)
 {
     FILE *f = fopen(path, "r");
+    if (f)
+        return f;
+    char buf[8192];
+    for (size_t i = 0; i < ps->nmaps; i++) {
+        size_t n = strlen(ps->map_from[i]);
+        if (!strncmp(path, ps->map_from[i], n) && (path[n] == '/' || !path[n])) {
+            snprintf(buf, sizeof buf, "%s%s", ps->map_to[i], path + n);
+            if ((f = fopen(buf, "r")))
+                return f;
+        }
+    }
+    const char *base = strrchr(path, '/');
+    for (size_t i = 0; i < ps->npaths; i++) {
+        const char *rel = path[0] == '/' ? NULL : path;
+        if (rel) {
+            snprintf(buf, sizeof buf, "%s/%s", ps->paths[i], rel);
+            if ((f = fopen(buf, "r")))
+                return f;
+        }
+        snprintf(buf, sizeof buf, "%s/%s", ps->paths[i], base ? base + 1 : path);
+        if ((f = fopen(buf, "r")))
+            return f;
+    }
+    return NULL;
+}
+
+static char **read_lines(pstate_t *ps, const char *path, size_t *n)
+{
+    FILE *f = open_source(ps, path);
     *n = 0;
     if (!f)
         return NULL;
@@ -161,7 +269,7 @@ int view_source(pstate_t *ps, const char *arg)
     }
     /* the lines that have code in the function: from its instructions */
     size_t nsrc;
-    char **src = read_lines(file, &nsrc);
+    char **src = read_lines(ps, file, &nsrc);
     linevals_t *lv = calloc(nsrc + 2, sizeof *lv);
     if (!lv)
         return 1;
@@ -266,7 +374,8 @@ int view_source(pstate_t *ps, const char *arg)
     } else {
         printf("Source file: %s\n", file);
         if (!src)
-            printf("(the file cannot be read here: metrics by line number only)\n");
+            printf("(the file cannot be found here: metrics by line number only; see -setpath, "
+                   "-addpath and -pathmap)\n");
         printf("Metric: %s, exclusive and inclusive (%s); ## marks the hottest lines\n\n",
                eng_metrics[metric].title, eng_metrics[metric].unit);
         printf("  %10s %10s\n", "Excl.", "Incl.");
@@ -396,7 +505,7 @@ int view_disasm(pstate_t *ps, const char *arg)
         if (has_line && (line != last_line || !last_file || strcmp(file, last_file))) {
             if (!last_file || strcmp(file, last_file)) {
                 free_lines(src, nsrc);
-                src = read_lines(file, &nsrc);
+                src = read_lines(ps, file, &nsrc);
             }
             const char *b = strrchr(file, '/');
             printf("%23s <%s:%u> %s\n", "", b ? b + 1 : file, line,

@@ -52,6 +52,28 @@ check("##" in p.stdout and "<Function: C>" in p.stdout and "[" in p.stdout,
 p = run([TALLY, "print", "-source", "example.c", exp], expect=0)
 check("for (int i = 0; i < 100000" in p.stdout, "-source FILE: %r" % p.stdout[:300])
 
+# sources that moved: -pathmap and -setpath find them again
+srcdir = os.path.join(d, "tree", "src")
+os.makedirs(srcdir)
+with open(os.path.join(srcdir, "moved.c"), "w") as fp:
+    fp.write("#include <stdlib.h>\nvolatile double sink;\n"
+             "__attribute__((noinline)) void hot(long n) {\n"
+             "    for (long i = 0; i < n; i++) sink += (double)i; /* the hot line */\n}\n"
+             "int main(int c, char **v) { hot(c > 1 ? atol(v[1]) : 300000000); return 0; }\n")
+binary = os.path.join(d, "moved")
+run(["cc", "-O1", "-g", "-o", binary, os.path.join(srcdir, "moved.c")], expect=0)
+mexp = collect(d, [binary], name="moved")
+os.rename(os.path.join(d, "tree"), os.path.join(d, "newtree"))
+p = run([TALLY, "print", "-source", "hot", mexp], expect=0)
+check("cannot be found" in p.stdout, "moved source not reported: %r" % p.stdout[:300])
+newsrc = os.path.join(d, "newtree", "src")
+for opts in (["-pathmap", "%s %s" % (srcdir, newsrc)], ["-setpath", newsrc]):
+    p = run([TALLY, "print"] + opts + ["-source", "hot", mexp], expect=0)
+    check("the hot line" in p.stdout and "##" in p.stdout,
+          "%s: source not found: %r" % (opts[0], p.stdout[:300]))
+p = run([TALLY, "print", mexp], input="pathmap %s %s\nsource hot\n" % (srcdir, newsrc), expect=0)
+check("the hot line" in p.stdout, "pathmap in the prompt: %r" % p.stdout[:300])
+
 # errors
 p = run([TALLY, "print", "-source", "nosuchfunc", exp], expect=1)
 check("no function named" in p.stderr, "unknown function: %r" % p.stderr)
