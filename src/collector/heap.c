@@ -147,6 +147,8 @@ void heap_flush_early(void)
                               : early[i].call == EXP_HEAP_REALLOC ? (void *)realloc
                                                                   : (void *)malloc,
                               early[i].ra, early[i].p, early[i].size, early[i].call);
+    __atomic_store_n(&nearly, 0, __ATOMIC_RELAXED); /* written once (trace_start runs again after
+                                                    * a failed exec) */
     __atomic_store_n(&early_open, 0, __ATOMIC_RELEASE);
 }
 

@@ -315,6 +315,21 @@ static int take_stack(trace_thr_t *th, exp_stream_t *s, uint64_t *pcs, uint32_t 
     return rc;
 }
 
+/* The common case of a record with a stack: the thread's stream is ready and the call site's
+ * walk is memoized (then *id is its stack). */
+static inline int fast_stack(trace_thr_t *th, uint64_t t, fu_regs_t r, const void *fn,
+                             uint32_t *id)
+{
+    return th->state == TT_READY && recording(t) && memo_hit(th, r, fn, id) == 0;
+}
+
+static void fast_written(int rc, int saved)
+{
+    if (rc)
+        count(&counts.dropped);
+    errno = saved;
+}
+
 /* What every record needs: a stream (the thread's own, or the late one, locked), its frames
  * buffer, and errno to give back. */
 typedef struct rec {
@@ -350,12 +365,9 @@ void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const
 {
     rec_t c;
     uint32_t id;
-    if (__builtin_expect(th->state == TT_READY && recording(t) && memo_hit(th, r, fn, &id) == 0,
-                         1)) { /* the common case: a call site seen before */
+    if (__builtin_expect(fast_stack(th, t, r, fn, &id), 1)) {
         int saved = errno;
-        if (exp_stream_alloc(&th->stream, t, id, (uint64_t)(uintptr_t)p, size, call))
-            count(&counts.dropped);
-        errno = saved;
+        fast_written(exp_stream_alloc(&th->stream, t, id, (uint64_t)(uintptr_t)p, size, call), saved);
         return;
     }
     if (rec_begin(th, t, &c) == 0)
@@ -368,9 +380,7 @@ void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint3
     rec_t c;
     if (__builtin_expect(th->state == TT_READY && recording(t), 1)) {
         int saved = errno;
-        if (exp_stream_free(&th->stream, t, (uint64_t)(uintptr_t)p, size, call))
-            count(&counts.dropped);
-        errno = saved;
+        fast_written(exp_stream_free(&th->stream, t, (uint64_t)(uintptr_t)p, size, call), saved);
         return;
     }
     if (rec_begin(th, t, &c) == 0)
@@ -382,6 +392,12 @@ void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64
 {
     rec_t c;
     uint32_t id;
+    if (__builtin_expect(fast_stack(th, t, r, fn, &id), 1)) {
+        int saved = errno;
+        fast_written(exp_stream_sync(&th->stream, t, id, wait, (uint64_t)(uintptr_t)object, call),
+                     saved);
+        return;
+    }
     if (rec_begin(th, t, &c) == 0)
         rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
                         ?: exp_stream_sync(c.s, t, id, wait, (uint64_t)(uintptr_t)object, call));
