@@ -31,6 +31,12 @@ for leaf in ("pthread_mutex_lock", "pthread_cond_wait", "sem_wait", "pthread_joi
     names = [n for n in f if n == leaf or n.startswith(leaf + " (")]
     check(any(f[n]["e.syncn"] > 0 for n in names), "-s on: no exclusive wait in %s: %r" %
           (leaf, {n: f[n] for n in names}))
+# attributed: wait_cond's callee is the traced pthread_cond_wait, with the whole wait
+docs = print_json(exp, "-csingle", "wait_cond")
+callees = {r["name"]: r for r in docs[0]["entries"][0]["callees"]}
+waits = [r["a.sync"] for n, r in callees.items() if n.startswith("pthread_cond_wait")]
+check(waits and abs(max(waits) - f["wait_cond"]["i.sync"]) < 1e-6,
+      "-csingle wait_cond: callees %r" % callees)
 # the objects, by the variables they are
 docs = print_json(exp, "-sync_objects")
 objs = {o["name"]: o for o in docs[0]["objects"]}

@@ -2,7 +2,8 @@
  * test_fastunwind.c - the tracing interposers' unwinder against libunwind: the same return
  * addresses through frames of every shape gcc emits at -O2 without frame pointers (rsp-based,
  * rbp-based for alloca, realigned with a DRAP register, recursion, libc's qsort calling back),
- * a clean end at _start, the depth limit, a bound that cuts the walk, and threads.
+ * a clean end at _start, the depth limit, a bound that cuts the walk, memoized walks (the same
+ * cells from the same site; another caller at the same stack pointer differs), and threads.
  */
 #define _GNU_SOURCE
 #define UNW_LOCAL_ONLY
@@ -28,6 +29,11 @@
 typedef struct capture {
     uint64_t fu[MAXF];
     uint32_t nfu, flags;
+    fu_regs_t regs;          /* of the last take() */
+    fu_cells_t *cells;       /* when set: the cells of the walk */
+    int same;                /* with memo: was fu_same true against memo_regs? */
+    fu_cells_t *memo;
+    fu_regs_t memo_regs;
     void *lu[MAXF + 1];
     int nlu;
     uint32_t max;
@@ -44,7 +50,10 @@ static uint64_t stack_hi(void)
 
 __attribute__((noinline, optimize("no-omit-frame-pointer"))) static void take(void)
 {
-    cap.nfu = fu_unwind(FU_REGS(), cap.hi, cap.fu, cap.max, &cap.flags, NULL, NULL);
+    cap.regs = FU_REGS();
+    if (cap.memo)
+        cap.same = fu_same(cap.regs, cap.memo_regs, cap.memo);
+    cap.nfu = fu_unwind(cap.regs, cap.hi, cap.fu, cap.max, &cap.flags, cap.cells, NULL);
     cap.nlu = unw_backtrace(cap.lu, MAXF + 1);
     sink++;
 }
@@ -155,6 +164,46 @@ static void test_limits(void **state)
     assert_true(cap.nfu >= 4 && cap.nfu < 10);
 }
 
+/* Two callers of the same shape: take() runs at the same stack pointer from both, with one stack
+ * cell different (plain's return address into one or the other). */
+__attribute__((noinline)) static int outer_a(void)
+{
+    return plain(4) + 1;
+}
+
+__attribute__((noinline)) static int outer_b(void)
+{
+    return plain(4) + 2;
+}
+
+static void test_memo(void **state)
+{
+    static uint64_t addr[64], val[64];
+    fu_cells_t cells = { 0, 64, 0, 0, addr, val };
+    cap.max = MAXF;
+    cap.hi = stack_hi();
+    fu_cells_t *as_cells[2] = { &cells, NULL }, *as_memo[2] = { NULL, &cells };
+    volatile int twice = 2; /* not unrolled: one call instruction, the same return address */
+    for (int i = 0; i < twice; i++) { /* the same call site twice: the same stack and cells */
+        cap.cells = as_cells[i];
+        cap.memo = as_memo[i];
+        outer_a();
+        if (!cap.memo_regs.ip)
+            cap.memo_regs = cap.regs;
+    }
+    assert_true(cells.ok && cells.n >= 5);
+    assert_true(cap.same);
+    uint64_t first[MAXF];
+    memcpy(first, cap.fu, sizeof first);
+    outer_b(); /* same ip and sp, another caller: a cell differs */
+    if (cap.regs.sp == cap.memo_regs.sp) {
+        assert_false(cap.same);
+        assert_true(memcmp(first, cap.fu, cap.nfu * sizeof *first) != 0);
+    }
+    cap.memo = NULL;
+    cap.cells = NULL;
+}
+
 static void *thread_fn(void *arg)
 {
     cap.max = MAXF;
@@ -177,6 +226,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_memo),
         cmocka_unit_test(test_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
