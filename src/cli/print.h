@@ -128,8 +128,9 @@ int view_allocs(pstate_t *ps);
 int view_heap(pstate_t *ps);
 int view_sync_objects(pstate_t *ps);
 int view_io_files(pstate_t *ps);
-/* The tracing settings of a process, lines of -header. */
+/* The tracing settings of a process, lines of -header; the traced totals, lines of -overview. */
 void pr_trace_settings(const exp_process_t *p);
+void pr_trace_overview(const uint64_t *total);
 void pr_overview_states(pstate_t *ps); /* the states part of -overview (text) */
 int set_sample_select(pstate_t *ps, const char *arg);
 int set_cpu_select(pstate_t *ps, const char *arg);

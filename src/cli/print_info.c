@@ -260,6 +260,7 @@ int view_overview(pstate_t *ps)
         printf("    %-16s %8.3f s  %6.2f%%\n", eng_metrics[m].title, pr_scaled(m, total[m]),
                total[ENG_M_TOTALCPU] ? 100.0 * (double)total[m] / (double)total[ENG_M_TOTALCPU]
                                      : 0.0);
+    pr_trace_overview(total);
     printf("  Data quality:    %llu samples recorded of %llu expected",
            (unsigned long long)tr.samples, (unsigned long long)tr.expected);
     if (tr.expected)

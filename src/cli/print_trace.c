@@ -2,7 +2,7 @@
  * print_trace.c - the views of traced calls: -leaks and -allocs (each distinct allocating stack,
  * largest first), -heap (the peak of each process's heap and the stacks live at it, temporary
  * allocations), -sync_objects (what threads waited on), -io_files (I/O by file); and the tracing
- * settings of -header. The engine and analyzer/traces.c compute; this file formats. See print.h.
+ * settings of -header and totals of -overview. The engine and analyzer/traces.c compute; this file formats. See print.h.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -28,6 +28,30 @@ void pr_trace_settings(const exp_process_t *p)
         printf("                      heap tracing\n");
     if (p->io_on)
         printf("                      I/O tracing\n");
+}
+
+void pr_trace_overview(const uint64_t *t)
+{
+    if (t[ENG_M_SYNCN])
+        printf("  Sync waits:      %.3f s in %llu waits\n", pr_scaled(ENG_M_SYNC, t[ENG_M_SYNC]),
+               (unsigned long long)t[ENG_M_SYNCN]);
+    if (t[ENG_M_HEAPALLOCCNT])
+        printf("  Heap:            %llu allocations (%llu bytes), %llu leaks (%llu bytes)\n",
+               (unsigned long long)t[ENG_M_HEAPALLOCCNT],
+               (unsigned long long)t[ENG_M_HEAPALLOCBYTES],
+               (unsigned long long)t[ENG_M_HEAPLEAKCNT],
+               (unsigned long long)t[ENG_M_HEAPLEAKBYTES]);
+    if (t[ENG_M_IOREADCNT] + t[ENG_M_IOWRITECNT] + t[ENG_M_IOOTHERCNT] + t[ENG_M_IOERRORCNT])
+        printf("  I/O:             %llu bytes read in %llu calls (%.3f s), %llu written in %llu "
+               "(%.3f s), %llu other calls (%.3f s), %llu failed (%.3f s)\n",
+               (unsigned long long)t[ENG_M_IOREADBYTES], (unsigned long long)t[ENG_M_IOREADCNT],
+               pr_scaled(ENG_M_IOREADTIME, t[ENG_M_IOREADTIME]),
+               (unsigned long long)t[ENG_M_IOWRITEBYTES], (unsigned long long)t[ENG_M_IOWRITECNT],
+               pr_scaled(ENG_M_IOWRITETIME, t[ENG_M_IOWRITETIME]),
+               (unsigned long long)t[ENG_M_IOOTHERCNT],
+               pr_scaled(ENG_M_IOOTHERTIME, t[ENG_M_IOOTHERTIME]),
+               (unsigned long long)t[ENG_M_IOERRORCNT],
+               pr_scaled(ENG_M_IOERRORTIME, t[ENG_M_IOERRORTIME]));
 }
 
 /* ---- stacks ------------------------------------------------------------------------------- */
