@@ -70,6 +70,8 @@ typedef struct object {
     cu_range_t *cus;
     size_t ncus;
     void *image; /* the copy of the vDSO */
+    char *archived; /* an archived copy of the binary with the recorded build-id, or NULL */
+    const char *file; /* the file read: path, or archived when path is gone or changed */
 } object_t;
 
 typedef struct func {
@@ -91,6 +93,8 @@ struct sym_ctx {
     statkey_t *stat; /* open addressing: (object, start of a made-up range) -> function */
     size_t stat_cap, nstat;
     uint32_t unknown; /* `<Unknown>`, UINT32_MAX until needed */
+    char **archives;  /* directories of archived binaries, named by build-id */
+    size_t narchives;
 };
 
 static const char msg_nomem[] = "tally ran out of memory reading this object: its functions are "
@@ -813,7 +817,28 @@ static void load_object(object_t *o)
             return;
         }
     } else {
+        o->file = o->path;
         fd = open(o->path, O_RDONLY | O_CLOEXEC);
+        if (o->archived) { /* use the archived copy when the file is gone or is another build */
+            char id0[129] = "";
+            Elf *e0 = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
+            if (e0 && elf_kind(e0) == ELF_K_ELF)
+                elf_buildid(e0, id0);
+            if (e0)
+                elf_end(e0);
+            if (strcmp(id0, o->buildid)) {
+                int afd = open(o->archived, O_RDONLY | O_CLOEXEC);
+                if (afd >= 0) {
+                    if (fd >= 0)
+                        close(fd);
+                    fd = afd;
+                    o->file = o->archived;
+                    set_message(o, SYM_OBJ_OK, "'%s' %s since it was profiled: the copy "
+                                "archived in the experiment is used", o->path,
+                                *id0 ? "has changed" : "is gone");
+                }
+            }
+        }
         if (fd < 0 || fstat(fd, &st)) {
             int e = errno;
             o->unreadable = 1;
@@ -856,7 +881,7 @@ static void load_object(object_t *o)
     }
     symtab_build_t b = { 0 };
     debugfile_t df = { .fd = -1 };
-    if (!find_debugfile(&df, vdso ? NULL : o->path, elf, id, vdso ? NULL : &st)) {
+    if (!find_debugfile(&df, vdso ? NULL : o->file, elf, id, vdso ? NULL : &st)) {
         o->debugfile = strdup(df.path);
         o->pub.debugfile = o->debugfile ? o->debugfile : "";
         read_symtab(&b, df.elf, SHT_SYMTAB);
@@ -1116,7 +1141,8 @@ static int read_cu_ranges(object_t *o, Dwarf *dw)
 static void open_dwarf(object_t *o)
 {
     o->dwarf_tried = 1;
-    const char *candidates[2] = { o->debugfile, strcmp(o->path, "[vdso]") ? o->path : NULL };
+    const char *candidates[2] = { o->debugfile,
+                                  strcmp(o->path, "[vdso]") ? (o->file ? o->file : o->path) : NULL };
     for (int i = 0; i < 2 && !o->dw; i++) {
         if (!candidates[i])
             continue;
@@ -1237,6 +1263,12 @@ uint32_t sym_object_add(sym_ctx_t *s, const char *path, const char *buildid)
     o->unknown_func = UINT32_MAX;
     o->dw_fd = -1;
     o->pub = (sym_object_t){ o->path, o->name, o->buildid, SYM_OBJ_UNREAD, "", "" };
+    for (size_t i = 0; i < s->narchives && *buildid && !o->archived; i++) {
+        char ap[PATH_MAX];
+        snprintf(ap, sizeof ap, "%s/%s", s->archives[i], buildid);
+        if (access(ap, R_OK) == 0)
+            o->archived = strdup(ap);
+    }
     s->objs[s->nobjs] = o;
     return (uint32_t)s->nobjs++;
 }
@@ -1275,8 +1307,12 @@ void sym_free(sym_ctx_t *s)
         if (o->dw_fd >= 0)
             close(o->dw_fd);
         free(o->image);
+        free(o->archived);
         free(o);
     }
+    for (size_t i = 0; i < s->narchives; i++)
+        free(s->archives[i]);
+    free(s->archives);
     for (size_t id = 0; id < s->nfuncs; id++) {
         func_t *f = func_slot(s, (uint32_t)id);
         for (int k = 0; k < 3; k++)
@@ -1331,7 +1367,9 @@ long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t 
         free(img);
         return n;
     }
-    int fd = open(o->path, O_RDONLY | O_CLOEXEC);
+    if (!o->loaded)
+        sym_object(s, obj); /* decides which file holds the code */
+    int fd = open(o->file ? o->file : o->path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -1340,4 +1378,16 @@ long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t 
         elf_end(elf);
     close(fd);
     return n;
+}
+
+int sym_add_archive(sym_ctx_t *s, const char *dir)
+{
+    char **n = realloc(s->archives, (s->narchives + 1) * sizeof *n);
+    if (!n)
+        return -1;
+    s->archives = n;
+    if (!(s->archives[s->narchives] = strdup(dir)))
+        return -1;
+    s->narchives++;
+    return 0;
 }

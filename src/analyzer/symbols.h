@@ -104,4 +104,9 @@ int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, ui
  * be read. For disassembly. */
 long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t len);
 
+/* Adds a directory of archived binaries (an experiment's archive/, files named by build-id):
+ * objects registered afterwards whose file is gone or changed are read from their archived copy
+ * (status OK, with a message saying so). Returns 0 or -1 on no memory. */
+int sym_add_archive(sym_ctx_t *s, const char *dir);
+
 #endif

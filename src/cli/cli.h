@@ -14,6 +14,7 @@
 int cmd_collect(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_archive(int argc, char **argv);
 
 /* Prints "tally: <msg>" to stderr and returns the exit status for err->code. */
 int cli_report(const tally_err_t *err);

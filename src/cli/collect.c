@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "archive.h"
 #include "cli.h"
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
@@ -48,6 +49,7 @@ struct collect_opts {
     const char *sync;   /* TALLY_SYNC: NULL (off), "on", "all" or a threshold in ns */
     char sync_ns[32];
     int heap, io;       /* heap and I/O tracing */
+    int archive;        /* 0 off, 1 binaries, 2 binaries and sources */
 };
 
 static void usage(FILE *out)
@@ -69,6 +71,8 @@ static void usage(FILE *out)
         "  -l, --sample-signal=SIG         record a sample packet when the program gets SIG\n"
         "  -y, --pause-signal=SIG          SIG pauses and resumes collection\n"
         "      --states=on|off             thread states (wait CPU, lock, I/O, sleep); on\n"
+        "  -A, --archive=on|off|src        after the run, copy the binaries used into the\n"
+        "                                  experiment (on, the default), also the sources (src)\n"
         "  -s, --sync=on|off|<us>|all      synchronization wait tracing: waits in mutexes,\n"
         "                                  rwlocks, condition variables, semaphores, joins,\n"
         "                                  barriers and spin locks at least as long as a\n"
@@ -440,7 +444,7 @@ static void summarize(const char *exp, const char *shown)
 int cmd_collect(int argc, char **argv)
 {
     struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024,
-                              .sample_ns = 1000000000, .states = 1 };
+                              .sample_ns = 1000000000, .states = 1, .archive = 1 };
     static const struct option longopts[] = {
         { "clock", required_argument, 0, 'p' },  { "follow", required_argument, 0, 'F' },
         { "duration", required_argument, 0, 't' }, { "output", required_argument, 0, 'o' },
@@ -450,6 +454,7 @@ int cmd_collect(int argc, char **argv)
         { "io", required_argument, 0, 'i' },
         { "samples", required_argument, 0, 'S' }, { "sample-signal", required_argument, 0, 'l' },
         { "pause-signal", required_argument, 0, 'y' }, { "states", required_argument, 0, 2 },
+        { "archive", required_argument, 0, 'A' },
         { 0, 0, 0, 0 },
     };
     if (argc < 2) {
@@ -460,7 +465,7 @@ int cmd_collect(int argc, char **argv)
     opterr = 0;
     int c;
     /* '+': stop at the first non-option, the program; its own options are its own. */
-    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nhS:l:y:s:H:i:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nhS:l:y:s:H:i:A:", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (parse_clock(optarg, &o.clock_ns)) {
@@ -561,6 +566,14 @@ int cmd_collect(int argc, char **argv)
         case 'i':
             if (parse_onoff(optarg, c == 'H' ? &o.heap : &o.io)) {
                 cli_error("collect", "bad '-%c %s': use on or off", c, optarg);
+                return 2;
+            }
+            break;
+        case 'A':
+            if (!strcmp(optarg, "src") || !strcmp(optarg, "sources")) {
+                o.archive = 2;
+            } else if (parse_onoff(optarg, &o.archive)) {
+                cli_error("collect", "bad '-A %s': use on, off or src", optarg);
                 return 2;
             }
             break;
@@ -716,6 +729,12 @@ int cmd_collect(int argc, char **argv)
                   "linked program?); %s holds no profile", prog_argv[0], shown);
     else
         summarize(exp, shown);
+    if (collector_ran && o.archive) {
+        tally_err_t aerr = { 0 };
+        if (archive_experiment(exp, o.archive == 2, 1, &aerr))
+            cli_error("collect", "warning: archiving '%s' failed: %s (run 'tally archive' "
+                      "later)", shown, aerr.msg);
+    }
     free(expabs);
     if (WIFEXITED(status))
         return WEXITSTATUS(status);

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <limits.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -490,6 +491,11 @@ int cmd_print(int argc, char **argv)
         default_metrics(&ps);
     if (!rc) {
         ps.sym = sym_new();
+        for (size_t i = 0; ps.sym && i < ps.nexps; i++) { /* binaries archived in them */
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s/archive", ps.exps[i]->path);
+            sym_add_archive(ps.sym, dir);
+        }
         ps.eng = ps.sym ? eng_new(ps.exps, ps.nexps, ps.sym) : NULL;
         if (!ps.eng) {
             fprintf(stderr, "tally: out of memory\n");

@@ -164,6 +164,11 @@ static FILE *open_source(pstate_t *ps, const char *path)
                 return f;
         }
     }
+    for (size_t i = 0; i < ps->nexps && path[0] == '/'; i++) { /* archived with tally archive -s */
+        snprintf(buf, sizeof buf, "%s/archive/src%s", ps->exps[i]->path, path);
+        if ((f = fopen(buf, "r")))
+            return f;
+    }
     const char *base = strrchr(path, '/');
     for (size_t i = 0; i < ps->npaths; i++) {
         const char *rel = path[0] == '/' ? NULL : path;

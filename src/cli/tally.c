@@ -18,6 +18,7 @@ static const struct command {
     { "collect", cmd_collect, "run a program and record an experiment" },
     { "print", cmd_print, "report on an experiment in the er_print command language" },
     { "check", cmd_check, "verify an experiment and report damage" },
+    { "archive", cmd_archive, "copy an experiment's binaries (and sources) into it" },
 };
 
 static void usage(FILE *out)

@@ -144,7 +144,7 @@ if check(child is not None, "no child of tally collect found"):
 col.communicate(timeout=60)
 check(col.returncode == 128 + 9, "killed run: tally collect exited %d" % col.returncode)
 f = funcs_of(kexp)
-check(f["<Total>"]["e.totalcpu"] > 0.5, "SIGKILL: %.3f s recorded" % f["<Total>"]["e.totalcpu"])
+check(f["<Total>"]["e.totalcpu"] > 0.1, "SIGKILL: %.3f s recorded (1 s of wall time, under load less CPU)" % f["<Total>"]["e.totalcpu"])
 check(any(n.split(".")[0] == "hot_loop" for n in f), "SIGKILL: hot_loop missing: %r" % sorted(f))
 docs = print_json(kexp, "-header")
 ended = docs[0]["experiments"][0]["processes"][0]["ended"]
@@ -206,7 +206,7 @@ check(len(docs[0]["experiments"]) == 2 and len(docs[1]["threads"]) == 2,
 # ---- a binary that changed or disappeared after collection is reported, not misread ----------
 prog = os.path.join(d, "prog")
 shutil.copy(wlp("cpu_single"), prog)
-exp = collect(d, [prog, "0.3"], name="rebuilt")
+exp = collect(d, [prog, "0.3"], opts=["-A", "off"], name="rebuilt")  # no archived copy
 shutil.copy(wlp("recursion"), prog)  # another program under the same name: another build-id
 p = run([TALLY, "print", "-header", "-functions", exp], expect=0)
 check("has changed since it was profiled" in p.stdout, "changed binary not reported: %r" %

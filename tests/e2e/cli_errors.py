@@ -52,7 +52,7 @@ check("would run" in p.stdout and not os.path.exists(os.path.join(d, "dry")),
       "dry run: %r" % p.stdout)
 
 # every command answers -h
-for cmd in ("collect", "print", "check"):
+for cmd in ("collect", "print", "check", "archive"):
     p = run([TALLY, cmd, "-h"], expect=0)
     check("usage" in p.stdout.lower(), "tally %s -h: %r" % (cmd, p.stdout[:200]))
 

@@ -74,6 +74,35 @@ for opts in (["-pathmap", "%s %s" % (srcdir, newsrc)], ["-setpath", newsrc]):
 p = run([TALLY, "print", mexp], input="pathmap %s %s\nsource hot\n" % (srcdir, newsrc), expect=0)
 check("the hot line" in p.stdout, "pathmap in the prompt: %r" % p.stdout[:300])
 
+# an experiment whose program was rebuilt, then deleted, still analyses from its archive
+prog = os.path.join(d, "prog")
+shutil.copy(os.path.join(WL, "wl_cpu_single"), prog)
+aexp = collect(d, [prog, "0.3"], name="archived")
+check(os.path.exists(os.path.join(aexp, "archive", "index")), "collect did not archive")
+before = print_json(aexp, "-metrics", "e.totalcpu:name", "-functions")[0]["rows"]
+shutil.copy(os.path.join(WL, "wl_recursion"), prog)  # rebuilt: another program, same path
+p = run([TALLY, "print", "-header", aexp], expect=0)
+check("the copy archived in the experiment is used" in p.stdout, "rebuilt: %r" % p.stdout[-500:])
+after = print_json(aexp, "-metrics", "e.totalcpu:name", "-functions")[0]["rows"]
+check([r["name"] for r in after] == [r["name"] for r in before],
+      "rebuilt: functions differ: %r vs %r" % (after[:4], before[:4]))
+os.unlink(prog)
+gone = print_json(aexp, "-metrics", "e.totalcpu:name", "-functions")[0]["rows"]
+check([r["name"] for r in gone] == [r["name"] for r in before], "deleted: %r" % gone[:4])
+hot = [r["name"] for r in before if r["name"].startswith("hot_loop")][0]
+dis = print_json(aexp, "-disasm", hot)[0]
+check(len(dis["instructions"]) > 3, "deleted: no disassembly from the archive")
+p = run([TALLY, "archive", aexp], expect=0)
+check("already there" in p.stdout, "archive again: %r" % p.stdout)
+p = run([TALLY, "archive", "-s", exp], expect=0)
+check("source file" in p.stdout, "archive -s: %r" % p.stdout)
+check(os.path.exists(os.path.join(exp, "archive", "src") + os.path.join(SRC, "examples", "example.c")
+                     .replace("//", "/")) or "0 not found" in p.stdout, "sources archived: %r" %
+      p.stdout)
+p = run([TALLY, "archive", os.path.join(d, "nothing")], expect=1)
+p = run([TALLY, "collect", "-A", "maybe", "/bin/true"], expect=2)
+check("-A" in p.stderr, "bad -A: %r" % p.stderr)
+
 # errors
 p = run([TALLY, "print", "-source", "nosuchfunc", exp], expect=1)
 check("no function named" in p.stderr, "unknown function: %r" % p.stderr)
