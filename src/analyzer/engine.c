@@ -178,6 +178,8 @@ struct eng {
     char **files;
     size_t nfiles;
     char namebuf[4096];
+    uint8_t *obj_mode; /* by sym object: enum eng_object_mode */
+    size_t nobj_mode;
 };
 
 /* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
@@ -419,6 +421,7 @@ void eng_free(eng_t *g)
             free(in->match[i]);
         free(in->match);
     }
+    free(g->obj_mode);
     u64map_free(&g->pc_ids);
     free(g->pc_obj);
     free(g->pc_addr);
@@ -1083,12 +1086,45 @@ const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt)
     return fmt == 0 ? o->name : o->path;
 }
 
+void eng_set_object_mode(eng_t *g, uint32_t obj, int mode)
+{
+    if (obj >= g->nobj_mode) {
+        size_t n = obj + 16;
+        uint8_t *m = realloc(g->obj_mode, n);
+        if (!m)
+            return;
+        memset(m + g->nobj_mode, ENG_OBJ_SHOW, n - g->nobj_mode);
+        g->obj_mode = m;
+        g->nobj_mode = n;
+    }
+    g->obj_mode[obj] = (uint8_t)mode;
+    g->table_valid = g->tree_valid = 0;
+}
+
+void eng_reset_object_modes(eng_t *g)
+{
+    if (g->obj_mode)
+        memset(g->obj_mode, ENG_OBJ_SHOW, g->nobj_mode);
+    g->table_valid = g->tree_valid = 0;
+}
+
+int eng_object_mode(const eng_t *g, uint32_t obj)
+{
+    return obj < g->nobj_mode ? g->obj_mode[obj] : ENG_OBJ_SHOW;
+}
+
+static uint32_t fold_objects(eng_t *g, exp_input_t *in, size_t base, uint32_t *ids, uint32_t n);
+
 /* The object of kind for frame k of experiment input in. */
 static uint32_t kind_frame(eng_t *g, exp_input_t *in, int kind, size_t k)
 {
     uint32_t f = in->fids[k];
-    if (kind == ENG_KIND_FUNCTION)
+    if (kind == ENG_KIND_FUNCTION) {
+        uint32_t obj = in->fobj[k];
+        if (obj != UINT32_MAX && eng_object_mode(g, obj) == ENG_OBJ_HIDE)
+            return sym_func_whole(g->sym, obj);
         return f;
+    }
     if (kind == ENG_KIND_PC || kind == ENG_KIND_LINE) {
         uint32_t pc = pc_id(g, in->fobj[k], in->faddr[k]);
         if (pc == UINT32_MAX || kind == ENG_KIND_PC)
@@ -1312,6 +1348,8 @@ static int for_each_stack(eng_t *g, int kind, stack_fn fn, void *ctx, tally_err_
                     return tally_errf(err, TALLY_ENOMEM, "out of memory mapping frames");
                 }
             }
+            if (kind == ENG_KIND_FUNCTION && g->nobj_mode)
+                nf = fold_objects(g, in, in->foff[s], ids, nf);
             if ((rc = fn(g, ctx, ids, nf, v))) {
                 free(ids);
                 return tally_errf(err, rc, "out of memory computing metrics");
@@ -1363,6 +1401,25 @@ const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint
     return in->fids + in->foff[stack];
 }
 
+/* Folds the frames of hidden and API-only objects: a run of frames in one such object (leaf
+ * first) becomes one frame, `<libname>` for a hidden object, the run's outermost function (the
+ * one called from outside) for an API object. Returns the new frame count. */
+static uint32_t fold_objects(eng_t *g, exp_input_t *in, size_t base, uint32_t *ids, uint32_t n)
+{
+    uint32_t out = 0;
+    for (uint32_t i = 0; i < n;) {
+        uint32_t obj = in->fobj[base + i];
+        int mode = obj == UINT32_MAX ? ENG_OBJ_SHOW : eng_object_mode(g, obj);
+        uint32_t j = i + 1;
+        if (mode != ENG_OBJ_SHOW)
+            while (j < n && in->fobj[base + j] == obj)
+                j++;
+        ids[out++] = mode == ENG_OBJ_API ? ids[j - 1] : ids[i];
+        i = j;
+    }
+    return out;
+}
+
 typedef struct table_ctx {
     eng_table_t *t;
     eng_edgeset_t *es;
@@ -1388,8 +1445,8 @@ static int no_op_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, con
  * tables are sized. */
 static int premap(eng_t *g, int kind, tally_err_t *err)
 {
-    if (kind != ENG_KIND_PC && kind != ENG_KIND_LINE)
-        return 0;
+    if (kind == ENG_KIND_LOADOBJECT || (kind == ENG_KIND_FUNCTION && !g->nobj_mode))
+        return 0; /* (hidden objects make their `<libname>` functions as frames are mapped) */
     return for_each_stack(g, kind, no_op_stack, NULL, err);
 }
 

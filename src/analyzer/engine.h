@@ -152,6 +152,15 @@ exp_stacks_t *eng_stacks(eng_t *g, uint32_t exp);
 const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint32_t *n,
                                     tally_err_t *err);
 
+/* How the functions of a load object are shown (er_print's -object_show/-object_hide/
+ * -object_api): each function (the default), the whole object as one function `<libname>`, or
+ * only the functions through which the object is entered from outside (its API). Takes effect at
+ * the next table. */
+enum eng_object_mode { ENG_OBJ_SHOW, ENG_OBJ_HIDE, ENG_OBJ_API };
+void eng_set_object_mode(eng_t *g, uint32_t obj, int mode);
+void eng_reset_object_modes(eng_t *g);
+int eng_object_mode(const eng_t *g, uint32_t obj);
+
 /* Scans every event (again) under the current selection. */
 int eng_aggregate(eng_t *g, tally_err_t *err);
 /* Scan totals of the last aggregation: events, and lost records by reason. */

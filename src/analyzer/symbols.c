@@ -70,6 +70,7 @@ typedef struct object {
     cu_range_t *cus;
     size_t ncus;
     void *image; /* the copy of the vDSO */
+    uint32_t whole_func; /* `<libname>`: the object as one function (hidden), or UINT32_MAX */
     char *archived; /* an archived copy of the binary with the recorded build-id, or NULL */
     const char *file; /* the file read: path, or archived when path is gone or changed */
 } object_t;
@@ -1261,6 +1262,7 @@ uint32_t sym_object_add(sym_ctx_t *s, const char *path, const char *buildid)
         return UINT32_MAX;
     }
     o->unknown_func = UINT32_MAX;
+    o->whole_func = UINT32_MAX;
     o->dw_fd = -1;
     o->pub = (sym_object_t){ o->path, o->name, o->buildid, SYM_OBJ_UNREAD, "", "" };
     for (size_t i = 0; i < s->narchives && *buildid && !o->archived; i++) {
@@ -1390,4 +1392,14 @@ int sym_add_archive(sym_ctx_t *s, const char *dir)
         return -1;
     s->narchives++;
     return 0;
+}
+
+uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj)
+{
+    if (obj >= s->nobjs)
+        return sym_func_unknown(s);
+    object_t *o = s->objs[obj];
+    if (o->whole_func == UINT32_MAX)
+        o->whole_func = made_up_func(s, obj, 0, 0, "<%s>", o->name);
+    return o->whole_func;
 }

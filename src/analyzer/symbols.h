@@ -109,4 +109,7 @@ long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t 
  * (status OK, with a message saying so). Returns 0 or -1 on no memory. */
 int sym_add_archive(sym_ctx_t *s, const char *dir);
 
+/* A function standing for the whole object, named `<libname>` (for objects shown as one entry). */
+uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj);
+
 #endif

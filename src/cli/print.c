@@ -32,6 +32,41 @@ static int run_line(pstate_t *ps, char *line, const char *where);
 static int c_functions(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_FUNCTION); }
 static int c_objects(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_LOADOBJECT); }
 static int c_lines(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_LINE); }
+
+/* -object_show/-object_hide/-object_api NAME|all: by base name, path or "all" */
+static int object_mode(pstate_t *ps, const char *a, int mode)
+{
+    if (!pr_table(ps, ENG_KIND_LOADOBJECT, 0)) /* every object of the data is known */
+        return 1;
+    int found = 0;
+    size_t n = sym_nobjects(ps->sym);
+    const char **names = calloc(n + 1, sizeof *names);
+    for (size_t o = 0; o < n; o++) {
+        const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
+        if (names)
+            names[o] = so->name;
+        if (!strcmp(a, "all") || !strcmp(a, so->name) || !strcmp(a, so->path)) {
+            eng_set_object_mode(ps->eng, (uint32_t)o, mode);
+            found = 1;
+        }
+    }
+    if (!found) {
+        tally_err_t err = { 0 };
+        tally_errf(&err, TALLY_ENOTFOUND, "no load object named '%s' in the data", a);
+        pr_suggest(err.msg, sizeof err.msg, a, names, n);
+        cli_report(&err);
+    }
+    free(names);
+    return found ? 0 : 1;
+}
+static int c_object_show(pstate_t *ps, const char *a) { return object_mode(ps, a, ENG_OBJ_SHOW); }
+static int c_object_hide(pstate_t *ps, const char *a) { return object_mode(ps, a, ENG_OBJ_HIDE); }
+static int c_object_api(pstate_t *ps, const char *a) { return object_mode(ps, a, ENG_OBJ_API); }
+static int c_objects_default(pstate_t *ps, const char *a)
+{
+    eng_reset_object_modes(ps->eng);
+    return 0;
+}
 static int c_pcs(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_PC); }
 static int c_cc(pstate_t *ps, const char *a) { return view_callers_callees(ps, NULL); }
 static int c_csingle(pstate_t *ps, const char *a) { return view_callers_callees(ps, a); }
@@ -229,6 +264,10 @@ static const struct pcmd {
     { "fsingle", 1, c_fsingle, "NAME", "one function's metrics, size, address, file, object" },
     { "objects", 0, c_objects, "", "load objects with their metrics" },
     { "lines", 0, c_lines, "", "source lines with their metrics" },
+    { "object_show", 1, c_object_show, "NAME|all", "show the functions of a load object" },
+    { "object_hide", 1, c_object_hide, "NAME|all", "show a load object as one entry <name>" },
+    { "object_api", 1, c_object_api, "NAME|all", "show only the functions it is entered by" },
+    { "objects_default", 0, c_objects_default, "", "show every load object's functions" },
     { "pcs", 0, c_pcs, "", "instructions with their metrics" },
     { "source", 1, view_source, "FUNC|FILE", "source annotated with metrics per line" },
     { "disasm", 1, view_disasm, "FUNC", "disassembly annotated with metrics per instruction" },

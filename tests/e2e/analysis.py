@@ -160,6 +160,19 @@ objs = rows_by_name(docs[0])
 check("libwl_plugin.so" in objs, "objects: %r" % sorted(objs))
 check("wl_dlopen_lib" in objs, "objects: %r" % sorted(objs))
 
+# ---- load objects shown expanded, as one entry, or by their entry points -----------------------
+f = funcs_of(kexp, "-object_hide", "libc.so.6")
+check("<libc.so.6>" in f and "__libc_start_main" not in f, "object_hide: %r" % sorted(f))
+close_to(f["<libc.so.6>"]["i.totalcpu"], f["<Total>"]["i.totalcpu"], 0.001,
+         "the hidden libc holds the whole run (it starts main)")
+f = funcs_of(kexp, "-object_hide", "all", "-objects_default")
+check("__libc_start_main" in f, "objects_default: %r" % sorted(f))
+f = funcs_of(kexp, "-object_api", "libc.so.6")
+check("__libc_start_main" in f and "__libc_start_call_main" not in f,
+      "object_api keeps the entry point only: %r" % sorted(f))
+p = run([TALLY, "print", "-object_hide", "libcc", "-functions", kexp], expect=1)
+check("did you mean: libc.so.6" in p.stderr, "unknown object: %r" % p.stderr)
+
 # ---- scripts, the prompt, settings --------------------------------------------------------------
 script = os.path.join(d, "cmds.er")
 with open(script, "w") as fp:
