@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +22,10 @@
 
 /* ---- real functions and the bootstrap arena ---------------------------------------------------- */
 
-static struct {
-    void *(*malloc)(size_t);
+/* heap_real, heap_resolved, heap_early_open and heap_boot are read by the assembly of malloc and
+ * free (below): hidden globals, not statics. */
+struct heap_real {
+    void *(*malloc)(size_t); /* offset 0 and 8: the assembly jumps through them */
     void (*free)(void *);
     void *(*calloc)(size_t, size_t);
     void *(*realloc)(void *, size_t);
@@ -35,12 +38,20 @@ static struct {
     void *(*mmap)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
-} real;
+};
+struct heap_real heap_real COLL_HIDDEN;
+#define real heap_real
+_Static_assert(offsetof(struct heap_real, malloc) == 0 && offsetof(struct heap_real, free) == 8,
+               "the assembly of malloc and free jumps through these");
 
-static int resolved; /* atomic: 0 not yet, 1 looking up, 2 done */
+int heap_resolved COLL_HIDDEN; /* atomic: 0 not yet, 1 looking up, 2 done */
+#define resolved heap_resolved
 
 #define BOOT_SIZE (256 * 1024)
-static _Alignas(64) char boot[BOOT_SIZE];
+_Alignas(64) char heap_boot[BOOT_SIZE] COLL_HIDDEN;
+#define boot heap_boot
+
+extern char heap_own_malloc[] COLL_HIDDEN; /* the exported malloc (its assembly is below) */
 static size_t boot_used; /* atomic */
 
 static int is_boot(const void *p)
@@ -116,7 +127,9 @@ static struct early {
     uint32_t call;
 } early[EARLY_MAX];
 static uint32_t nearly;   /* atomic: slots used */
-static int early_open = 1; /* until the collector has started (or knows heap tracing is off) */
+int heap_early_open COLL_HIDDEN = 1; /* until the collector has started (or knows heap tracing
+                                      * is off) */
+#define early_open heap_early_open
 
 /* Keeps an allocation made before the start, unless the collector itself made it. */
 static void early_add(const void *p, uint64_t size, uint64_t ra, uint32_t call)
@@ -145,7 +158,7 @@ void heap_flush_early(void)
         if (early[i].p)
             trace_alloc_early(early[i].call == EXP_HEAP_CALLOC ? (void *)calloc
                               : early[i].call == EXP_HEAP_REALLOC ? (void *)realloc
-                                                                  : (void *)malloc,
+                                                                  : (void *)heap_own_malloc,
                               early[i].ra, early[i].p, early[i].size, early[i].call);
     __atomic_store_n(&nearly, 0, __ATOMIC_RELAXED); /* written once (trace_start runs again after
                                                     * a failed exec) */
@@ -162,10 +175,67 @@ static inline int early_on(void)
     return early_open;
 }
 
-/* ---- which malloc the program calls ----------------------------------------------------------- */
+/* ---- malloc and free: the untraced path in four instructions ---------------------------------- */
 
-void *heap_own_malloc(size_t n)
-    __attribute__((alias("malloc"), copy(malloc), visibility("hidden")));
+/*
+ * malloc and free are called often enough that the untraced path (heap tracing off, the
+ * collector started) must cost next to nothing: it is a few compares and a jump to the real
+ * function. Otherwise they jump (not call) to their C bodies, heap_malloc_slow and heap_free_slow,
+ * which therefore see the program's caller as their own (FU_REGS, RA). heap_own_malloc is a
+ * hidden name of the exported malloc.
+ */
+void *heap_malloc_slow(size_t n) COLL_HIDDEN;
+void heap_free_slow(void *p) COLL_HIDDEN;
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+__asm__(".text\n"
+        ".globl malloc\n"
+        ".type malloc,@function\n"
+        ".globl heap_own_malloc\n"
+        ".hidden heap_own_malloc\n"
+        "malloc:\n"
+        "heap_own_malloc:\n"
+        "  .cfi_startproc\n"
+        "  cmpl $0, trace_heap_on(%rip)\n"
+        "  jne 1f\n"
+        "  cmpl $0, heap_early_open(%rip)\n"
+        "  jne 1f\n"
+        "  cmpl $2, heap_resolved(%rip)\n"
+        "  jne 1f\n"
+        "  jmp *heap_real(%rip)\n"
+        "1:\n"
+        "  jmp heap_malloc_slow\n"
+        "  .cfi_endproc\n"
+        ".size malloc,.-malloc\n"
+        ".globl free\n"
+        ".type free,@function\n"
+        "free:\n"
+        "  .cfi_startproc\n"
+        "  test %rdi, %rdi\n"
+        "  je 3f\n"
+        "  cmpl $0, trace_heap_on(%rip)\n"
+        "  jne 1f\n"
+        "  cmpl $0, heap_early_open(%rip)\n"
+        "  jne 1f\n"
+        "  cmpl $2, heap_resolved(%rip)\n"
+        "  jne 1f\n"
+        "  lea heap_boot(%rip), %rax\n"
+        "  cmp %rax, %rdi\n"
+        "  jb 2f\n"
+        "  add $" STR(BOOT_SIZE) ", %rax\n"
+        "  cmp %rax, %rdi\n"
+        "  jb 3f\n" /* a block of the bootstrap arena: never given back */
+        "2:\n"
+        "  jmp *heap_real+8(%rip)\n"
+        "1:\n"
+        "  jmp heap_free_slow\n"
+        "3:\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size free,.-free\n");
+
+/* ---- which malloc the program calls ----------------------------------------------------------- */
 
 void heap_check_binding(void)
 {
@@ -183,7 +253,7 @@ void heap_check_binding(void)
 
 /* ---- the malloc family ------------------------------------------------------------------------ */
 
-COLL_EXPORT void *malloc(size_t n)
+void *heap_malloc_slow(size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc(n, 16);
@@ -196,12 +266,12 @@ COLL_EXPORT void *malloc(size_t n)
     }
     void *p = real.malloc(n);
     if (p)
-        trace_alloc(t, FU_REGS(), (void *)malloc, trace_now(), p, n, EXP_HEAP_MALLOC);
+        trace_alloc(t, FU_REGS(), heap_own_malloc, trace_now(), p, n, EXP_HEAP_MALLOC);
     trace_leave(t);
     return p;
 }
 
-COLL_EXPORT void free(void *p)
+void heap_free_slow(void *p)
 {
     if (!p || is_boot(p))
         return;
