@@ -1,6 +1,6 @@
 /*
  * trace.c - the tracing core: settings, per-thread streams, stacks and records; see trace.h.
- * Sections: state, settings, threads, records, lifecycle.
+ * Sections: state, the clock, settings, threads, records, lifecycle.
  */
 #define _GNU_SOURCE
 #include "trace.h"
