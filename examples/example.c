@@ -26,17 +26,18 @@ static double cpu_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The work is done inline in each function, so that it is that function's exclusive time. It is
- * measured in CPU time, not in loop iterations, so the shares stay exact when another program
- * competes for the core (an iteration then costs more CPU time). */
-static inline __attribute__((always_inline)) void spin(double units)
-{
-    double x = 0, t0 = cpu_now(), secs = units * unit_secs;
-    while (cpu_now() - t0 < secs)
-        for (int i = 0; i < 100000; i++)
-            x += (double)i * 0.5;
-    sink += x;
-}
+/* The work is done in each function itself (a macro, not an inline function, so that no
+ * debugger or profiler sees it as a function of its own), so that it is that function's exclusive
+ * time. It is measured in CPU time, not in loop iterations, so the shares stay exact when another
+ * program competes for the core (an iteration then costs more CPU time). */
+#define spin(units)                                                                              \
+    do {                                                                                         \
+        double x_ = 0, t0_ = cpu_now(), secs_ = (units) * unit_secs;                             \
+        while (cpu_now() - t0_ < secs_)                                                          \
+            for (int i_ = 0; i_ < 100000; i_++)                                                  \
+                x_ += (double)i_ * 0.5;                                                          \
+        sink += x_;                                                                              \
+    } while (0)
 
 #define FN __attribute__((noinline, noclone))
 

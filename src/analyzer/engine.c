@@ -180,6 +180,10 @@ struct eng {
     char namebuf[4096];
     uint8_t *obj_mode; /* by sym object: enum eng_object_mode */
     size_t nobj_mode;
+    int inlines;          /* inlined functions are frames of their own */
+    u64map_t inl_map;     /* obj << 44 | addr -> 1 + offset in inl_seq of (count, ids...) */
+    uint32_t *inl_seq;
+    size_t ninl_seq, inl_cap;
 };
 
 /* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
@@ -373,6 +377,7 @@ eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
     g->nin = nexps;
     g->sym = sym;
     g->select_all = 1;
+    g->inlines = 1;
     g->run_start = UINT64_MAX;
     for (size_t x = 0; x < nexps; x++)
         for (size_t p = 0; p < exps[x]->nprocs; p++)
@@ -422,6 +427,8 @@ void eng_free(eng_t *g)
         free(in->match);
     }
     free(g->obj_mode);
+    u64map_free(&g->inl_map);
+    free(g->inl_seq);
     u64map_free(&g->pc_ids);
     free(g->pc_obj);
     free(g->pc_addr);
@@ -1101,6 +1108,46 @@ void eng_set_object_mode(eng_t *g, uint32_t obj, int mode)
     g->table_valid = g->tree_valid = 0;
 }
 
+void eng_set_inlines(eng_t *g, int on)
+{
+    g->inlines = on;
+    g->table_valid = g->tree_valid = 0;
+}
+
+int eng_inlines(const eng_t *g) { return g->inlines; }
+
+/* The functions inlined at (obj, addr), innermost first: *seq points at n ids (cached). */
+static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, const uint32_t **seq)
+{
+    int found;
+    uint32_t *slot = u64map_slot(&g->inl_map, (uint64_t)(obj & 0xfffff) << 44 |
+                                                  (addr & ((1ULL << 44) - 1)), &found);
+    if (!slot)
+        return -1;
+    if (!found) {
+        uint32_t buf[64];
+        int n = sym_inlines_at(g->sym, obj, addr, buf, 64);
+        if (g->ninl_seq + 1 + (size_t)n > g->inl_cap) {
+            size_t ncap = g->inl_cap ? g->inl_cap * 2 : 4096;
+            while (ncap < g->ninl_seq + 1 + (size_t)n)
+                ncap *= 2;
+            uint32_t *ns = realloc(g->inl_seq, ncap * sizeof *ns);
+            if (!ns)
+                return -1;
+            g->inl_seq = ns;
+            g->inl_cap = ncap;
+        }
+        slot = (uint32_t *)u64map_get(&g->inl_map, (uint64_t)(obj & 0xfffff) << 44 |
+                                                       (addr & ((1ULL << 44) - 1)));
+        *slot = (uint32_t)g->ninl_seq + 1;
+        g->inl_seq[g->ninl_seq++] = (uint32_t)n;
+        memcpy(g->inl_seq + g->ninl_seq, buf, (size_t)n * sizeof *buf);
+        g->ninl_seq += (size_t)n;
+    }
+    *seq = g->inl_seq + *slot;
+    return (int)g->inl_seq[*slot - 1];
+}
+
 void eng_reset_object_modes(eng_t *g)
 {
     if (g->obj_mode)
@@ -1113,18 +1160,16 @@ int eng_object_mode(const eng_t *g, uint32_t obj)
     return obj < g->nobj_mode ? g->obj_mode[obj] : ENG_OBJ_SHOW;
 }
 
-static uint32_t fold_objects(eng_t *g, exp_input_t *in, size_t base, uint32_t *ids, uint32_t n);
+static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, const uint32_t **seq);
+static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
+                          size_t *cap);
 
 /* The object of kind for frame k of experiment input in. */
 static uint32_t kind_frame(eng_t *g, exp_input_t *in, int kind, size_t k)
 {
     uint32_t f = in->fids[k];
-    if (kind == ENG_KIND_FUNCTION) {
-        uint32_t obj = in->fobj[k];
-        if (obj != UINT32_MAX && eng_object_mode(g, obj) == ENG_OBJ_HIDE)
-            return sym_func_whole(g->sym, obj);
+    if (kind == ENG_KIND_FUNCTION)
         return f;
-    }
     if (kind == ENG_KIND_PC || kind == ENG_KIND_LINE) {
         uint32_t pc = pc_id(g, in->fobj[k], in->faddr[k]);
         if (pc == UINT32_MAX || kind == ENG_KIND_PC)
@@ -1331,25 +1376,11 @@ static int for_each_stack(eng_t *g, int kind, stack_fn fn, void *ctx, tally_err_
                 any |= v[m] != 0;
             if (!any)
                 continue;
-            uint32_t nf = (uint32_t)(in->foff[s + 1] - in->foff[s]);
-            if (nf > ids_cap) {
-                ids_cap = nf * 2;
-                uint32_t *nids = realloc(ids, ids_cap * sizeof *nids);
-                if (!nids) {
-                    free(ids);
-                    return tally_errf(err, TALLY_ENOMEM, "out of memory");
-                }
-                ids = nids;
+            uint32_t nf = map_stack(g, in, kind, s, &ids, &ids_cap);
+            if (nf == UINT32_MAX) {
+                free(ids);
+                return tally_errf(err, TALLY_ENOMEM, "out of memory mapping frames");
             }
-            for (uint32_t i = 0; i < nf; i++) {
-                ids[i] = kind_frame(g, in, kind, in->foff[s] + i);
-                if (ids[i] == UINT32_MAX) {
-                    free(ids);
-                    return tally_errf(err, TALLY_ENOMEM, "out of memory mapping frames");
-                }
-            }
-            if (kind == ENG_KIND_FUNCTION && g->nobj_mode)
-                nf = fold_objects(g, in, in->foff[s], ids, nf);
             if ((rc = fn(g, ctx, ids, nf, v))) {
                 free(ids);
                 return tally_errf(err, rc, "out of memory computing metrics");
@@ -1401,24 +1432,61 @@ const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint
     return in->fids + in->foff[stack];
 }
 
-/* Folds the frames of hidden and API-only objects: a run of frames in one such object (leaf
- * first) becomes one frame, `<libname>` for a hidden object, the run's outermost function (the
- * one called from outside) for an API object. Returns the new frame count. */
-static uint32_t fold_objects(eng_t *g, exp_input_t *in, size_t base, uint32_t *ids, uint32_t n)
+static int push_id(uint32_t **ids, size_t *cap, uint32_t n, uint32_t id)
 {
-    uint32_t out = 0;
-    for (uint32_t i = 0; i < n;) {
-        uint32_t obj = in->fobj[base + i];
-        int mode = obj == UINT32_MAX ? ENG_OBJ_SHOW : eng_object_mode(g, obj);
-        uint32_t j = i + 1;
-        if (mode != ENG_OBJ_SHOW)
-            while (j < n && in->fobj[base + j] == obj)
-                j++;
-        ids[out++] = mode == ENG_OBJ_API ? ids[j - 1] : ids[i];
-        i = j;
+    if (n >= *cap) {
+        size_t ncap = *cap ? *cap * 2 : 256;
+        uint32_t *ni = realloc(*ids, ncap * sizeof *ni);
+        if (!ni)
+            return -1;
+        *ids = ni;
+        *cap = ncap;
     }
-    return out;
+    (*ids)[n] = id;
+    return 0;
 }
+
+/* The objects of kind for the frames of stack s (leaf first) into *ids: for functions, frames of
+ * hidden and API-only objects folded, and inlined functions (when shown) as frames of their own
+ * inside their containing function. Returns the count, UINT32_MAX on no memory. */
+static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
+                          size_t *cap)
+{
+    size_t base = in->foff[s];
+    uint32_t nf = (uint32_t)(in->foff[s + 1] - base), n = 0;
+    for (uint32_t i = 0; i < nf; i++) {
+        uint32_t obj = in->fobj[base + i];
+        int mode = kind == ENG_KIND_FUNCTION && obj != UINT32_MAX ? eng_object_mode(g, obj)
+                                                                  : ENG_OBJ_SHOW;
+        if (mode != ENG_OBJ_SHOW) { /* a run of frames in a hidden or API-only object: one */
+            uint32_t j = i + 1;
+            while (j < nf && in->fobj[base + j] == obj)
+                j++;
+            uint32_t id = mode == ENG_OBJ_HIDE ? sym_func_whole(g->sym, obj)
+                                               : in->fids[base + j - 1];
+            if (push_id(ids, cap, n++, id))
+                return UINT32_MAX;
+            i = j - 1;
+            continue;
+        }
+        uint32_t id = kind_frame(g, in, kind, base + i);
+        if (id == UINT32_MAX)
+            return UINT32_MAX;
+        if (kind == ENG_KIND_FUNCTION && g->inlines && obj != UINT32_MAX) {
+            const uint32_t *seq;
+            int k = inline_seq(g, obj, in->faddr[base + i], &seq);
+            if (k < 0)
+                return UINT32_MAX;
+            for (int j = 0; j < k; j++)
+                if (push_id(ids, cap, n++, seq[j]))
+                    return UINT32_MAX;
+        }
+        if (push_id(ids, cap, n++, id))
+            return UINT32_MAX;
+    }
+    return n;
+}
+
 
 typedef struct table_ctx {
     eng_table_t *t;
@@ -1445,8 +1513,8 @@ static int no_op_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, con
  * tables are sized. */
 static int premap(eng_t *g, int kind, tally_err_t *err)
 {
-    if (kind == ENG_KIND_LOADOBJECT || (kind == ENG_KIND_FUNCTION && !g->nobj_mode))
-        return 0; /* (hidden objects make their `<libname>` functions as frames are mapped) */
+    if (kind == ENG_KIND_LOADOBJECT)
+        return 0; /* (functions for hidden objects and inlined code are made as frames are mapped) */
     return for_each_stack(g, kind, no_op_stack, NULL, err);
 }
 

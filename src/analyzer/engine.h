@@ -159,6 +159,10 @@ const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint
 enum eng_object_mode { ENG_OBJ_SHOW, ENG_OBJ_HIDE, ENG_OBJ_API };
 void eng_set_object_mode(eng_t *g, uint32_t obj, int mode);
 void eng_reset_object_modes(eng_t *g);
+/* Inlined functions as frames of their own (on, the default) or folded into the function they
+ * were inlined into (off), for the function kind: tables, callers-callees, call tree. */
+void eng_set_inlines(eng_t *g, int on);
+int eng_inlines(const eng_t *g);
 int eng_object_mode(const eng_t *g, uint32_t obj);
 
 /* Scans every event (again) under the current selection. */

@@ -71,6 +71,9 @@ typedef struct object {
     size_t ncus;
     void *image; /* the copy of the vDSO */
     uint32_t whole_func; /* `<libname>`: the object as one function (hidden), or UINT32_MAX */
+    char **inl_names;    /* inlined functions seen, and their made-up function ids */
+    uint32_t *inl_funcs;
+    size_t ninl;
     char *archived; /* an archived copy of the binary with the recorded build-id, or NULL */
     const char *file; /* the file read: path, or archived when path is gone or changed */
 } object_t;
@@ -1310,6 +1313,10 @@ void sym_free(sym_ctx_t *s)
             close(o->dw_fd);
         free(o->image);
         free(o->archived);
+        for (size_t k = 0; k < o->ninl; k++)
+            free(o->inl_names[k]);
+        free(o->inl_names);
+        free(o->inl_funcs);
         free(o);
     }
     for (size_t i = 0; i < s->narchives; i++)
@@ -1402,4 +1409,70 @@ uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj)
     if (o->whole_func == UINT32_MAX)
         o->whole_func = made_up_func(s, obj, 0, 0, "<%s>", o->name);
     return o->whole_func;
+}
+
+/* ---- inlined functions ----------------------------------------------------------------------- */
+
+/* The function made up for inlined function name in object obj (one per name and object). */
+static uint32_t inline_func(sym_ctx_t *s, uint32_t obj, const char *name)
+{
+    object_t *o = s->objs[obj];
+    for (size_t i = 0; i < o->ninl; i++)
+        if (!strcmp(o->inl_names[i], name))
+            return o->inl_funcs[i];
+    char **nn = realloc(o->inl_names, (o->ninl + 1) * sizeof *nn);
+    if (nn)
+        o->inl_names = nn;
+    uint32_t *nf = realloc(o->inl_funcs, (o->ninl + 1) * sizeof *nf);
+    if (nf)
+        o->inl_funcs = nf;
+    if (!nn || !nf || !(o->inl_names[o->ninl] = strdup(name)))
+        return UINT32_MAX;
+    uint32_t f = made_up_func(s, obj, 0, 0, "%s", name);
+    o->inl_funcs[o->ninl++] = f;
+    return f;
+}
+
+int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint32_t *funcs, int max)
+{
+    if (obj >= s->nobjs || max <= 0)
+        return 0;
+    object_t *o = s->objs[obj];
+    if (!o->loaded)
+        load_object(o);
+    if (o->unreadable)
+        return 0;
+    if (!o->dwarf_tried)
+        open_dwarf(o);
+    if (!o->dw)
+        return 0;
+    size_t lo = 0, hi = o->ncus;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (o->cus[mid].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) {
+        if (addr >= o->cus[i].hi)
+            continue;
+        Dwarf_Die cu = o->cus[i].cu, *scopes = NULL;
+        int ns = dwarf_getscopes(&cu, addr, &scopes);
+        int n = 0;
+        for (int j = 0; j < ns && n < max; j++) { /* innermost first */
+            if (dwarf_tag(&scopes[j]) != DW_TAG_inlined_subroutine)
+                continue;
+            Dwarf_Attribute a;
+            const char *name = dwarf_formstring(dwarf_attr_integrate(&scopes[j], DW_AT_name, &a));
+            if (!name)
+                continue;
+            uint32_t f = inline_func(s, obj, name);
+            if (f != UINT32_MAX)
+                funcs[n++] = f;
+        }
+        free(scopes);
+        return n;
+    }
+    return 0;
 }

@@ -112,4 +112,9 @@ int sym_add_archive(sym_ctx_t *s, const char *dir);
 /* A function standing for the whole object, named `<libname>` (for objects shown as one entry). */
 uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj);
 
+/* The functions inlined at ELF address addr of object obj, innermost first (DWARF inlined
+ * subroutines; one function per name and object, whatever copy): up to max ids into funcs;
+ * returns their number, 0 when the code there is not inlined or there is no DWARF. */
+int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint32_t *funcs, int max);
+
 #endif

@@ -62,6 +62,17 @@ static int object_mode(pstate_t *ps, const char *a, int mode)
 static int c_object_show(pstate_t *ps, const char *a) { return object_mode(ps, a, ENG_OBJ_SHOW); }
 static int c_object_hide(pstate_t *ps, const char *a) { return object_mode(ps, a, ENG_OBJ_HIDE); }
 static int c_object_api(pstate_t *ps, const char *a) { return object_mode(ps, a, ENG_OBJ_API); }
+static int c_inlines(pstate_t *ps, const char *a)
+{
+    int on = !strcmp(a, "on") ? 1 : !strcmp(a, "off") ? 0 : -1;
+    if (on < 0) {
+        fprintf(stderr, "tally: -inlines '%s': use on (inlined functions are frames of their "
+                        "own) or off (folded into the function they are inlined in)\n", a);
+        return 2;
+    }
+    eng_set_inlines(ps->eng, on);
+    return 0;
+}
 static int c_objects_default(pstate_t *ps, const char *a)
 {
     eng_reset_object_modes(ps->eng);
@@ -268,6 +279,7 @@ static const struct pcmd {
     { "object_hide", 1, c_object_hide, "NAME|all", "show a load object as one entry <name>" },
     { "object_api", 1, c_object_api, "NAME|all", "show only the functions it is entered by" },
     { "objects_default", 0, c_objects_default, "", "show every load object's functions" },
+    { "inlines", 1, c_inlines, "on|off", "inlined functions as frames (on) or folded (off)" },
     { "pcs", 0, c_pcs, "", "instructions with their metrics" },
     { "source", 1, view_source, "FUNC|FILE", "source annotated with metrics per line" },
     { "disasm", 1, view_disasm, "FUNC", "disassembly annotated with metrics per instruction" },
