@@ -4,6 +4,7 @@ where a result was measured, and replacing a script's section between its marker
 import os
 import platform
 import re
+import subprocess
 import time
 
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "docs", "BENCHMARKS.md")
@@ -20,11 +21,24 @@ def cpu_model():
     return "unknown CPU"
 
 
+def commit():
+    """The short commit of the source tree, '+' when it has uncommitted changes."""
+    top = os.path.dirname(DOC)
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=top,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=top, capture_output=True, text=True).stdout.strip()
+        return head + ("+" if dirty else "") if head else "unknown"
+    except OSError:
+        return "unknown"
+
+
 def measured_on(command):
-    """'Command: `...` on HOST, N CPUs (MODEL), kernel K, DATE.'"""
-    return "Command: `%s` on %s, %d CPUs (%s), kernel %s, %s." % (
+    """'Command: `...` on HOST, N CPUs (MODEL), kernel K, commit C, DATE.'"""
+    return "Command: `%s` on %s, %d CPUs (%s), kernel %s, commit %s, %s." % (
         command, platform.node() or "this machine", os.cpu_count(), cpu_model(),
-        platform.release(), time.strftime("%Y-%m-%d"))
+        platform.release(), commit(), time.strftime("%Y-%m-%d"))
 
 
 def write_section(name, text, path=DOC):
