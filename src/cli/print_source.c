@@ -275,7 +275,9 @@ int view_source(pstate_t *ps, const char *arg)
     /* the lines that have code in the function: from its instructions */
     size_t nsrc;
     char **src = read_lines(ps, file, &nsrc);
-    linevals_t *lv = calloc(nsrc + 2, sizeof *lv);
+    /* without the text, the lines that have data are still listed by number (up to a bound) */
+    size_t limit = src ? nsrc : 20000;
+    linevals_t *lv = calloc(limit + 2, sizeof *lv);
     if (!lv)
         return 1;
     if (have_func) {
@@ -293,7 +295,7 @@ int view_source(pstate_t *ps, const char *arg)
                     lo = line;
                 if (line > hi || hi == UINT32_MAX)
                     hi = line;
-                if (line <= nsrc)
+                if (line <= limit)
                     lv[line].code = 1;
             }
             cs_free(insn, n);
@@ -315,7 +317,7 @@ int view_source(pstate_t *ps, const char *arg)
         const char *f;
         if (!pt->present[id] || eng_pc_info(ps->eng, (uint32_t)id, &obj, &addr) || obj != t.obj ||
             addr < t.addr || addr >= t.addr + t.size ||
-            sym_line_at(ps->sym, obj, addr, &f, &line) || strcmp(f, file) || line > nsrc)
+            sym_line_at(ps->sym, obj, addr, &f, &line) || strcmp(f, file) || line > limit)
             continue;
         for (int m = 0; m < ENG_NMETRICS; m++) {
             lv[line].excl[m] += pt->excl[id * ENG_NMETRICS + m];
@@ -335,7 +337,7 @@ int view_source(pstate_t *ps, const char *arg)
         const char *f;
         uint32_t line, fn;
         if (!lt->present[id] || eng_line_info(ps->eng, (uint32_t)id, &f, &line, &fn) || !f ||
-            strcmp(f, file) || line > nsrc)
+            strcmp(f, file) || line > limit)
             continue;
         for (int m = 0; m < ENG_NMETRICS; m++) {
             lv[line].excl[m] += lt->excl[id * ENG_NMETRICS + m];
@@ -347,8 +349,8 @@ int view_source(pstate_t *ps, const char *arg)
         if (lv[line].excl[metric] > max)
             max = lv[line].excl[metric];
     }
-    if (hi == UINT32_MAX || hi > nsrc)
-        hi = (uint32_t)nsrc;
+    if (hi == UINT32_MAX || hi > limit)
+        hi = (uint32_t)limit;
     if (ps->json) {
         printf("{\"view\":\"source\",\"file\":");
         pr_json_str(stdout, file);
@@ -384,7 +386,9 @@ int view_source(pstate_t *ps, const char *arg)
         printf("Metric: %s, exclusive and inclusive (%s); ## marks the hottest lines\n\n",
                eng_metrics[metric].title, eng_metrics[metric].unit);
         printf("  %10s %10s\n", "Excl.", "Incl.");
-        for (uint32_t l = lo; l <= hi && (src || l <= hi); l++) {
+        for (uint32_t l = lo; l <= hi; l++) {
+            if (!src && !lv[l].code)
+                continue; /* without the text only the lines with code are worth a row */
             int hot = max && lv[l].excl[metric] >= HOT_SHARE * (double)max;
             printf("%s", hot ? "##" : "  ");
             print_cols(ps, lv[l].excl, lv[l].incl, !lv[l].code);
