@@ -832,6 +832,12 @@ static uint32_t frame_location(eng_t *g, exp_input_t *in, uint32_t proc, uint64_
     }
     if (!found)
         *os = sym_object_add(g->sym, o->path, o->buildid);
+    /* the collector's interposers are tally's, not the program's: as callers they are left
+     * out (the program's frame calls libc's function directly) */
+    const char *base = strrchr(o->path, '/');
+    if (*os != UINT32_MAX && eng_object_mode(g, *os) != ENG_OBJ_DROP &&
+        !strcmp(base ? base + 1 : o->path, "libtally-collector.so"))
+        eng_set_object_mode(g, *os, ENG_OBJ_DROP);
     *addr = pc - o->bias;
     if (!leaf && *addr > 0)
         (*addr)--; /* a return address: the call is the instruction before it */
@@ -1150,8 +1156,9 @@ static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, const uint32_t **se
 
 void eng_reset_object_modes(eng_t *g)
 {
-    if (g->obj_mode)
-        memset(g->obj_mode, ENG_OBJ_SHOW, g->nobj_mode);
+    for (size_t i = 0; i < g->nobj_mode; i++)
+        if (g->obj_mode[i] != ENG_OBJ_DROP)
+            g->obj_mode[i] = ENG_OBJ_SHOW;
     g->table_valid = g->tree_valid = 0;
 }
 
@@ -1456,8 +1463,11 @@ static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_
     uint32_t nf = (uint32_t)(in->foff[s + 1] - base), n = 0;
     for (uint32_t i = 0; i < nf; i++) {
         uint32_t obj = in->fobj[base + i];
-        int mode = kind == ENG_KIND_FUNCTION && obj != UINT32_MAX ? eng_object_mode(g, obj)
-                                                                  : ENG_OBJ_SHOW;
+        int mode = obj == UINT32_MAX ? ENG_OBJ_SHOW : eng_object_mode(g, obj);
+        if (mode == ENG_OBJ_DROP && i > 0)
+            continue; /* (as the leaf it stays: a traced call is named by its interposer) */
+        if (mode == ENG_OBJ_DROP || kind != ENG_KIND_FUNCTION)
+            mode = ENG_OBJ_SHOW;
         if (mode != ENG_OBJ_SHOW) { /* a run of frames in a hidden or API-only object: one */
             uint32_t j = i + 1;
             while (j < nf && in->fobj[base + j] == obj)

@@ -156,7 +156,8 @@ const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint
  * -object_api): each function (the default), the whole object as one function `<libname>`, or
  * only the functions through which the object is entered from outside (its API). Takes effect at
  * the next table. */
-enum eng_object_mode { ENG_OBJ_SHOW, ENG_OBJ_HIDE, ENG_OBJ_API };
+enum eng_object_mode { ENG_OBJ_SHOW, ENG_OBJ_HIDE, ENG_OBJ_API,
+                       ENG_OBJ_DROP /* tally's own collector: left out but as the leaf */ };
 void eng_set_object_mode(eng_t *g, uint32_t obj, int mode);
 void eng_reset_object_modes(eng_t *g);
 /* Inlined functions as frames of their own (on, the default) or folded into the function they
