@@ -181,6 +181,8 @@ struct eng {
     uint8_t *obj_mode; /* by sym object: enum eng_object_mode */
     size_t nobj_mode;
     int inlines;          /* inlined functions are frames of their own */
+    uint8_t *inl_obj;     /* by sym object: 0 not known yet, 1 expand its inlines, 2 do not */
+    size_t ninl_obj;
     u64map_t inl_map;     /* obj << 44 | addr -> 1 + offset in inl_seq of (count, ids...) */
     uint32_t *inl_seq;
     size_t ninl_seq, inl_cap;
@@ -429,6 +431,7 @@ void eng_free(eng_t *g)
     free(g->obj_mode);
     u64map_free(&g->inl_map);
     free(g->inl_seq);
+    free(g->inl_obj);
     u64map_free(&g->pc_ids);
     free(g->pc_obj);
     free(g->pc_addr);
@@ -1122,9 +1125,35 @@ void eng_set_inlines(eng_t *g, int on)
 
 int eng_inlines(const eng_t *g) { return g->inlines; }
 
+/* Are inlined functions of object obj expanded? Those of the program and its own libraries, not
+ * those of the system's libraries (/lib, /usr/lib): reading libc's debug information costs a
+ * fifth of a second and its inlined internals are not what a profile of a program is about. */
+static int expand_inlines(eng_t *g, uint32_t obj)
+{
+    if (obj >= g->ninl_obj) {
+        size_t n = obj + 64;
+        uint8_t *m = realloc(g->inl_obj, n);
+        if (!m)
+            return 0;
+        memset(m + g->ninl_obj, 0, n - g->ninl_obj);
+        g->inl_obj = m;
+        g->ninl_obj = n;
+    }
+    if (!g->inl_obj[obj]) {
+        const char *path = sym_object(g->sym, obj)->path;
+        int sys = !strncmp(path, "/lib/", 5) || !strncmp(path, "/lib64/", 7) ||
+                  !strncmp(path, "/usr/lib/", 9) || !strncmp(path, "/usr/lib64/", 11) ||
+                  path[0] == '[';
+        g->inl_obj[obj] = sys ? 2 : 1;
+    }
+    return g->inl_obj[obj] == 1;
+}
+
 /* The functions inlined at (obj, addr), innermost first: *seq points at n ids (cached). */
 static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, const uint32_t **seq)
 {
+    if (!expand_inlines(g, obj))
+        return 0;
     int found;
     uint32_t *slot = u64map_slot(&g->inl_map, (uint64_t)(obj & 0xfffff) << 44 |
                                                   (addr & ((1ULL << 44) - 1)), &found);
