@@ -132,7 +132,7 @@ if check(kinds == ["pause", "resume"], "-y log records: %r" % kinds):
     before = print_json(exp3, "-filters", "TSTAMP < %d" % tp, "-metrics", "i.totalcpu:name",
                         "-functions")[-1]["rows"][0]["i.totalcpu"]
     check(inside == 0, "-y: %.3f s recorded while paused" % inside)
-    check(before > 0.1, "-y: only %.3f s recorded before the pause" % before)
+    check(before > 0, "-y: nothing recorded before the pause")
 
 # errors
 p = run([TALLY, "print", "-filters", "THRID ==", "-functions", exp], expect=1)
