@@ -49,6 +49,13 @@ calls = [i["call"] for i in ins if i["call"]]
 check("G" in calls, "the call to G is not named: %r" % calls)
 check(any(i["target"] for i in ins), "no branch target marked in F's loop")
 
+# a function in a shared library: libc's clock_gettime, which the example calls all the time
+dl = print_json(exp, "-disasm", "clock_gettime")[0]
+check(len(dl["instructions"]) > 5, "disasm of libc's clock_gettime: %d instructions" %
+      len(dl["instructions"]))
+check(any(i["e.totalcpu"] > 0 or i["i.totalcpu"] > 0 for i in dl["instructions"]),
+      "no metrics on libc's clock_gettime instructions")
+
 # text forms
 p = run([TALLY, "print", "-source", "C", "-disasm", "C", exp], expect=0)
 check("##" in p.stdout and "<Function: C>" in p.stdout and "[" in p.stdout,
