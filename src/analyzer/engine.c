@@ -172,7 +172,9 @@ struct eng {
     uint64_t *pc_addr;
     uint32_t *pc_line;    /* pc id -> line id, UINT32_MAX until looked up */
     size_t npcs, pcs_cap;
-    u64map_t line_ids;    /* file << 32 | line -> line id (file UINT32_MAX: by function) */
+    u64map_t line_ids;    /* file << 32 | line -> line id (file UINT32_MAX: no line information,
+                             line is the function; bit 63: compiler-generated code of function
+                             line in the file) */
     uint32_t *line_file, *line_no, *line_func;
     size_t nlines, lines_cap;
     char **files;
@@ -183,7 +185,8 @@ struct eng {
     int inlines;          /* inlined functions are frames of their own */
     uint8_t *inl_obj;     /* by sym object: 0 not known yet, 1 expand its inlines, 2 do not */
     size_t ninl_obj;
-    u64map_t inl_map;     /* obj << 44 | addr -> 1 + offset in inl_seq of (count, ids...) */
+    u64map_t inl_map;     /* obj << 44 | addr -> 1 + offset in inl_seq of count, then count
+                             pairs (inlined function, line id of its call site or UINT32_MAX) */
     uint32_t *inl_seq;
     size_t ninl_seq, inl_cap;
 };
@@ -1004,22 +1007,13 @@ static uint32_t file_id(eng_t *g, const char *file)
     return (uint32_t)g->nfiles++;
 }
 
-/* The id of the source line of instruction pc (function f); UINT32_MAX on no memory. */
-static uint32_t line_id(eng_t *g, uint32_t pc, uint32_t f)
+/* The id of the line keyed (fid, line) (see line_ids), first seen in function f; UINT32_MAX on no
+ * memory. */
+static uint32_t line_key_id(eng_t *g, uint32_t fid, uint32_t line, uint32_t f, int generated)
 {
-    if (g->pc_line[pc] != UINT32_MAX)
-        return g->pc_line[pc];
-    const char *file;
-    uint32_t line, fid;
-    if (g->pc_obj[pc] != UINT32_MAX &&
-        sym_line_at(g->sym, g->pc_obj[pc], g->pc_addr[pc], &file, &line) == 0) {
-        fid = file_id(g, file);
-    } else { /* no line information: one line per function */
-        fid = UINT32_MAX;
-        line = f;
-    }
     int found;
-    uint32_t *slot = u64map_slot(&g->line_ids, (uint64_t)fid << 32 | line, &found);
+    uint64_t key = (uint64_t)fid << 32 | (generated ? f : line);
+    uint32_t *slot = u64map_slot(&g->line_ids, key | (uint64_t)(generated != 0) << 63, &found);
     if (!slot)
         return UINT32_MAX;
     if (!found) {
@@ -1035,8 +1029,28 @@ static uint32_t line_id(eng_t *g, uint32_t pc, uint32_t f)
         g->line_func[g->nlines] = f;
         *slot = (uint32_t)g->nlines++;
     }
-    g->pc_line[pc] = *slot;
     return *slot;
+}
+
+/* The id of the source line of instruction pc (function f); UINT32_MAX on no memory. */
+static uint32_t line_id(eng_t *g, uint32_t pc, uint32_t f)
+{
+    if (g->pc_line[pc] != UINT32_MAX)
+        return g->pc_line[pc];
+    const char *file;
+    uint32_t line = 0, fid = UINT32_MAX, id;
+    int r = g->pc_obj[pc] == UINT32_MAX
+                ? -1
+                : sym_line_at(g->sym, g->pc_obj[pc], g->pc_addr[pc], &file, &line);
+    if (r >= 0 && (fid = file_id(g, file)) == UINT32_MAX - 1)
+        return UINT32_MAX;
+    if (r < 0) /* no line information: one line per function */
+        id = line_key_id(g, UINT32_MAX, f, f, 0);
+    else
+        id = line_key_id(g, fid, line, f, r == 1);
+    if (id != UINT32_MAX)
+        g->pc_line[pc] = id;
+    return id;
 }
 
 int eng_pc_info(eng_t *g, uint32_t id, uint32_t *obj, uint64_t *addr)
@@ -1053,7 +1067,7 @@ int eng_line_info(eng_t *g, uint32_t id, const char **file, uint32_t *line, uint
     if (id >= g->nlines)
         return -1;
     *file = g->line_file[id] == UINT32_MAX ? NULL : g->files[g->line_file[id]];
-    *line = g->line_file[id] == UINT32_MAX ? 0 : g->line_no[id];
+    *line = g->line_file[id] == UINT32_MAX ? 0 : g->line_no[id]; /* 0: compiler-generated */
     *func = g->line_func[id];
     return 0;
 }
@@ -1084,6 +1098,8 @@ const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt)
         const char *nm = fmt == 1 ? fn->long_name : fmt == 2 ? fn->mangled : fn->name;
         if (g->line_file[id] == UINT32_MAX) {
             snprintf(g->namebuf, sizeof g->namebuf, "%s, instructions without line numbers", nm);
+        } else if (!g->line_no[id]) {
+            snprintf(g->namebuf, sizeof g->namebuf, "%s, compiler-generated code", nm);
         } else {
             /* not the function's name: a line of an inlined helper serves many functions */
             const char *file = g->files[g->line_file[id]], *base = strrchr(file, '/');
@@ -1149,22 +1165,34 @@ static int expand_inlines(eng_t *g, uint32_t obj)
     return g->inl_obj[obj] == 1;
 }
 
-/* The functions inlined at (obj, addr), innermost first: *seq points at n ids (cached). */
-static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, const uint32_t **seq)
+/* The functions inlined at (obj, addr) of containing function f, innermost first: *seq points at
+ * n pairs (function, line id of its call site or UINT32_MAX), cached. -1 on no memory. */
+static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, uint32_t f, const uint32_t **seq)
 {
     if (!expand_inlines(g, obj))
         return 0;
+    uint64_t key = (uint64_t)(obj & 0xfffff) << 44 | (addr & ((1ULL << 44) - 1));
     int found;
-    uint32_t *slot = u64map_slot(&g->inl_map, (uint64_t)(obj & 0xfffff) << 44 |
-                                                  (addr & ((1ULL << 44) - 1)), &found);
+    uint32_t *slot = u64map_slot(&g->inl_map, key, &found);
     if (!slot)
         return -1;
     if (!found) {
-        uint32_t buf[64];
+        *slot = 0; /* (not cached yet: a failure below leaves it so) */
+        sym_inline_t buf[64];
+        uint32_t pairs[128];
         int n = sym_inlines_at(g->sym, obj, addr, buf, 64);
-        if (g->ninl_seq + 1 + (size_t)n > g->inl_cap) {
+        for (int j = 0; j < n; j++) {
+            uint32_t fid = buf[j].call_file ? file_id(g, buf[j].call_file) : UINT32_MAX;
+            uint32_t around = j + 1 < n ? buf[j + 1].func : f;
+            pairs[2 * j] = buf[j].func;
+            pairs[2 * j + 1] = fid < UINT32_MAX - 1
+                                   ? line_key_id(g, fid, buf[j].call_line, around, 0)
+                                   : UINT32_MAX;
+        }
+        size_t need = g->ninl_seq + 1 + 2 * (size_t)n;
+        if (need > g->inl_cap) {
             size_t ncap = g->inl_cap ? g->inl_cap * 2 : 4096;
-            while (ncap < g->ninl_seq + 1 + (size_t)n)
+            while (ncap < need)
                 ncap *= 2;
             uint32_t *ns = realloc(g->inl_seq, ncap * sizeof *ns);
             if (!ns)
@@ -1172,12 +1200,13 @@ static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, const uint32_t **se
             g->inl_seq = ns;
             g->inl_cap = ncap;
         }
-        slot = (uint32_t *)u64map_get(&g->inl_map, (uint64_t)(obj & 0xfffff) << 44 |
-                                                       (addr & ((1ULL << 44) - 1)));
+        slot = (uint32_t *)u64map_get(&g->inl_map, key);
         *slot = (uint32_t)g->ninl_seq + 1;
         g->inl_seq[g->ninl_seq++] = (uint32_t)n;
-        memcpy(g->inl_seq + g->ninl_seq, buf, (size_t)n * sizeof *buf);
-        g->ninl_seq += (size_t)n;
+        memcpy(g->inl_seq + g->ninl_seq, pairs, 2 * (size_t)n * sizeof *pairs);
+        g->ninl_seq += 2 * (size_t)n;
+    } else if (!*slot) {
+        return -1;
     }
     *seq = g->inl_seq + *slot;
     return (int)g->inl_seq[*slot - 1];
@@ -1196,7 +1225,7 @@ int eng_object_mode(const eng_t *g, uint32_t obj)
     return obj < g->nobj_mode ? g->obj_mode[obj] : ENG_OBJ_SHOW;
 }
 
-static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, const uint32_t **seq);
+static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, uint32_t f, const uint32_t **seq);
 static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
                           size_t *cap);
 
@@ -1511,15 +1540,23 @@ static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_
         uint32_t id = kind_frame(g, in, kind, base + i);
         if (id == UINT32_MAX)
             return UINT32_MAX;
-        if (kind == ENG_KIND_FUNCTION && g->inlines && obj != UINT32_MAX) {
-            const uint32_t *seq;
-            int k = inline_seq(g, obj, in->faddr[base + i], &seq);
-            if (k < 0)
+        const uint32_t *seq;
+        int k = 0;
+        if ((kind == ENG_KIND_FUNCTION || kind == ENG_KIND_LINE) && g->inlines &&
+            obj != UINT32_MAX &&
+            (k = inline_seq(g, obj, in->faddr[base + i], in->fids[base + i], &seq)) < 0)
+            return UINT32_MAX;
+        if (kind == ENG_KIND_LINE) { /* the line, then the lines its inlined code was called at */
+            if (push_id(ids, cap, n++, id))
                 return UINT32_MAX;
             for (int j = 0; j < k; j++)
-                if (push_id(ids, cap, n++, seq[j]))
+                if (seq[2 * j + 1] != UINT32_MAX && push_id(ids, cap, n++, seq[2 * j + 1]))
                     return UINT32_MAX;
+            continue;
         }
+        for (int j = 0; j < k; j++) /* the inlined functions inside their containing one */
+            if (push_id(ids, cap, n++, seq[2 * j]))
+                return UINT32_MAX;
         if (push_id(ids, cap, n++, id))
             return UINT32_MAX;
     }

@@ -80,7 +80,9 @@ enum eng_kind {
     ENG_KIND_LOADOBJECT, /* ids: sym object ids; sym_nobjects() is <Unknown> */
     ENG_KIND_PC,         /* instructions: ids numbered as first seen (eng_pc_info) */
     ENG_KIND_LINE,       /* source lines: ids numbered as first seen (eng_line_info); code
-                            without line information is one line per function */
+                            without line information, and code the compiler generated (line
+                            0), is one line per function; with inlines shown, a frame in
+                            inlined code is its line, then the lines it was inlined at */
     ENG_NKINDS,
 };
 
@@ -88,8 +90,9 @@ typedef struct eng eng_t;
 /* Instruction id: its object (UINT32_MAX: none) and ELF address; -1 if no such id. */
 int eng_pc_info(eng_t *g, uint32_t id, uint32_t *obj, uint64_t *addr);
 uint32_t eng_pc_function(eng_t *g, uint32_t id);
-/* Line id: its file (NULL when the function has no line information), line and the function
- * that first showed it; -1 if no such id. */
+/* Line id: its file (NULL when the function has no line information), line (0 for the
+ * compiler-generated code of function *func) and the function that first showed it; -1 if no such
+ * id. */
 int eng_line_info(eng_t *g, uint32_t id, const char **file, uint32_t *line, uint32_t *func);
 
 /* ---- the engine ----------------------------------------------------------------------------- */
@@ -161,7 +164,8 @@ enum eng_object_mode { ENG_OBJ_SHOW, ENG_OBJ_HIDE, ENG_OBJ_API,
 void eng_set_object_mode(eng_t *g, uint32_t obj, int mode);
 void eng_reset_object_modes(eng_t *g);
 /* Inlined functions as frames of their own (on, the default) or folded into the function they
- * were inlined into (off), for the function kind: tables, callers-callees, call tree. */
+ * were inlined into (off), for the function kind: tables, callers-callees, call tree; and for the
+ * line kind, the lines inlined code was called at (their inclusive metrics). */
 void eng_set_inlines(eng_t *g, int on);
 int eng_inlines(const eng_t *g);
 int eng_object_mode(const eng_t *g, uint32_t obj);

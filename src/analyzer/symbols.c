@@ -419,9 +419,10 @@ static int cmp_rawsym(const void *a, const void *b, void *strs)
     return strcmp((const char *)strs + x->name, (const char *)strs + y->name);
 }
 
-static int add_rawsym(symtab_build_t *b, uint64_t addr, uint64_t size, const char *nm, int bind)
+/* Adds the first l bytes of nm as a symbol. */
+static int add_rawsym_n(symtab_build_t *b, uint64_t addr, uint64_t size, const char *nm, size_t l,
+                        int bind)
 {
-    size_t l = strcspn(nm, "@"); /* "memcpy@@GLIBC_2.14" -> "memcpy" */
     if (!l)
         return 0;
     if (b->slen + l + 1 > b->scap) {
@@ -449,6 +450,11 @@ static int add_rawsym(symtab_build_t *b, uint64_t addr, uint64_t size, const cha
     b->syms[b->n++] = (rawsym_t){ addr, size, (uint32_t)b->slen, (uint32_t)l, rank };
     b->slen += l + 1;
     return 0;
+}
+
+static int add_rawsym(symtab_build_t *b, uint64_t addr, uint64_t size, const char *nm, int bind)
+{
+    return add_rawsym_n(b, addr, size, nm, strcspn(nm, "@"), bind); /* "memcpy@@GLIBC_2.14" */
 }
 
 /* Adds the function symbols (STT_FUNC, STT_GNU_IFUNC, defined, non-zero) of elf's symbol table of
@@ -487,6 +493,100 @@ static size_t read_symtab(symtab_build_t *b, Elf *elf, Elf64_Word type)
         }
     }
     return added;
+}
+
+/* ---- PLT stubs ------------------------------------------------------------------------------ */
+
+typedef struct gotname {
+    uint64_t slot;    /* address of a GOT slot */
+    const char *name; /* the symbol a relocation resolves it to */
+} gotname_t;
+
+static int cmp_gotname(const void *a, const void *b)
+{
+    const gotname_t *x = a, *y = b;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* The GOT slots that JUMP_SLOT and GLOB_DAT relocations name, sorted; *n of them (0: none). */
+static gotname_t *got_names(Elf *elf, size_t *n)
+{
+    gotname_t *v = NULL;
+    size_t cap = 0;
+    *n = 0;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn))) {
+        GElf_Shdr sh, symsh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+            continue;
+        Elf_Scn *symscn = elf_getscn(elf, sh.sh_link);
+        Elf_Data *d = elf_getdata(scn, NULL), *sd = symscn ? elf_getdata(symscn, NULL) : NULL;
+        if (!d || !sd || !gelf_getshdr(symscn, &symsh))
+            continue;
+        for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+            GElf_Rela r;
+            GElf_Sym sym;
+            const char *nm;
+            if (!gelf_getrela(d, (int)i, &r) ||
+                (GELF_R_TYPE(r.r_info) != R_X86_64_JUMP_SLOT &&
+                 GELF_R_TYPE(r.r_info) != R_X86_64_GLOB_DAT) ||
+                !gelf_getsym(sd, (int)GELF_R_SYM(r.r_info), &sym) ||
+                !(nm = elf_strptr(elf, symsh.sh_link, sym.st_name)) || !*nm)
+                continue;
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 256;
+                gotname_t *nv = realloc(v, cap * sizeof *nv);
+                if (!nv)
+                    break;
+                v = nv;
+            }
+            v[(*n)++] = (gotname_t){ r.r_offset, nm };
+        }
+    }
+    if (v)
+        qsort(v, *n, sizeof *v, cmp_gotname);
+    return v;
+}
+
+/* Names the stubs of the procedure linkage table "func@plt", as objdump and perf do: a stub of
+ * .plt, .plt.sec or .plt.got jumps through a GOT slot (jmp *disp(%rip)) that a relocation names.
+ * x86-64 only; a stub without such a jump (the lazy half of an IBT .plt) stays unnamed. */
+static void read_plt(symtab_build_t *b, Elf *elf)
+{
+    GElf_Ehdr eh;
+    size_t shstrndx, ngot;
+    if (!gelf_getehdr(elf, &eh) || eh.e_machine != EM_X86_64 || elf_getshdrstrndx(elf, &shstrndx))
+        return;
+    gotname_t *got = got_names(elf, &ngot);
+    Elf_Scn *scn = NULL;
+    while (got && (scn = elf_nextscn(elf, scn)) && !b->nomem) {
+        GElf_Shdr sh;
+        const char *sn;
+        Elf_Data *d;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+            !(sn = elf_strptr(elf, shstrndx, sh.sh_name)) || strncmp(sn, ".plt", 4) ||
+            (sn[4] && strcmp(sn + 4, ".sec") && strcmp(sn + 4, ".got")) ||
+            !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+            continue;
+        size_t es = sh.sh_entsize >= 8 ? sh.sh_entsize : 16;
+        for (size_t off = sn[4] ? 0 : es; off + es <= d->d_size; off += es) { /* .plt: after PLT0 */
+            const unsigned char *p = (const unsigned char *)d->d_buf + off;
+            for (size_t k = 0; k + 6 <= es; k++) {
+                if (p[k] != 0xff || p[k + 1] != 0x25)
+                    continue;
+                int32_t disp;
+                memcpy(&disp, p + k + 2, 4);
+                gotname_t key = { sh.sh_addr + off + k + 6 + (uint64_t)(int64_t)disp, NULL };
+                const gotname_t *g = bsearch(&key, got, ngot, sizeof *got, cmp_gotname);
+                char nm[256];
+                if (g && snprintf(nm, sizeof nm, "%s@plt", g->name) < (int)sizeof nm &&
+                    add_rawsym_n(b, sh.sh_addr + off, es, nm, strlen(nm), STB_LOCAL))
+                    b->nomem = 1;
+                break;
+            }
+        }
+    }
+    free(got);
 }
 
 /* ---- call-frame ranges ---------------------------------------------------------------------- */
@@ -894,6 +994,9 @@ static void load_object(object_t *o)
         read_symtab(&b, elf, SHT_SYMTAB);
     if (!b.n)
         read_symtab(&b, elf, SHT_DYNSYM);
+    size_t nreal = b.n;
+    if (!vdso)
+        read_plt(&b, elf);
     /* executable sections, to bound zero-sized symbols */
     range_t secs[32];
     size_t nsecs = 0;
@@ -921,7 +1024,7 @@ static void load_object(object_t *o)
         o->pub.message = msg_nomem;
         return;
     }
-    if (!o->nsyms && o->pub.status == SYM_OBJ_OK)
+    if (!nreal && o->pub.status == SYM_OBJ_OK)
         set_message(o, SYM_OBJ_NOSYMS, "'%s' has no symbol table: its code is shown as "
                     "address ranges, '<static>@0x... (%s)'", o->path, o->name);
 }
@@ -1172,19 +1275,21 @@ static void open_dwarf(object_t *o)
     }
 }
 
-int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, uint32_t *line)
+/* The compilation unit of object obj that holds addr, or NULL (no DWARF); reads the object and
+ * its DWARF on first use. */
+static Dwarf_Die *cu_at(sym_ctx_t *s, uint32_t obj, uint64_t addr)
 {
     if (obj >= s->nobjs)
-        return -1;
+        return NULL;
     object_t *o = s->objs[obj];
     if (!o->loaded)
         load_object(o);
     if (o->unreadable)
-        return -1;
+        return NULL;
     if (!o->dwarf_tried)
         open_dwarf(o);
     if (!o->dw)
-        return -1;
+        return NULL;
     size_t lo = 0, hi = o->ncus;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -1193,20 +1298,23 @@ int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, ui
         else
             hi = mid;
     }
-    for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) { /* ranges rarely overlap: look back a bit */
-        if (addr >= o->cus[i].hi)
-            continue;
-        Dwarf_Die cu = o->cus[i].cu;
-        Dwarf_Line *l = dwarf_getsrc_die(&cu, addr);
-        int ln;
-        const char *f = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
-        if (!f || dwarf_lineno(l, &ln) || ln <= 0)
-            return -1;
-        *file = f;
-        *line = (uint32_t)ln;
-        return 0;
-    }
-    return -1;
+    for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) /* ranges rarely overlap: look back a bit */
+        if (addr < o->cus[i].hi)
+            return &o->cus[i].cu;
+    return NULL;
+}
+
+int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, uint32_t *line)
+{
+    Dwarf_Die *cu = cu_at(s, obj, addr);
+    Dwarf_Line *l = cu ? dwarf_getsrc_die(cu, addr) : NULL;
+    int ln;
+    const char *f = l ? dwarf_linesrc(l, NULL, NULL) : NULL;
+    if (!f || dwarf_lineno(l, &ln) || ln < 0)
+        return -1;
+    *file = f;
+    *line = (uint32_t)ln;
+    return ln == 0; /* line 0: code the compiler made that no source line stands for */
 }
 
 /* ---- the context ---------------------------------------------------------------------------- */
@@ -1433,46 +1541,78 @@ static uint32_t inline_func(sym_ctx_t *s, uint32_t obj, const char *name)
     return f;
 }
 
-int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint32_t *funcs, int max)
+int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out, int max)
 {
-    if (obj >= s->nobjs || max <= 0)
+    Dwarf_Die *cu = max > 0 ? cu_at(s, obj, addr) : NULL, *scopes = NULL;
+    if (!cu)
         return 0;
-    object_t *o = s->objs[obj];
-    if (!o->loaded)
-        load_object(o);
-    if (o->unreadable)
-        return 0;
-    if (!o->dwarf_tried)
-        open_dwarf(o);
-    if (!o->dw)
-        return 0;
-    size_t lo = 0, hi = o->ncus;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (o->cus[mid].lo <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++) {
-        if (addr >= o->cus[i].hi)
+    /* DW_AT_call_file indexes the unit's file table: libdw's list starts with entry 0 in DWARF 5
+     * and with a stand-in for it in DWARF 4, so the index is the same in both */
+    Dwarf_Files *files = NULL;
+    size_t nfiles = 0;
+    if (dwarf_getsrcfiles(cu, &files, &nfiles))
+        files = NULL;
+    int ns = dwarf_getscopes(cu, addr, &scopes), n = 0;
+    for (int j = 0; j < ns && n < max; j++) { /* innermost first */
+        if (dwarf_tag(&scopes[j]) != DW_TAG_inlined_subroutine)
             continue;
-        Dwarf_Die cu = o->cus[i].cu, *scopes = NULL;
-        int ns = dwarf_getscopes(&cu, addr, &scopes);
-        int n = 0;
-        for (int j = 0; j < ns && n < max; j++) { /* innermost first */
-            if (dwarf_tag(&scopes[j]) != DW_TAG_inlined_subroutine)
-                continue;
-            Dwarf_Attribute a;
-            const char *name = dwarf_formstring(dwarf_attr_integrate(&scopes[j], DW_AT_name, &a));
-            if (!name)
-                continue;
-            uint32_t f = inline_func(s, obj, name);
-            if (f != UINT32_MAX)
-                funcs[n++] = f;
-        }
-        free(scopes);
-        return n;
+        Dwarf_Attribute a;
+        Dwarf_Word fno = 0, lno = 0;
+        const char *name = dwarf_formstring(dwarf_attr_integrate(&scopes[j], DW_AT_name, &a));
+        if (!name)
+            continue;
+        uint32_t f = inline_func(s, obj, name);
+        if (f == UINT32_MAX)
+            continue;
+        const char *cf = NULL;
+        if (files && !dwarf_formudata(dwarf_attr(&scopes[j], DW_AT_call_file, &a), &fno) &&
+            fno < nfiles)
+            cf = dwarf_filesrc(files, fno, NULL, NULL);
+        if (!cf || dwarf_formudata(dwarf_attr(&scopes[j], DW_AT_call_line, &a), &lno))
+            lno = 0;
+        out[n++] = (sym_inline_t){ f, lno ? cf : NULL, (uint32_t)lno };
     }
-    return 0;
+    free(scopes);
+    return n;
+}
+
+/* Calls fn for the call site of every inlined subroutine below die (depth first). */
+static void walk_sites(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, sym_site_fn fn,
+                       void *ctx, int depth)
+{
+    Dwarf_Die child;
+    if (depth > 64 || dwarf_child(die, &child))
+        return;
+    do {
+        int tag = dwarf_tag(&child);
+        if (tag == DW_TAG_inlined_subroutine) {
+            Dwarf_Attribute a;
+            Dwarf_Word fno, lno;
+            const char *cf;
+            if (!dwarf_formudata(dwarf_attr(&child, DW_AT_call_file, &a), &fno) && fno < nfiles &&
+                !dwarf_formudata(dwarf_attr(&child, DW_AT_call_line, &a), &lno) && lno &&
+                (cf = dwarf_filesrc(files, fno, NULL, NULL)))
+                fn(ctx, cf, (uint32_t)lno);
+        }
+        if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block)
+            walk_sites(&child, files, nfiles, fn, ctx, depth + 1);
+    } while (dwarf_siblingof(&child, &child) == 0);
+}
+
+int sym_inline_sites(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_site_fn fn, void *ctx)
+{
+    Dwarf_Die *cu = cu_at(s, obj, addr), *scopes = NULL;
+    Dwarf_Files *files;
+    size_t nfiles;
+    if (!cu || dwarf_getsrcfiles(cu, &files, &nfiles))
+        return -1;
+    int ns = dwarf_getscopes(cu, addr, &scopes), rc = -1;
+    for (int j = ns - 1; j >= 0; j--) /* the outermost subprogram: the function itself */
+        if (dwarf_tag(&scopes[j]) == DW_TAG_subprogram) {
+            walk_sites(&scopes[j], files, nfiles, fn, ctx, 0);
+            rc = 0;
+            break;
+        }
+    free(scopes);
+    return rc;
 }

@@ -10,7 +10,8 @@
  * object's separate debug file if there is one (/usr/lib/debug/.build-id/xx/rest.debug
  * by the file's build-id, else the .gnu_debuglink name next to the file, in its .debug/ or under
  * /usr/lib/debug/<dir>/, checked by build-id or CRC), else the file's own .symtab, else its
- * .dynsym. Aliases at one address are one function, named by the first of: a global, then weak,
+ * .dynsym, plus the stubs of the procedure linkage table named "func@plt" (by the relocation of the
+ * GOT slot each jumps through). Aliases at one address are one function, named by the first of: a global, then weak,
  * then local symbol; fewer leading underscores; the shorter name; byte order ("malloc" rather than
  * "__libc_malloc"). A symbol of size 0 extends to the next symbol or call-frame range start (or
  * over its own call-frame range), within its section. Addresses are ELF virtual addresses of the
@@ -95,8 +96,11 @@ size_t sym_nfuncs(const sym_ctx_t *s);
 const sym_func_t *sym_func(const sym_ctx_t *s, uint32_t id);
 
 /* Source file and line of ELF address addr of object obj (DWARF 4 and 5, from the separate debug
- * file if there is one, else the file). Returns 0 and sets *file (absolute or as compiled) and
- * *line, or -1 when there is no line information. The first call per object reads its DWARF. */
+ * file if there is one, else the file; the innermost line, so inlined code is on the lines it came
+ * from). Returns 0 and sets *file (absolute or as compiled) and *line; 1 with *line 0 for code
+ * the compiler generated that no source line stands for (DWARF line 0); -1 when there is no line
+ * information. The first call per object reads its DWARF; a lookup is a binary search over the
+ * sorted compilation units, then over the unit's sorted line table (libdw's, read once per unit). */
 int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, uint32_t *line);
 
 /* Copies len bytes of object obj's code at ELF address addr (from its loadable segments) into buf.
@@ -113,8 +117,20 @@ int sym_add_archive(sym_ctx_t *s, const char *dir);
 uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj);
 
 /* The functions inlined at ELF address addr of object obj, innermost first (DWARF inlined
- * subroutines; one function per name and object, whatever copy): up to max ids into funcs;
- * returns their number, 0 when the code there is not inlined or there is no DWARF. */
-int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint32_t *funcs, int max);
+ * subroutines; one function per name and object, whatever copy), each with the source line it was
+ * inlined at (its call site, in the function around it: the next entry, or the containing
+ * function after the last; call_file NULL and call_line 0 when the DWARF does not say). Up to max
+ * into out; returns their number, 0 when the code there is not inlined or there is no DWARF. */
+typedef struct sym_inline {
+    uint32_t func;
+    const char *call_file;
+    uint32_t call_line;
+} sym_inline_t;
+int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out, int max);
+/* Calls fn with the call site (file, line) of every inlined subroutine, at any depth, of the
+ * function (DWARF subprogram) that holds ELF address addr of object obj: the lines that have code
+ * through inlining. Returns 0, or -1 when there is no DWARF for addr. */
+typedef void (*sym_site_fn)(void *ctx, const char *file, uint32_t line);
+int sym_inline_sites(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_site_fn fn, void *ctx);
 
 #endif

@@ -94,6 +94,8 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
                    const uint64_t *total);
 void pr_json_metrics(pstate_t *ps, const mspec_t *ms); /* "metrics":[...] */
 void pr_json_row(const mspec_t *ms, const row_t *r, const uint64_t *total);
+/* The metric members of a row, each as ,"e.name":value (no braces): for documents of one's own. */
+void pr_json_values(const mspec_t *ms, const row_t *r, const uint64_t *total);
 /* Sorts by the sort metric (attributed flavor when attributed != 0), descending, then name. */
 void pr_sort_rows(pstate_t *ps, row_t *rows, size_t n, int attributed);
 const char *pr_sort_title(pstate_t *ps, char *buf, size_t n);

@@ -392,6 +392,12 @@ void pr_json_row(const mspec_t *ms, const row_t *r, const uint64_t *total)
 {
     printf("{\"name\":");
     pr_json_str(stdout, r->name);
+    pr_json_values(ms, r, total);
+    printf("}");
+}
+
+void pr_json_values(const mspec_t *ms, const row_t *r, const uint64_t *total)
+{
     for (int c = 0; c < ms->ncols; c++) {
         const mcol_t *mc = &ms->cols[c];
         if (!r->v[pr_fl_index(mc->flavor)])
@@ -405,7 +411,6 @@ void pr_json_row(const mspec_t *ms, const row_t *r, const uint64_t *total)
                                                : 0);
         }
     }
-    printf("}");
 }
 
 /* Sorting rows by the sort metric (descending), then by name. */

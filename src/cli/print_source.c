@@ -1,11 +1,16 @@
 /*
- * print_source.c - annotated source and disassembly: -source FUNC|FILE and -disasm FUNC. Metrics
- * come from the engine's line and instruction tables (ENG_KIND_LINE, ENG_KIND_PC); the code bytes
- * from the binary (sym_read_code), the instructions from capstone, the source text from the file
- * the debug information names. See print.h.
+ * print_source.c - annotated source and disassembly: -source FUNC|FILE and -disasm FUNC, and where
+ * sources are looked for (-setpath, -addpath, -pathmap). Metrics come from the engine's line and
+ * instruction tables (ENG_KIND_LINE, ENG_KIND_PC) in the columns of -metrics (exclusive and
+ * inclusive); the code bytes from the binary (sym_read_code), the instructions from capstone, the
+ * source text from the file the debug information names. A function's listing accounts for all of
+ * its code: the lines of its source file, then one row each for its compiler-generated code, its
+ * code without line numbers and its code from other source files, so its rows add up to its
+ * exclusive metrics. See print.h.
  */
 #define _GNU_SOURCE
 #include <capstone/capstone.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +19,7 @@
 
 #define HOT_SHARE 0.75 /* a line or instruction with this share of the hottest one is marked ## */
 
-/* ---- shared: the function asked for ---------------------------------------------------------- */
+/* ---- shared: the function asked for, rows of a listing ---------------------------------------- */
 
 typedef struct target {
     uint32_t func, obj;
@@ -38,6 +43,12 @@ static int find_target(pstate_t *ps, const char *name, target_t *t)
     t->obj = t->f->object;
     t->addr = t->f->addr;
     t->size = t->f->size;
+    if (t->obj != UINT32_MAX && !t->size && !t->addr && t->f->name[0] != '<') {
+        fprintf(stderr, "tally: '%s' is only inlined: its lines are in the listings of the "
+                        "functions it is inlined into (see -callers-callees), or -source FILE\n",
+                name);
+        return 1;
+    }
     if (t->obj == UINT32_MAX || !t->size) {
         fprintf(stderr, "tally: '%s' has no known code range (no symbol size): nothing to "
                         "annotate\n", name);
@@ -46,30 +57,107 @@ static int find_target(pstate_t *ps, const char *name, target_t *t)
     return 0;
 }
 
-/* Reads the function's bytes; NULL after reporting. */
-static uint8_t *read_code(pstate_t *ps, const target_t *t)
+/* The function's instructions (capstone, with details when detail != 0); NULL after reporting. */
+static cs_insn *disassemble(pstate_t *ps, const target_t *t, csh *cs, int detail, size_t *n)
 {
     uint8_t *code = malloc(t->size);
     if (!code)
         return NULL;
-    long n = sym_read_code(ps->sym, t->obj, t->addr, code, t->size);
-    if (n != (long)t->size) {
+    long got = sym_read_code(ps->sym, t->obj, t->addr, code, t->size);
+    if (got != (long)t->size) {
+        const sym_object_t *o = sym_object(ps->sym, t->obj);
         fprintf(stderr, "tally: cannot read the code of '%s' from '%s' (%s)\n", t->f->name,
-                sym_object(ps->sym, t->obj)->path, *sym_object(ps->sym, t->obj)->message
-                                                       ? sym_object(ps->sym, t->obj)->message
-                                                       : "the binary does not hold it");
+                o->path, *o->message ? o->message : "the binary does not hold it");
         free(code);
         return NULL;
     }
-    return code;
+    cs_insn *insn = NULL;
+    if (cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK) {
+        fprintf(stderr, "tally: capstone cannot disassemble x86-64 here\n");
+    } else {
+        if (detail)
+            cs_option(*cs, CS_OPT_DETAIL, CS_OPT_ON);
+        *n = cs_disasm(*cs, code, t->size, t->addr, 0, &insn);
+        if (!*n) {
+            fprintf(stderr, "tally: capstone cannot decode '%s'\n", t->f->name);
+            cs_close(cs);
+        }
+    }
+    free(code);
+    return *n ? insn : NULL;
 }
 
-/* ---- -source ---------------------------------------------------------------------------------- */
+/* Metrics of one row: a source line, an instruction, or a group of code. */
+typedef struct annot {
+    uint64_t ex[ENG_NMETRICS], in[ENG_NMETRICS];
+    int code; /* has instructions (else its metric columns stay empty) */
+} annot_t;
 
-typedef struct linevals {
-    uint64_t excl[ENG_NMETRICS], incl[ENG_NMETRICS];
-    int code; /* the line has instructions */
-} linevals_t;
+static void annot_add(annot_t *a, const eng_table_t *t, size_t id, int incl_only)
+{
+    for (int m = 0; m < ENG_NMETRICS; m++) {
+        if (!incl_only)
+            a->ex[m] += t->excl[id * ENG_NMETRICS + m];
+        a->in[m] += t->incl[id * ENG_NMETRICS + m];
+    }
+    a->code = 1;
+}
+
+/* The metric that decides what is hot: the sort metric, else the first column's. */
+static int hot_metric(const pstate_t *ps)
+{
+    if (ps->sort_metric >= 0)
+        return ps->sort_metric;
+    return ps->metrics.ncols ? ps->metrics.cols[0].metric : ENG_M_TOTALCPU;
+}
+
+static int is_hot(const pstate_t *ps, const annot_t *a, uint64_t max)
+{
+    return a && max && a->ex[hot_metric(ps)] >= HOT_SHARE * (double)max;
+}
+
+/* A listing: rows of text with or without metric columns, printed as one table. */
+typedef struct listing {
+    row_t *rows;
+    size_t n, cap;
+} listing_t;
+
+static void listing_add(listing_t *l, const annot_t *a, const char *fmt, ...)
+{
+    if (l->n == l->cap) {
+        size_t ncap = l->cap ? l->cap * 2 : 256;
+        row_t *nr = realloc(l->rows, ncap * sizeof *nr);
+        if (!nr)
+            return;
+        l->rows = nr;
+        l->cap = ncap;
+    }
+    char *name = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vasprintf(&name, fmt, ap);
+    va_end(ap);
+    if (rc < 0)
+        return;
+    int code = a && a->code;
+    l->rows[l->n++] = (row_t){ name, { code ? a->ex : NULL, code ? a->in : NULL, NULL }, 0 };
+}
+
+static void listing_print(pstate_t *ps, listing_t *l)
+{
+    pr_table_text(ps, &ps->metrics, l->rows, l->n, eng_total(ps->eng));
+    for (size_t i = 0; i < l->n; i++)
+        free((char *)l->rows[i].name);
+    free(l->rows);
+    printf("\n");
+}
+
+/* ,"e.totalcpu":..,"i.totalcpu":.. of an annotation (zeros when it has no code). */
+static void json_values(pstate_t *ps, const annot_t *a)
+{
+    row_t r = { "", { a->ex, a->in, NULL }, 0 };
+    pr_json_values(&ps->metrics, &r, eng_total(ps->eng));
+}
 
 /* ---- where sources are: -setpath, -addpath, -pathmap ---------------------------------------- */
 
@@ -217,329 +305,445 @@ static void free_lines(char **lines, size_t n)
     free(lines);
 }
 
-static void print_cols(pstate_t *ps, const uint64_t *ex, const uint64_t *in, int blank)
+
+/* ---- -source ---------------------------------------------------------------------------------- */
+
+#define MAX_OTHER 8 /* other source files of a function's code with a row each; the rest share one */
+
+typedef struct srcview {
+    const char *file; /* the source file shown */
+    annot_t *lv;      /* by line number, 0..limit */
+    uint32_t limit, lo, hi;
+    annot_t generated, nolines, other[MAX_OTHER + 1], total;
+    const char *other_file[MAX_OTHER];
+    size_t nother;
+} srcview_t;
+
+static void widen(srcview_t *v, uint32_t line)
 {
-    char vb[64];
-    int metric = ps->sort_metric >= 0 ? ps->sort_metric : ENG_M_TOTALCPU;
-    if (blank) {
-        printf("%10s %10s", "", "");
-        return;
-    }
-    pr_fmt_value(vb, sizeof vb, metric, ex[metric]);
-    printf("%10s ", vb);
-    pr_fmt_value(vb, sizeof vb, metric, in[metric]);
-    printf("%10s", vb);
+    if (line < v->lo)
+        v->lo = line;
+    if (line > v->hi)
+        v->hi = line;
 }
 
-int view_source(pstate_t *ps, const char *arg)
+/* The row of code at an address of the function: its line, or one of the groups. */
+static annot_t *code_row(srcview_t *v, int r, const char *file, uint32_t line)
+{
+    if (r < 0)
+        return &v->nolines;
+    if (r == 1)
+        return &v->generated;
+    if (!strcmp(file, v->file))
+        return line <= v->limit ? &v->lv[line] : &v->other[MAX_OTHER];
+    for (size_t i = 0; i < v->nother; i++)
+        if (!strcmp(v->other_file[i], file))
+            return &v->other[i];
+    if (v->nother == MAX_OTHER)
+        return &v->other[MAX_OTHER];
+    v->other_file[v->nother] = file;
+    return &v->other[v->nother++];
+}
+
+static void mark_site(void *ctx, const char *file, uint32_t line)
+{
+    srcview_t *v = ctx;
+    if (!strcmp(file, v->file) && line <= v->limit) {
+        v->lv[line].code = 1;
+        widen(v, line);
+    }
+}
+
+/* Fills v for function t: which lines have code (its instructions, and the lines code was inlined
+ * at), and the metrics of its instructions by line (inclusive also on the lines their inlined
+ * code was called at, when inlines are shown). *max: the hottest row's hot metric. */
+static int function_lines(pstate_t *ps, const target_t *t, srcview_t *v, cs_insn *insn, size_t n,
+                          uint64_t *max)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *f;
+        uint32_t line;
+        int r = sym_line_at(ps->sym, t->obj, insn[i].address, &f, &line);
+        code_row(v, r, f, line)->code = 1;
+        if (r == 0 && !strcmp(f, v->file))
+            widen(v, line);
+    }
+    sym_inline_sites(ps->sym, t->obj, t->addr, mark_site, v);
+    const eng_table_t *pt = pr_table(ps, ENG_KIND_PC, 0);
+    if (!pt)
+        return 1;
+    for (size_t id = 0; id < pt->nobjects; id++) {
+        uint32_t obj, line;
+        uint64_t addr;
+        const char *f;
+        if (!pt->present[id] || eng_pc_info(ps->eng, (uint32_t)id, &obj, &addr) ||
+            obj != t->obj || addr < t->addr || addr >= t->addr + t->size)
+            continue;
+        int r = sym_line_at(ps->sym, obj, addr, &f, &line);
+        annot_add(code_row(v, r, f, line), pt, id, 0);
+        annot_add(&v->total, pt, id, 0);
+        sym_inline_t inl[64];
+        int k = eng_inlines(ps->eng) ? sym_inlines_at(ps->sym, obj, addr, inl, 64) : 0;
+        for (int j = 0; j < k; j++) { /* each line once per instruction */
+            uint32_t cl = inl[j].call_line;
+            int seen = r == 0 && cl == line && !strcmp(f, v->file);
+            for (int q = 0; q < j && !seen; q++)
+                seen = inl[q].call_line == cl && inl[q].call_file && inl[j].call_file &&
+                       !strcmp(inl[q].call_file, inl[j].call_file);
+            if (!seen && inl[j].call_file && !strcmp(inl[j].call_file, v->file) && cl <= v->limit)
+                annot_add(&v->lv[cl], pt, id, 1);
+        }
+    }
+    int hm = hot_metric(ps);
+    for (uint32_t l = 0; l <= v->limit; l++)
+        if (v->lv[l].ex[hm] > *max)
+            *max = v->lv[l].ex[hm];
+    return 0;
+}
+
+/* Fills v with every function's metrics on the lines of v->file. */
+static int file_lines(pstate_t *ps, srcview_t *v, uint64_t *max)
 {
     const eng_table_t *lt = pr_table(ps, ENG_KIND_LINE, 0);
     if (!lt)
         return 1;
-    /* the file to show: the function's, or a file named like arg among those with data */
-    const char *file = NULL;
-    uint32_t lo = 1, hi = UINT32_MAX;
-    target_t t = { 0 };
-    int have_func = 0;
-    for (size_t id = 0; id < lt->nobjects && !file; id++) {
-        const char *f;
-        uint32_t line, fn;
-        if (!lt->present[id] || eng_line_info(ps->eng, (uint32_t)id, &f, &line, &fn) || !f)
-            continue;
-        const char *base = strrchr(f, '/');
-        if (!strcmp(f, arg) || (base && !strcmp(base + 1, arg)))
-            file = f;
-    }
-    /* (the engine keeps one table at a time: what is needed of each is copied before the next) */
-    uint64_t fex[ENG_NMETRICS] = { 0 }, fin[ENG_NMETRICS] = { 0 };
-    char *file_copy = NULL;
-    if (file && !(file = file_copy = strdup(file)))
-        return 1;
-    if (!file) {
-        if (find_target(ps, arg, &t))
-            return 1;
-        const eng_table_t *ft = pr_table(ps, ENG_KIND_FUNCTION, 0);
-        if (!ft)
-            return 1;
-        memcpy(fex, ft->excl + (size_t)t.func * ENG_NMETRICS, sizeof fex);
-        memcpy(fin, ft->incl + (size_t)t.func * ENG_NMETRICS, sizeof fin);
-        have_func = 1;
-        uint32_t line;
-        if (sym_line_at(ps->sym, t.obj, t.addr, &file, &line)) {
-            fprintf(stderr, "tally: '%s' has no line information (compiled without -g?); try "
-                            "-disasm %s\n", arg, arg);
-            return 1;
-        }
-        lo = hi = line;
-    }
-    /* the lines that have code in the function: from its instructions */
-    size_t nsrc;
-    char **src = read_lines(ps, file, &nsrc);
-    /* without the text, the lines that have data are still listed by number (up to a bound) */
-    size_t limit = src ? nsrc : 20000;
-    linevals_t *lv = calloc(limit + 2, sizeof *lv);
-    if (!lv)
-        return 1;
-    if (have_func) {
-        uint8_t *code = read_code(ps, &t);
-        csh cs;
-        if (code && cs_open(CS_ARCH_X86, CS_MODE_64, &cs) == CS_ERR_OK) {
-            cs_insn *insn;
-            size_t n = cs_disasm(cs, code, t.size, t.addr, 0, &insn);
-            for (size_t i = 0; i < n; i++) {
-                const char *f;
-                uint32_t line;
-                if (sym_line_at(ps->sym, t.obj, insn[i].address, &f, &line) || strcmp(f, file))
-                    continue;
-                if (line < lo)
-                    lo = line;
-                if (line > hi || hi == UINT32_MAX)
-                    hi = line;
-                if (line <= limit)
-                    lv[line].code = 1;
-            }
-            cs_free(insn, n);
-            cs_close(&cs);
-        }
-        free(code);
-        lo = lo > 3 ? lo - 3 : 1;
-    }
-    /* metrics of the file's lines (of every function: a line of an inlined helper collects what
-     * all its copies did) */
-    uint64_t max = 0;
-    int metric = ps->sort_metric >= 0 ? ps->sort_metric : ENG_M_TOTALCPU;
-    /* a function's lines: what its own instructions did there (a line of an inlined helper
-     * shows this function's copy only); a file's lines: everything */
-    const eng_table_t *pt = have_func ? pr_table(ps, ENG_KIND_PC, 0) : NULL;
-    for (size_t id = 0; pt && id < pt->nobjects; id++) {
-        uint32_t obj, line;
-        uint64_t addr;
-        const char *f;
-        if (!pt->present[id] || eng_pc_info(ps->eng, (uint32_t)id, &obj, &addr) || obj != t.obj ||
-            addr < t.addr || addr >= t.addr + t.size ||
-            sym_line_at(ps->sym, obj, addr, &f, &line) || strcmp(f, file) || line > limit)
-            continue;
-        for (int m = 0; m < ENG_NMETRICS; m++) {
-            lv[line].excl[m] += pt->excl[id * ENG_NMETRICS + m];
-            lv[line].incl[m] += pt->incl[id * ENG_NMETRICS + m];
-        }
-        lv[line].code = 1;
-        if (lv[line].excl[metric] > max)
-            max = lv[line].excl[metric];
-    }
-    if (!have_func && !(lt = pr_table(ps, ENG_KIND_LINE, 0))) {
-        free(lv);
-        free_lines(src, nsrc);
-        free(file_copy);
-        return 1;
-    }
-    for (size_t id = 0; !have_func && id < lt->nobjects; id++) {
+    int hm = hot_metric(ps);
+    for (size_t id = 0; id < lt->nobjects; id++) {
         const char *f;
         uint32_t line, fn;
         if (!lt->present[id] || eng_line_info(ps->eng, (uint32_t)id, &f, &line, &fn) || !f ||
-            strcmp(f, file) || line > limit)
+            strcmp(f, v->file) || line > v->limit)
             continue;
-        for (int m = 0; m < ENG_NMETRICS; m++) {
-            lv[line].excl[m] += lt->excl[id * ENG_NMETRICS + m];
-            lv[line].incl[m] += lt->incl[id * ENG_NMETRICS + m];
-            if (!have_func && line >= lo && line <= hi)
-                fex[m] += lt->excl[id * ENG_NMETRICS + m];
-        }
-        lv[line].code = 1;
-        if (lv[line].excl[metric] > max)
-            max = lv[line].excl[metric];
+        annot_t *a = line ? &v->lv[line] : &v->generated;
+        annot_add(a, lt, id, 0);
+        if (line)
+            widen(v, line);
+        if (a->ex[hm] > *max)
+            *max = a->ex[hm];
     }
-    if (hi == UINT32_MAX || hi > limit)
-        hi = (uint32_t)limit;
-    if (ps->json) {
-        printf("{\"view\":\"source\",\"file\":");
-        pr_json_str(stdout, file);
-        printf(",\"metric\":\"%s\",\"lines\":[", eng_metrics[metric].name);
-        int first = 1;
-        for (uint32_t l = lo; l <= hi; l++) {
-            printf("%s{\"line\":%u,\"code\":%s,\"e.%s\":", first ? "" : ",", l,
-                   lv[l].code ? "true" : "false", eng_metrics[metric].name);
-            first = 0;
-            pr_json_num(stdout, pr_scaled(metric, lv[l].excl[metric]));
-            printf(",\"i.%s\":", eng_metrics[metric].name);
-            pr_json_num(stdout, pr_scaled(metric, lv[l].incl[metric]));
-            printf(",\"hot\":%s,\"text\":",
-                   max && lv[l].excl[metric] >= HOT_SHARE * (double)max ? "true" : "false");
-            pr_json_str(stdout, l <= nsrc && src ? src[l - 1] : "");
-            printf("}");
-        }
-        printf("]");
-        if (have_func) {
-            printf(",\"function\":");
-            pr_json_str(stdout, t.f->name);
-            printf(",\"e.%s\":", eng_metrics[metric].name);
-            pr_json_num(stdout, pr_scaled(metric, fex[metric]));
-            printf(",\"i.%s\":", eng_metrics[metric].name);
-            pr_json_num(stdout, pr_scaled(metric, fin[metric]));
-        }
-        printf("}\n");
-    } else {
-        printf("Source file: %s\n", file);
-        if (!src)
-            printf("(the file cannot be found here: metrics by line number only; see -setpath, "
-                   "-addpath and -pathmap)\n");
-        printf("Metric: %s, exclusive and inclusive (%s); ## marks the hottest lines\n\n",
-               eng_metrics[metric].title, eng_metrics[metric].unit);
-        printf("  %10s %10s\n", "Excl.", "Incl.");
-        for (uint32_t l = lo; l <= hi; l++) {
-            if (!src && !lv[l].code)
-                continue; /* without the text only the lines with code are worth a row */
-            int hot = max && lv[l].excl[metric] >= HOT_SHARE * (double)max;
-            printf("%s", hot ? "##" : "  ");
-            print_cols(ps, lv[l].excl, lv[l].incl, !lv[l].code);
-            printf(" %5u. %s\n", l, src && l <= nsrc ? src[l - 1] : "");
-        }
-        if (have_func) {
-            char vb[64], ib[64];
-            pr_fmt_value(vb, sizeof vb, metric, fex[metric]);
-            pr_fmt_value(ib, sizeof ib, metric, fin[metric]);
-            printf("\n  %10s %10s  <Function: %s> (lines without metrics columns have no code)\n",
-                   vb, ib, t.f->name);
-        }
-        printf("\n");
-    }
-    free(lv);
-    free_lines(src, nsrc);
-    free(file_copy);
     return 0;
+}
+
+/* The file named arg (full path or base name) among the lines with data, or NULL. */
+static const char *find_file(pstate_t *ps, const char *arg, uint32_t *maxline)
+{
+    const eng_table_t *lt = pr_table(ps, ENG_KIND_LINE, 0);
+    const char *file = NULL;
+    *maxline = 0;
+    for (size_t id = 0; lt && id < lt->nobjects; id++) {
+        const char *f, *base;
+        uint32_t line, fn;
+        if (!lt->present[id] || eng_line_info(ps->eng, (uint32_t)id, &f, &line, &fn) || !f ||
+            (file && strcmp(f, file)))
+            continue;
+        if (!file && strcmp(f, arg) && (!(base = strrchr(f, '/')) || strcmp(base + 1, arg)))
+            continue;
+        file = f;
+        if (line > *maxline)
+            *maxline = line;
+    }
+    return file;
+}
+
+static void source_json(pstate_t *ps, const srcview_t *v, char **src, size_t nsrc,
+                        const target_t *t, uint64_t max)
+{
+    printf("{\"view\":\"source\",\"file\":");
+    pr_json_str(stdout, v->file);
+    printf(",");
+    pr_json_metrics(ps, &ps->metrics);
+    printf(",\"lines\":[");
+    for (uint32_t l = v->lo; l <= v->hi; l++) {
+        const annot_t *a = &v->lv[l];
+        printf("%s{\"line\":%u,\"code\":%s,\"hot\":%s,\"text\":", l > v->lo ? "," : "", l,
+               a->code ? "true" : "false", is_hot(ps, a, max) ? "true" : "false");
+        pr_json_str(stdout, src && l <= nsrc ? src[l - 1] : "");
+        json_values(ps, a);
+        printf("}");
+    }
+    printf("],\"groups\":[");
+    const char *names[MAX_OTHER + 3] = { "compiler-generated code", "instructions without line "
+                                         "numbers" };
+    const annot_t *groups[MAX_OTHER + 3] = { &v->generated, &v->nolines };
+    size_t ng = 2;
+    for (size_t i = 0; i <= v->nother; i++, ng++) {
+        names[ng] = i < v->nother ? v->other_file[i] : "other source files";
+        groups[ng] = &v->other[i];
+    }
+    for (size_t i = 0, first = 1; i < ng; i++) {
+        if (!groups[i]->code)
+            continue;
+        printf("%s{\"name\":", first ? "" : ",");
+        first = 0;
+        pr_json_str(stdout, names[i]);
+        json_values(ps, groups[i]);
+        printf("}");
+    }
+    printf("]");
+    if (t) {
+        printf(",\"function\":");
+        pr_json_str(stdout, t->f->name);
+        printf(",\"object\":");
+        pr_json_str(stdout, sym_object(ps->sym, t->obj)->name);
+        json_values(ps, &v->total);
+    }
+    printf("}\n");
+}
+
+static void source_text(pstate_t *ps, const srcview_t *v, char **src, size_t nsrc,
+                        const target_t *t, uint64_t max)
+{
+    printf("Source file: %s\n", v->file);
+    if (t)
+        printf("Object file: %s\n", sym_object(ps->sym, t->obj)->path);
+    if (!src)
+        printf("(the file cannot be found here: lines with code by number only; see -setpath, "
+               "-addpath and -pathmap)\n");
+    printf("## marks the hottest lines; lines without metrics have no code\n\n");
+    listing_t l = { 0 };
+    for (uint32_t n = v->lo; n <= v->hi; n++) {
+        const annot_t *a = &v->lv[n];
+        if (src || a->code)
+            listing_add(&l, a, "%s%6u. %s", is_hot(ps, a, max) ? "##" : "  ", n,
+                        src && n <= nsrc ? src[n - 1] : "");
+    }
+    const char *fn = t ? t->f->name : NULL;
+    const char *base = strrchr(v->file, '/');
+    if (v->generated.code) {
+        if (fn)
+            listing_add(&l, &v->generated, "  <Function: %s, compiler-generated code>", fn);
+        else
+            listing_add(&l, &v->generated, "  <compiler-generated code in %s>",
+                        base ? base + 1 : v->file);
+    }
+    if (v->nolines.code)
+        listing_add(&l, &v->nolines, "  <Function: %s, instructions without line numbers>", fn);
+    for (size_t i = 0; i <= v->nother; i++)
+        if (v->other[i].code)
+            listing_add(&l, &v->other[i], "  <Function: %s, instructions from %s>", fn,
+                        i < v->nother ? v->other_file[i] : "other source files");
+    if (t)
+        listing_add(&l, &v->total, "  <Function: %s>", fn);
+    listing_print(ps, &l);
+}
+
+int view_source(pstate_t *ps, const char *arg)
+{
+    srcview_t v = { .lo = UINT32_MAX };
+    target_t t = { 0 }, *tp = NULL;
+    uint32_t maxline = 0;
+    annot_t fn_incl = { 0 };
+    csh cs;
+    cs_insn *insn = NULL;
+    size_t n = 0;
+    char *file = NULL;
+    const char *f = find_file(ps, arg, &maxline);
+    if (f) {
+        file = strdup(f);
+    } else { /* a function: its file is its first instruction's with a line */
+        if (find_target(ps, arg, &t) || !(insn = disassemble(ps, &t, &cs, 0, &n)))
+            return 1;
+        tp = &t;
+        const eng_table_t *ft = pr_table(ps, ENG_KIND_FUNCTION, 0);
+        if (!ft) {
+            cs_free(insn, n);
+            cs_close(&cs);
+            return 1;
+        }
+        annot_add(&fn_incl, ft, t.func, 0);
+        for (size_t i = 0; i < n; i++) {
+            uint32_t line;
+            if (sym_line_at(ps->sym, t.obj, insn[i].address, &f, &line) == 0) {
+                if (!file)
+                    file = strdup(f);
+                if (!strcmp(f, file) && line > maxline)
+                    maxline = line;
+            }
+        }
+        if (!file) {
+            fprintf(stderr, "tally: '%s' has no line information (compiled without -g?); try "
+                            "-disasm %s\n", arg, arg);
+            cs_free(insn, n);
+            cs_close(&cs);
+            return 1;
+        }
+    }
+    size_t nsrc;
+    char **src = read_lines(ps, file, &nsrc);
+    v.file = file;
+    v.limit = (uint32_t)(nsrc > maxline ? nsrc : maxline);
+    v.lv = calloc((size_t)v.limit + 1, sizeof *v.lv);
+    uint64_t max = 0;
+    int rc = !v.lv;
+    if (!rc && tp) {
+        rc = function_lines(ps, &t, &v, insn, n, &max);
+        memcpy(v.total.in, fn_incl.in, sizeof v.total.in); /* exclusive: its own instructions' */
+        v.total.code = 1;
+        v.lo = v.lo > 3 && v.lo != UINT32_MAX ? v.lo - 3 : 1;
+    } else if (!rc) {
+        rc = file_lines(ps, &v, &max);
+        if (src) { /* the whole file */
+            v.lo = 1;
+            v.hi = (uint32_t)nsrc;
+        }
+    }
+    if (!rc && v.lo > v.hi) /* no line of the file has code */
+        v.lo = 1, v.hi = 0;
+    if (!rc && ps->json)
+        source_json(ps, &v, src, nsrc, tp, max);
+    else if (!rc)
+        source_text(ps, &v, src, nsrc, tp, max);
+    if (insn) {
+        cs_free(insn, n);
+        cs_close(&cs);
+    }
+    free(v.lv);
+    free_lines(src, nsrc);
+    free(file);
+    return rc;
 }
 
 /* ---- -disasm ---------------------------------------------------------------------------------- */
 
+/* Index of the instruction holding addr, or n. */
+static size_t insn_at(const cs_insn *insn, size_t n, uint64_t addr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (insn[mid].address <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo && addr < insn[lo - 1].address + insn[lo - 1].size ? lo - 1 : n;
+}
+
+/* A direct jump's or call's target address, or 0. */
+static uint64_t branch_target(csh cs, const cs_insn *in)
+{
+    const cs_x86 *x = &in->detail->x86;
+    if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM &&
+        (cs_insn_group(cs, in, CS_GRP_JUMP) || cs_insn_group(cs, in, CS_GRP_CALL)))
+        return (uint64_t)x->operands[0].imm;
+    return 0;
+}
+
 int view_disasm(pstate_t *ps, const char *arg)
 {
     target_t t;
+    csh cs;
+    size_t n = 0;
+    cs_insn *insn;
     if (find_target(ps, arg, &t))
         return 1;
-    const eng_table_t *pt = pr_table(ps, ENG_KIND_PC, 0);
-    if (!pt)
+    const eng_table_t *ft = pr_table(ps, ENG_KIND_FUNCTION, 0);
+    if (!ft || !(insn = disassemble(ps, &t, &cs, 1, &n)))
         return 1;
-    uint8_t *code = read_code(ps, &t);
-    if (!code)
-        return 1;
-    csh cs;
-    if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
-        free(code);
-        fprintf(stderr, "tally: capstone cannot disassemble x86-64 here\n");
+    annot_t *a = calloc(n + 1, sizeof *a); /* per instruction; [n]: the function */
+    uint8_t *target = calloc(n + 1, 1);
+    const eng_table_t *pt = a && target ? pr_table(ps, ENG_KIND_PC, 0) : NULL;
+    if (!pt) {
+        cs_free(insn, n);
+        cs_close(&cs);
+        free(a);
+        free(target);
         return 1;
     }
-    cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-    cs_insn *insn;
-    size_t n = cs_disasm(cs, code, t.size, t.addr, 0, &insn);
-    int metric = ps->sort_metric >= 0 ? ps->sort_metric : ENG_M_TOTALCPU;
-    /* metrics per instruction: an instruction id's address is a leaf's pc or a call's return
-     * address minus one, both inside the instruction */
-    uint64_t *ex = calloc(n + 1, sizeof *ex), *in = calloc(n + 1, sizeof *in), max = 0;
-    uint8_t *target = calloc(n + 1, 1);
+    /* metrics per instruction: an id's address is a leaf's pc or a call's return address minus
+     * one, both inside the instruction */
+    int hm = hot_metric(ps);
+    uint64_t max = 0;
     for (size_t id = 0; id < pt->nobjects; id++) {
         uint32_t obj;
         uint64_t addr;
-        if (!pt->present[id] || eng_pc_info(ps->eng, (uint32_t)id, &obj, &addr) || obj != t.obj ||
-            addr < t.addr || addr >= t.addr + t.size)
+        size_t i;
+        if (!pt->present[id] || eng_pc_info(ps->eng, (uint32_t)id, &obj, &addr) ||
+            obj != t.obj || (i = insn_at(insn, n, addr)) == n)
             continue;
-        size_t lo = 0, hi = n; /* the instruction holding addr */
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (insn[mid].address <= addr)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (!lo)
-            continue;
-        ex[lo - 1] += pt->excl[id * ENG_NMETRICS + metric];
-        in[lo - 1] += pt->incl[id * ENG_NMETRICS + metric];
-        if (ex[lo - 1] > max)
-            max = ex[lo - 1];
+        annot_add(&a[i], pt, id, 0);
+        annot_add(&a[n], pt, id, 0);
+        if (a[i].ex[hm] > max)
+            max = a[i].ex[hm];
     }
+    if ((ft = pr_table(ps, ENG_KIND_FUNCTION, 0)))
+        memcpy(a[n].in, ft->incl + (size_t)t.func * ENG_NMETRICS, sizeof a[n].in);
+    a[n].code = 1;
     for (size_t i = 0; i < n; i++) { /* branch targets inside the function */
-        cs_x86 *x = &insn[i].detail->x86;
-        if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM &&
-            (cs_insn_group(cs, &insn[i], CS_GRP_JUMP) || cs_insn_group(cs, &insn[i], CS_GRP_CALL))) {
-            uint64_t to = (uint64_t)x->operands[0].imm;
-            for (size_t j = 0; j < n; j++)
-                if (insn[j].address == to)
-                    target[j] = 1;
-        }
+        size_t j = insn_at(insn, n, branch_target(cs, &insn[i]));
+        if (j < n && insn[j].address == branch_target(cs, &insn[i]))
+            target[j] = 1;
     }
     if (ps->json) {
         printf("{\"view\":\"disasm\",\"function\":");
         pr_json_str(stdout, t.f->name);
-        printf(",\"metric\":\"%s\",\"instructions\":[", eng_metrics[metric].name);
+        printf(",\"object\":");
+        pr_json_str(stdout, sym_object(ps->sym, t.obj)->name);
+        printf(",");
+        pr_json_metrics(ps, &ps->metrics);
+        json_values(ps, &a[n]);
+        printf(",\"instructions\":[");
     } else {
-        printf("Disassembly of %s (%s, 0x%llx, %llu bytes); metric: %s (%s); ## hottest, "
-               "> branch target\n\n", t.f->name, sym_object(ps->sym, t.obj)->name,
-               (unsigned long long)t.addr, (unsigned long long)t.size, eng_metrics[metric].title,
-               eng_metrics[metric].unit);
-        printf("  %10s %10s\n", "Excl.", "Incl.");
+        printf("Disassembly of %s (%s, 0x%llx, %llu bytes)\n## marks the hottest instructions, "
+               "> branch targets; <file:line> the source they come from\n\n", t.f->name,
+               sym_object(ps->sym, t.obj)->path, (unsigned long long)t.addr,
+               (unsigned long long)t.size);
     }
+    listing_t l = { 0 };
     const char *last_file = NULL;
     uint32_t last_line = 0;
     size_t nsrc = 0;
     char **src = NULL;
     for (size_t i = 0; i < n; i++) {
-        const char *file;
-        uint32_t line;
-        int has_line = sym_line_at(ps->sym, t.obj, insn[i].address, &file, &line) == 0;
-        /* a call's target by name */
-        char note[512] = "", callee[500] = "";
-        cs_x86 *x = &insn[i].detail->x86;
-        if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM &&
-            (cs_insn_group(cs, &insn[i], CS_GRP_CALL) || cs_insn_group(cs, &insn[i], CS_GRP_JUMP))) {
-            uint64_t to = (uint64_t)x->operands[0].imm;
-            if (to < t.addr || to >= t.addr + t.size) {
-                const sym_func_t *tf = sym_func(ps->sym, sym_func_at(ps->sym, t.obj, to));
-                snprintf(callee, sizeof callee, "%s", tf->name);
-                snprintf(note, sizeof note, "  <%s>", callee);
-            }
-        }
+        const char *file = NULL;
+        uint32_t line = 0;
+        int r = sym_line_at(ps->sym, t.obj, insn[i].address, &file, &line);
+        char callee[512] = ""; /* a call's or jump's target outside the function, by name */
+        uint64_t to = branch_target(cs, &insn[i]);
+        if (to && (to < t.addr || to >= t.addr + t.size))
+            snprintf(callee, sizeof callee, "%s",
+                     sym_func(ps->sym, sym_func_at(ps->sym, t.obj, to))->name);
+        a[i].code = 1;
         if (ps->json) {
-            printf("%s{\"address\":\"0x%llx\",\"text\":\"%s %s\",\"e.%s\":", i ? "," : "",
+            printf("%s{\"address\":\"0x%llx\",\"text\":\"%s %s\",\"line\":%u,\"file\":", i ? "," : "",
                    (unsigned long long)insn[i].address, insn[i].mnemonic, insn[i].op_str,
-                   eng_metrics[metric].name);
-            pr_json_num(stdout, pr_scaled(metric, ex[i]));
-            printf(",\"i.%s\":", eng_metrics[metric].name);
-            pr_json_num(stdout, pr_scaled(metric, in[i]));
-            printf(",\"line\":%u,\"target\":%s,\"call\":", has_line ? line : 0,
-                   target[i] ? "true" : "false");
+                   r == 0 ? line : 0);
+            pr_json_str(stdout, r >= 0 ? file : "");
+            printf(",\"target\":%s,\"hot\":%s,\"call\":", target[i] ? "true" : "false",
+                   is_hot(ps, &a[i], max) ? "true" : "false");
             pr_json_str(stdout, callee);
+            json_values(ps, &a[i]);
             printf("}");
             continue;
         }
-        if (has_line && (line != last_line || !last_file || strcmp(file, last_file))) {
+        if (r >= 0 && (line != last_line || !last_file || strcmp(file, last_file))) {
             if (!last_file || strcmp(file, last_file)) {
                 free_lines(src, nsrc);
                 src = read_lines(ps, file, &nsrc);
             }
             const char *b = strrchr(file, '/');
-            printf("%23s <%s:%u> %s\n", "", b ? b + 1 : file, line,
-                   src && line >= 1 && line <= nsrc ? src[line - 1] : "");
+            if (r == 1)
+                listing_add(&l, NULL, "%20s<%s: compiler-generated code>", "", b ? b + 1 : file);
+            else
+                listing_add(&l, NULL, "%20s<%s:%u> %s", "", b ? b + 1 : file, line,
+                            src && line <= nsrc ? src[line - 1] : "");
             last_file = file;
             last_line = line;
         }
-        char vb[64], ib[64];
-        pr_fmt_value(vb, sizeof vb, metric, ex[i]);
-        pr_fmt_value(ib, sizeof ib, metric, in[i]);
-        printf("%s%10s %10s %c [%6llx] %-7s %s%s\n",
-               max && ex[i] >= HOT_SHARE * (double)max ? "##" : "  ", vb, ib,
-               target[i] ? '>' : ' ', (unsigned long long)insn[i].address, insn[i].mnemonic,
-               insn[i].op_str, note);
+        listing_add(&l, &a[i], "%s%c [%6llx] %-7s %s%s%s%s", is_hot(ps, &a[i], max) ? "##" : "  ",
+                    target[i] ? '>' : ' ', (unsigned long long)insn[i].address, insn[i].mnemonic,
+                    insn[i].op_str, *callee ? "  <" : "", callee, *callee ? ">" : "");
     }
-    if (ps->json)
+    if (ps->json) {
         printf("]}\n");
-    else
-        printf("\n");
+    } else {
+        listing_add(&l, &a[n], "  <Function: %s>", t.f->name);
+        listing_print(ps, &l);
+    }
     free_lines(src, nsrc);
     cs_free(insn, n);
     cs_close(&cs);
-    free(code);
-    free(ex);
-    free(in);
+    free(a);
     free(target);
     return 0;
 }
