@@ -341,12 +341,16 @@ static int try_debugfile(debugfile_t *df, const char *path, const char *id, uint
  * DEBUG_ROOT/<directory>/ (for the path as recorded and as resolved). A candidate must have the
  * object's build-id, or if the object has none, the CRC that .gnu_debuglink records. */
 static int find_debugfile(debugfile_t *df, const char *path, Elf *elf, const char *id,
-                          const struct stat *st)
+                          const struct stat *st, const char *archived)
 {
     char cand[PATH_MAX];
     if (strlen(id) >= 4) {
         snprintf(cand, sizeof cand, DEBUG_ROOT "/.build-id/%.2s/%s.debug", id, id + 2);
         if (!try_debugfile(df, cand, id, 0, st))
+            return 0;
+        /* archived beside the binary's copy: ARCHIVE/<build-id>.debug */
+        if (archived && snprintf(cand, sizeof cand, "%s.debug", archived) < (int)sizeof cand &&
+            !try_debugfile(df, cand, id, 0, st))
             return 0;
     }
     if (!path)
@@ -985,7 +989,7 @@ static void load_object(object_t *o)
     }
     symtab_build_t b = { 0 };
     debugfile_t df = { .fd = -1 };
-    if (!find_debugfile(&df, vdso ? NULL : o->file, elf, id, vdso ? NULL : &st)) {
+    if (!find_debugfile(&df, vdso ? NULL : o->file, elf, id, vdso ? NULL : &st, o->archived)) {
         o->debugfile = strdup(df.path);
         o->pub.debugfile = o->debugfile ? o->debugfile : "";
         read_symtab(&b, df.elf, SHT_SYMTAB);
@@ -1387,6 +1391,11 @@ uint32_t sym_object_add(sym_ctx_t *s, const char *path, const char *buildid)
 }
 
 size_t sym_nobjects(const sym_ctx_t *s) { return s->nobjs; }
+
+int sym_object_read(const sym_ctx_t *s, uint32_t obj)
+{
+    return obj < s->nobjs && s->objs[obj]->loaded;
+}
 
 const sym_object_t *sym_object(sym_ctx_t *s, uint32_t obj)
 {

@@ -86,6 +86,8 @@ size_t sym_nobjects(const sym_ctx_t *s);
 /* Reads the object if not yet read (so status is known) and returns it; obj must be an index
  * sym_object_add returned. */
 const sym_object_t *sym_object(sym_ctx_t *s, uint32_t obj);
+/* Whether the object has been read (by a lookup or sym_object): its status is known. */
+int sym_object_read(const sym_ctx_t *s, uint32_t obj);
 
 /* The function of object obj that holds ELF address addr (see the header comment for fallbacks).
  * O(log n); the first lookup of an object reads it. */
@@ -108,9 +110,11 @@ int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, ui
  * be read. For disassembly. */
 long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t len);
 
-/* Adds a directory of archived binaries (an experiment's archive/, files named by build-id):
- * objects registered afterwards whose file is gone or changed are read from their archived copy
- * (status OK, with a message saying so). Returns 0 or -1 on no memory. */
+/* Adds a directory of archived binaries (an experiment's archive/, files named by build-id, their
+ * separate debug files by build-id and ".debug"): objects registered afterwards whose file is gone
+ * or changed are read from their archived copy (status OK, with a message saying so), and an
+ * archived debug file serves when the system has none for the build-id. Returns 0 or -1 on no
+ * memory. */
 int sym_add_archive(sym_ctx_t *s, const char *dir);
 
 /* A function standing for the whole object, named `<libname>` (for objects shown as one entry). */

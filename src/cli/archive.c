@@ -2,7 +2,8 @@
  * archive.c - `tally archive [-s] EXPERIMENT...`: copies into the experiment what its analysis
  * needs, so that it can be analysed on another machine or after the program was rebuilt: every
  * load object (with a build-id) that every process of the experiment recorded, into
- * EXP/archive/<build-id>, when the file on disk is still the one profiled; with -s also the source
+ * EXP/archive/<build-id>, when the file on disk is still the one profiled, and its separate debug
+ * file, if it has one, into EXP/archive/<build-id>.debug; with -s also the source
  * files of the lines that have data, into EXP/archive/src/<their absolute path>. `tally collect`
  * runs it at the end of a collection (unless -A off). `tally print` reads archived binaries in
  * place of files that are gone or changed, and archived sources (docs/FORMAT.md, "archive").
@@ -92,7 +93,7 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
     char index[PATH_MAX + 16];
     snprintf(index, sizeof index, "%s/index", dir);
     FILE *ix = fopen(index, "a");
-    unsigned copied = 0, present = 0, noid = 0, failed = 0;
+    unsigned copied = 0, present = 0, noid = 0, failed = 0, debugfiles = 0;
     uint64_t bytes = 0;
     for (size_t i = 0; i < e->nprocs; i++) {
         const exp_process_t *p = e->procs[i];
@@ -130,6 +131,11 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
             copied++;
             if (ix)
                 fprintf(ix, "%s %s\n", o->buildid, o->path);
+            /* its separate debug file (symbols of static functions, lines), beside it */
+            char ddst[PATH_MAX + 264];
+            snprintf(ddst, sizeof ddst, "%s.debug", dst);
+            if (*so->debugfile && !copy_file(so->debugfile, ddst, &bytes))
+                debugfiles++;
         }
     }
     if (ix)
@@ -172,6 +178,8 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
     if (!quiet) {
         printf("%s: archived %u binar%s (%.1f MB)", path, copied, copied == 1 ? "y" : "ies",
                (double)bytes / 1e6);
+        if (debugfiles)
+            printf(" with %u debug file%s", debugfiles, debugfiles == 1 ? "" : "s");
         if (present)
             printf(", %u already there", present);
         if (noid)

@@ -567,6 +567,7 @@ int cmd_print(int argc, char **argv)
             }
         }
     }
+    pr_binary_notes(&ps);
 out:
     pr_paths_free(&ps);
     eng_free(ps.eng);

@@ -144,5 +144,8 @@ int set_setpath(pstate_t *ps, const char *arg);
 int set_addpath(pstate_t *ps, const char *arg);
 int set_pathmap(pstate_t *ps, const char *arg);
 void pr_paths_free(pstate_t *ps);
+/* Tells (on stderr) of every binary read that is not the one profiled: an archived copy used in
+ * its place, a file changed or gone. */
+void pr_binary_notes(pstate_t *ps);
 
 #endif

@@ -236,14 +236,20 @@ int set_pathmap(pstate_t *ps, const char *arg)
     return 0;
 }
 
-/* Opens a source file the debug information names: as recorded, through the path maps, then by
+/* Opens a source file the debug information names: the copy archived in an experiment (the text
+ * that was profiled, even if the file changed since), as recorded, through the path maps, then by
  * its relative path and base name in each search directory. */
 static FILE *open_source(pstate_t *ps, const char *path)
 {
-    FILE *f = fopen(path, "r");
-    if (f)
-        return f;
+    FILE *f;
     char buf[8192];
+    for (size_t i = 0; i < ps->nexps && path[0] == '/'; i++) { /* archived with tally archive -s */
+        snprintf(buf, sizeof buf, "%s/archive/src%s", ps->exps[i]->path, path);
+        if ((f = fopen(buf, "r")))
+            return f;
+    }
+    if ((f = fopen(path, "r")))
+        return f;
     for (size_t i = 0; i < ps->nmaps; i++) {
         size_t n = strlen(ps->map_from[i]);
         if (!strncmp(path, ps->map_from[i], n) && (path[n] == '/' || !path[n])) {
@@ -251,11 +257,6 @@ static FILE *open_source(pstate_t *ps, const char *path)
             if ((f = fopen(buf, "r")))
                 return f;
         }
-    }
-    for (size_t i = 0; i < ps->nexps && path[0] == '/'; i++) { /* archived with tally archive -s */
-        snprintf(buf, sizeof buf, "%s/archive/src%s", ps->exps[i]->path, path);
-        if ((f = fopen(buf, "r")))
-            return f;
     }
     const char *base = strrchr(path, '/');
     for (size_t i = 0; i < ps->npaths; i++) {
@@ -747,3 +748,17 @@ int view_disasm(pstate_t *ps, const char *arg)
     free(target);
     return 0;
 }
+
+/* ---- binaries that are not the ones profiled -------------------------------------------------- */
+
+void pr_binary_notes(pstate_t *ps)
+{
+    for (size_t o = 0; ps->sym && o < sym_nobjects(ps->sym); o++) {
+        if (!sym_object_read(ps->sym, (uint32_t)o))
+            continue; /* not needed by what was shown */
+        const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
+        if (*so->message && so->status != SYM_OBJ_NOSYMS)
+            fprintf(stderr, "tally: note: %s\n", so->message);
+    }
+}
+
