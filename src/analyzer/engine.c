@@ -727,21 +727,23 @@ static int on_event(void *ctx, const exp_event_t *ev)
     t->events++;
     for (int k = 0; k < e.n; k++)
         t->value[e.m[k]] += e.v[k];
+    /* the stack's first time is known before the filter maps its frames to functions (objects
+     * are looked up by time: a library unloaded and another loaded at its address) */
+    exp_input_t *in = &g->in[c->exp];
+    if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
+        return 1;
+    if (ev->t < in->first_t[ev->stack])
+        in->first_t[ev->stack] = ev->t;
     int selected = g->selected[index] && passes(g, c, ev, index);
     if (ev->type == EXP_REC_HEAP_ALLOC && (c->err = heap_event(c, ev, index, selected)))
         return 1;
     if (!selected)
         return 0;
-    exp_input_t *in = &g->in[c->exp];
-    if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
-        return 1;
     uint64_t *sv = in->vec + (size_t)ev->stack * ENG_NMETRICS;
     for (int k = 0; k < e.n; k++) {
         sv[e.m[k]] += e.v[k];
         g->total[e.m[k]] += e.v[k];
     }
-    if (ev->t < in->first_t[ev->stack])
-        in->first_t[ev->stack] = ev->t;
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "analyzer/filter.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,16 +37,20 @@ typedef struct parser {
     const char *s, *p;
     tally_err_t *err;
     int failed;
+    int depth; /* nesting of unary operators and parentheses */
 } parser_t;
+
+#define MAX_DEPTH 200   /* nesting (the parser and the evaluator recurse) */
+#define MAX_NODES 20000 /* terms: a longer expression is not one a person wrote */
 
 static const char *const key_names[FLT_NKEYS] = { "THRID", "TID", "PID", "EXPID", "CPUID",
                                                   "SAMPLE", "TSTAMP", "STATE" };
 
 static int fail(parser_t *ps, const char *what)
 {
-    if (!ps->failed)
-        tally_errf(ps->err, TALLY_EUSAGE, "filter '%s': at %d: %s", ps->s, (int)(ps->p - ps->s) + 1,
-                   what);
+    if (!ps->failed) /* (a long expression is quoted by its start only) */
+        tally_errf(ps->err, TALLY_EUSAGE, "filter '%.60s%s': at %d: %s", ps->s,
+                   strlen(ps->s) > 60 ? "..." : "", (int)(ps->p - ps->s) + 1, what);
     ps->failed = 1;
     return -1;
 }
@@ -53,6 +58,8 @@ static int fail(parser_t *ps, const char *what)
 static int add(parser_t *ps, node_t nd)
 {
     flt_t *f = ps->f;
+    if (f->n >= MAX_NODES)
+        return fail(ps, "the expression is too long");
     if (f->n == f->cap) {
         int ncap = f->cap ? f->cap * 2 : 16;
         node_t *nn = realloc(f->nodes, (size_t)ncap * sizeof *nn);
@@ -128,7 +135,15 @@ static int parse_value(parser_t *ps)
     skip(ps);
     if (isdigit((unsigned char)*ps->p)) {
         char *end;
-        double v = strtod(ps->p, &end);
+        errno = 0;
+        unsigned long long iv = strtoull(ps->p, &end, 10);
+        double v = (double)iv;
+        int integer = *end != '.' && *end != 'e' && *end != 'E';
+        if (!integer) {
+            v = strtod(ps->p, &end);
+        } else if (errno == ERANGE) {
+            return fail(ps, "the number is too large");
+        }
         ps->p = end;
         double scale = 1;
         if (accept(ps, "ns"))
@@ -139,6 +154,10 @@ static int parse_value(parser_t *ps)
             scale = 1e6;
         else if (accept(ps, "s"))
             scale = 1e9;
+        if (integer && scale == 1)
+            return add(ps, (node_t){ .op = N_NUM, .num = iv }); /* exact */
+        if (!(v * scale < 18446744073709551615.0))
+            return fail(ps, "the number is too large");
         return add(ps, (node_t){ .op = N_NUM, .num = (uint64_t)(v * scale + 0.5) });
     }
     for (int k = 0; k < FLT_NKEYS; k++)
@@ -152,12 +171,18 @@ static int parse_value(parser_t *ps)
 
 static int parse_unary(parser_t *ps)
 {
+    if (ps->depth >= MAX_DEPTH)
+        return fail(ps, "the expression is nested too deeply");
     if (accept(ps, "!")) {
+        ps->depth++;
         int a = parse_unary(ps);
+        ps->depth--;
         return a < 0 ? -1 : add(ps, (node_t){ .op = N_NOT, .a = a });
     }
     if (accept(ps, "(")) {
+        ps->depth++;
         int a = parse_or(ps);
+        ps->depth--;
         if (a < 0 || expect(ps, ")"))
             return -1;
         return a;
@@ -218,7 +243,7 @@ int flt_parse(const char *text, flt_t **out, tally_err_t *err)
         free(f);
         return tally_errf(err, TALLY_ENOMEM, "out of memory");
     }
-    parser_t ps = { f, text, text, err, 0 };
+    parser_t ps = { f, text, text, err, 0, 0 };
     f->root = parse_or(&ps);
     skip(&ps);
     if (f->root >= 0 && *ps.p)

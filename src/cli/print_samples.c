@@ -25,6 +25,8 @@ static int bucket_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uin
     buckets_t *b = ctx;
     (void)leaf, (void)thread;
     const eng_thread_t *t = eng_thread(b->ps->eng, thread);
+    if (t->exp != 0 || ev->proc != 0)
+        return 0; /* sample numbers are per process: these totals are the root process's */
     uint32_t k = eng_sample_of(b->ps->eng, t->exp, ev->proc, ev->t);
     if (k >= b->n)
         k = (uint32_t)b->n - 1;
@@ -33,7 +35,8 @@ static int bucket_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uin
     return 0;
 }
 
-/* The metric totals of every sample number (over all processes, under the selection). */
+/* The metric totals of every sample of the root process of the first experiment (under the
+ * selection). */
 static int sample_totals(pstate_t *ps, buckets_t *b)
 {
     b->ps = ps;
@@ -124,10 +127,11 @@ int view_sample_list(pstate_t *ps)
             const exp_process_t *p = ps->exps[x]->procs[i];
             for (size_t k = 0; k < p->nsamples; k++) {
                 const exp_sample_t *s = &p->samples[k], *e = next_packet(p, k);
-                const uint64_t *v = k + 1 < b.n ? b.v + (k + 1) * ENG_NMETRICS : NULL;
+                const uint64_t *v = x == 0 && i == 0 && k + 1 < b.n ? b.v + (k + 1) * ENG_NMETRICS
+                                                                    : NULL;
                 if (ps->json) {
                     printf(first ? "" : ",");
-                    json_sample(ps, p, k, i == 0 && x == 0 ? v : NULL);
+                    json_sample(ps, p, k, v);
                     first = 0;
                     continue;
                 }
@@ -148,7 +152,7 @@ int view_sample_list(pstate_t *ps)
         printf("]}\n");
     else
         printf("\nSample k runs from its packet to the next; its states are summed over threads "
-               "(Lock+I/O: User Lock and I/O Wait Time of the root process).\n\n");
+               "(Lock+I/O: User Lock and I/O Wait Time, root process only).\n\n");
     free(b.v);
     return 0;
 }

@@ -127,7 +127,9 @@ static slot_t *slot_claim(pid_t tid)
             slots[i].perf_fd = -1;
             slots[i].ring = NULL;
             slots[i].samples = 0;
+            __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
             slots[i].last_n = 0;
+            __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
             return &slots[i];
         }
     }
@@ -336,6 +338,7 @@ uint32_t clock_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uin
         for (uint32_t i = 0; i < n; i++)
             pcs[i] = __atomic_load_n(&sl->last_pcs[i], __ATOMIC_RELAXED);
         *flags = __atomic_load_n(&sl->last_flags, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copies before the second look at seq */
         if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) == s0)
             return n;
     }

@@ -733,6 +733,7 @@ static void after_fork(void)
     memset(&p->st, 0, sizeof p->st);
     p->final = 0;
     p->sample_id = 0;
+    sampler_forget(p); /* the parent's sampler descriptors, whether or not the child is followed */
     if (!p->follow) {
         if (parent_log >= 0)
             close(parent_log);

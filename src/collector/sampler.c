@@ -117,6 +117,7 @@ typedef struct track {
     int hint;
     uint64_t run_delay; /* schedstat: ns runnable but not running, so far */
     uint64_t run_time;  /* schedstat: ns on a CPU, so far */
+    uint64_t slices;    /* schedstat: times it got a CPU, so far */
     uint64_t seen;      /* the tick it was last seen */
     uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
     uint32_t blocked_stack;          /* ... and the stack id written for it */
@@ -128,6 +129,9 @@ static const char *const track_files[3] = { "stat", "schedstat", "syscall" };
 
 typedef struct sampler {
     coll_proc_t *p;
+    int quiet;  /* this look only keeps the baselines (paused, or outside the -t window) */
+    int dirfd;  /* /proc/self/task, kept open at a high descriptor */
+    int nfds;   /* /proc files kept open for threads (bounded: the program's descriptors come first) */
     pid_t self;
     track_t *tracks;
     exp_stream_t stream;
@@ -158,8 +162,13 @@ static track_t *track_get(sampler_t *s, int tid)
 /* Reads file `which` of the thread's /proc directory into buf (NUL-terminated); returns its length
  * or -1. The file stays open (at a high descriptor, close-on-exec) for the next ticks: opening
  * /proc files costs more than reading them. */
+#define MAX_KEPT_FDS 96
+
+static sampler_t the_sampler;
+
 static ssize_t read_task(track_t *t, int which, char *buf, size_t cap)
 {
+    int keep = t->fd[which] >= 0 || the_sampler.nfds < MAX_KEPT_FDS;
     if (t->fd[which] < 0) {
         char path[64] = "/proc/self/task/";
         size_t n = strlen(path);
@@ -170,8 +179,14 @@ static ssize_t read_task(track_t *t, int which, char *buf, size_t cap)
         t->fd[which] = coll_high_fd(open(path, O_RDONLY | O_CLOEXEC));
         if (t->fd[which] < 0)
             return -1;
+        if (keep)
+            the_sampler.nfds++;
     }
     ssize_t r = pread(t->fd[which], buf, cap - 1, 0);
+    if (!keep) { /* beyond the budget: opened for this read only */
+        close(t->fd[which]);
+        t->fd[which] = -1;
+    }
     if (r < 0)
         return -1;
     __atomic_add_fetch(&coll_proc.own_rchar, (uint64_t)r, __ATOMIC_RELAXED);
@@ -185,8 +200,10 @@ static void track_close(track_t *t)
         int fd = t->fd[i];
         t->fd[i] = -1; /* forgotten before closed: a fork child never closes a reused number */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
-        if (fd >= 0)
+        if (fd >= 0) {
             close(fd);
+            the_sampler.nfds--;
+        }
     }
 }
 
@@ -233,6 +250,8 @@ static uint64_t parse_u64(const char **p)
 /* A state event on the thread's stack at its last clock sample (it was running or runnable). */
 static void write_state(sampler_t *s, uint64_t now, track_t *t, uint32_t state, uint64_t ns)
 {
+    if (s->quiet)
+        return;
     uint32_t flags = 0;
     uint32_t n = clock_last_stack(t->tid, &t->hint, s->pcs, CLOCK_LAST_MAX, &flags);
     uint32_t id;
@@ -258,6 +277,8 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
                 sp = strtoull(prev + 1, NULL, 16);
         }
     }
+    if (s->quiet)
+        return;
     uint32_t kind = sleep_kind(nr, st);
     if (!pc || !sp) {
         write_state(s, now, t, kind, ns);
@@ -279,8 +300,10 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
 /* Looks at every thread; returns 1 when some thread was off a CPU during the period. */
 static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
 {
-    int dfd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0)
+    if (s->dirfd < 0)
+        s->dirfd = coll_high_fd(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    int dfd = s->dirfd;
+    if (dfd < 0 || lseek(dfd, 0, SEEK_SET) < 0)
         return 1;
     int any_off = 0;
     s->tick++;
@@ -308,6 +331,10 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
                 const char *q = buf;
                 uint64_t run = parse_u64(&q);
                 uint64_t delay = parse_u64(&q);
+                uint64_t slices = parse_u64(&q);
+                if (slices != t->slices) /* it ran since the last look: unwind it again */
+                    t->blocked_pc = 0;
+                t->slices = slices;
                 if (!fresh && delay > t->run_delay)
                     write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
                 if (!fresh)
@@ -343,7 +370,6 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             }
         }
     }
-    close(dfd);
     /* forget threads that are gone (their tids may come back for new threads); when any went,
      * re-insert the rest so that the probing chains stay valid */
     int removed = 0;
@@ -370,8 +396,6 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
 
 /* ---- the thread ----------------------------------------------------------------------------- */
 
-static sampler_t the_sampler;
-
 static void *sampler_main(void *arg)
 {
     sampler_t *s = arg;
@@ -384,7 +408,9 @@ static void *sampler_main(void *arg)
     uint64_t base = p->state_ns ? p->state_ns : p->sample_ns, period = base;
     uint64_t now = coll_now(), last = now, wake = now;
     uint64_t next_sample = p->sample_ns ? now + p->sample_ns : UINT64_MAX;
-    while (!__atomic_load_n(&p->final, __ATOMIC_ACQUIRE) && getpid() == p->pid) {
+    /* (a set `final` means the image is ending, or an exec is under way: if the exec fails the
+     * process goes on, and so does the sampler) */
+    while (getpid() == p->pid) {
         wake += period;
         if (next_sample < wake)
             wake = next_sample;
@@ -392,10 +418,12 @@ static void *sampler_main(void *arg)
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
         }
         if (__atomic_load_n(&p->final, __ATOMIC_ACQUIRE))
-            break;
+            continue;
         now = coll_now();
         int paused = __atomic_load_n(&p->paused, __ATOMIC_ACQUIRE);
-        if (p->state_ns && !paused) {
+        int outside = p->has_window && (now < p->win_lo || now > p->win_hi);
+        if (p->state_ns) {
+            s->quiet = paused || outside; /* the baselines move on, nothing is written */
             int any_off = sample_states(s, now, now - last);
             period = any_off ? base : (period * 2 > 8 * base ? 8 * base : period * 2);
         }
@@ -407,7 +435,6 @@ static void *sampler_main(void *arg)
                 next_sample += p->sample_ns;
         }
     }
-    exp_stream_finish(&s->stream, coll_now());
     return NULL;
 }
 
@@ -436,12 +463,7 @@ void sampler_start(coll_proc_t *p)
             p->state_ns = 0;
         }
     }
-    if (s->tracks) { /* in a fork child: the parent's descriptors were inherited */
-        for (size_t i = 0; i < NTRACK; i++)
-            if (s->tracks[i].tid)
-                track_close(&s->tracks[i]);
-        memset(s->tracks, 0, NTRACK * sizeof *s->tracks);
-    }
+    sampler_forget(p);
     s->p = p;
     s->tick = 0;
     if (p->state_ns) {
@@ -470,4 +492,20 @@ void sampler_start(coll_proc_t *p)
         pthread_setname_np(t, "tally-sampler");
     pthread_attr_destroy(&attr);
     clock_real_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+void sampler_forget(coll_proc_t *p)
+{
+    (void)p;
+    sampler_t *s = &the_sampler;
+    if (s->tracks) { /* in a fork child: the parent's descriptors were inherited */
+        for (size_t i = 0; i < NTRACK; i++)
+            if (s->tracks[i].tid)
+                track_close(&s->tracks[i]);
+        memset(s->tracks, 0, NTRACK * sizeof *s->tracks);
+    }
+    if (s->dirfd > 0)
+        close(s->dirfd);
+    s->dirfd = -1;
+    s->nfds = 0;
 }

@@ -30,5 +30,8 @@ void sampler_settings(coll_proc_t *p);
 /* Installs the -l/-y handlers and starts the sampler thread (normal context; also in a fork
  * child, where the parent's sampler thread does not exist). */
 void sampler_start(coll_proc_t *p);
+/* In a fork child: closes the descriptors inherited from the parent's sampler (its thread is not
+ * in the child). */
+void sampler_forget(coll_proc_t *p);
 
 #endif

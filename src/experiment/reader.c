@@ -125,6 +125,14 @@ static exp_thread_t *add_thread(exp_process_t *p, uint32_t tid, size_t *cap)
     return th;
 }
 
+static int cmp_samples(const void *a, const void *b)
+{
+    const exp_sample_t *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
 /* Interprets the records of a process into its typed fields. */
 static void interpret(exp_process_t *p)
 {
@@ -246,6 +254,9 @@ static void interpret(exp_process_t *p)
         p->exe = xstrdup(""), p->cwd = xstrdup("");
     if (!p->clock_source)
         p->clock_source = xstrdup("");
+    /* packets from several threads reach the log in the order they were written, which is not
+     * always the order of their times: sort by time (then by id, their order of taking) */
+    qsort(p->samples, p->nsamples, sizeof *p->samples, cmp_samples);
 }
 
 /* Splits the raw cmdline line into argv; each argument is percent-decoded on its own. */

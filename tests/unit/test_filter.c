@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -90,12 +91,37 @@ static void errors(void **state)
     }
 }
 
+/* Pathological input is refused, not a crash: deep nesting, huge expressions, huge numbers. */
+static void limits(void **state)
+{
+    static char deep[100010];
+    memset(deep, '!', 100000);
+    strcpy(deep + 100000, "THRID==1");
+    flt_t *f = NULL;
+    tally_err_t err = { 0 };
+    assert_int_equal(flt_parse(deep, &f, &err), TALLY_EUSAGE);
+    assert_non_null(strstr(err.msg, "nested too deeply"));
+    static char chain[700000];
+    size_t n = 0;
+    for (int i = 0; i < 60000; i++)
+        n += (size_t)sprintf(chain + n, "%sTHRID==1", i ? "&&" : "");
+    assert_int_equal(flt_parse(chain, &f, &err), TALLY_EUSAGE);
+    assert_non_null(strstr(err.msg, "too long"));
+    flt_event_t ev = { { 0 } };
+    ev.v[FLT_TSTAMP] = 18446744073709551614ULL;
+    assert_true(eval_on("TSTAMP < 18446744073709551615", &ev, 0)); /* exact, not rounded */
+    assert_int_equal(flt_parse("TSTAMP < 1e30", &f, &err), TALLY_EUSAGE);
+    assert_int_equal(flt_parse("TSTAMP < 99999999999999999999999", &f, &err), TALLY_EUSAGE);
+    assert_non_null(strstr(err.msg, "too large"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(comparisons),
         cmocka_unit_test(stack_terms),
         cmocka_unit_test(errors),
+        cmocka_unit_test(limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
