@@ -1550,6 +1550,23 @@ static uint32_t inline_func(sym_ctx_t *s, uint32_t obj, const char *name)
     return f;
 }
 
+/* The scopes (DIEs) that hold addr in unit cu, innermost first, as they nest in the unit: the
+ * innermost from dwarf_getscopes, its parents from dwarf_getscopes_die (dwarf_getscopes itself
+ * continues an inlined subroutine with its abstract origin's scopes, not with the code around
+ * it). Returns their number into *scopes (malloc'd), 0 or -1 when none. */
+static int scopes_at(Dwarf_Die *cu, uint64_t addr, Dwarf_Die **scopes)
+{
+    Dwarf_Die *first = NULL;
+    int n = dwarf_getscopes(cu, addr, &first);
+    *scopes = NULL;
+    if (n > 0) {
+        Dwarf_Die inner = first[0];
+        n = dwarf_getscopes_die(&inner, scopes);
+    }
+    free(first);
+    return n;
+}
+
 int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out, int max)
 {
     Dwarf_Die *cu = max > 0 ? cu_at(s, obj, addr) : NULL, *scopes = NULL;
@@ -1561,7 +1578,7 @@ int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out,
     size_t nfiles = 0;
     if (dwarf_getsrcfiles(cu, &files, &nfiles))
         files = NULL;
-    int ns = dwarf_getscopes(cu, addr, &scopes), n = 0;
+    int ns = scopes_at(cu, addr, &scopes), n = 0;
     for (int j = 0; j < ns && n < max; j++) { /* innermost first */
         if (dwarf_tag(&scopes[j]) != DW_TAG_inlined_subroutine)
             continue;
@@ -1615,7 +1632,7 @@ int sym_inline_sites(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_site_fn fn, 
     size_t nfiles;
     if (!cu || dwarf_getsrcfiles(cu, &files, &nfiles))
         return -1;
-    int ns = dwarf_getscopes(cu, addr, &scopes), rc = -1;
+    int ns = scopes_at(cu, addr, &scopes), rc = -1;
     for (int j = ns - 1; j >= 0; j--) /* the outermost subprogram: the function itself */
         if (dwarf_tag(&scopes[j]) == DW_TAG_subprogram) {
             walk_sites(&scopes[j], files, nfiles, fn, ctx, 0);

@@ -32,3 +32,17 @@ __asm__(".text\n"
         "fix_nosize:\n"
         "  nop\n  nop\n  nop\n  nop\n"
         "  ret\n");
+
+/* Inlined helpers: fix_inline_caller() inlines fix_helper() at the line fix_inline_call_line()
+ * gives, which inlines fix_inner() on the line before. And a call through the PLT: fix_plt_call()
+ * calls libc. */
+static inline __attribute__((always_inline)) int fix_inner(int x) { return x * x + 11; }
+static inline __attribute__((always_inline)) int fix_helper(int x) { return fix_inner(x) * x; }
+__attribute__((noinline)) int fix_inline_caller(int x)
+{
+    return fix_helper(x) * 3;
+}
+int fix_inline_call_line(void) { return __LINE__ - 2; }
+
+extern char *getenv(const char *);
+__attribute__((noinline)) int fix_plt_call(const char *s) { return getenv(s) != 0; }

@@ -2,7 +2,8 @@
  * test_symbols.c - symbolization on real ELF files: functions of this test program (global and
  * static) and of libc, the same id for every address inside a function, source lines (DWARF 5 as
  * gcc 12 emits it, and DWARF 4), C++ names, a stripped library (call-frame ranges, gaps, a
- * zero-sized symbol), a separate debug file found by .gnu_debuglink, the vDSO, and the fallbacks:
+ * zero-sized symbol), a separate debug file found by .gnu_debuglink, the vDSO, inlined code and
+ * its call sites, PLT stubs, and the fallbacks:
  * a missing file, a non-ELF file, an ELF file without symbols, a changed build-id.
  *
  * The fixture libraries (tests/unit/symbols_fixture*.c*) are dlopened from SYMFIX_DIR.
@@ -382,6 +383,74 @@ static void fallbacks(void **state)
     sym_free(NULL);
 }
 
+/* Inlined code and its call sites (DWARF 4, and DWARF 5 in a separate debug file); a call through
+ * the PLT names its stub "func@plt". */
+static void record_site(void *ctx, const char *file, uint32_t line)
+{
+    uint32_t *sites = ctx; /* [0]: how many, then the lines */
+    if (strstr(file, "symbols_fixture.c") && sites[0] < 4)
+        sites[++sites[0]] = line;
+}
+
+static void inlines_and_plt(void **state)
+{
+    static const char *const libs[] = { "libsymfix_dw4.so", "libsymfix_debuglink.so" };
+    for (int v = 0; v < 2; v++) {
+        fixture_t fx;
+        fixture_open(&fx, libs[v]);
+        sym_ctx_t *s = sym_new();
+        uint32_t obj = sym_object_add(s, fx.path, NULL);
+        uint64_t a = fix_addr(&fx, "fix_inline_caller");
+        uint32_t call = fix_line(&fx, "fix_inline_call_line");
+        const sym_func_t *caller = sym_func(s, sym_func_at(s, obj, a));
+        assert_string_equal(caller->name, "fix_inline_caller");
+        int found = 0;
+        for (uint64_t x = a; x < a + caller->size && !found; x++) {
+            sym_inline_t inl[4];
+            int n = sym_inlines_at(s, obj, x, inl, 4);
+            if (n < 2)
+                continue;
+            assert_int_equal(n, 2); /* innermost first, each with the line it was inlined at */
+            assert_string_equal(sym_func(s, inl[0].func)->name, "fix_inner");
+            assert_int_equal(inl[0].call_line, call - 3);
+            assert_string_equal(sym_func(s, inl[1].func)->name, "fix_helper");
+            assert_non_null(inl[1].call_file);
+            assert_non_null(strstr(inl[1].call_file, "symbols_fixture.c"));
+            assert_int_equal(inl[1].call_line, call);
+            const char *file;
+            uint32_t line;
+            assert_int_equal(sym_line_at(s, obj, x, &file, &line), 0); /* the inner line */
+            assert_int_equal(line, call - 4);
+            found = 1;
+        }
+        assert_true(found);
+        uint32_t sites[5] = { 0 };
+        assert_int_equal(sym_inline_sites(s, obj, a, record_site, sites), 0);
+        assert_int_equal(sites[0], 2); /* both levels, outer first */
+        assert_int_equal(sites[1], call);
+        assert_int_equal(sites[2], call - 3);
+        /* the call in fix_plt_call goes to a PLT stub */
+        uint64_t p = fix_addr(&fx, "fix_plt_call");
+        unsigned char code[64];
+        long got = sym_read_code(s, obj, p, code, sizeof code);
+        assert_true(got > 5);
+        const char *stub = NULL;
+        for (long i = 0; i + 5 <= got && !stub; i++) {
+            if (code[i] != 0xe8 && code[i] != 0xe9)
+                continue;
+            int32_t rel;
+            memcpy(&rel, code + i + 1, 4);
+            const sym_func_t *t = sym_func(s, sym_func_at(s, obj, p + (uint64_t)i + 5 + rel));
+            if (strstr(t->name, "@plt"))
+                stub = t->name;
+        }
+        assert_non_null(stub);
+        assert_string_equal(stub, "getenv@plt");
+        sym_free(s);
+        dlclose(fx.h);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -389,6 +458,7 @@ int main(void)
         cmocka_unit_test(dwarf4_library),    cmocka_unit_test(stripped_library),
         cmocka_unit_test(debuglink_library), cmocka_unit_test(cxx_names),
         cmocka_unit_test(vdso),              cmocka_unit_test(fallbacks),
+        cmocka_unit_test(inlines_and_plt),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
