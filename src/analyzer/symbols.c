@@ -47,6 +47,23 @@ typedef struct cu_range {
     Dwarf_Die cu;
 } cu_range_t;
 
+/* The inlined subroutines of one compilation unit, each address range on its own, sorted by start:
+ * read in one walk of the unit's DIEs the first time an address in it is asked for (what
+ * dwarf_getscopes would do for every address). */
+typedef struct inl_range {
+    uint64_t lo, hi;
+    const char *name, *call_file; /* owned by the Dwarf */
+    uint32_t call_line, depth;
+    uint32_t func; /* its function id, UINT32_MAX until first used */
+} inl_range_t;
+
+typedef struct cu_inlines {
+    Dwarf_Off cu;    /* the unit's DIE offset */
+    inl_range_t *r;  /* sorted by lo */
+    uint64_t *maxhi; /* maxhi[i]: the highest end of r[0..i] */
+    size_t n;
+} cu_inlines_t;
+
 typedef struct object {
     sym_object_t pub;
     char *path, *name, *buildid;
@@ -74,6 +91,8 @@ typedef struct object {
     char **inl_names;    /* inlined functions seen, and their made-up function ids */
     uint32_t *inl_funcs;
     size_t ninl;
+    cu_inlines_t *cuinl; /* units whose inlined subroutines have been read */
+    size_t ncuinl;
     char *archived; /* an archived copy of the binary with the recorded build-id, or NULL */
     const char *file; /* the file read: path, or archived when path is gone or changed */
 } object_t;
@@ -1434,6 +1453,11 @@ void sym_free(sym_ctx_t *s)
             free(o->inl_names[k]);
         free(o->inl_names);
         free(o->inl_funcs);
+        for (size_t k = 0; k < o->ncuinl; k++) {
+            free(o->cuinl[k].r);
+            free(o->cuinl[k].maxhi);
+        }
+        free(o->cuinl);
         free(o);
     }
     for (size_t i = 0; i < s->narchives; i++)
@@ -1550,95 +1574,137 @@ static uint32_t inline_func(sym_ctx_t *s, uint32_t obj, const char *name)
     return f;
 }
 
-/* The scopes (DIEs) that hold addr in unit cu, innermost first, as they nest in the unit: the
- * innermost from dwarf_getscopes, its parents from dwarf_getscopes_die (dwarf_getscopes itself
- * continues an inlined subroutine with its abstract origin's scopes, not with the code around
- * it). Returns their number into *scopes (malloc'd), 0 or -1 when none. */
-static int scopes_at(Dwarf_Die *cu, uint64_t addr, Dwarf_Die **scopes)
-{
-    Dwarf_Die *first = NULL;
-    int n = dwarf_getscopes(cu, addr, &first);
-    *scopes = NULL;
-    if (n > 0) {
-        Dwarf_Die inner = first[0];
-        n = dwarf_getscopes_die(&inner, scopes);
-    }
-    free(first);
-    return n;
-}
+typedef struct inl_build {
+    inl_range_t *r;
+    size_t n, cap;
+    Dwarf_Files *files;
+    size_t nfiles;
+    int nomem;
+} inl_build_t;
 
-int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out, int max)
-{
-    Dwarf_Die *cu = max > 0 ? cu_at(s, obj, addr) : NULL, *scopes = NULL;
-    if (!cu)
-        return 0;
-    /* DW_AT_call_file indexes the unit's file table: libdw's list starts with entry 0 in DWARF 5
-     * and with a stand-in for it in DWARF 4, so the index is the same in both */
-    Dwarf_Files *files = NULL;
-    size_t nfiles = 0;
-    if (dwarf_getsrcfiles(cu, &files, &nfiles))
-        files = NULL;
-    int ns = scopes_at(cu, addr, &scopes), n = 0;
-    for (int j = 0; j < ns && n < max; j++) { /* innermost first */
-        if (dwarf_tag(&scopes[j]) != DW_TAG_inlined_subroutine)
-            continue;
-        Dwarf_Attribute a;
-        Dwarf_Word fno = 0, lno = 0;
-        const char *name = dwarf_formstring(dwarf_attr_integrate(&scopes[j], DW_AT_name, &a));
-        if (!name)
-            continue;
-        uint32_t f = inline_func(s, obj, name);
-        if (f == UINT32_MAX)
-            continue;
-        const char *cf = NULL;
-        if (files && !dwarf_formudata(dwarf_attr(&scopes[j], DW_AT_call_file, &a), &fno) &&
-            fno < nfiles)
-            cf = dwarf_filesrc(files, fno, NULL, NULL);
-        if (!cf || dwarf_formudata(dwarf_attr(&scopes[j], DW_AT_call_line, &a), &lno))
-            lno = 0;
-        out[n++] = (sym_inline_t){ f, lno ? cf : NULL, (uint32_t)lno };
-    }
-    free(scopes);
-    return n;
-}
-
-/* Calls fn for the call site of every inlined subroutine below die (depth first). */
-static void walk_sites(Dwarf_Die *die, Dwarf_Files *files, size_t nfiles, sym_site_fn fn,
-                       void *ctx, int depth)
+/* Adds the inlined subroutines below die (depth first) to b. */
+static void walk_inlines(Dwarf_Die *die, inl_build_t *b, uint32_t depth)
 {
     Dwarf_Die child;
-    if (depth > 64 || dwarf_child(die, &child))
+    if (depth > 256 || dwarf_child(die, &child))
         return;
     do {
         int tag = dwarf_tag(&child);
         if (tag == DW_TAG_inlined_subroutine) {
             Dwarf_Attribute a;
-            Dwarf_Word fno, lno;
-            const char *cf;
-            if (!dwarf_formudata(dwarf_attr(&child, DW_AT_call_file, &a), &fno) && fno < nfiles &&
-                !dwarf_formudata(dwarf_attr(&child, DW_AT_call_line, &a), &lno) && lno &&
-                (cf = dwarf_filesrc(files, fno, NULL, NULL)))
-                fn(ctx, cf, (uint32_t)lno);
+            Dwarf_Word fno = 0, lno = 0;
+            const char *name = dwarf_formstring(dwarf_attr_integrate(&child, DW_AT_name, &a));
+            const char *cf = NULL;
+            if (b->files && !dwarf_formudata(dwarf_attr(&child, DW_AT_call_file, &a), &fno) &&
+                fno < b->nfiles)
+                cf = dwarf_filesrc(b->files, fno, NULL, NULL);
+            if (!cf || dwarf_formudata(dwarf_attr(&child, DW_AT_call_line, &a), &lno))
+                lno = 0;
+            ptrdiff_t off = 0;
+            Dwarf_Addr base, lo, hi;
+            while (name && (off = dwarf_ranges(&child, off, &base, &lo, &hi)) > 0) {
+                if (hi <= lo)
+                    continue;
+                if (b->n == b->cap) {
+                    size_t ncap = b->cap ? b->cap * 2 : 256;
+                    inl_range_t *nr = realloc(b->r, ncap * sizeof *nr);
+                    if (!nr) {
+                        b->nomem = 1;
+                        return;
+                    }
+                    b->r = nr;
+                    b->cap = ncap;
+                }
+                b->r[b->n++] = (inl_range_t){ lo, hi, name, lno ? cf : NULL, (uint32_t)lno,
+                                              depth, UINT32_MAX };
+            }
         }
-        if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block)
-            walk_sites(&child, files, nfiles, fn, ctx, depth + 1);
-    } while (dwarf_siblingof(&child, &child) == 0);
+        if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram ||
+            tag == DW_TAG_lexical_block || tag == DW_TAG_namespace)
+            walk_inlines(&child, b, depth + (tag == DW_TAG_inlined_subroutine));
+    } while (!b->nomem && dwarf_siblingof(&child, &child) == 0);
+}
+
+static int cmp_inl_range(const void *a, const void *b)
+{
+    const inl_range_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The inlined subroutines of unit cu of o, read on first use; NULL on no memory. */
+static cu_inlines_t *cu_inlines(object_t *o, Dwarf_Die *cu)
+{
+    Dwarf_Off off = dwarf_dieoffset(cu);
+    for (size_t i = 0; i < o->ncuinl; i++)
+        if (o->cuinl[i].cu == off)
+            return &o->cuinl[i];
+    cu_inlines_t *nc = realloc(o->cuinl, (o->ncuinl + 1) * sizeof *nc);
+    if (!nc)
+        return NULL;
+    o->cuinl = nc;
+    /* DW_AT_call_file indexes the unit's file table: libdw's list starts with entry 0 in DWARF 5
+     * and with a stand-in for it in DWARF 4, so the index is the same in both */
+    inl_build_t b = { 0 };
+    if (dwarf_getsrcfiles(cu, &b.files, &b.nfiles))
+        b.files = NULL;
+    walk_inlines(cu, &b, 0);
+    uint64_t *maxhi = b.n ? malloc(b.n * sizeof *maxhi) : NULL;
+    if (b.nomem || (b.n && !maxhi)) {
+        free(b.r);
+        free(maxhi);
+        return NULL;
+    }
+    qsort(b.r, b.n, sizeof *b.r, cmp_inl_range);
+    for (size_t i = 0; i < b.n; i++)
+        maxhi[i] = i && maxhi[i - 1] > b.r[i].hi ? maxhi[i - 1] : b.r[i].hi;
+    o->cuinl[o->ncuinl] = (cu_inlines_t){ off, b.r, maxhi, b.n };
+    return &o->cuinl[o->ncuinl++];
+}
+
+int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out, int max)
+{
+    Dwarf_Die *cu = max > 0 ? cu_at(s, obj, addr) : NULL;
+    cu_inlines_t *ci = cu ? cu_inlines(s->objs[obj], cu) : NULL;
+    if (!ci || !ci->n)
+        return 0;
+    size_t lo = 0, hi = ci->n;
+    while (lo < hi) { /* after the last range that starts at or before addr */
+        size_t mid = lo + (hi - lo) / 2;
+        if (ci->r[mid].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    inl_range_t *hold[64];
+    int n = 0;
+    for (size_t k = lo; k-- > 0 && ci->maxhi[k] > addr && n < 64;) /* none earlier holds addr */
+        if (addr < ci->r[k].hi)
+            hold[n++] = &ci->r[k];
+    for (int a = 1; a < n; a++) /* innermost (deepest) first */
+        for (int b = a; b > 0 && hold[b]->depth > hold[b - 1]->depth; b--) {
+            inl_range_t *t = hold[b];
+            hold[b] = hold[b - 1];
+            hold[b - 1] = t;
+        }
+    int m = 0;
+    for (int a = 0; a < n && m < max; a++) {
+        if (hold[a]->func == UINT32_MAX)
+            hold[a]->func = inline_func(s, obj, hold[a]->name);
+        if (hold[a]->func != UINT32_MAX)
+            out[m++] = (sym_inline_t){ hold[a]->func, hold[a]->call_file, hold[a]->call_line };
+    }
+    return m;
 }
 
 int sym_inline_sites(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_site_fn fn, void *ctx)
 {
-    Dwarf_Die *cu = cu_at(s, obj, addr), *scopes = NULL;
-    Dwarf_Files *files;
-    size_t nfiles;
-    if (!cu || dwarf_getsrcfiles(cu, &files, &nfiles))
+    Dwarf_Die *cu = cu_at(s, obj, addr);
+    cu_inlines_t *ci = cu ? cu_inlines(s->objs[obj], cu) : NULL;
+    if (!ci)
         return -1;
-    int ns = scopes_at(cu, addr, &scopes), rc = -1;
-    for (int j = ns - 1; j >= 0; j--) /* the outermost subprogram: the function itself */
-        if (dwarf_tag(&scopes[j]) == DW_TAG_subprogram) {
-            walk_sites(&scopes[j], files, nfiles, fn, ctx, 0);
-            rc = 0;
-            break;
-        }
-    free(scopes);
-    return rc;
+    const sym_func_t *f = sym_func(s, sym_func_at(s, obj, addr));
+    for (size_t k = 0; k < ci->n; k++) /* the inlined code that starts inside the function */
+        if (ci->r[k].lo >= f->addr && ci->r[k].lo < f->addr + f->size && ci->r[k].call_file)
+            fn(ctx, ci->r[k].call_file, ci->r[k].call_line);
+    return 0;
 }

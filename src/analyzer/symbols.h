@@ -131,9 +131,9 @@ typedef struct sym_inline {
     uint32_t call_line;
 } sym_inline_t;
 int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out, int max);
-/* Calls fn with the call site (file, line) of every inlined subroutine, at any depth, of the
- * function (DWARF subprogram) that holds ELF address addr of object obj: the lines that have code
- * through inlining. Returns 0, or -1 when there is no DWARF for addr. */
+/* Calls fn with the call site (file, line) of every inlined subroutine, at any depth, in the
+ * function that holds ELF address addr of object obj (once per address range of each): the lines
+ * that have code through inlining. Returns 0, or -1 when there is no DWARF for addr. */
 typedef void (*sym_site_fn)(void *ctx, const char *file, uint32_t line);
 int sym_inline_sites(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_site_fn fn, void *ctx);
 

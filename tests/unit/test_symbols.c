@@ -426,9 +426,13 @@ static void inlines_and_plt(void **state)
         assert_true(found);
         uint32_t sites[5] = { 0 };
         assert_int_equal(sym_inline_sites(s, obj, a, record_site, sites), 0);
-        assert_int_equal(sites[0], 2); /* both levels, outer first */
-        assert_int_equal(sites[1], call);
-        assert_int_equal(sites[2], call - 3);
+        assert_true(sites[0] >= 2); /* both levels (once per address range) */
+        int outer = 0, inner = 0;
+        for (uint32_t k = 1; k <= sites[0] && k < 5; k++) {
+            outer |= sites[k] == call;
+            inner |= sites[k] == call - 3;
+        }
+        assert_true(outer && inner);
         /* the call in fix_plt_call goes to a PLT stub */
         uint64_t p = fix_addr(&fx, "fix_plt_call");
         unsigned char code[64];
