@@ -96,7 +96,10 @@ lines += ["", "libc: its `_int_free` with the separate debug file of libc6-dbg. 
           "of python3.11-dbg (DWARF 5). Neither package ships the sources, so the source views "
           "show the lines with code by number, with their metrics, and no text. 'lines': lines "
           "of output; a non-zero exit is the tool's own answer. First output is the first line "
-          "on stdout, so it includes all of the tool's reading before it prints.", ""]
+          "on stdout, so it includes all of the tool's reading before it prints. gprofng's 0 lines "
+          "for libc are its answer 'No function or file with given name' (it does not read "
+          "libc's separate debug file and names _int_free `<static>@0x...`); for python's "
+          "-source it prints no line either.", ""]
 text = "\n".join(lines) + "\n"
 print(text)
 if args.write:
