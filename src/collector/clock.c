@@ -210,7 +210,8 @@ static void perf_stop(thr_t *t)
     ioctl(t->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
     if (t->ring)
         munmap(t->ring, t->ring_len);
-    close(t->perf_fd);
+    if (coll_fd_owned(t->perf_fd)) /* (not if the program took the number over) */
+        coll_close(t->perf_fd);
     t->perf_fd = -1;
     t->ring = NULL;
 }
@@ -696,7 +697,8 @@ void clock_after_fork_child(coll_proc_t *p)
         if (s->ring)
             munmap(s->ring, s->ring_len);
         if (s->perf_fd >= 0)
-            close(s->perf_fd);
+            if (coll_fd_owned(s->perf_fd))
+                coll_close(s->perf_fd);
         memset(s, 0, sizeof *s);
     }
     if (th.state == TH_ON || th.state == TH_ENDED) {

@@ -59,15 +59,66 @@ size_t coll_fmt_u64(char *b, uint64_t v)
     return n;
 }
 
+/* The descriptors the collector holds (a bit per descriptor number): the program's close() of one
+ * of them is ignored, and its dup2() onto one moves the collector's away first. */
+#define OWN_FDS 65536
+static uint8_t own_fds[OWN_FDS / 8];
+
+static void own_fd(int fd, int on)
+{
+    if (fd < 0 || fd >= OWN_FDS)
+        return;
+    if (on)
+        __atomic_or_fetch(&own_fds[fd / 8], (uint8_t)(1u << (fd % 8)), __ATOMIC_RELAXED);
+    else
+        __atomic_and_fetch(&own_fds[fd / 8], (uint8_t)~(1u << (fd % 8)), __ATOMIC_RELAXED);
+}
+
+int coll_fd_owned(int fd)
+{
+    return fd >= 0 && fd < OWN_FDS &&
+           (__atomic_load_n(&own_fds[fd / 8], __ATOMIC_RELAXED) >> (fd % 8)) & 1;
+}
+
+int coll_close(int fd)
+{
+    own_fd(fd, 0);
+    return (int)syscall(SYS_close, fd);
+}
+
 int coll_high_fd(int fd)
 {
-    if (fd < 0 || fd >= high_fd_base)
+    if (fd < 0)
         return fd;
+    if (fd < high_fd_base) {
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_base);
+        if (nfd >= 0) {
+            syscall(SYS_close, fd);
+            fd = nfd;
+        }
+    }
+    own_fd(fd, 1);
+    return fd;
+}
+
+void coll_fd_evacuate(int fd)
+{
+    coll_proc_t *p = &coll_proc;
+    if (!coll_fd_owned(fd))
+        return;
     int nfd = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_base);
     if (nfd < 0)
-        return fd;
-    close(fd);
-    return nfd;
+        return;
+    own_fd(nfd, 1);
+    if (p->log_fd == fd)
+        __atomic_store_n(&p->log_fd, nfd, __ATOMIC_RELEASE);
+    else if (p->evfile.fd == fd)
+        __atomic_store_n(&p->evfile.fd, nfd, __ATOMIC_RELEASE);
+    else { /* a descriptor only read (sampler's /proc files, perf): let it go */
+        syscall(SYS_close, nfd);
+        own_fd(nfd, 0);
+    }
+    own_fd(fd, 0);
 }
 
 void coll_log_write(exp_line_t *l)
@@ -486,7 +537,7 @@ static int open_experiment(coll_proc_t *p)
             p->ev_ok = 1;
         } else {
             if (efd >= 0)
-                close(p->evfile.fd >= 0 ? p->evfile.fd : efd);
+                coll_close(p->evfile.fd >= 0 ? p->evfile.fd : efd);
             p->evfile.fd = -1;
             char msg[PATH_MAX + 200];
             snprintf(msg, sizeof msg, "cannot create the events file '%s': %s; no clock profile",
@@ -726,7 +777,7 @@ static void after_fork(void)
     clock_after_fork_child(p);
     maps_after_fork();
     if (p->evfile.fd >= 0)
-        close(p->evfile.fd);
+        coll_close(p->evfile.fd);
     p->evfile.fd = -1;
     p->ev_ok = 0;
     p->log_fd = -1;
@@ -736,7 +787,7 @@ static void after_fork(void)
     sampler_forget(p); /* the parent's sampler descriptors, whether or not the child is followed */
     if (!p->follow) {
         if (parent_log >= 0)
-            close(parent_log);
+            coll_close(parent_log);
         p->enabled = 0;
         return;
     }
@@ -745,7 +796,7 @@ static void after_fork(void)
     if (rc == 0 && parent_log >= 0)
         log_descendant(parent_log, "fork", name);
     if (parent_log >= 0)
-        close(parent_log);
+        coll_close(parent_log);
     if (rc) {
         p->enabled = 0;
         return;

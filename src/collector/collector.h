@@ -122,6 +122,11 @@ void coll_warn(const char *what) COLL_HIDDEN;
 uint64_t coll_now(void) COLL_HIDDEN;
 /* Moves fd to a high number (close-on-exec) so it rarely meets the program's descriptors. */
 int coll_high_fd(int fd) COLL_HIDDEN;
+/* Is fd one of the collector's (from coll_high_fd)? Closing it: coll_close. Before the program's
+ * dup2/dup3 onto fd: coll_fd_evacuate moves the log and events descriptors away. */
+int coll_fd_owned(int fd) COLL_HIDDEN;
+int coll_close(int fd) COLL_HIDDEN;
+void coll_fd_evacuate(int fd) COLL_HIDDEN;
 /* Small AS-safe formatting: decimal of v into b (returns the length, no NUL). */
 size_t coll_fmt_u64(char *b, uint64_t v) COLL_HIDDEN;
 

@@ -302,6 +302,8 @@ static void io_closed(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, 
 
 COLL_EXPORT int close(int fd)
 {
+    if (coll_fd_owned(fd))
+        return 0; /* the collector's: a program closing what it did not open keeps running */
     uint64_t t0;
     trace_thr_t *t = io_enter(RA(), &t0);
     if (!t) {
@@ -321,6 +323,7 @@ COLL_EXPORT int close(int fd)
 COLL_EXPORT int dup2(int old, int fd)
 {
     resolve();
+    coll_fd_evacuate(fd); /* the collector's log or events moved out of the way first */
     int rc = real.dup2(old, fd);
     if (rc >= 0 && rc != old)
         fd_mark(rc, 0);
@@ -330,6 +333,7 @@ COLL_EXPORT int dup2(int old, int fd)
 COLL_EXPORT int dup3(int old, int fd, int flags)
 {
     resolve();
+    coll_fd_evacuate(fd);
     int rc = real.dup3(old, fd, flags);
     if (rc >= 0)
         fd_mark(rc, 0);

@@ -184,7 +184,7 @@ static ssize_t read_task(track_t *t, int which, char *buf, size_t cap)
     }
     ssize_t r = pread(t->fd[which], buf, cap - 1, 0);
     if (!keep) { /* beyond the budget: opened for this read only */
-        close(t->fd[which]);
+        coll_close(t->fd[which]);
         t->fd[which] = -1;
     }
     if (r < 0)
@@ -201,7 +201,8 @@ static void track_close(track_t *t)
         t->fd[i] = -1; /* forgotten before closed: a fork child never closes a reused number */
         __atomic_signal_fence(__ATOMIC_SEQ_CST);
         if (fd >= 0) {
-            close(fd);
+            if (coll_fd_owned(fd)) /* (not if the program took the number over) */
+                coll_close(fd);
             the_sampler.nfds--;
         }
     }
@@ -504,8 +505,8 @@ void sampler_forget(coll_proc_t *p)
                 track_close(&s->tracks[i]);
         memset(s->tracks, 0, NTRACK * sizeof *s->tracks);
     }
-    if (s->dirfd > 0)
-        close(s->dirfd);
+    if (s->dirfd > 0 && coll_fd_owned(s->dirfd))
+        coll_close(s->dirfd);
     s->dirfd = -1;
     s->nfds = 0;
 }
