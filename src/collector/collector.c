@@ -555,6 +555,9 @@ static int open_experiment(coll_proc_t *p)
 
 static void init_process(coll_proc_t *p)
 {
+    uint8_t fds_before[128]; /* the program's descriptors, before the collector opened any */
+    for (int fd = 0; fd < 128; fd++)
+        fds_before[fd] = fcntl(fd, F_GETFD) != -1;
     interpose_resolve();
     p->pid = getpid();
     if (parse_settings(p))
@@ -644,7 +647,17 @@ static void init_process(coll_proc_t *p)
     p->enabled = 1;
     maps_rescan(p);
     coll_log_sample(p, "start", NULL);
+    /* libunwind opens a pipe on its first unwind (to check addresses) and, if the program closes
+     * it, closes the numbers again later, which by then may be the program's files: the pipe
+     * that appeared while the collector started is the collector's (the program's close() spares
+     * it) */
     clock_thread_start(p, (pid_t)syscall(SYS_gettid) == p->pid ? "main" : "pthread_create");
+    for (int fd = 0; fd < 128; fd++) {
+        struct stat st;
+        if (!fds_before[fd] && fcntl(fd, F_GETFD) != -1 && fstat(fd, &st) == 0 &&
+            S_ISFIFO(st.st_mode))
+            own_fd(fd, 1);
+    }
     sampler_start(p);
     interpose_mark_thread();
     trace_start(p); /* last: nothing the collector did while starting is traced */
