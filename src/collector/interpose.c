@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "interpose.h"
+#include "sampler.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -47,6 +48,8 @@ static struct {
     sighandler_t (*signal)(int, sighandler_t);
     sighandler_t (*sysv_signal)(int, sighandler_t);
     int (*sigprocmask)(int, const sigset_t *, sigset_t *);
+    int (*unshare)(int);
+    int (*setns)(int, int);
     int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
 } real;
 
@@ -73,6 +76,8 @@ void interpose_resolve(void)
     RESOLVE(sysv_signal);
     RESOLVE(sigprocmask);
     RESOLVE(pthread_sigmask);
+    RESOLVE(unshare);
+    RESOLVE(setns);
     clock_real_sigmask = real.pthread_sigmask;
     clock_real_sigaction = real.sigaction;
     __atomic_store_n(&real.done, 1, __ATOMIC_RELEASE);
@@ -791,4 +796,30 @@ COLL_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
     interpose_resolve();
     sigset_t tmp;
     return real.sigprocmask(how, mask_filter(how, set, &tmp), old);
+}
+
+/* ---- namespaces ------------------------------------------------------------------------------ */
+
+/* Entering a user namespace (unshare, setns) needs a single-threaded process: the collector's
+ * sampler thread is ended for the call and started again after it. */
+COLL_EXPORT int unshare(int flags)
+{
+    int was = active() ? sampler_suspend(&coll_proc) : 0;
+    int rc = real.unshare ? real.unshare(flags) : (errno = ENOSYS, -1);
+    int saved = errno;
+    if (was)
+        sampler_start(&coll_proc);
+    errno = saved;
+    return rc;
+}
+
+COLL_EXPORT int setns(int fd, int nstype)
+{
+    int was = active() ? sampler_suspend(&coll_proc) : 0;
+    int rc = real.setns ? real.setns(fd, nstype) : (errno = ENOSYS, -1);
+    int saved = errno;
+    if (was)
+        sampler_start(&coll_proc);
+    errno = saved;
+    return rc;
 }

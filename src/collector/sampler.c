@@ -129,6 +129,9 @@ static const char *const track_files[3] = { "stat", "schedstat", "syscall" };
 
 typedef struct sampler {
     coll_proc_t *p;
+    pthread_t thread;
+    int running;       /* the thread exists (in this process) */
+    int stop;          /* atomic: asks the thread to end (sampler_suspend) */
     int quiet;  /* this look only keeps the baselines (paused, or outside the -t window) */
     int dirfd;  /* /proc/self/task, kept open at a high descriptor */
     int nfds;   /* /proc files kept open for threads (bounded: the program's descriptors come first) */
@@ -411,14 +414,15 @@ static void *sampler_main(void *arg)
     uint64_t next_sample = p->sample_ns ? now + p->sample_ns : UINT64_MAX;
     /* (a set `final` means the image is ending, or an exec is under way: if the exec fails the
      * process goes on, and so does the sampler) */
-    while (getpid() == p->pid) {
+    while (getpid() == p->pid && !__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
         wake += period;
         if (next_sample < wake)
             wake = next_sample;
         struct timespec next = { (time_t)(wake / 1000000000u), (long)(wake % 1000000000u) };
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR) {
         }
-        if (__atomic_load_n(&p->final, __ATOMIC_ACQUIRE))
+        if (__atomic_load_n(&p->final, __ATOMIC_ACQUIRE) ||
+            __atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
             continue;
         now = coll_now();
         int paused = __atomic_load_n(&p->paused, __ATOMIC_ACQUIRE);
@@ -484,13 +488,15 @@ void sampler_start(coll_proc_t *p)
     clock_real_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: it takes no signal */
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 256 * 1024);
-    pthread_t t;
-    if (create(&t, &attr, sampler_main, s))
+    s->stop = 0;
+    s->running = 0;
+    if (create(&s->thread, &attr, sampler_main, s)) {
         coll_warn("cannot start the sampler thread: no periodic samples or thread states");
-    else
-        pthread_setname_np(t, "tally-sampler");
+    } else {
+        s->running = 1;
+        pthread_setname_np(s->thread, "tally-sampler");
+    }
     pthread_attr_destroy(&attr);
     clock_real_sigmask(SIG_SETMASK, &old, NULL);
 }
@@ -509,4 +515,15 @@ void sampler_forget(coll_proc_t *p)
         coll_close(s->dirfd);
     s->dirfd = -1;
     s->nfds = 0;
+}
+
+int sampler_suspend(coll_proc_t *p)
+{
+    sampler_t *s = &the_sampler;
+    if (!s->running || getpid() != p->pid)
+        return 0;
+    __atomic_store_n(&s->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(s->thread, NULL); /* it looks at stop within one period (80 ms at most) */
+    s->running = 0;
+    return 1;
 }

@@ -33,5 +33,8 @@ void sampler_start(coll_proc_t *p);
 /* In a fork child: closes the descriptors inherited from the parent's sampler (its thread is not
  * in the child). */
 void sampler_forget(coll_proc_t *p);
+/* Ends the sampler thread (waiting up to one period) so that the process is single-threaded
+ * again, for unshare/setns; returns 1 if there was one to end (restart it with sampler_start). */
+int sampler_suspend(coll_proc_t *p);
 
 #endif
