@@ -134,6 +134,15 @@ if check(kinds == ["pause", "resume"], "-y log records: %r" % kinds):
     check(inside == 0, "-y: %.3f s recorded while paused" % inside)
     check(before > 0, "-y: nothing recorded before the pause")
 
+# a program that enters a user namespace (single-threaded only) behaves as without tally
+bare = run([os.path.join(WL, "wl_userns")])
+if bare.returncode == 0:
+    p = run([TALLY, "collect", "-d", d, "-o", "userns", os.path.join(WL, "wl_userns")])
+    check(p.returncode == 0 and "unshare ok" in p.stdout, "unshare under tally: %r" % p.stdout)
+else:
+    print("note: user namespaces are not available here (%s); unshare not checked" %
+          bare.stdout.strip())
+
 # errors
 p = run([TALLY, "print", "-filters", "THRID ==", "-functions", exp], expect=1)
 check("at 9" in p.stderr and "expected a number" in p.stderr, "bad filter: %r" % p.stderr)
