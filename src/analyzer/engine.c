@@ -238,6 +238,29 @@ bad:
                       "'1,3-5'", what, list);
 }
 
+/* Replaces a selection (*sel, *nsel, *text) by the list parsed against max. */
+static int set_selection(eng_t *g, const char *list, const char *what, size_t max, uint8_t **sel,
+                         size_t *nsel, char **text, tally_err_t *err)
+{
+    uint8_t *ns;
+    size_t n;
+    int rc = parse_list(list, what, max, &ns, &n, err);
+    if (rc)
+        return rc;
+    char *nt = strdup(list);
+    if (!nt) {
+        free(ns);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    }
+    free(*sel);
+    free(*text);
+    *sel = ns;
+    *nsel = n;
+    *text = nt;
+    g->aggregated = g->table_valid = g->tree_valid = 0; /* the next view scans again */
+    return 0;
+}
+
 int eng_select_samples(eng_t *g, const char *list, tally_err_t *err)
 {
     size_t max = 0;
@@ -245,44 +268,13 @@ int eng_select_samples(eng_t *g, const char *list, tally_err_t *err)
         for (size_t p = 0; p < g->in[x].e->nprocs; p++)
             if (g->in[x].e->procs[p]->nsamples > max)
                 max = g->in[x].e->procs[p]->nsamples;
-    uint8_t *sel;
-    size_t n;
-    int rc = parse_list(list, "sample", max, &sel, &n, err);
-    if (rc)
-        return rc;
-    char *text = strdup(list);
-    if (!text) {
-        free(sel);
-        return tally_errf(err, TALLY_ENOMEM, "out of memory");
-    }
-    free(g->sample_sel);
-    free(g->sample_text);
-    g->sample_sel = sel;
-    g->nsample_sel = n;
-    g->sample_text = text;
-    g->aggregated = g->table_valid = g->tree_valid = 0; /* the next view scans again */
-    return 0;
+    return set_selection(g, list, "sample", max, &g->sample_sel, &g->nsample_sel,
+                         &g->sample_text, err);
 }
 
 int eng_select_cpus(eng_t *g, const char *list, tally_err_t *err)
 {
-    uint8_t *sel;
-    size_t n;
-    int rc = parse_list(list, "CPU", 4095, &sel, &n, err);
-    if (rc)
-        return rc;
-    char *text = strdup(list);
-    if (!text) {
-        free(sel);
-        return tally_errf(err, TALLY_ENOMEM, "out of memory");
-    }
-    free(g->cpu_sel);
-    free(g->cpu_text);
-    g->cpu_sel = sel;
-    g->ncpu_sel = n;
-    g->cpu_text = text;
-    g->aggregated = g->table_valid = g->tree_valid = 0; /* the next view scans again */
-    return 0;
+    return set_selection(g, list, "CPU", 4095, &g->cpu_sel, &g->ncpu_sel, &g->cpu_text, err);
 }
 
 int eng_set_filter(eng_t *g, const char *expr, tally_err_t *err)

@@ -128,16 +128,7 @@ check("signal 11" in ended, "crash ended: %r" % ended)
 kexp = os.path.join(d, "killed.tally")
 col = subprocess.Popen([TALLY, "collect", "-d", d, "-o", "killed", wlp("cpu_single"), "20"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-child = None
-for _ in range(100):
-    time.sleep(0.05)
-    try:
-        kids = open("/proc/%d/task/%d/children" % (col.pid, col.pid)).read().split()
-    except OSError:
-        kids = []
-    if kids:
-        child = int(kids[0])
-        break
+child = child_of(col.pid)
 if check(child is not None, "no child of tally collect found"):
     time.sleep(1.0)
     os.kill(child, signal.SIGKILL)

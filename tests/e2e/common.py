@@ -38,6 +38,21 @@ def collect(d, args, opts=(), expect=0, name="exp"):
     return os.path.join(d, name + ".tally")
 
 
+def child_of(pid, wait=5.0):
+    """The first child process of pid (e.g. the program tally collect started), or None."""
+    import time
+    end = time.time() + wait
+    while time.time() < end:
+        try:
+            kids = open("/proc/%d/task/%d/children" % (pid, pid)).read().split()
+        except OSError:
+            kids = []
+        if kids:
+            return int(kids[0])
+        time.sleep(0.02)
+    return None
+
+
 def print_json(exp, *cmds):
     """tally print --json cmds exp; returns the list of JSON documents."""
     exps = exp if isinstance(exp, list) else [exp]

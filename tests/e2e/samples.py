@@ -4,6 +4,7 @@ seconds, each announced with tally_sample("label")): each phase shows in the rig
 states with the right functions; -l and -y/tally_pause work; filters and CPU selection; errors."""
 import os
 import subprocess
+import time
 from common import *
 
 d = workdir("samples")
@@ -102,17 +103,7 @@ check(any(k == "pause" for k, _ in log_records(exp2)), "no pause record in the l
 exp3 = os.path.join(d, "ysig.tally")
 col = subprocess.Popen([TALLY, "collect", "-d", d, "-o", "ysig", "-y", "USR2",
                         os.path.join(WL, "wl_cpu_single"), "2"], stderr=subprocess.PIPE)
-import time
-child = None
-for _ in range(100):
-    time.sleep(0.02)
-    try:
-        kids = open("/proc/%d/task/%d/children" % (col.pid, col.pid)).read().split()
-    except OSError:
-        kids = []
-    if kids:
-        child = int(kids[0])
-        break
+child = child_of(col.pid)
 if check(child is not None, "-y: no child"):
     time.sleep(0.5)
     os.kill(child, 12)  # SIGUSR2: pause
