@@ -1,7 +1,20 @@
 """Helpers for tally's end-to-end tests: run tally, collect workloads, read JSON reports.
 
 Each test is a script run by CTest in its own process; it exits non-zero (with a message naming
-what differed) on failure. Environment: TALLY (the executable), WL (workload binaries), SRC.
+what differed) on failure, or SKIP (77, registered as CTest's SKIP_RETURN_CODE) through skip()
+when the machine cannot run it. Environment: TALLY (the executable), WL (workload binaries), SRC.
+
+Tolerances. The machine running the tests is shared and loaded (ctest -j, other builds), so a
+check on a measured time must say which way load can move it:
+- close_to(actual, expected, rel): symmetric, for quantities that load cannot bias (a sum of
+  parts against its total, a share of one run's samples, a count the program fixes).
+- bounded(actual, expected, below, above): one-sided physics. A wait of S seconds can only come
+  out longer under load (below small, above loose or None); CPU time sampled by a profiling
+  timer can be missed but not invented. Each caller states why its two margins are what they are.
+- at_least / at_most: the one-bound cases of bounded().
+Compare with the run's own truth (the program printing its own CLOCK_THREAD_CPUTIME_ID or
+CLOCK_MONOTONIC measurements, the getrusage the experiment records), never with a separate bare
+run made at another moment under another load.
 """
 import json
 import os
@@ -15,6 +28,9 @@ WL = os.environ.get("WL", "build/tests")
 SRC = os.environ.get("SRC", ".")
 
 failures = []
+
+# exit status of a test that could not run here (CTest SKIP_RETURN_CODE, tests/CMakeLists.txt)
+SKIP = 77
 
 
 def workdir(name):
@@ -79,6 +95,42 @@ def close_to(actual, expected, rel, what):
     ok = abs(actual - expected) <= rel * abs(expected)
     check(ok, "%s: got %.4f, expected %.4f within %.0f%%" % (what, actual, expected, rel * 100))
     return ok
+
+
+def bounded(actual, expected, below, above, what):
+    """expected*(1-below) <= actual <= expected*(1+above); above=None: no upper bound.
+
+    For one-sided physics: e.g. a measured sleep of S is bounded(t, S, 0.02, None) or, with a
+    loose upper bound, bounded(t, S, 0.02, 1.0). The message names both bounds."""
+    lo = expected * (1 - below)
+    hi = None if above is None else expected * (1 + above)
+    ok = actual >= lo and (hi is None or actual <= hi)
+    check(ok, "%s: got %.4f, expected %.4f in [%.4f, %s] (-%.0f%%, %s)" %
+          (what, actual, expected, lo, "inf" if hi is None else "%.4f" % hi, below * 100,
+           "unbounded" if above is None else "+%.0f%%" % (above * 100)))
+    return ok
+
+
+def at_least(actual, expected, below, what):
+    """actual >= expected*(1-below): e.g. a recorded wait is never much shorter than the wait."""
+    return bounded(actual, expected, below, None, what)
+
+
+def at_most(actual, bound, above, what):
+    """actual <= bound*(1+above): e.g. sampled CPU time never exceeds the CPU the run used."""
+    ok = actual <= bound * (1 + above)
+    check(ok, "%s: got %.4f, expected at most %.4f (+%.0f%%)" % (what, actual, bound, above * 100))
+    return ok
+
+
+def skip(reason):
+    """Ends the test as skipped (exit SKIP) with the reason on stdout, unless a check already
+    failed (then it fails: a skip must never hide a failure)."""
+    if failures:
+        print("%d check(s) failed before skip (%s)" % (len(failures), reason), file=sys.stderr)
+        sys.exit(1)
+    print("SKIP: " + reason)
+    sys.exit(SKIP)
 
 
 def log_records(exp, kind=None):
