@@ -37,10 +37,16 @@ static int check_one(const char *path)
         else
             printf(", ended without a record");
         printf("\n");
-        for (size_t w = 0; w < p->nwarnings; w++) {
+        for (size_t w = 0; w < p->nwarnings; w++)
             printf("    warning: %s\n", p->warnings[w]);
-            if (strstr(p->warnings[w], "incomplete") || strstr(p->warnings[w], "zero bytes"))
-                damaged = 1;
+        /* damage is what the reader says it is (a code and a place), never a wording */
+        for (size_t d = 0; d < p->ndamage; d++) {
+            const exp_damage_t *dm = &p->damage[d];
+            if (dm->offset != UINT64_MAX)
+                printf("    damage: %s at offset %llu of %s%s%s\n", tally_strerror(dm->code),
+                       (unsigned long long)dm->offset, *p->name ? p->name : "",
+                       *p->name ? "/" : "", dm->file);
+            damaged = 1;
         }
     }
     if (rc) {
@@ -58,6 +64,11 @@ static int check_one(const char *path)
                    "records\n", (unsigned long long)st.bad_chunks,
                    (unsigned long long)st.bad_records, (unsigned long long)st.seq_gaps,
                    (unsigned long long)st.unknown_records);
+            if (st.bad_offset != UINT64_MAX) {
+                const exp_process_t *bp = e->procs[st.bad_proc];
+                printf("  first damage: %s at offset %llu of %s%sevents\n", st.bad_what,
+                       (unsigned long long)st.bad_offset, bp->name, *bp->name ? "/" : "");
+            }
             damaged = 1;
         }
         if (lost)

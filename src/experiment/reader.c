@@ -1,6 +1,6 @@
 /*
- * reader.c - experiment reader; see reader.h. Sections: records, log parsing, the process tree,
- * stacks, event scanning.
+ * reader.c - experiment reader; see reader.h. Sections: allocation and files, records, log
+ * parsing, the process tree, stacks, event scanning.
  */
 #define _GNU_SOURCE
 #include "reader.h"
@@ -17,33 +17,71 @@
 #include <unistd.h>
 
 #include "../base/leb128.h"
+#include "../base/u64map.h"
 #include "logfile.h"
 
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q) {
-        /* The reader's allocations are small next to the data; running out here is fatal for
-         * the analysis anyway, but we must not return garbage. */
-        fprintf(stderr, "tally: out of memory\n");
-        abort();
-    }
-    return q;
-}
+/* ---- allocation and files ----------------------------------------------------------------- */
 
-static char *xstrdup(const char *s)
+static char empty_str[1]; /* the value of absent strings: never written, never freed */
+
+/* Makes room for element n of *arr (capacity *cap, elements of elem bytes). 0 or TALLY_ENOMEM. */
+static int grow_array(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t ncap = *cap ? 2 * *cap : 8;
+    if (ncap <= n || ncap > SIZE_MAX / elem)
+        return TALLY_ENOMEM;
+    void *q = realloc(*arr, ncap * elem);
+    if (!q)
+        return TALLY_ENOMEM;
+    *arr = q;
+    *cap = ncap;
+    return 0;
+}
+#define GROW(arr, n, cap) grow_array((void **)&(arr), &(cap), (n), sizeof *(arr))
+
+static char *dupstr(const char *s)
 {
     size_t n = strlen(s) + 1;
-    return memcpy(xrealloc(NULL, n), s, n);
+    char *d = malloc(n);
+    return d ? memcpy(d, s, n) : NULL;
 }
 
-#define GROW(arr, n, cap)                                                  \
-    do {                                                                   \
-        if ((n) == (cap)) {                                                \
-            (cap) = (cap) ? 2 * (cap) : 8;                                 \
-            (arr) = xrealloc((arr), (cap) * sizeof *(arr));                \
-        }                                                                  \
-    } while (0)
+/* Opens dir/name (dirfd: a directory descriptor, or AT_FDCWD with a path) for reading if it is a
+ * regular file: never through a symbolic link, never blocking on a FIFO. Returns the descriptor
+ * with its size in *size, or -errno: -ENOENT when absent, -ELOOP for a symbolic link, -EFTYPE
+ * (here -EINVAL) for anything else than a regular file. */
+static int open_regular(int dirfd, const char *name, off_t *size)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    if (fstat(fd, &st) < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return -EINVAL;
+    }
+    *size = st.st_size;
+    return fd;
+}
+
+/* The sentence for a failed open_regular of path. */
+static int open_error(tally_err_t *err, int code, const char *path, int rc)
+{
+    if (rc == -ELOOP)
+        return tally_errf(err, code, "'%s' is a symbolic link; experiments hold regular files "
+                          "only (replace it with the file it points to)", path);
+    if (rc == -EINVAL)
+        return tally_errf(err, code, "'%s' is not a regular file (a FIFO, device or directory); "
+                          "experiments hold regular files only", path);
+    return tally_errf(err, code, "cannot read '%s': %s", path, strerror(-rc));
+}
 
 /* ---- records ------------------------------------------------------------------------------ */
 
@@ -63,65 +101,111 @@ uint64_t exp_record_u64(const exp_record_t *r, const char *key, uint64_t dflt)
     char *end;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 0);
-    return (errno || *end) ? dflt : (uint64_t)x;
+    return (errno || *end || *v == '-') ? dflt : (uint64_t)x;
 }
 
-static char *get_dup(const exp_record_t *r, const char *key)
+/* The value of key in r (pointing into the log text), "" when absent. */
+static char *get_str(const exp_record_t *r, const char *key)
 {
     const char *v = exp_record_get(r, key);
-    return xstrdup(v ? v : "");
+    return v ? (char *)v : empty_str;
 }
 
 /* ---- log parsing -------------------------------------------------------------------------- */
 
-static void add_warning(exp_process_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_warning(exp_process_t *p, const char *fmt, ...)
+static int add_warning(exp_process_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int vadd_warning(exp_process_t *p, const char *fmt, va_list ap)
 {
     char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    p->warnings = xrealloc(p->warnings, (p->nwarnings + 1) * sizeof *p->warnings);
-    p->warnings[p->nwarnings++] = xstrdup(buf);
+    char *w = dupstr(buf);
+    char **nw = w ? realloc(p->warnings, (p->nwarnings + 1) * sizeof *p->warnings) : NULL;
+    if (!nw) {
+        free(w);
+        return TALLY_ENOMEM;
+    }
+    p->warnings = nw;
+    p->warnings[p->nwarnings++] = w;
+    return 0;
 }
 
-/* Splits one line (modified in place) into a record. */
-static void parse_line(char *line, exp_record_t *r)
+static int add_warning(exp_process_t *p, const char *fmt, ...)
 {
-    size_t cap = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vadd_warning(p, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Records damage (code, file, offset) and its sentence among the warnings. */
+static int add_damage(exp_process_t *p, int code, const char *file, uint64_t offset,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int add_damage(exp_process_t *p, int code, const char *file, uint64_t offset,
+                      const char *fmt, ...)
+{
+    exp_damage_t *nd = realloc(p->damage, (p->ndamage + 1) * sizeof *p->damage);
+    if (!nd)
+        return TALLY_ENOMEM;
+    p->damage = nd;
+    p->damage[p->ndamage++] = (exp_damage_t){ code, file, offset };
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = vadd_warning(p, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Splits one line (modified in place, fields decoded in place) into a record whose fields are
+ * taken from *pool (grown as needed; the caller turns indexes into pointers at the end). */
+static int parse_line(char *line, exp_record_t *r, exp_field_t **pool, size_t *npool,
+                      size_t *pool_cap)
+{
     memset(r, 0, sizeof *r);
     char *save = NULL;
     char *tok = strtok_r(line, " ", &save);
-    r->kind = xstrdup(tok ? tok : "");
+    r->kind = tok ? tok : empty_str;
+    r->fields = (exp_field_t *)(uintptr_t)*npool; /* an index until the pool stops moving */
     while ((tok = strtok_r(NULL, " ", &save))) {
         char *eq = strchr(tok, '=');
-        if (!eq)
+        if (!eq || eq == tok)
             continue;
         *eq = 0;
-        GROW(r->fields, r->nfields, cap);
-        exp_field_t *f = &r->fields[r->nfields++];
-        f->key = xstrdup(tok);
-        f->val = xstrdup(eq + 1);
+        if (r->nfields == UINT32_MAX || GROW(*pool, *npool, *pool_cap))
+            return TALLY_ENOMEM;
+        exp_field_t *f = &(*pool)[(*npool)++];
+        f->key = tok;
+        f->val = eq + 1;
         exp_pct_decode(f->val);
+        r->nfields++;
     }
+    return 0;
 }
 
-static exp_thread_t *find_thread(exp_process_t *p, uint32_t tid)
+/* Lookups while interpreting: the latest thread of each tid, the latest object of each id. */
+typedef struct interp {
+    exp_process_t *p;
+    u64map_t threads, objects;
+    size_t tcap, ocap, scap, pcap;
+} interp_t;
+
+static exp_thread_t *find_thread(interp_t *in, uint32_t tid)
 {
-    for (size_t i = p->nthreads; i-- > 0;)
-        if (p->threads[i].tid == tid)
-            return &p->threads[i];
-    return NULL;
+    const uint32_t *i = u64map_get(&in->threads, tid);
+    return i ? &in->p->threads[*i] : NULL;
 }
 
-static exp_thread_t *add_thread(exp_process_t *p, uint32_t tid, size_t *cap)
+static exp_thread_t *add_thread(interp_t *in, uint32_t tid)
 {
-    GROW(p->threads, p->nthreads, *cap);
+    exp_process_t *p = in->p;
+    if (GROW(p->threads, p->nthreads, in->tcap) ||
+        u64map_put(&in->threads, tid, (uint32_t)p->nthreads))
+        return NULL;
     exp_thread_t *th = &p->threads[p->nthreads++];
     memset(th, 0, sizeof *th);
     th->tid = tid;
     th->t_end = EXP_T_NEVER;
+    th->name = th->how = empty_str;
     return th;
 }
 
@@ -133,169 +217,212 @@ static int cmp_samples(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Interprets the records of a process into its typed fields. */
-static void interpret(exp_process_t *p)
+/* A second start or settings record: the first one is used. */
+static int duplicate(exp_process_t *p, const exp_record_t *r)
 {
-    size_t tcap = 0, ocap = 0, scap = 0, pcap = 0;
-    for (size_t i = 0; i < p->nrecords; i++) {
-        exp_record_t *r = &p->records[i];
-        const char *k = r->kind;
-        uint64_t t = exp_record_u64(r, "t", 0);
-        if (t > p->t_end && t != EXP_T_NEVER)
-            p->t_end = t;
-        if (!strcmp(k, "start")) {
-            p->t_start = t;
-            p->real_start = exp_record_u64(r, "real", 0);
-            p->pid = (uint32_t)exp_record_u64(r, "pid", 0);
-            p->ppid = (uint32_t)exp_record_u64(r, "ppid", 0);
-            p->ncpus = (uint32_t)exp_record_u64(r, "ncpus", 0);
-            p->host = get_dup(r, "host");
-            p->kernel = get_dup(r, "kernel");
-            p->arch = get_dup(r, "arch");
-            p->exe = get_dup(r, "exe");
-            p->cwd = get_dup(r, "cwd");
-        } else if (!strcmp(k, "settings")) {
-            p->clock_ns = exp_record_u64(r, "clock", 0);
-            p->clock_source = get_dup(r, "clock_source");
-            const char *sync = exp_record_get(r, "sync");
-            p->sync_on = sync && strcmp(sync, "off");
-            p->sync_ns = exp_record_u64(r, "sync", 0);
-            p->sync_calibrated = exp_record_u64(r, "sync_calibrated", 0) != 0;
-            p->sync_calibration = exp_record_u64(r, "sync_calibration", 0);
-            const char *heap = exp_record_get(r, "heap"), *io = exp_record_get(r, "io");
-            p->heap_on = heap && !strcmp(heap, "on");
-            p->io_on = io && !strcmp(io, "on");
-        } else if (!strcmp(k, "thread")) {
-            uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
-            exp_thread_t *th = find_thread(p, tid);
-            if (!th || th->t_end != EXP_T_NEVER)
-                th = add_thread(p, tid, &tcap); /* tids are reused after a thread ends */
-            th->t_start = t;
-            free(th->name);
-            free(th->how);
-            th->name = get_dup(r, "name");
-            th->how = get_dup(r, "how");
-        } else if (!strcmp(k, "thread-end")) {
-            uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
-            exp_thread_t *th = find_thread(p, tid);
-            if (!th) {
-                th = add_thread(p, tid, &tcap);
-                th->name = xstrdup("");
-                th->how = xstrdup("unknown");
-            }
-            th->t_end = t;
-            th->cpu = exp_record_u64(r, "cpu", 0);
-            th->user = exp_record_u64(r, "user", 0);
-            th->system = exp_record_u64(r, "system", 0);
-            th->samples = exp_record_u64(r, "samples", 0);
-        } else if (!strcmp(k, "load")) {
-            GROW(p->objects, p->nobjects, ocap);
-            exp_object_t *o = &p->objects[p->nobjects++];
-            o->id = (uint32_t)exp_record_u64(r, "id", 0);
-            o->path = get_dup(r, "path");
-            o->buildid = get_dup(r, "buildid");
-            o->bias = exp_record_u64(r, "bias", 0);
-            o->lo = exp_record_u64(r, "lo", 0);
-            o->hi = exp_record_u64(r, "hi", 0);
-            o->t_load = t;
-            o->t_unload = EXP_T_NEVER;
-        } else if (!strcmp(k, "unload")) {
-            uint32_t id = (uint32_t)exp_record_u64(r, "id", 0);
-            for (size_t j = p->nobjects; j-- > 0;)
-                if (p->objects[j].id == id && p->objects[j].t_unload == EXP_T_NEVER) {
-                    p->objects[j].t_unload = t;
-                    break;
-                }
-        } else if (!strcmp(k, "sample")) {
-            GROW(p->samples, p->nsamples, scap);
-            exp_sample_t *s = &p->samples[p->nsamples++];
-            s->id = (uint32_t)exp_record_u64(r, "id", p->nsamples - 1);
-            s->t = t;
-            s->reason = get_dup(r, "reason");
-            s->label = get_dup(r, "label");
-            s->utime = exp_record_u64(r, "utime", 0);
-            s->stime = exp_record_u64(r, "stime", 0);
-            s->minflt = exp_record_u64(r, "minflt", 0);
-            s->majflt = exp_record_u64(r, "majflt", 0);
-            s->inblock = exp_record_u64(r, "inblock", 0);
-            s->oublock = exp_record_u64(r, "oublock", 0);
-            s->nvcsw = exp_record_u64(r, "nvcsw", 0);
-            s->nivcsw = exp_record_u64(r, "nivcsw", 0);
-            s->maxrss = exp_record_u64(r, "maxrss", 0);
-            s->rss = exp_record_u64(r, "rss", 0);
-            s->rchar = exp_record_u64(r, "rchar", 0);
-            s->wchar = exp_record_u64(r, "wchar", 0);
-        } else if (!strcmp(k, "pause") || !strcmp(k, "resume")) {
-            GROW(p->pauses, p->npauses, pcap);
-            p->pauses[p->npauses].t = t;
-            p->pauses[p->npauses++].paused = !strcmp(k, "pause");
-        } else if (!strcmp(k, "stats")) {
-            p->has_stats = 1;
-            p->st_samples = exp_record_u64(r, "samples", 0);
-            p->st_expected = exp_record_u64(r, "expected", 0);
-            p->st_unwind_failures = exp_record_u64(r, "unwind_failures", 0);
-            p->st_dropped_busy = exp_record_u64(r, "dropped_busy", 0);
-            p->st_dropped_disk = exp_record_u64(r, "dropped_disk", 0);
-            p->st_truncated_stacks = exp_record_u64(r, "truncated_stacks", 0);
-        } else if (!strcmp(k, "warning")) {
-            add_warning(p, "%s", exp_record_get(r, "what") ? exp_record_get(r, "what") : "");
-        } else if (!strcmp(k, "end")) {
-            p->has_end = 1;
-            free(p->end_how);
-            free(p->end_signame);
-            p->end_how = get_dup(r, "how");
-            p->end_signame = get_dup(r, "name");
-            p->end_status = (int)exp_record_u64(r, "status", 0);
-            p->end_signal = (int)exp_record_u64(r, "signal", 0);
+    return add_damage(p, TALLY_ECORRUPT, "log", UINT64_MAX,
+                      "log line %u: a second '%s' record; the first one is used", r->line,
+                      r->kind);
+}
+
+/* Interprets one record into the process's typed fields. 0 or TALLY_ENOMEM. */
+static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
+{
+    exp_process_t *p = in->p;
+    const char *k = r->kind;
+    uint64_t t = exp_record_u64(r, "t", 0);
+    if (t > p->t_end && t != EXP_T_NEVER)
+        p->t_end = t;
+    if (!strcmp(k, "start")) {
+        if (p->has_start)
+            return duplicate(p, r);
+        p->has_start = 1;
+        p->t_start = t;
+        p->real_start = exp_record_u64(r, "real", 0);
+        p->pid = (uint32_t)exp_record_u64(r, "pid", 0);
+        p->ppid = (uint32_t)exp_record_u64(r, "ppid", 0);
+        p->ncpus = (uint32_t)exp_record_u64(r, "ncpus", 0);
+        p->host = get_str(r, "host");
+        p->kernel = get_str(r, "kernel");
+        p->arch = get_str(r, "arch");
+        p->exe = get_str(r, "exe");
+        p->cwd = get_str(r, "cwd");
+    } else if (!strcmp(k, "settings")) {
+        if (*seen_settings)
+            return duplicate(p, r);
+        *seen_settings = 1;
+        p->clock_ns = exp_record_u64(r, "clock", 0);
+        p->clock_source = get_str(r, "clock_source");
+        const char *sync = exp_record_get(r, "sync");
+        p->sync_on = sync && strcmp(sync, "off");
+        p->sync_ns = exp_record_u64(r, "sync", 0);
+        p->sync_calibrated = exp_record_u64(r, "sync_calibrated", 0) != 0;
+        p->sync_calibration = exp_record_u64(r, "sync_calibration", 0);
+        const char *heap = exp_record_get(r, "heap"), *io = exp_record_get(r, "io");
+        p->heap_on = heap && !strcmp(heap, "on");
+        p->io_on = io && !strcmp(io, "on");
+    } else if (!strcmp(k, "thread")) {
+        uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
+        exp_thread_t *th = find_thread(in, tid);
+        if (!th || th->t_end != EXP_T_NEVER)
+            th = add_thread(in, tid); /* tids are reused after a thread ends */
+        if (!th)
+            return TALLY_ENOMEM;
+        th->t_start = t;
+        th->name = get_str(r, "name");
+        th->how = get_str(r, "how");
+    } else if (!strcmp(k, "thread-end")) {
+        uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
+        exp_thread_t *th = find_thread(in, tid);
+        if (!th) {
+            if (!(th = add_thread(in, tid)))
+                return TALLY_ENOMEM;
+            th->how = "unknown";
         }
+        th->t_end = t;
+        th->cpu = exp_record_u64(r, "cpu", 0);
+        th->user = exp_record_u64(r, "user", 0);
+        th->system = exp_record_u64(r, "system", 0);
+        th->samples = exp_record_u64(r, "samples", 0);
+    } else if (!strcmp(k, "load")) {
+        uint32_t id = (uint32_t)exp_record_u64(r, "id", 0);
+        if (GROW(p->objects, p->nobjects, in->ocap) ||
+            u64map_put(&in->objects, id, (uint32_t)p->nobjects))
+            return TALLY_ENOMEM;
+        exp_object_t *o = &p->objects[p->nobjects++];
+        o->id = id;
+        o->path = get_str(r, "path");
+        o->buildid = get_str(r, "buildid");
+        o->bias = exp_record_u64(r, "bias", 0);
+        o->lo = exp_record_u64(r, "lo", 0);
+        o->hi = exp_record_u64(r, "hi", 0);
+        o->t_load = t;
+        o->t_unload = EXP_T_NEVER;
+    } else if (!strcmp(k, "unload")) {
+        const uint32_t *j = u64map_get(&in->objects, (uint32_t)exp_record_u64(r, "id", 0));
+        if (j && p->objects[*j].t_unload == EXP_T_NEVER)
+            p->objects[*j].t_unload = t;
+    } else if (!strcmp(k, "sample")) {
+        if (GROW(p->samples, p->nsamples, in->scap))
+            return TALLY_ENOMEM;
+        exp_sample_t *s = &p->samples[p->nsamples++];
+        s->id = (uint32_t)exp_record_u64(r, "id", p->nsamples - 1);
+        s->t = t;
+        s->reason = get_str(r, "reason");
+        s->label = get_str(r, "label");
+        s->utime = exp_record_u64(r, "utime", 0);
+        s->stime = exp_record_u64(r, "stime", 0);
+        s->minflt = exp_record_u64(r, "minflt", 0);
+        s->majflt = exp_record_u64(r, "majflt", 0);
+        s->inblock = exp_record_u64(r, "inblock", 0);
+        s->oublock = exp_record_u64(r, "oublock", 0);
+        s->nvcsw = exp_record_u64(r, "nvcsw", 0);
+        s->nivcsw = exp_record_u64(r, "nivcsw", 0);
+        s->maxrss = exp_record_u64(r, "maxrss", 0);
+        s->rss = exp_record_u64(r, "rss", 0);
+        s->rchar = exp_record_u64(r, "rchar", 0);
+        s->wchar = exp_record_u64(r, "wchar", 0);
+    } else if (!strcmp(k, "pause") || !strcmp(k, "resume")) {
+        if (GROW(p->pauses, p->npauses, in->pcap))
+            return TALLY_ENOMEM;
+        p->pauses[p->npauses].t = t;
+        p->pauses[p->npauses++].paused = !strcmp(k, "pause");
+    } else if (!strcmp(k, "stats")) {
+        p->has_stats = 1; /* (one per process image: a repeated one replaces it) */
+        p->st_samples = exp_record_u64(r, "samples", 0);
+        p->st_expected = exp_record_u64(r, "expected", 0);
+        p->st_unwind_failures = exp_record_u64(r, "unwind_failures", 0);
+        p->st_dropped_busy = exp_record_u64(r, "dropped_busy", 0);
+        p->st_dropped_disk = exp_record_u64(r, "dropped_disk", 0);
+        p->st_truncated_stacks = exp_record_u64(r, "truncated_stacks", 0);
+    } else if (!strcmp(k, "warning")) {
+        return add_warning(p, "%s", get_str(r, "what"));
+    } else if (!strcmp(k, "end")) {
+        p->has_end = 1; /* the last one is used */
+        p->end_how = get_str(r, "how");
+        p->end_signame = get_str(r, "name");
+        p->end_status = (int)exp_record_u64(r, "status", 0);
+        p->end_signal = (int)exp_record_u64(r, "signal", 0);
     }
-    if (!p->host)
-        p->host = xstrdup(""), p->kernel = xstrdup(""), p->arch = xstrdup(""),
-        p->exe = xstrdup(""), p->cwd = xstrdup("");
-    if (!p->clock_source)
-        p->clock_source = xstrdup("");
+    return 0;
+}
+
+/* Interprets the records of a process into its typed fields. 0 or TALLY_ENOMEM. */
+static int interpret(exp_process_t *p)
+{
+    interp_t in = { .p = p };
+    int seen_settings = 0, rc = 0;
+    p->host = p->kernel = p->arch = p->exe = p->cwd = p->clock_source = empty_str;
+    p->end_how = p->end_signame = empty_str;
+    for (size_t i = 0; i < p->nrecords && !rc; i++)
+        rc = interpret_record(&in, &p->records[i], &seen_settings);
+    u64map_free(&in.threads);
+    u64map_free(&in.objects);
+    if (rc)
+        return rc;
+    if (!p->has_start) { /* the earliest time the log knows, other than its end */
+        uint64_t t0 = 0;
+        for (size_t i = 0; i < p->nrecords; i++) {
+            uint64_t t = exp_record_u64(&p->records[i], "t", 0);
+            if (t && t != EXP_T_NEVER && (!t0 || t < t0) && strcmp(p->records[i].kind, "end"))
+                t0 = t;
+        }
+        p->t_start = t0;
+    }
     /* packets from several threads reach the log in the order they were written, which is not
      * always the order of their times: sort by time (then by id, their order of taking) */
     qsort(p->samples, p->nsamples, sizeof *p->samples, cmp_samples);
+    return 0;
 }
 
-/* Splits the raw cmdline line into argv; each argument is percent-decoded on its own. */
-static void parse_cmdline(exp_process_t *p, const char *raw)
+/* Splits the raw cmdline line into argv; each argument is percent-decoded on its own. The
+ * arguments are one allocation with the array (freeing p->argv frees them). */
+static int parse_cmdline(exp_process_t *p, const char *raw)
 {
     const char *v = strstr(raw, " argv=");
     if (!v)
-        return;
-    char *copy = xstrdup(v + 6);
-    size_t cap = 0;
-    char *save = NULL;
+        return 0;
+    v += 6;
+    size_t len = strlen(v), n = 1; /* the arguments, and one more */
+    for (const char *c = v; *c; c++)
+        n += *c != ' ' && (c == v || c[-1] == ' ');
+    char **argv = malloc(n * sizeof *argv + len + 1);
+    if (!argv)
+        return TALLY_ENOMEM;
+    char *copy = memcpy((char *)(argv + n), v, len + 1), *save = NULL;
+    uint32_t argc = 0;
     for (char *tok = strtok_r(copy, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
-        GROW(p->argv, p->argc, cap);
         exp_pct_decode(tok);
-        p->argv[p->argc++] = xstrdup(tok);
+        argv[argc++] = tok;
     }
-    free(copy);
+    p->argv = argv;
+    p->argc = argc;
+    return 0;
 }
 
-static int read_file(const char *path, char **out, size_t *len)
+/* Reads a whole regular file (at most max bytes) into a NUL-terminated buffer. Returns 0,
+ * -errno (see open_regular), or -EFBIG when it is larger than max. */
+static int read_file(int dirfd, const char *name, size_t max, char **out, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    off_t size;
+    int fd = open_regular(dirfd, name, &size);
     if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0) {
-        int e = errno;
+        return fd;
+    if (size < 0 || (uint64_t)size > max) {
         close(fd);
-        return -e;
+        return -EFBIG;
     }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    char *buf = xrealloc(NULL, cap);
-    for (;;) {
-        if (n + 1 >= cap)
-            buf = xrealloc(buf, cap *= 2);
-        ssize_t r = read(fd, buf + n, cap - n - 1);
+    size_t want = (size_t)size, n = 0; /* read no more than fstat said (a file may grow) */
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    while (n < want) {
+        ssize_t r = read(fd, buf + n, want - n);
+        if (r < 0 && errno == EINTR)
+            continue;
         if (r < 0) {
-            if (errno == EINTR)
-                continue;
             int e = errno;
             free(buf);
             close(fd);
@@ -312,67 +439,80 @@ static int read_file(const char *path, char **out, size_t *len)
     return 0;
 }
 
-static int parse_log(exp_process_t *p, tally_err_t *err)
+/* The longest log read: far beyond any real one (a line per thread start and end, object and
+ * sample packet), small enough to be held in memory with its records. */
+#define LOG_MAX ((size_t)1 << 32)
+
+static int parse_log(exp_process_t *p, int dirfd, tally_err_t *err)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/log", p->dir);
-    char *buf;
-    size_t len;
-    int rc = read_file(path, &buf, &len);
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = read_file(dirfd, "log", LOG_MAX, &buf, &len);
     if (rc == -ENOENT || rc == -ENOTDIR)
         return tally_errf(err, TALLY_ENOTEXP, "'%s' is not an experiment (no log file)", p->dir);
+    if (rc == -ENOMEM)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
+    if (rc == -EFBIG)
+        return tally_errf(err, TALLY_ECORRUPT, "'%s' is larger than %zu bytes: not a log tally "
+                          "wrote", path, LOG_MAX);
     if (rc)
-        return tally_errf(err, TALLY_EIO, "cannot read '%s': %s", path, strerror(-rc));
+        return open_error(err, TALLY_EIO, path, rc);
+    p->text = buf;
     if (memchr(buf, 0, len)) {
         /* A crash can leave a zero-filled tail; keep what precedes it. */
         len = strlen(buf);
-        add_warning(p, "the log ends in zero bytes after offset %zu (cut off by a crash?)", len);
+        if (add_damage(p, TALLY_ECORRUPT, "log", len, "the log ends in zero bytes after offset "
+                       "%zu (cut off by a crash?)", len))
+            return tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
     }
     char *nl = strchr(buf, '\n');
-    if (!nl || strncmp(buf, "tally-experiment ", 17)) {
-        free(buf);
+    if (!nl || strncmp(buf, "tally-experiment ", 17))
         return tally_errf(err, TALLY_ENOTEXP,
                           "'%s' is not an experiment (its log does not start with "
                           "'tally-experiment')", p->dir);
-    }
     unsigned version = 0;
-    if (sscanf(buf, "tally-experiment version=%u", &version) != 1 || version == 0) {
-        free(buf);
+    if (sscanf(buf, "tally-experiment version=%u", &version) != 1 || version == 0)
         return tally_errf(err, TALLY_ECORRUPT, "%s:1: bad first line", path);
-    }
-    if (version > EXP_FORMAT_VERSION) {
-        free(buf);
+    if (version > EXP_FORMAT_VERSION)
         return tally_errf(err, TALLY_EVERSION,
                           "'%s' was written in experiment format version %u; this tally reads "
                           "versions up to %u: use a newer tally", p->dir, version,
                           EXP_FORMAT_VERSION);
-    }
-    size_t cap = 0;
+    size_t cap = 0, npool = 0, pool_cap = 0;
     uint32_t lineno = 1;
-    char *cmdline_raw = NULL;
-    for (char *line = nl + 1; *line; lineno++) {
+    for (char *line = nl + 1; *line && !rc; lineno++) {
         char *end = strchr(line, '\n');
         if (!end) {
-            add_warning(p, "%s:%u: the last line is incomplete (the process was cut off while "
-                        "writing it); ignored", path, lineno + 1);
+            rc = add_damage(p, TALLY_ECORRUPT, "log", (uint64_t)(line - buf),
+                            "%s:%u: the last line is incomplete (the process was cut off while "
+                            "writing it); ignored", path, lineno + 1);
             break;
         }
         *end = 0;
-        if (*line) {
-            if (!strncmp(line, "cmdline ", 8) && !cmdline_raw)
-                cmdline_raw = xstrdup(line);
-            GROW(p->records, p->nrecords, cap);
-            parse_line(line, &p->records[p->nrecords]);
-            p->records[p->nrecords++].line = lineno + 1;
+        if ((size_t)(end - line) > EXP_LOG_LINE_MAX) {
+            rc = add_damage(p, TALLY_ECORRUPT, "log", (uint64_t)(line - buf),
+                            "%s:%u: a line of %zu bytes, longer than any tally writes; ignored",
+                            path, lineno + 1, (size_t)(end - line));
+        } else if (*line) {
+            if (!strncmp(line, "cmdline ", 8) && !p->argv && (rc = parse_cmdline(p, line)))
+                break;
+            if (lineno == UINT32_MAX - 1 || GROW(p->records, p->nrecords, cap) ||
+                parse_line(line, &p->records[p->nrecords], &p->fields, &npool, &pool_cap))
+                rc = TALLY_ENOMEM;
+            else
+                p->records[p->nrecords++].line = lineno + 1;
         }
         line = end + 1;
     }
-    free(buf);
-    interpret(p);
-    if (cmdline_raw) {
-        parse_cmdline(p, cmdline_raw);
-        free(cmdline_raw);
-    }
+    /* the pool no longer moves: turn field indexes into pointers */
+    for (size_t i = 0; i < p->nrecords; i++)
+        p->records[i].fields = p->fields + (uintptr_t)p->records[i].fields;
+    if (!rc)
+        rc = interpret(p);
+    if (rc)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
     return 0;
 }
 
@@ -395,49 +535,176 @@ static int cmp_names(const void *a, const void *b)
 }
 
 static void free_process(exp_process_t *p);
+static uint64_t first_chunk_time(const exp_process_t *p);
 
-static int load_tree(exp_experiment_t *e, const char *dir, const char *name, int32_t parent,
-                     size_t *cap, tally_err_t *err)
+/* A directory waiting to be read: its path, its name relative to the root, its parent. */
+typedef struct pending {
+    char *dir, *name;
+    int32_t parent;
+    uint32_t depth;
+} pending_t;
+
+/* The directories read so far, by (device, inode): a bind mount cannot make the walk loop. */
+static int seen_before(u64map_t *seen, const struct stat *st, int *rc)
+{
+    int found;
+    uint32_t *slot = u64map_slot(seen, (uint64_t)st->st_ino, &found);
+    if (!slot) {
+        *rc = TALLY_ENOMEM;
+        return 0;
+    }
+    if (found && *slot == (uint32_t)st->st_dev)
+        return 1;
+    *slot = (uint32_t)st->st_dev;
+    return 0;
+}
+
+/* Reads the process of one directory (opened as dfd) and queues its descendants, in reverse
+ * order so that they are read _f1, _f2, ... and each before the next one's subtree. A
+ * descendant's failure is its parent's damage; only the root's failure is an error. */
+static int load_one(exp_experiment_t *e, pending_t *job, int dfd, pending_t **stack, size_t *nstack,
+                    size_t *scap, size_t *pcap, tally_err_t *err)
 {
     exp_process_t *p = calloc(1, sizeof *p);
     if (!p)
         return tally_errf(err, TALLY_ENOMEM, "out of memory");
-    p->dir = xstrdup(dir);
-    p->name = xstrdup(name);
-    p->parent = parent;
-    int rc = parse_log(p, err);
+    p->dir = job->dir;
+    p->name = job->name;
+    job->dir = job->name = NULL;
+    p->parent = job->parent;
+    int rc = parse_log(p, dfd, err);
+    if (!rc && GROW(e->procs, e->nprocs, *pcap))
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory");
     if (rc) {
         free_process(p);
         return rc;
     }
-    GROW(e->procs, e->nprocs, *cap);
     p->index = (uint32_t)e->nprocs;
     e->procs[e->nprocs++] = p;
 
-    DIR *d = opendir(dir);
-    if (!d)
+    int d2 = dup(dfd);
+    DIR *d = d2 >= 0 ? fdopendir(d2) : NULL;
+    if (!d) {
+        if (d2 >= 0)
+            close(d2);
         return 0;
+    }
     char **names = NULL;
     size_t n = 0, ncap = 0;
     struct dirent *de;
-    while ((de = readdir(d)))
-        if (is_descendant_name(de->d_name)) {
-            GROW(names, n, ncap);
-            names[n++] = xstrdup(de->d_name);
+    while (!rc && (de = readdir(d))) {
+        if (!is_descendant_name(de->d_name))
+            continue;
+        struct stat st;
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (S_ISLNK(st.st_mode)) {
+            rc = add_damage(p, TALLY_ECORRUPT, "log", UINT64_MAX, "descendant %s%s%s is a "
+                            "symbolic link; not followed (tally writes directories)", p->name,
+                            *p->name ? "/" : "", de->d_name);
+            continue;
         }
-    closedir(d);
-    qsort(names, n, sizeof *names, cmp_names);
-    for (size_t i = 0; i < n; i++) {
-        char sub[4096], subname[4096];
-        snprintf(sub, sizeof sub, "%s/%s", dir, names[i]);
-        snprintf(subname, sizeof subname, "%s%s%s", name, *name ? "/" : "", names[i]);
-        tally_err_t sub_err = { 0 };
-        if (load_tree(e, sub, subname, (int32_t)p->index, cap, &sub_err))
-            add_warning(p, "descendant %s was not read: %s", subname, sub_err.msg);
-        free(names[i]);
+        if (!S_ISDIR(st.st_mode))
+            continue;
+        char *nm = dupstr(de->d_name);
+        if (!nm || GROW(names, n, ncap)) {
+            free(nm);
+            rc = TALLY_ENOMEM;
+            break;
+        }
+        names[n++] = nm;
     }
+    closedir(d);
+    if (!rc && n && job->depth + 1 >= EXP_MAX_DEPTH)
+        rc = add_damage(p, TALLY_ECORRUPT, "log", UINT64_MAX, "%zu descendant(s) of %s were not "
+                        "read: more than %d levels of descendants", n,
+                        *p->name ? p->name : "the root", EXP_MAX_DEPTH);
+    else if (!rc)
+        qsort(names, n, sizeof *names, cmp_names);
+    for (size_t i = n; i-- > 0 && !rc && job->depth + 1 < EXP_MAX_DEPTH;) {
+        pending_t c = { .parent = (int32_t)p->index, .depth = job->depth + 1 };
+        if (asprintf(&c.dir, "%s/%s", p->dir, names[i]) < 0)
+            c.dir = NULL;
+        if (asprintf(&c.name, "%s%s%s", p->name, *p->name ? "/" : "", names[i]) < 0)
+            c.name = NULL;
+        if (!c.dir || !c.name || GROW(*stack, *nstack, *scap)) {
+            free(c.dir);
+            free(c.name);
+            rc = TALLY_ENOMEM;
+            break;
+        }
+        (*stack)[(*nstack)++] = c;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
     free(names);
-    return 0;
+    return rc ? tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", p->dir) : 0;
+}
+
+/* Reads the root and its descendants depth first, without recursion. */
+static int load_tree(exp_experiment_t *e, const char *root, tally_err_t *err)
+{
+    pending_t *stack = NULL;
+    size_t nstack = 0, scap = 0, pcap = 0;
+    u64map_t seen = { 0 };
+    int rc = GROW(stack, 0, scap);
+    if (!rc) {
+        stack[0] = (pending_t){ dupstr(root), dupstr(""), -1, 0 };
+        nstack = 1;
+        if (!stack[0].dir || !stack[0].name)
+            rc = TALLY_ENOMEM;
+    }
+    if (rc)
+        tally_errf(err, rc, "out of memory");
+    while (!rc && nstack) {
+        pending_t job = stack[--nstack];
+        int dfd = open(job.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (job.parent < 0 ? 0 :
+                       O_NOFOLLOW));
+        struct stat st;
+        int loop = 0;
+        if (dfd >= 0 && fstat(dfd, &st) == 0)
+            loop = seen_before(&seen, &st, &rc);
+        if (rc) {
+            tally_errf(err, rc, "out of memory");
+        } else if (job.parent < 0 && dfd < 0) {
+            rc = tally_errf(err, errno == ENOENT ? TALLY_ENOTFOUND : TALLY_EIO,
+                            "cannot open experiment '%s': %s", job.dir, strerror(errno));
+        } else if (dfd < 0 || loop) {
+            exp_process_t *parent = e->procs[job.parent];
+            if (dfd < 0)
+                rc = add_damage(parent, TALLY_EIO, "log", UINT64_MAX, "descendant %s was not "
+                                "read: %s", job.name, strerror(errno));
+            else
+                rc = add_damage(parent, TALLY_ECORRUPT, "log", UINT64_MAX, "descendant %s was "
+                                "not read: it is a directory already read (a bind mount?)",
+                                job.name);
+            if (rc)
+                tally_errf(err, rc, "out of memory");
+        } else {
+            tally_err_t sub_err = { 0 };
+            int32_t parent = job.parent;
+            char name[1024];
+            snprintf(name, sizeof name, "%s", job.name);
+            rc = load_one(e, &job, dfd, &stack, &nstack, &scap, &pcap,
+                          parent < 0 ? err : &sub_err);
+            if (rc && parent >= 0 && rc != TALLY_ENOMEM) /* a descendant's failure: damage */
+                rc = add_damage(e->procs[parent], sub_err.code, "log", UINT64_MAX,
+                                "descendant %s was not read: %s", name, sub_err.msg);
+            else if (rc && parent >= 0)
+                *err = sub_err;
+        }
+        if (dfd >= 0)
+            close(dfd);
+        free(job.dir);
+        free(job.name);
+    }
+    for (size_t i = 0; i < nstack; i++) {
+        free(stack[i].dir);
+        free(stack[i].name);
+    }
+    free(stack);
+    u64map_free(&seen);
+    return rc;
 }
 
 int exp_open(const char *path, exp_experiment_t **out, tally_err_t *err)
@@ -451,11 +718,14 @@ int exp_open(const char *path, exp_experiment_t **out, tally_err_t *err)
                           "'%s' is not an experiment (experiments are directories such as "
                           "test.1.tally)", path);
     exp_experiment_t *e = calloc(1, sizeof *e);
-    if (!e)
+    if (!e || !(e->path = dupstr(path))) {
+        free(e);
         return tally_errf(err, TALLY_ENOMEM, "out of memory");
-    e->path = xstrdup(path);
-    size_t cap = 0;
-    int rc = load_tree(e, path, "", -1, &cap, err);
+    }
+    int rc = load_tree(e, path, err);
+    for (size_t i = 0; !rc && i < e->nprocs; i++)
+        if (!e->procs[i]->t_start)
+            e->procs[i]->t_start = first_chunk_time(e->procs[i]);
     if (rc) {
         exp_close(e);
         return rc;
@@ -466,46 +736,18 @@ int exp_open(const char *path, exp_experiment_t **out, tally_err_t *err)
 
 static void free_process(exp_process_t *p)
 {
-    for (size_t i = 0; i < p->nrecords; i++) {
-        exp_record_t *r = &p->records[i];
-        for (uint32_t j = 0; j < r->nfields; j++) {
-            free(r->fields[j].key);
-            free(r->fields[j].val);
-        }
-        free(r->fields);
-        free(r->kind);
-    }
     free(p->records);
-    for (size_t i = 0; i < p->nthreads; i++) {
-        free(p->threads[i].name);
-        free(p->threads[i].how);
-    }
+    free(p->fields);
+    free(p->text);
     free(p->threads);
-    for (size_t i = 0; i < p->nobjects; i++) {
-        free(p->objects[i].path);
-        free(p->objects[i].buildid);
-    }
     free(p->objects);
-    for (size_t i = 0; i < p->nsamples; i++) {
-        free(p->samples[i].reason);
-        free(p->samples[i].label);
-    }
     free(p->samples);
     free(p->pauses);
-    for (uint32_t i = 0; i < p->argc; i++)
-        free(p->argv[i]);
     free(p->argv);
     for (size_t i = 0; i < p->nwarnings; i++)
         free(p->warnings[i]);
     free(p->warnings);
-    free(p->host);
-    free(p->kernel);
-    free(p->arch);
-    free(p->exe);
-    free(p->cwd);
-    free(p->clock_source);
-    free(p->end_how);
-    free(p->end_signame);
+    free(p->damage);
     free(p->dir);
     free(p->name);
     free(p);
@@ -594,14 +836,12 @@ static uint64_t stack_hash(uint32_t proc, const uint64_t *pcs, uint32_t n, uint3
     return h;
 }
 
-static void table_rehash(exp_stacks_t *s)
+static int table_rehash(exp_stacks_t *s)
 {
     size_t size = s->table_size ? s->table_size * 2 : 1024;
     uint32_t *t = calloc(size, sizeof *t);
-    if (!t) {
-        fprintf(stderr, "tally: out of memory\n");
-        abort();
-    }
+    if (!t)
+        return TALLY_ENOMEM;
     for (size_t id = 0; id < s->count; id++) {
         const struct stack_meta *m = &s->meta[id];
         size_t j = stack_hash(m->proc, s->frames + m->off, m->n, m->flags) & (size - 1);
@@ -612,13 +852,14 @@ static void table_rehash(exp_stacks_t *s)
     free(s->table);
     s->table = t;
     s->table_size = size;
+    return 0;
 }
 
 int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, uint32_t n,
                           uint32_t flags)
 {
-    if ((s->count + 1) * 2 > s->table_size)
-        table_rehash(s);
+    if ((s->count + 1) * 2 > s->table_size && table_rehash(s))
+        return -1;
     size_t j = stack_hash(proc, pcs, n, flags) & (s->table_size - 1);
     for (; s->table[j]; j = (j + 1) & (s->table_size - 1)) {
         const struct stack_meta *m = &s->meta[s->table[j] - 1];
@@ -628,11 +869,18 @@ int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, u
     }
     if (s->count >= UINT32_MAX - 1)
         return -1;
-    while (s->nframes + n > s->frames_cap) {
-        s->frames_cap = s->frames_cap ? 2 * s->frames_cap : 4096;
-        s->frames = xrealloc(s->frames, s->frames_cap * sizeof *s->frames);
+    if (s->nframes + n > s->frames_cap) {
+        size_t cap = s->frames_cap ? s->frames_cap : 4096;
+        while (cap < s->nframes + n)
+            cap *= 2;
+        uint64_t *f = cap <= SIZE_MAX / sizeof *f ? realloc(s->frames, cap * sizeof *f) : NULL;
+        if (!f)
+            return -1;
+        s->frames = f;
+        s->frames_cap = cap;
     }
-    GROW(s->meta, s->count, s->meta_cap);
+    if (GROW(s->meta, s->count, s->meta_cap))
+        return -1;
     memcpy(s->frames + s->nframes, pcs, (size_t)n * sizeof *pcs);
     s->meta[s->count] = (struct stack_meta){ s->nframes, n, flags, proc };
     s->nframes += n;
@@ -667,61 +915,93 @@ static uint64_t get_le64(const uint8_t *p)
     return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 }
 
-/* Per-thread decoding state: local stack id -> global id. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* The smallest STACK record (type, length, id, flags, n = 0): a stream of B bytes of records
+ * defines fewer than B / 5 + 1 stack ids, so no id read from it may be larger. */
+#define MIN_STACK_RECORD 5
+
+/* Per-stream decoding state: local stack id -> global id. */
 struct thread_state {
     uint32_t *map;
-    size_t n, cap;
-    uint64_t *frames; /* scratch for decoding */
+    size_t n, cap, max_ids; /* max_ids: what the stream's bytes can define */
+    uint64_t *frames;       /* scratch for decoding */
     size_t frames_cap;
     uint32_t cpu; /* from the stream's last CPU record */
 };
 
 #define NO_STACK UINT32_MAX
 
-static int decode_stack(struct thread_state *ts, exp_stacks_t *stacks, uint32_t proc,
-                        const uint8_t *p, const uint8_t *end)
+/* What a scan of one process shares between its streams. */
+struct scan {
+    exp_stacks_t *stacks;
+    exp_scan_stats_t *st;
+    uint32_t proc;
+    int oom; /* memory ran out: the scan stops with TALLY_ENOMEM */
+};
+
+/* Notes the first damage of the scan: where it is and what. */
+static void damage_at(struct scan *sc, uint64_t off, const char *what)
+{
+    if (sc->st->bad_offset == UINT64_MAX) {
+        sc->st->bad_proc = sc->proc;
+        sc->st->bad_offset = off;
+        sc->st->bad_what = what;
+    }
+}
+
+/* Decodes a STACK record. 0, 1 for a malformed one, TALLY_ENOMEM. */
+static int decode_stack(struct thread_state *ts, struct scan *sc, const uint8_t *p,
+                        const uint8_t *end)
 {
     uint64_t id, flags, n, first;
     if (leb128_get(&p, end, &id) || leb128_get(&p, end, &flags) || leb128_get(&p, end, &n))
-        return -1;
-    if (n > (uint64_t)(end - p)) /* every frame takes at least one byte */
-        return -1;
+        return 1;
+    if (n > (uint64_t)(end - p) || id >= ts->max_ids || flags > UINT32_MAX)
+        return 1; /* every frame takes at least one byte; ids are bounded by the stream */
     if (n > ts->frames_cap) {
+        uint64_t *f = realloc(ts->frames, n * sizeof *ts->frames);
+        if (!f)
+            return TALLY_ENOMEM;
+        ts->frames = f;
         ts->frames_cap = n;
-        ts->frames = xrealloc(ts->frames, n * sizeof *ts->frames);
     }
     for (uint64_t i = 0; i < n; i++) {
         if (i == 0) {
             if (leb128_get(&p, end, &first))
-                return -1;
+                return 1;
             ts->frames[0] = first;
         } else {
             int64_t d;
             if (leb128_get_signed(&p, end, &d))
-                return -1;
+                return 1;
             ts->frames[i] = ts->frames[i - 1] + (uint64_t)d;
         }
     }
-    int64_t g = exp_stacks_intern(stacks, proc, ts->frames, (uint32_t)n, (uint32_t)flags);
-    if (g < 0)
-        return -1;
-    while (id >= ts->cap) {
-        size_t old = ts->cap;
-        ts->cap = ts->cap ? 2 * ts->cap : 256;
-        ts->map = xrealloc(ts->map, ts->cap * sizeof *ts->map);
-        for (size_t i = old; i < ts->cap; i++)
-            ts->map[i] = NO_STACK;
+    if (id >= ts->cap) {
+        size_t ncap = ts->cap ? ts->cap : 256;
+        while (ncap <= id)
+            ncap *= 2;
+        if (ncap > ts->max_ids)
+            ncap = ts->max_ids;
+        uint32_t *m = realloc(ts->map, ncap * sizeof *m);
+        if (!m)
+            return TALLY_ENOMEM;
+        for (size_t i = ts->cap; i < ncap; i++)
+            m[i] = NO_STACK;
+        ts->map = m;
+        ts->cap = ncap;
     }
+    int64_t g = exp_stacks_intern(sc->stacks, sc->proc, ts->frames, (uint32_t)n, (uint32_t)flags);
+    if (g < 0)
+        return TALLY_ENOMEM;
     ts->map[id] = (uint32_t)g;
     if (id >= ts->n)
         ts->n = id + 1;
     return 0;
-}
-
-/* The global id of the empty stack of a process, for events whose stack was lost. */
-static uint32_t lost_stack(exp_stacks_t *stacks, uint32_t proc)
-{
-    return (uint32_t)exp_stacks_intern(stacks, proc, NULL, 0, EXP_STACK_UNWIND_FAIL);
 }
 
 /* A stream being decoded: its chunks in seq order, the position in the current one, and the
@@ -731,17 +1011,19 @@ struct cursor {
     size_t nrefs, next;     /* chunks of the stream; next: index of the next one to load */
     const uint8_t *map;     /* the events file */
     size_t size;            /* its size */
-    uint32_t csize, proc, stream, tid;
+    uint32_t csize, stream, tid;
     const uint8_t *p, *end; /* records left in the current chunk */
     uint64_t t, addr;       /* time and heap address of the chunk's previous records */
     struct thread_state ts;
-    uint8_t *partial; /* copy of a chunk the file ends inside */
-    exp_event_t ev;   /* the next event */
+    struct scan *sc;
+    exp_event_t ev; /* the next event */
 };
 
-/* Loads the cursor's next chunk; returns 0 when the stream has none left. */
-static int cursor_load(struct cursor *c, exp_scan_stats_t *st)
+/* Loads the cursor's next chunk; returns 0 when the stream has none left. A chunk the file ends
+ * inside is read as far as the file goes. */
+static int cursor_load(struct cursor *c)
 {
+    exp_scan_stats_t *st = c->sc->st;
     if (c->next >= c->nrefs)
         return 0;
     const struct chunk_ref *r = &c->refs[c->next];
@@ -749,20 +1031,18 @@ static int cursor_load(struct cursor *c, exp_scan_stats_t *st)
         st->seq_gaps++;
     c->next++;
     const uint8_t *ch = c->map + r->off;
+    uint32_t used = get_le32(ch + 12), room = c->csize - EXP_CHUNK_HEADER_SIZE;
     if (r->off + c->csize > c->size) { /* the file was cut inside this chunk */
         st->bad_chunks++;
-        c->partial = xrealloc(c->partial, c->csize);
-        memset(c->partial, 0, c->csize);
-        memcpy(c->partial, ch, c->size - r->off);
-        uint32_t avail = (uint32_t)(c->size - r->off - EXP_CHUNK_HEADER_SIZE);
-        if (get_le32(c->partial + 12) > avail)
-            memcpy(c->partial + 12, &avail, 4);
-        ch = c->partial;
+        damage_at(c->sc, r->off, "a chunk cut short by the end of the file");
+        room = (uint32_t)(c->size - r->off - EXP_CHUNK_HEADER_SIZE);
+        if (used > room)
+            used = room;
     }
-    uint32_t used = get_le32(ch + 12);
-    if (used > c->csize - EXP_CHUNK_HEADER_SIZE) {
+    if (used > room) {
         st->bad_chunks++;
-        used = c->csize - EXP_CHUNK_HEADER_SIZE;
+        damage_at(c->sc, r->off + 12, "a chunk whose used size is larger than the chunk");
+        used = room;
     }
     c->t = get_le64(ch + 16);
     c->addr = 0;
@@ -772,21 +1052,33 @@ static int cursor_load(struct cursor *c, exp_scan_stats_t *st)
     return 1;
 }
 
+/* The global id of the empty stack of a process, for events whose stack was lost. */
+static uint32_t lost_stack(struct scan *sc)
+{
+    int64_t g = exp_stacks_intern(sc->stacks, sc->proc, NULL, 0, EXP_STACK_UNWIND_FAIL);
+    if (g < 0) {
+        sc->oom = 1;
+        return 0;
+    }
+    return (uint32_t)g;
+}
+
 /* The global id of a stream-local stack id, or the lost stack when it was never defined. */
-static uint32_t map_stack(struct cursor *c, exp_stacks_t *stacks, uint64_t id,
-                          exp_scan_stats_t *st)
+static uint32_t map_stack(struct cursor *c, uint64_t id, const uint8_t *rec)
 {
     if (id < c->ts.n && c->ts.map[id] != NO_STACK)
         return c->ts.map[id];
-    st->bad_records++;
-    return lost_stack(stacks, c->proc);
+    c->sc->st->bad_records++;
+    damage_at(c->sc, (uint64_t)(rec - c->map), "a record with an undefined stack id");
+    return lost_stack(c->sc);
 }
 
 /* Decodes the payload of a timed record (after its dt) into c->ev. Returns 0 for an event, 2 for
  * a record that is not one, 1 for a type this reader does not know, -1 for a malformed record. */
 static int decode_event(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
-                        exp_stacks_t *stacks, exp_scan_stats_t *st)
+                        const uint8_t *rec)
 {
+    exp_scan_stats_t *st = c->sc->st;
     exp_event_t *ev = &c->ev;
     uint64_t a, b, d, e, f, g;
     int64_t sd;
@@ -806,21 +1098,21 @@ static int decode_event(struct cursor *c, uint8_t type, const uint8_t *q, const 
         ev->type = EXP_REC_CLOCK;
         ev->tid = (uint32_t)e;
         ev->cpu = UINT32_MAX;
-        ev->stack = map_stack(c, stacks, a, st);
-        ev->state = (uint32_t)b;
+        ev->stack = map_stack(c, a, rec);
+        ev->state = (uint32_t)(b < EXP_STATE_COUNT ? b : UINT32_MAX);
         ev->weight = d;
         ev->count = 1;
         return 0;
     case EXP_REC_CPU: /* no event: the CPU of the events that follow */
         if (leb128_get(&q, rend, &a))
             return -1;
-        c->ts.cpu = (uint32_t)a;
+        c->ts.cpu = a < UINT32_MAX ? (uint32_t)a : UINT32_MAX;
         return 2;
     case EXP_REC_CLOCK:
         if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d))
             return -1;
-        ev->stack = map_stack(c, stacks, a, st);
-        ev->state = (uint32_t)b;
+        ev->stack = map_stack(c, a, rec);
+        ev->state = (uint32_t)(b < EXP_STATE_COUNT ? b : UINT32_MAX);
         ev->weight = d;
         ev->count = 1;
         return 0;
@@ -829,17 +1121,17 @@ static int decode_event(struct cursor *c, uint8_t type, const uint8_t *q, const 
             return -1;
         ev->stack = 0;
         ev->count = a;
-        ev->reason = (uint32_t)b;
-        st->lost[b < EXP_LOST_NREASONS ? b : EXP_LOST_NOSTACK] += a;
+        ev->reason = (uint32_t)(b < EXP_LOST_NREASONS ? b : EXP_LOST_NOSTACK);
+        st->lost[ev->reason] = sat_add(st->lost[ev->reason], a);
         return 0;
     case EXP_REC_SYNC:
         if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d) ||
             leb128_get(&q, rend, &e))
             return -1;
-        ev->stack = map_stack(c, stacks, a, st);
+        ev->stack = map_stack(c, a, rec);
         ev->weight = b;
         ev->addr = d;
-        ev->call = (uint32_t)e;
+        ev->call = (uint32_t)(e < UINT32_MAX ? e : UINT32_MAX);
         return 0;
     case EXP_REC_HEAP_ALLOC:
     case EXP_REC_HEAP_FREE:
@@ -850,14 +1142,14 @@ static int decode_event(struct cursor *c, uint8_t type, const uint8_t *q, const 
         if (type == EXP_REC_HEAP_ALLOC) {
             if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
                 return -1;
-            ev->stack = map_stack(c, stacks, a, st);
+            ev->stack = map_stack(c, a, rec);
             ev->size = b;
             if (q < rend && leb128_get(&q, rend, &d) == 0) /* absent: malloc */
-                ev->call = (uint32_t)d;
+                ev->call = (uint32_t)(d < UINT32_MAX ? d : UINT32_MAX);
         } else if (q < rend) { /* absent: free */
             if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
                 return -1;
-            ev->call = (uint32_t)a;
+            ev->call = (uint32_t)(a < UINT32_MAX ? a : UINT32_MAX);
             ev->size = b;
         }
         return 0;
@@ -866,14 +1158,14 @@ static int decode_event(struct cursor *c, uint8_t type, const uint8_t *q, const 
             leb128_get(&q, rend, &e) || leb128_get_signed(&q, rend, &sd) ||
             leb128_get(&q, rend, &f))
             return -1;
-        ev->stack = map_stack(c, stacks, a, st);
-        ev->call = (uint32_t)b;
+        ev->stack = map_stack(c, a, rec);
+        ev->call = (uint32_t)(b < UINT32_MAX ? b : UINT32_MAX);
         ev->weight = d;
         ev->size = e;
         ev->fd = sd;
-        ev->err = (uint32_t)f;
+        ev->err = (uint32_t)(f < UINT32_MAX ? f : UINT32_MAX);
         if (q < rend) {
-            if (leb128_get(&q, rend, &g) || g > (uint64_t)(rend - q))
+            if (leb128_get(&q, rend, &g) || g > (uint64_t)(rend - q) || g > EXP_IO_NAME_MAX)
                 return -1;
             ev->name = (const char *)q;
             ev->namelen = (uint32_t)g;
@@ -884,17 +1176,21 @@ static int decode_event(struct cursor *c, uint8_t type, const uint8_t *q, const 
     }
 }
 
-/* Decodes records until the cursor holds its next event; returns 0 when the stream ends. */
-static int cursor_next(struct cursor *c, exp_stacks_t *stacks, exp_scan_stats_t *st)
+/* Decodes records until the cursor holds its next event; returns 0 when the stream ends (or
+ * memory ran out: sc->oom). */
+static int cursor_next(struct cursor *c)
 {
-    for (;;) {
+    exp_scan_stats_t *st = c->sc->st;
+    while (!c->sc->oom) {
         while (c->p >= c->end)
-            if (!cursor_load(c, st))
+            if (!cursor_load(c))
                 return 0;
+        const uint8_t *rec = c->p;
         uint8_t type = *c->p++;
         uint64_t len, dt;
         if (type == 0 || leb128_get(&c->p, c->end, &len) || len > (uint64_t)(c->end - c->p)) {
             st->bad_records++;
+            damage_at(c->sc, (uint64_t)(rec - c->map), "a record that cannot be framed");
             c->p = c->end; /* the rest of the chunk cannot be framed */
             continue;
         }
@@ -902,8 +1198,13 @@ static int cursor_next(struct cursor *c, exp_stacks_t *stacks, exp_scan_stats_t 
         c->p = rend;
         st->records++;
         if (type == EXP_REC_STACK) {
-            if (decode_stack(&c->ts, stacks, c->proc, q, rend))
+            int rc = decode_stack(&c->ts, c->sc, q, rend);
+            if (rc < 0)
+                c->sc->oom = 1;
+            else if (rc) {
                 st->bad_records++;
+                damage_at(c->sc, (uint64_t)(rec - c->map), "a malformed stack record");
+            }
             continue;
         }
         if ((type > EXP_REC_IO && type < EXP_REC_STATE) || type > EXP_REC_CPU) {
@@ -912,21 +1213,26 @@ static int cursor_next(struct cursor *c, exp_stacks_t *stacks, exp_scan_stats_t 
         }
         if (leb128_get(&q, rend, &dt)) {
             st->bad_records++;
+            damage_at(c->sc, (uint64_t)(rec - c->map), "a record without its time");
             continue;
         }
         c->t += dt;
         c->ev.t = c->t;
-        int rc = decode_event(c, type, q, rend, stacks, st);
+        int rc = decode_event(c, type, q, rend, rec);
         if (rc == 2)
             continue;
         if (rc) {
             st->bad_records++;
+            damage_at(c->sc, (uint64_t)(rec - c->map), "a malformed record");
             continue;
         }
+        if (c->sc->oom)
+            return 0;
         if (type != EXP_REC_LOST)
             st->events++;
         return 1;
     }
+    return 0;
 }
 
 /* Min-heap of cursors by (time of the next event, stream). */
@@ -953,79 +1259,137 @@ static void heap_sift_down(struct cursor **h, size_t n, size_t i)
 }
 
 /* Delivers the events of every stream of a process, merged by time. */
-static int merge_streams(struct cursor *cs, size_t ncs, exp_stacks_t *stacks, exp_event_cb cb,
-                         void *ctx, exp_scan_stats_t *st)
+static int merge_streams(struct cursor *cs, size_t ncs, exp_event_cb cb, void *ctx,
+                         struct scan *sc)
 {
-    struct cursor **h = xrealloc(NULL, (ncs ? ncs : 1) * sizeof *h);
+    struct cursor **h = malloc((ncs ? ncs : 1) * sizeof *h);
+    if (!h)
+        return TALLY_ENOMEM;
     size_t n = 0;
     for (size_t i = 0; i < ncs; i++)
-        if (cursor_next(&cs[i], stacks, st))
+        if (cursor_next(&cs[i]))
             h[n++] = &cs[i];
     for (size_t i = n / 2; i-- > 0;)
         heap_sift_down(h, n, i);
     int rc = 0;
-    while (n && !rc) {
+    while (n && !rc && !sc->oom) {
         struct cursor *c = h[0];
         if (cb)
             rc = cb(ctx, &c->ev);
-        if (!cursor_next(c, stacks, st))
+        if (!cursor_next(c))
             h[0] = h[--n];
         heap_sift_down(h, n, 0);
     }
     free(h);
-    return rc;
+    return rc ? rc : sc->oom ? TALLY_ENOMEM : 0;
+}
+
+/* Maps the events file of process pr: *m (NULL when there is none, or it is empty), *size. */
+static int map_events(const exp_process_t *pr, char *path, size_t pathlen, const uint8_t **m,
+                      size_t *size, tally_err_t *err)
+{
+    *m = NULL;
+    *size = 0;
+    if ((size_t)snprintf(path, pathlen, "%s/events", pr->dir) >= pathlen)
+        return tally_errf(err, TALLY_EIO, "cannot read the events of '%s': the path is too long",
+                          pr->dir);
+    off_t fsize;
+    int fd = open_regular(AT_FDCWD, path, &fsize);
+    if (fd == -ENOENT)
+        return 0; /* no events: nothing was profiled in this process */
+    if (fd < 0)
+        return open_error(err, TALLY_EIO, path, fd);
+    if (fsize == 0) {
+        close(fd);
+        return 0;
+    }
+    if (fsize < EXP_EV_HEADER_BYTES) {
+        close(fd);
+        return tally_errf(err, TALLY_ECORRUPT, "%s: the file is shorter than its header "
+                          "(%lld bytes)", path, (long long)fsize);
+    }
+    void *p = mmap(NULL, (size_t)fsize, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED)
+        return tally_errf(err, e == ENOMEM ? TALLY_ENOMEM : TALLY_EIO, "cannot map '%s': %s",
+                          path, strerror(e));
+    *m = p;
+    *size = (size_t)fsize;
+    return 0;
+}
+
+/* Checks the file header; *hsize, *csize. */
+static int check_header(const char *path, const uint8_t *m, size_t size, uint32_t *hsize,
+                        uint32_t *csize, tally_err_t *err)
+{
+    if (memcmp(m, EXP_EV_MAGIC, 8))
+        return tally_errf(err, TALLY_ECORRUPT, "%s: not a tally events file (bad magic at "
+                          "offset 0)", path);
+    uint32_t version = get_le32(m + 8);
+    *hsize = get_le32(m + 12);
+    *csize = get_le32(m + 16);
+    if (version > EXP_FORMAT_VERSION)
+        return tally_errf(err, TALLY_EVERSION, "%s: events format version %u is newer than "
+                          "this tally reads (%u): use a newer tally", path, version,
+                          EXP_FORMAT_VERSION);
+    if (*hsize < EXP_EV_HEADER_BYTES || *hsize > size)
+        return tally_errf(err, TALLY_ECORRUPT, "%s: bad header size %u at offset 12 (the file "
+                          "has %zu bytes)", path, *hsize, size);
+    if (*csize < 4096 || *csize > (1u << 30) || *csize % 4096)
+        return tally_errf(err, TALLY_ECORRUPT, "%s: bad chunk size %u at offset 16 (a multiple "
+                          "of 4096 up to 1 GiB)", path, *csize);
+    return 0;
+}
+
+/* The earliest chunk start of process p's events (0 when none): when the log has no start. */
+static uint64_t first_chunk_time(const exp_process_t *p)
+{
+    char path[4096];
+    const uint8_t *m;
+    size_t size;
+    uint32_t hsize, csize;
+    uint64_t t0 = 0;
+    if (map_events(p, path, sizeof path, &m, &size, NULL) || !m)
+        return 0;
+    if (!check_header(path, m, size, &hsize, &csize, NULL))
+        for (uint64_t off = hsize; off + EXP_CHUNK_HEADER_SIZE <= size; off += csize) {
+            uint64_t t = get_le64(m + off + 16);
+            if (get_le32(m + off) == EXP_CHUNK_MAGIC && t && (!t0 || t < t0))
+                t0 = t;
+        }
+    munmap((void *)m, size);
+    return t0;
 }
 
 static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event_cb cb,
                         void *ctx, exp_scan_stats_t *st, tally_err_t *err)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/events", pr->dir);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return 0; /* no events: nothing was profiled in this process */
-        return tally_errf(err, TALLY_EIO, "cannot read '%s': %s", path, strerror(errno));
-    }
-    struct stat sb;
-    if (fstat(fd, &sb) < 0 || sb.st_size < EXP_EV_HEADER_BYTES) {
-        close(fd);
-        if (sb.st_size == 0)
-            return 0;
-        return tally_errf(err, TALLY_ECORRUPT, "%s: the file is shorter than its header "
-                          "(%lld bytes)", path, (long long)sb.st_size);
-    }
-    size_t size = (size_t)sb.st_size;
-    const uint8_t *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (m == MAP_FAILED)
-        return tally_errf(err, TALLY_EIO, "cannot map '%s': %s", path, strerror(errno));
-    int rc = 0;
+    const uint8_t *m;
+    size_t size;
+    int rc = map_events(pr, path, sizeof path, &m, &size, err);
+    if (rc || !m)
+        return rc;
     struct chunk_ref *refs = NULL;
-    size_t nrefs = 0;
-    if (memcmp(m, EXP_EV_MAGIC, 8)) {
-        rc = tally_errf(err, TALLY_ECORRUPT, "%s: not a tally events file (bad magic at offset 0)",
-                        path);
+    struct cursor *cs = NULL;
+    size_t nrefs = 0, ncs = 0;
+    uint32_t hsize, csize;
+    if ((rc = check_header(path, m, size, &hsize, &csize, err)))
+        goto out;
+    size_t nchunks = (size - hsize + csize - 1) / csize; /* at most size / 4096 */
+    refs = malloc((nchunks ? nchunks : 1) * sizeof *refs);
+    if (!refs) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
         goto out;
     }
-    uint32_t version = get_le32(m + 8), hsize = get_le32(m + 12), csize = get_le32(m + 16);
-    if (version > EXP_FORMAT_VERSION) {
-        rc = tally_errf(err, TALLY_EVERSION, "%s: events format version %u is newer than this "
-                        "tally reads (%u): use a newer tally", path, version, EXP_FORMAT_VERSION);
-        goto out;
-    }
-    if (hsize < EXP_EV_HEADER_BYTES || hsize > size || csize < 4096 || csize > (1u << 30)) {
-        rc = tally_errf(err, TALLY_ECORRUPT, "%s: bad header (header size %u, chunk size %u)",
-                        path, hsize, csize);
-        goto out;
-    }
-    size_t nchunks = (size - hsize + csize - 1) / csize;
-    refs = xrealloc(NULL, (nchunks ? nchunks : 1) * sizeof *refs);
+    struct scan sc = { stacks, st, pr->index, 0 };
     for (size_t i = 0; i < nchunks; i++) {
         uint64_t off = hsize + (uint64_t)i * csize;
         st->chunks++;
         if (off + EXP_CHUNK_HEADER_SIZE > size) {
             st->bad_chunks++;
+            damage_at(&sc, off, "a chunk header cut short by the end of the file");
             continue;
         }
         uint32_t magic = get_le32(m + off);
@@ -1035,17 +1399,20 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         }
         if (magic != EXP_CHUNK_MAGIC) {
             st->bad_chunks++;
+            damage_at(&sc, off, "a chunk with a bad magic number");
             continue;
         }
         refs[nrefs++] = (struct chunk_ref){ get_le32(m + off + 24), get_le32(m + off + 8),
                                             get_le32(m + off + 4), off };
     }
     qsort(refs, nrefs, sizeof *refs, cmp_chunks);
-    size_t ncs = 0;
     for (size_t i = 0; i < nrefs; i++)
         ncs += i == 0 || refs[i].stream != refs[i - 1].stream;
-    struct cursor *cs = xrealloc(NULL, (ncs ? ncs : 1) * sizeof *cs);
-    memset(cs, 0, (ncs ? ncs : 1) * sizeof *cs);
+    cs = calloc(ncs ? ncs : 1, sizeof *cs);
+    if (!cs) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
+        goto out;
+    }
     for (size_t i = 0, k = 0; i < nrefs; i++) {
         if (i && refs[i].stream == refs[i - 1].stream)
             continue;
@@ -1056,19 +1423,21 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         c->map = m;
         c->size = size;
         c->csize = csize;
-        c->proc = pr->index;
+        c->sc = &sc;
         c->stream = refs[i].stream;
         c->ev.proc = pr->index;
         c->ts.cpu = UINT32_MAX;
+        c->ts.max_ids = c->nrefs * (size_t)((csize - EXP_CHUNK_HEADER_SIZE) / MIN_STACK_RECORD) + 1;
     }
-    rc = merge_streams(cs, ncs, stacks, cb, ctx, st);
-    for (size_t i = 0; i < ncs; i++) {
+    rc = merge_streams(cs, ncs, cb, ctx, &sc);
+    if (rc == TALLY_ENOMEM && sc.oom)
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
+out:
+    for (size_t i = 0; cs && i < ncs; i++) {
         free(cs[i].ts.map);
         free(cs[i].ts.frames);
-        free(cs[i].partial);
     }
     free(cs);
-out:
     free(refs);
     munmap((void *)m, size);
     return rc;
@@ -1081,6 +1450,7 @@ int exp_scan(const exp_experiment_t *e, exp_stacks_t *stacks, exp_event_cb cb, v
     if (!st)
         st = &local;
     memset(st, 0, sizeof *st);
+    st->bad_offset = UINT64_MAX;
     for (size_t i = 0; i < e->nprocs; i++) {
         int rc = scan_process(e->procs[i], stacks, cb, ctx, st, err);
         if (rc)

@@ -11,9 +11,17 @@
  * only for the distinct stacks.
  *
  * Errors: functions return 0 or a negative TALLY_E* code with a message in *err naming the file
- * and the offset. Damage that can be survived (a truncated last line, a chunk cut short by a
- * crash, unknown record types) is not an error: it is counted in exp_scan_stats_t / the process's
- * `problems` and the rest is read. Not thread-safe per object; separate objects are independent.
+ * and the offset; running out of memory is TALLY_ENOMEM, never an abort. Damage that can be
+ * survived (a truncated last line, a chunk cut short by a crash, unknown record types) is not an
+ * error: it is counted in exp_scan_stats_t (events) or listed in the process's `damage` (log,
+ * directory tree), each with a code and a file offset, and the rest is read. Not thread-safe per
+ * object; separate objects are independent.
+ *
+ * Hostile input: experiments may come from someone else, so every size, count and id read from
+ * a file is bounded by what that file can hold, only regular files are read (a FIFO, a device or
+ * a symbolic link in place of `log` or `events` is an error naming it), descendant directories
+ * are never reached through symbolic links and the walk is iterative and bounded (depth
+ * EXP_MAX_DEPTH, each directory once), and nothing recurses over data.
  *
  * Depends on: src/base, evformat.h, logfile.h (decoding).
  */
@@ -27,12 +35,25 @@
 #include "evformat.h"
 
 #define EXP_T_NEVER UINT64_MAX
+#define EXP_MAX_DEPTH 256            /* deepest descendant experiment read (_f1.tally/_f1.tally/...) */
+#define EXP_LOG_LINE_MAX (32u << 20) /* longest log line read: a cmdline of 10 MiB of arguments */
+
+/* Damage found while reading the log or the tree of an experiment (not events: see
+ * exp_scan_stats_t). Each is also described in the process's warnings. */
+typedef struct exp_damage {
+    int code;        /* TALLY_ECORRUPT (bad data), TALLY_EIO (unreadable), TALLY_ENOTEXP */
+    const char *file; /* "log", "events", or the descendant's directory name (static strings or
+                         strings owned by the process) */
+    uint64_t offset;  /* byte offset in that file, UINT64_MAX when not about a position */
+} exp_damage_t;
 
 typedef struct exp_field {
     char *key, *val; /* val percent-decoded */
 } exp_field_t;
 
-/* One log line, kept as read: every record, so views such as -header can show everything. */
+/* One log line, kept as read: every record, so views such as -header can show everything. The
+ * strings of records and of the structures below point into the process's copy of its log
+ * (exp_process_t.text) or to a static empty string: they live as long as the process. */
 typedef struct exp_record {
     char *kind;
     exp_field_t *fields;
@@ -80,9 +101,15 @@ typedef struct exp_process {
     /* from start / cmdline / settings */
     uint32_t pid, ppid, ncpus;
     char *host, *kernel, *arch, *exe, *cwd;
-    char **argv;
+    char **argv; /* one allocation with the strings */
     uint32_t argc;
-    uint64_t t_start, real_start, t_end; /* t_end: the last time seen (end record or last event) */
+    /* t_start: the start record's time; without one (a program the collector could not enter),
+     * the earliest time of the other records or of the event chunks; 0 when nothing says.
+     * t_end: the last time of any record. Durations exist only when t_start != 0. Of repeated
+     * start and settings records the first is used (a warning says so); of end records the
+     * last (the collector and tally collect may both write one). */
+    int has_start;
+    uint64_t t_start, real_start, t_end;
     uint64_t clock_ns; /* 0 when clock profiling was off */
     char *clock_source;
     /* tracing (settings): sync_on with its threshold (ns; calibrated: 6 x sync_calibration) */
@@ -106,6 +133,10 @@ typedef struct exp_process {
         st_truncated_stacks;
     char **warnings; /* warning records and problems found while reading */
     size_t nwarnings;
+    exp_damage_t *damage; /* problems found while reading (also in warnings) */
+    size_t ndamage;
+    char *text;          /* the log's contents, which the strings above point into */
+    exp_field_t *fields; /* the fields of all records, back to back */
 } exp_process_t;
 
 typedef struct exp_experiment {
@@ -160,7 +191,12 @@ typedef struct exp_event {
 
 typedef struct exp_scan_stats {
     uint64_t chunks, unused_chunks, bad_chunks, records, unknown_records, bad_records, seq_gaps;
-    uint64_t events, lost[EXP_LOST_NREASONS];
+    uint64_t events, lost[EXP_LOST_NREASONS]; /* lost: saturated at UINT64_MAX */
+    /* The first damage seen: its process index and offset in that process's events file
+     * (UINT64_MAX when there was none), and what it was. */
+    uint32_t bad_proc;
+    uint64_t bad_offset;
+    const char *bad_what;
 } exp_scan_stats_t;
 
 /* Calls cb for every event; cb returns 0 to go on, anything else stops the scan (returned). */
