@@ -15,6 +15,7 @@
 
 #include "analyzer/filter.h"
 #include "analyzer/heapmatch.h"
+#include "base/satadd.h"
 #include "base/u64map.h"
 
 /* ---- metric table --------------------------------------------------------------------------- */
@@ -141,6 +142,7 @@ typedef struct exp_input {
 } exp_input_t;
 
 struct eng {
+    int saturated; /* a sum of the last aggregation reached UINT64_MAX (sat_add_to) */
     exp_input_t *in;
     size_t nin;
     sym_ctx_t *sym;
@@ -639,15 +641,15 @@ static void add_leak(void *ctx, const hm_block_t *b)
     eng_t *g = c->g;
     eng_thread_t *t = &g->threads[b->info.thread];
     t->value[ENG_M_HEAPLEAKCNT]++;
-    t->value[ENG_M_HEAPLEAKBYTES] += b->size;
+    g->saturated |= sat_add_to(&t->value[ENG_M_HEAPLEAKBYTES], b->size);
     exp_input_t *in = &g->in[c->exp];
     if (!(b->info.flags & LEAK_SELECTED) || b->info.stack >= in->cap)
         return;
     uint64_t *sv = in->vec + (size_t)b->info.stack * ENG_NMETRICS;
     sv[ENG_M_HEAPLEAKCNT]++;
-    sv[ENG_M_HEAPLEAKBYTES] += b->size;
+    g->saturated |= sat_add_to(&sv[ENG_M_HEAPLEAKBYTES], b->size);
     g->total[ENG_M_HEAPLEAKCNT]++;
-    g->total[ENG_M_HEAPLEAKBYTES] += b->size;
+    g->saturated |= sat_add_to(&g->total[ENG_M_HEAPLEAKBYTES], b->size);
 }
 
 /* The blocks of the process scanned so far are its leaks. */
@@ -712,13 +714,13 @@ static int on_event(void *ctx, const exp_event_t *ev)
         uint32_t leaf = f1 > f0 ? in->fids[f0] : sym_func_unknown(g->sym);
         uint64_t v[ENG_NMETRICS] = { 0 };
         for (int k = 0; k < e.n; k++)
-            v[e.m[k]] += e.v[k];
+            sat_add_to(&v[e.m[k]], e.v[k]);
         return c->fn(c->fn_ctx, ev, v, leaf, index);
     }
     eng_thread_t *t = &g->threads[index];
     t->events++;
     for (int k = 0; k < e.n; k++)
-        t->value[e.m[k]] += e.v[k];
+        g->saturated |= sat_add_to(&t->value[e.m[k]], e.v[k]);
     /* the stack's first time is known before the filter maps its frames to functions (objects
      * are looked up by time: a library unloaded and another loaded at its address) */
     exp_input_t *in = &g->in[c->exp];
@@ -733,8 +735,8 @@ static int on_event(void *ctx, const exp_event_t *ev)
         return 0;
     uint64_t *sv = in->vec + (size_t)ev->stack * ENG_NMETRICS;
     for (int k = 0; k < e.n; k++) {
-        sv[e.m[k]] += e.v[k];
-        g->total[e.m[k]] += e.v[k];
+        g->saturated |= sat_add_to(&sv[e.m[k]], e.v[k]);
+        g->saturated |= sat_add_to(&g->total[e.m[k]], e.v[k]);
     }
     return 0;
 }
@@ -743,6 +745,7 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
 {
     memset(g->total, 0, sizeof g->total);
     memset(&g->stats, 0, sizeof g->stats);
+    g->saturated = 0;
     for (size_t i = 0; i < g->nthreads; i++) {
         g->threads[i].events = 0;
         memset(g->threads[i].value, 0, sizeof g->threads[i].value);
@@ -771,7 +774,7 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         g->stats.seq_gaps += st.seq_gaps;
         g->stats.events += st.events;
         for (int r = 0; r < EXP_LOST_NREASONS; r++)
-            g->stats.lost[r] += st.lost[r];
+            sat_add_to(&g->stats.lost[r], st.lost[r]);
     }
     g->aggregated = 1;
     return 0;
@@ -808,6 +811,11 @@ int eng_event_selected(eng_t *g, uint32_t exp, const exp_event_t *ev)
 
 const exp_scan_stats_t *eng_scan_stats(const eng_t *g) { return &g->stats; }
 const uint64_t *eng_total(const eng_t *g) { return g->total; }
+int eng_saturated(const eng_t *g)
+{
+    return g->saturated || (g->table_valid && g->table.saturated) ||
+           (g->tree_valid && g->tree.saturated);
+}
 int eng_has_metric(const eng_t *g, int metric) { return g->total[metric] != 0; }
 
 /* ---- frame mapping -------------------------------------------------------------------------- */
@@ -1246,6 +1254,7 @@ struct eng_edgeset {
     uint64_t *vals;            /* [index * ENG_NMETRICS] */
     uint64_t *keys;            /* [index]: x << 32 | y, with the top bit set for callees */
     size_t n, cap;
+    int saturated;
 };
 
 eng_edgeset_t *eng_edgeset_new(void) { return calloc(1, sizeof(eng_edgeset_t)); }
@@ -1288,7 +1297,7 @@ static int edge_add(eng_edgeset_t *es, int callee, uint32_t x, uint32_t y, const
     }
     uint64_t *dst = es->vals + (size_t)*slot * ENG_NMETRICS;
     for (int m = 0; m < ENG_NMETRICS; m++)
-        dst[m] += v[m];
+        es->saturated |= sat_add_to(&dst[m], v[m]);
     return 0;
 }
 
@@ -1299,7 +1308,7 @@ int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v
         return 0;
     uint64_t *ex = t->excl + (size_t)ids[0] * ENG_NMETRICS;
     for (int m = 0; m < ENG_NMETRICS; m++)
-        ex[m] += v[m];
+        t->saturated |= sat_add_to(&ex[m], v[m]);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = ids[i];
         if (stamp[x] == serial)
@@ -1308,7 +1317,7 @@ int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v
         t->present[x] = 1;
         uint64_t *in = t->incl + (size_t)x * ENG_NMETRICS;
         for (int m = 0; m < ENG_NMETRICS; m++)
-            in[m] += v[m];
+            t->saturated |= sat_add_to(&in[m], v[m]);
         if (!es)
             continue;
         if (i + 1 < n) {
@@ -1317,7 +1326,7 @@ int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v
         } else {
             uint64_t *o = t->outermost + (size_t)x * ENG_NMETRICS;
             for (int m = 0; m < ENG_NMETRICS; m++)
-                o[m] += v[m];
+                t->saturated |= sat_add_to(&o[m], v[m]);
         }
         if (i > 0 && edge_add(es, 1, x, ids[i - 1], v))
             return TALLY_ENOMEM;
@@ -1365,6 +1374,7 @@ static int cmp_edge_index(const void *a, const void *b)
 int eng_edges_finish(eng_table_t *t, eng_edgeset_t *es)
 {
     size_t n = t->nobjects;
+    t->saturated |= es->saturated;
     uint32_t *order = malloc((es->n ? es->n : 1) * sizeof *order);
     t->caller_start = calloc(n + 1, sizeof *t->caller_start);
     t->callee_start = calloc(n + 1, sizeof *t->callee_start);
@@ -1634,7 +1644,7 @@ static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, cons
     eng_tree_t *tr = c->tree;
     uint32_t node = 0;
     for (int m = 0; m < ENG_NMETRICS; m++)
-        tr->nodes[0].incl[m] += v[m];
+        tr->saturated |= sat_add_to(&tr->nodes[0].incl[m], v[m]);
     for (uint32_t i = n; i-- > 0;) {
         int found;
         uint32_t *slot = u64map_slot(&c->children, (uint64_t)node << 32 | ids[i], &found);
@@ -1661,11 +1671,11 @@ static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, cons
         }
         node = *slot;
         for (int m = 0; m < ENG_NMETRICS; m++)
-            tr->nodes[node].incl[m] += v[m];
+            tr->saturated |= sat_add_to(&tr->nodes[node].incl[m], v[m]);
     }
     if (n)
         for (int m = 0; m < ENG_NMETRICS; m++)
-            tr->nodes[node].excl[m] += v[m];
+            tr->saturated |= sat_add_to(&tr->nodes[node].excl[m], v[m]);
     return 0;
 }
 

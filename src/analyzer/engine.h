@@ -176,6 +176,9 @@ int eng_aggregate(eng_t *g, tally_err_t *err);
 const exp_scan_stats_t *eng_scan_stats(const eng_t *g);
 /* Totals of the last aggregation over the selection. */
 const uint64_t *eng_total(const eng_t *g);
+/* True when a sum of the last aggregation, table or call tree reached UINT64_MAX and stayed there
+ * (sums saturate rather than wrap around): the front end says so. */
+int eng_saturated(const eng_t *g);
 /* True when some event of the last aggregation had a metric != 0 (for -metric_list). */
 int eng_has_metric(const eng_t *g, int metric);
 
@@ -196,6 +199,7 @@ typedef struct eng_table {
     eng_edge_t *callers, *callees;
     size_t *caller_start, *callee_start;
     uint64_t *outermost; /* [id * ENG_NMETRICS]: events where id was the outermost frame */
+    int saturated;       /* some sum reached UINT64_MAX (sums saturate, never wrap) */
 } eng_table_t;
 
 /* Computes the table of kind; with edges != 0 also the attributed metrics. */
@@ -210,6 +214,7 @@ typedef struct eng_node {
 typedef struct eng_tree {
     eng_node_t *nodes;
     size_t nnodes;
+    int saturated; /* some sum reached UINT64_MAX */
 } eng_tree_t;
 
 const eng_tree_t *eng_calltree(eng_t *g, int kind, tally_err_t *err);

@@ -419,10 +419,18 @@ static void summarize(const char *exp, const char *shown)
     }
     uint64_t samples = 0, dropped = 0, disk = 0;
     size_t threads = 0;
+    /* a process killed before it wrote its statistics: count what its events hold */
+    uint64_t *counted = NULL;
+    for (size_t i = 0; i < e->nprocs && !counted; i++)
+        if (!e->procs[i]->has_stats && (counted = calloc(e->nprocs, sizeof *counted)) &&
+            exp_count_samples(e, counted, &err)) {
+            fprintf(stderr, "tally: warning: the events cannot be read back: %s\n", err.msg);
+            break;
+        }
     for (size_t i = 0; i < e->nprocs; i++) {
         const exp_process_t *p = e->procs[i];
         threads += p->nthreads;
-        samples += p->st_samples;
+        samples += p->has_stats ? p->st_samples : counted ? counted[i] : 0;
         dropped += p->st_dropped_busy;
         disk += p->st_dropped_disk;
         for (size_t w = 0; w < p->nwarnings; w++)
@@ -432,6 +440,7 @@ static void summarize(const char *exp, const char *shown)
     fprintf(stderr, "tally: %s: %llu samples, %zu thread%s, %zu process%s\n", shown,
             (unsigned long long)samples, threads, threads == 1 ? "" : "s", e->nprocs,
             e->nprocs == 1 ? "" : "es");
+    free(counted);
     if (disk)
         fprintf(stderr, "tally: warning: %llu samples were lost because the disk was full\n",
                 (unsigned long long)disk);

@@ -28,6 +28,7 @@
 
 static int run_script(pstate_t *ps, const char *path);
 static int run_line(pstate_t *ps, char *line, const char *where);
+static void note_saturation(pstate_t *ps);
 
 static int c_functions(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_FUNCTION); }
 static int c_objects(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_LOADOBJECT); }
@@ -393,7 +394,21 @@ static int run_line(pstate_t *ps, char *line, const char *where)
     }
     int rc = c->fn(ps, arg);
     fflush(stdout);
+    note_saturation(ps);
     return rc;
+}
+
+/* Says once that some sums saturated (data whose weights add up past 2^64: damaged or made). */
+static void note_saturation(pstate_t *ps)
+{
+    static int said;
+    if (ps->eng && !said && eng_saturated(ps->eng)) {
+        said = 1;
+        fprintf(stderr, "tally: warning: some sums reached 2^64-1 and were saturated (shown as "
+                        "the largest value) instead of wrapping around: the experiment's weights "
+                        "are not those of a real run (damaged or crafted); check it with 'tally "
+                        "check'\n");
+    }
 }
 
 static int run_script(pstate_t *ps, const char *path)
@@ -560,6 +575,7 @@ int cmd_print(int argc, char **argv)
             for (size_t i = 0; i < nsteps && !ps.quit; i++) {
                 int r = steps[i].c->fn(&ps, steps[i].arg);
                 fflush(stdout);
+                note_saturation(&ps);
                 if (r) {
                     rc = r == 2 ? 2 : 1;
                     break;

@@ -130,6 +130,8 @@ int view_header(pstate_t *ps)
     }
     for (size_t x = 0; x < ps->nexps; x++) {
         const exp_experiment_t *e = ps->exps[x];
+        uint64_t *counted = NULL; /* samples in the events, for processes without statistics */
+        int count_failed = 0;
         printf("Experiment: %s\n", e->path);
         for (size_t i = 0; i < e->nprocs; i++) {
             const exp_process_t *p = e->procs[i];
@@ -147,8 +149,11 @@ int view_header(pstate_t *ps)
             printf("    Host:             %s, %s, %s, %u CPUs\n", p->host ? p->host : "?",
                    p->kernel ? p->kernel : "?", p->arch ? p->arch : "?", p->ncpus);
             printf("    Started:          %s\n", pr_fmt_time(p->real_start, buf, sizeof buf));
-            printf("    Duration:         %.3f s\n",
-                   p->t_end > p->t_start ? (double)(p->t_end - p->t_start) * 1e-9 : 0.0);
+            if (p->t_start) /* (0: nothing in the experiment says when it started) */
+                printf("    Duration:         %.3f s\n",
+                       p->t_end > p->t_start ? (double)(p->t_end - p->t_start) * 1e-9 : 0.0);
+            else
+                printf("    Duration:         unknown (no start record and no events)\n");
             if (p->clock_ns)
                 printf("    Data collected:   clock profiling, interval %.3f ms (%s)\n",
                        (double)p->clock_ns * 1e-6, p->clock_source ? p->clock_source : "?");
@@ -186,10 +191,20 @@ int view_header(pstate_t *ps)
                        (unsigned long long)p->st_dropped_disk);
             } else {
                 printf("    Statistics:       none (the process ended before writing them)\n");
+                if (!counted && !count_failed) {
+                    counted = calloc(ps->exps[x]->nprocs, sizeof *counted);
+                    tally_err_t err = { 0 };
+                    if (!counted || exp_count_samples(ps->exps[x], counted, &err))
+                        count_failed = 1;
+                }
+                if (counted && !count_failed)
+                    printf("    Clock samples:    %llu recorded (counted in the events)\n",
+                           (unsigned long long)counted[i]);
             }
             for (size_t w = 0; w < p->nwarnings; w++)
                 printf("    Warning:          %s\n", p->warnings[w]);
         }
+        free(counted);
     }
     printf("Events read: %llu", (unsigned long long)st->events);
     uint64_t lost = 0;
@@ -224,7 +239,7 @@ int view_overview(pstate_t *ps)
         for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
             const exp_process_t *p = ps->exps[x]->procs[i];
             nprocs++;
-            if (p->t_start < t0)
+            if (p->t_start && p->t_start < t0) /* (0: unknown) */
                 t0 = p->t_start;
             if (p->t_end > t1 && p->t_end != EXP_T_NEVER)
                 t1 = p->t_end;
@@ -299,7 +314,7 @@ int view_thread_list(pstate_t *ps)
         /* wall time: from the thread's start to its end (or the end of its process) */
         uint64_t t0 = t->info ? t->info->t_start : p->t_start;
         uint64_t t1 = t->info && t->info->t_end != EXP_T_NEVER ? t->info->t_end : p->t_end;
-        double wall = t1 > t0 && t1 != EXP_T_NEVER ? (double)(t1 - t0) * 1e-9 : 0.0;
+        double wall = t0 && t1 > t0 && t1 != EXP_T_NEVER ? (double)(t1 - t0) * 1e-9 : 0.0;
         if (ps->json) {
             printf("%s{\"number\":%u,\"tid\":%u,\"pid\":%u,\"name\":", i ? "," : "", t->number,
                    t->tid, p->pid);

@@ -258,13 +258,17 @@ static int cmp_nodes(const void *a, const void *b)
     return vx > vy ? -1 : vx < vy;
 }
 
-static void tree_node(tree_print_t *tp, uint32_t k, int depth, int *first)
+/* Deeper levels of the text tree are not indented further (a stack of 100,000 frames would
+ * otherwise print 10^10 spaces): their depth is written instead. */
+#define TREE_INDENT_MAX 64
+
+/* Prints node k (its line, or its JSON object up to its children). */
+static void tree_node_open(tree_print_t *tp, uint32_t k, size_t depth, int first)
 {
     const eng_node_t *nd = &tp->tr->nodes[k];
     const char *name = k == 0 ? "<Total>" : tp->nm.name[nd->object];
     if (tp->ps->json) {
-        printf("%s{\"name\":", *first ? "" : ",");
-        *first = 0;
+        printf("%s{\"name\":", first ? "" : ",");
         pr_json_str(stdout, name);
         for (int m = 0; m < ENG_NMETRICS; m++) {
             if (!eng_has_metric(tp->ps->eng, m))
@@ -279,26 +283,73 @@ static void tree_node(tree_print_t *tp, uint32_t k, int depth, int *first)
         char vb[64], pb[32];
         pr_fmt_value(vb, sizeof vb, tp->metric, nd->incl[tp->metric]);
         pr_fmt_percent(pb, sizeof pb, nd->incl[tp->metric], tp->total[tp->metric]);
-        printf("%10s %7s   %*s%s%s\n", vb, pb, depth * 2, "", depth ? "+-" : "", name);
+        int indent = (int)(depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX) * 2;
+        if (depth > TREE_INDENT_MAX)
+            printf("%10s %7s   %*s+-[%zu] %s\n", vb, pb, indent, "", depth, name);
+        else
+            printf("%10s %7s   %*s%s%s\n", vb, pb, indent, "", depth ? "+-" : "", name);
     }
-    size_t nc = 0;
-    for (uint32_t c = nd->first_child; c != UINT32_MAX; c = tp->tr->nodes[c].next_sibling)
-        nc++;
-    uint32_t *kids = malloc((nc + 1) * sizeof *kids);
-    if (!kids)
-        exit(1);
-    nc = 0;
-    for (uint32_t c = nd->first_child; c != UINT32_MAX; c = tp->tr->nodes[c].next_sibling)
-        kids[nc++] = c;
+}
+
+/* One node being printed: its children sorted, and the next one to print. */
+typedef struct tree_level {
+    uint32_t *kids;
+    size_t n, next;
+} tree_level_t;
+
+/* Prints the tree depth first without recursion (a stack may have any number of frames).
+ * Returns 0, or 1 when memory ran out. */
+static int tree_print(tree_print_t *tp)
+{
+    tree_level_t *lv = NULL;
+    size_t depth = 0, cap = 0;
+    uint32_t k = 0;
+    int first = 1, rc = 0;
     g_tree_metric = tp->metric;
     g_tree_nodes = tp->tr->nodes;
-    qsort(kids, nc, sizeof *kids, cmp_nodes);
-    int kfirst = 1;
-    for (size_t i = 0; i < nc; i++)
-        tree_node(tp, kids[i], depth + 1, &kfirst);
-    free(kids);
-    if (tp->ps->json)
-        printf("]}");
+    for (;;) {
+        /* enter node k at depth */
+        tree_node_open(tp, k, depth, first);
+        const eng_node_t *nd = &tp->tr->nodes[k];
+        size_t nc = 0;
+        for (uint32_t c = nd->first_child; c != UINT32_MAX; c = tp->tr->nodes[c].next_sibling)
+            nc++;
+        if (depth == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            tree_level_t *nl = realloc(lv, ncap * sizeof *nl);
+            if (!nl) {
+                rc = 1;
+                break;
+            }
+            lv = nl;
+            cap = ncap;
+        }
+        uint32_t *kids = malloc((nc + 1) * sizeof *kids);
+        if (!kids) {
+            rc = 1;
+            break;
+        }
+        nc = 0;
+        for (uint32_t c = nd->first_child; c != UINT32_MAX; c = tp->tr->nodes[c].next_sibling)
+            kids[nc++] = c;
+        qsort(kids, nc, sizeof *kids, cmp_nodes);
+        lv[depth++] = (tree_level_t){ kids, nc, 0 };
+        /* the next node: the next child of the deepest level that has one left */
+        while (depth && lv[depth - 1].next == lv[depth - 1].n) {
+            free(lv[--depth].kids);
+            if (tp->ps->json)
+                printf("]}");
+        }
+        if (!depth)
+            break;
+        tree_level_t *top = &lv[depth - 1];
+        first = top->next == 0;
+        k = top->kids[top->next++];
+    }
+    while (depth)
+        free(lv[--depth].kids);
+    free(lv);
+    return rc;
 }
 
 int view_calltree(pstate_t *ps)
@@ -313,19 +364,21 @@ int view_calltree(pstate_t *ps)
     tree_print_t tp = { .ps = ps, .tr = tr, .total = eng_total(ps->eng) };
     tp.metric = ps->sort_metric >= 0 ? ps->sort_metric : ENG_M_TOTALCPU;
     pr_names_build(ps, &tp.nm, t);
-    int first = 1;
+    int rc;
     if (ps->json) {
         printf("{\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metrics[tp.metric].name);
-        tree_node(&tp, 0, 0, &first);
+        rc = tree_print(&tp);
         printf("}\n");
     } else {
         printf("Functions Call Tree. Metric: Attributed %s\n\n", eng_metrics[tp.metric].title);
         printf("%10s %7s   %s\n", "sec.", "%", "Name");
-        tree_node(&tp, 0, 0, &first);
+        rc = tree_print(&tp);
         printf("\n");
     }
     pr_names_free(&tp.nm);
-    return 0;
+    if (rc)
+        fprintf(stderr, "tally: out of memory printing the call tree\n");
+    return rc;
 }
 
 int view_fsingle(pstate_t *ps, const char *name)

@@ -616,9 +616,9 @@ static int load_one(exp_experiment_t *e, pending_t *job, int dfd, pending_t **st
     }
     closedir(d);
     if (!rc && n && job->depth + 1 >= EXP_MAX_DEPTH)
-        rc = add_damage(p, TALLY_ECORRUPT, "log", UINT64_MAX, "%zu descendant(s) of %s were not "
-                        "read: more than %d levels of descendants", n,
-                        *p->name ? p->name : "the root", EXP_MAX_DEPTH);
+        rc = add_damage(p, TALLY_ECORRUPT, "log", UINT64_MAX, "more than %d levels of "
+                        "descendants: %zu descendant(s) of %s were not read", EXP_MAX_DEPTH, n,
+                        *p->name ? p->name : "the root");
     else if (!rc)
         qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = n; i-- > 0 && !rc && job->depth + 1 < EXP_MAX_DEPTH;) {
@@ -1457,4 +1457,22 @@ int exp_scan(const exp_experiment_t *e, exp_stacks_t *stacks, exp_event_cb cb, v
             return rc;
     }
     return 0;
+}
+
+static int count_sample(void *ctx, const exp_event_t *ev)
+{
+    if (ev->type == EXP_REC_CLOCK && ev->state <= EXP_STATE_SYSTEM)
+        ((uint64_t *)ctx)[ev->proc]++;
+    return 0;
+}
+
+int exp_count_samples(const exp_experiment_t *e, uint64_t *counts, tally_err_t *err)
+{
+    memset(counts, 0, e->nprocs * sizeof *counts);
+    exp_stacks_t *stacks = exp_stacks_new();
+    if (!stacks)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    int rc = exp_scan(e, stacks, count_sample, counts, NULL, err);
+    exp_stacks_free(stacks);
+    return rc;
 }

@@ -204,4 +204,9 @@ typedef int (*exp_event_cb)(void *ctx, const exp_event_t *ev);
 int exp_scan(const exp_experiment_t *e, exp_stacks_t *stacks, exp_event_cb cb, void *ctx,
              exp_scan_stats_t *st, tally_err_t *err);
 
+/* Counts the clock samples (CLOCK records; not thread states) of every process into
+ * counts[e->nprocs] by a scan: what a process that died before writing its statistics record
+ * (SIGKILL) recorded. 0 or an error as exp_scan. */
+int exp_count_samples(const exp_experiment_t *e, uint64_t *counts, tally_err_t *err);
+
 #endif
