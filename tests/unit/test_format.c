@@ -427,6 +427,159 @@ static void test_pct(void **state)
     assert_true(l.cut);
 }
 
+/* ---- bounds on hostile input --------------------------------------------------------------- */
+
+static void write_text(const char *name, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static size_t put_uleb(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        p[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        p[n++] |= v ? 0x80 : 0;
+    } while (v);
+    return n;
+}
+
+/* One stream of one 4096-byte chunk: STACK id sid with one frame, then a CLOCK event on it. */
+static void write_one_chunk(uint64_t sid)
+{
+    uint8_t file[8192] = "TALLYEVT", rec[64], *c = file + 4096;
+    uint32_t hdr[4] = { 1, 4096, 4096, 7 };
+    memcpy(file + 8, hdr, sizeof hdr);
+    size_t n = 0, k;
+    uint8_t body[32];
+    k = put_uleb(body, sid);
+    body[k++] = 0; /* flags */
+    body[k++] = 1; /* one frame */
+    k += put_uleb(body + k, 0x401000);
+    rec[n++] = 1;
+    rec[n++] = (uint8_t)k;
+    memcpy(rec + n, body, k);
+    n += k;
+    k = put_uleb(body, 10);
+    k += put_uleb(body + k, sid);
+    body[k++] = 0;
+    k += put_uleb(body + k, 1000000);
+    rec[n++] = 2;
+    rec[n++] = (uint8_t)k;
+    memcpy(rec + n, body, k);
+    n += k;
+    uint32_t ch[8] = { 0x314b4354, 7, 0, (uint32_t)n, 1000, 0, 0, 0 };
+    memcpy(c, ch, sizeof ch);
+    memcpy(c + 32, rec, n);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    FILE *f = fopen(path, "w");
+    assert_int_equal(fwrite(file, 1, sizeof file, f), sizeof file);
+    fclose(f);
+}
+
+static int scan_one(exp_scan_stats_t *st, struct totals *t)
+{
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    int rc = exp_scan(e, stacks, count_cb, t, st, &err);
+    exp_stacks_free(stacks);
+    exp_close(e);
+    return rc;
+}
+
+/* A stream of one chunk holds at most (4096 - 32) / 5 STACK records: a larger id is refused
+ * (as a bad record) before any table is sized by it. */
+static void test_stack_id_bound(void **state)
+{
+    write_text("log", "tally-experiment version=1\nstart t=1000 pid=7\n");
+    uint64_t limit = (4096 - 32) / 5 + 1;
+    uint64_t ids[] = { limit - 1, limit, 1ull << 31, 1ull << 40 };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        write_one_chunk(ids[i]);
+        exp_scan_stats_t st;
+        struct totals t = { .order_ok = 1 };
+        assert_int_equal(scan_one(&st, &t), 0);
+        assert_int_equal(t.events, 1);
+        assert_int_equal(st.bad_records, i == 0 ? 0 : 2); /* the stack, then its use */
+        if (i) {
+            assert_int_equal(st.bad_offset, 4096 + 32);
+            assert_string_equal(st.bad_what, "a malformed stack record");
+        }
+    }
+}
+
+/* The cut chunk is read in place: a chunk size far beyond the file is no allocation. */
+static void test_chunk_beyond_file(void **state)
+{
+    write_text("log", "tally-experiment version=1\nstart t=1000 pid=7\n");
+    write_one_chunk(0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    int fd = open(path, O_WRONLY);
+    uint32_t big = 1u << 30;
+    assert_int_equal(pwrite(fd, &big, 4, 16), 4);
+    close(fd);
+    exp_scan_stats_t st;
+    struct totals t = { .order_ok = 1 };
+    assert_int_equal(scan_one(&st, &t), 0);
+    assert_int_equal(t.events, 1);
+    assert_int_equal(st.bad_chunks, 1);
+    assert_int_equal(st.bad_offset, 4096);
+}
+
+/* Repeated start and settings: the first is used, each repetition is damage with its line; a
+ * thread id reused after its end is a new thread; damage has a code and an offset. */
+static void test_log_records(void **state)
+{
+    write_text("log", "tally-experiment version=1\n"
+                      "start t=1000 pid=7 host=first\n"
+                      "settings clock=1000000\n"
+                      "thread t=1001 tid=7 name=a\n"
+                      "thread-end t=1002 tid=7\n"
+                      "thread t=1003 tid=7 name=b\n"
+                      "load t=1000 id=3 path=/x lo=0x1000 hi=0x2000\n"
+                      "unload t=1500 id=3\n"
+                      "start t=5 pid=99 host=second\n"
+                      "settings clock=5\n"
+                      "end t=2000 how=exit\n"
+                      "thread t=3000 tid=9");
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    const exp_process_t *p = e->procs[0];
+    assert_int_equal(p->pid, 7);
+    assert_string_equal(p->host, "first");
+    assert_int_equal(p->t_start, 1000);
+    assert_int_equal(p->clock_ns, 1000000);
+    assert_int_equal(p->nthreads, 2);
+    assert_string_equal(p->threads[1].name, "b");
+    assert_int_equal(p->threads[0].t_end, 1002);
+    assert_int_equal(p->objects[0].t_unload, 1500);
+    assert_int_equal(p->ndamage, 3);
+    assert_int_equal(p->damage[0].code, TALLY_ECORRUPT);
+    assert_string_equal(p->damage[0].file, "log");
+    assert_int_equal(p->damage[0].offset, 288); /* the incomplete last line */
+    assert_int_equal(p->damage[1].offset, UINT64_MAX);
+    assert_non_null(strstr(p->warnings[1], "line 9: a second 'start' record"));
+    assert_non_null(strstr(p->warnings[2], "line 10: a second 'settings' record"));
+    exp_close(e);
+    /* no start record: the earliest other record starts the process, never its end */
+    write_text("log", "tally-experiment version=1\nend t=9000 how=exit\n");
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    assert_int_equal(e->procs[0]->t_start, 0);
+    assert_int_equal(e->procs[0]->has_start, 0);
+    exp_close(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -437,6 +590,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_busy_and_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tracing_records, setup, teardown),
         cmocka_unit_test(test_pct),
+        cmocka_unit_test_setup_teardown(test_stack_id_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chunk_beyond_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_records, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
