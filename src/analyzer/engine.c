@@ -134,7 +134,9 @@ typedef struct exp_input {
     uint64_t *faddr; /* ... and the address looked up (a return address minus one) */
     size_t *foff; /* [nresolved + 1] */
     size_t nresolved, fids_cap;
-    u64map_t pcs;     /* (proc, pc, leaf) -> function id */
+    u64map_t pcs;     /* (proc, pc, leaf) -> function id, in mapping generation 0 ... */
+    u64map_t *gpcs;   /* ... and in generation g > 0: gpcs[g - 1] (exp_stacks_gen) */
+    size_t ngpcs;
     u64map_t objects; /* (proc, object id) -> sym object */
     uint8_t **match;  /* filter: [2 * term + leaf][stack]: 0 unknown, 1 no, 2 yes */
     size_t match_cap;
@@ -418,6 +420,9 @@ void eng_free(eng_t *g)
         free(in->faddr);
         free(in->foff);
         u64map_free(&in->pcs);
+        for (size_t i = 0; i < in->ngpcs; i++)
+            u64map_free(&in->gpcs[i]);
+        free(in->gpcs);
         u64map_free(&in->objects);
         for (size_t i = 0; i < in->match_cap; i++)
             free(in->match[i]);
@@ -812,14 +817,18 @@ int eng_has_metric(const eng_t *g, int metric) { return g->total[metric] != 0; }
 
 /* ---- frame mapping -------------------------------------------------------------------------- */
 
-/* The sym object and the address to look up (a return address minus one) of a frame. */
-static uint32_t frame_location(eng_t *g, exp_input_t *in, uint32_t proc, uint64_t pc, int leaf,
-                               uint64_t t, uint64_t *addr, int *err)
+/* The object of process proc that holds pc in mapping generation gen (the generation of the
+ * stack: exp_stacks_gen), so a library loaded where another one was unloaded is itself. */
+static const exp_object_t *frame_object(exp_input_t *in, uint32_t proc, uint32_t gen, uint64_t pc)
 {
-    const exp_process_t *p = in->e->procs[proc];
-    const exp_object_t *o = exp_object_at(p, pc, t);
-    if (!o && t != EXP_T_NEVER)
-        o = exp_object_at(p, pc, p->t_end); /* loaded after the stack's first event? */
+    return exp_object_in(in->e->procs[proc], pc, gen);
+}
+
+/* The sym object and the address to look up (a return address minus one) of a frame. */
+static uint32_t frame_location(eng_t *g, exp_input_t *in, uint32_t proc, uint32_t gen,
+                               uint64_t pc, int leaf, uint64_t *addr, int *err)
+{
+    const exp_object_t *o = frame_object(in, proc, gen, pc);
     if (!o) {
         *addr = pc;
         return UINT32_MAX;
@@ -844,22 +853,39 @@ static uint32_t frame_location(eng_t *g, exp_input_t *in, uint32_t proc, uint64_
     return *os;
 }
 
-static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint64_t pc, int leaf,
-                               uint64_t t, int *err)
+/* The map of (proc, pc, leaf) to function ids of mapping generation gen; NULL on no memory. */
+static u64map_t *pc_map(exp_input_t *in, uint32_t gen)
+{
+    if (gen == 0)
+        return &in->pcs;
+    if (gen > in->ngpcs) {
+        size_t n = in->ngpcs ? in->ngpcs : 4;
+        while (n < gen)
+            n *= 2;
+        u64map_t *m = realloc(in->gpcs, n * sizeof *m);
+        if (!m)
+            return NULL;
+        memset(m + in->ngpcs, 0, (n - in->ngpcs) * sizeof *m);
+        in->gpcs = m;
+        in->ngpcs = n;
+    }
+    return &in->gpcs[gen - 1];
+}
+
+static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint32_t gen,
+                               uint64_t pc, int leaf, int *err)
 {
     uint64_t key = (uint64_t)proc << 49 ^ (pc << 1 | (uint64_t)leaf);
     int found;
-    uint32_t *slot = u64map_slot(&in->pcs, key, &found);
+    u64map_t *map = pc_map(in, gen);
+    uint32_t *slot = map ? u64map_slot(map, key, &found) : NULL;
     if (!slot) {
         *err = TALLY_ENOMEM;
         return 0;
     }
     if (found)
         return *slot;
-    const exp_process_t *p = in->e->procs[proc];
-    const exp_object_t *o = exp_object_at(p, pc, t);
-    if (!o && t != EXP_T_NEVER)
-        o = exp_object_at(p, pc, p->t_end); /* loaded after the stack's first event? */
+    const exp_object_t *o = frame_object(in, proc, gen, pc);
     uint32_t f;
     if (!o) {
         f = sym_func_unknown(g->sym);
@@ -878,7 +904,7 @@ static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint64_
         f = sym_func_at(g->sym, *os, addr);
     }
     /* the slot may have moved if the object lookup grew the map: look it up again */
-    slot = u64map_slot(&in->pcs, key, &found);
+    slot = u64map_slot(map, key, &found);
     if (!slot) {
         *err = TALLY_ENOMEM;
         return 0;
@@ -922,12 +948,12 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
                     return tally_errf(err, TALLY_ENOMEM, "out of memory mapping stacks");
                 in->fids_cap = ncap;
             }
-            uint64_t t = s < in->cap ? in->first_t[s] : EXP_T_NEVER;
+            uint32_t gen = exp_stacks_gen(in->stacks, (uint32_t)s);
             int e = 0;
             for (uint32_t i = 0; i < nf; i++) {
                 size_t k = foff[s] + i;
-                in->fids[k] = frame_function(g, in, proc, pcs[i], i == 0, t, &e);
-                in->fobj[k] = frame_location(g, in, proc, pcs[i], i == 0, t, &in->faddr[k], &e);
+                in->fids[k] = frame_function(g, in, proc, gen, pcs[i], i == 0, &e);
+                in->fobj[k] = frame_location(g, in, proc, gen, pcs[i], i == 0, &in->faddr[k], &e);
             }
             if (e)
                 return tally_errf(err, e, "out of memory mapping stacks");

@@ -117,6 +117,10 @@ long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t 
  * memory. */
 int sym_add_archive(sym_ctx_t *s, const char *dir);
 
+/* The GNU build-id of the ELF file open on fd, lower-case hex into out ("" if it has none);
+ * -1 when it is not an ELF file. For checking a copy before it is kept. */
+int sym_fd_buildid(int fd, char out[129]);
+
 /* A function standing for the whole object, named `<libname>` (for objects shown as one entry). */
 uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj);
 

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/fsafe.h"
 #include "../base/leb128.h"
 #include "logfile.h"
 
@@ -133,6 +134,101 @@ static int cmp_samples(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* The path of a load record: as recorded, or for a relative one (dlopen("./x.so")), resolved
+ * against the working directory of the process when it was loaded (the record's cwd, else the
+ * start record's), so that it names the same file whatever directory tally runs in. */
+static char *load_path(const exp_process_t *p, const exp_record_t *r)
+{
+    const char *path = exp_record_get(r, "path");
+    if (!path)
+        return xstrdup("");
+    const char *cwd = exp_record_get(r, "cwd");
+    if (!cwd || *cwd != '/')
+        cwd = p->cwd;
+    if (!*path || *path == '/' || *path == '[' || !cwd || *cwd != '/')
+        return xstrdup(path);
+    while (path[0] == '.' && path[1] == '/')
+        for (path += 2; *path == '/'; path++) {
+        }
+    size_t nc = strlen(cwd);
+    while (nc > 1 && cwd[nc - 1] == '/')
+        nc--;
+    size_t np = strlen(path);
+    char *out = xrealloc(NULL, nc + np + 2);
+    memcpy(out, cwd, nc);
+    out[nc] = '/';
+    memcpy(out + nc + (nc > 1), path, np + 1);
+    if (nc == 1)
+        out[0] = '/';
+    return out;
+}
+
+/* The build-id of a load record in lower case, or "" (with a warning) when it is not one: a
+ * build-id names files in the experiment's archive, so anything but hex digits is refused. */
+static char *load_buildid(exp_process_t *p, const exp_record_t *r, const char *path)
+{
+    const char *id = exp_record_get(r, "buildid");
+    if (!id || !*id)
+        return xstrdup("");
+    if (!fs_buildid_ok(id)) {
+        char shown[40];
+        size_t n = 0;
+        for (const char *c = id; *c && n + 1 < sizeof shown; c++)
+            shown[n++] = *c >= 0x20 && *c < 0x7f ? *c : '?';
+        shown[n] = 0;
+        add_warning(p, "log line %u: the load record of '%s' has a build-id that is not 2 to 128 "
+                    "hexadecimal digits ('%s%s'): ignored, the object is treated as having none",
+                    r->line, path, shown, id[n] ? "..." : "");
+        p->notes = xrealloc(p->notes, (p->nnotes + 1) * sizeof *p->notes);
+        p->notes[p->nnotes++] = p->warnings[p->nwarnings - 1];
+        return xstrdup("");
+    }
+    char *out = xstrdup(id);
+    for (char *c = out; *c; c++)
+        if (*c >= 'A' && *c <= 'F')
+            *c = (char)(*c - 'A' + 'a');
+    return out;
+}
+
+/* Numbers the mapping generations of a process (reader.h): a load whose code range overlaps an
+ * object loaded before it (unloaded since, or not) starts a new generation at its time, unless it
+ * is the same object again (same path, build-id and addresses: a library reloaded in place). */
+static void mapping_generations(exp_process_t *p)
+{
+    size_t cap = 1;
+    p->gen_t = xrealloc(NULL, sizeof *p->gen_t);
+    p->gen_t[0] = 0;
+    p->ngens = 1;
+    for (size_t i = 0; i < p->nobjects; i++) {
+        exp_object_t *o = &p->objects[i];
+        o->gen_lo = p->ngens - 1;
+        o->gen_hi = UINT32_MAX;
+        int conflict = 0;
+        for (size_t j = 0; j < i; j++) {
+            exp_object_t *q = &p->objects[j];
+            if (q->gen_hi != UINT32_MAX || o->lo >= q->hi || q->lo >= o->hi || o->lo == o->hi)
+                continue;
+            if (q->bias == o->bias && q->lo == o->lo && q->hi == o->hi &&
+                !strcmp(q->path, o->path) && !strcmp(q->buildid, o->buildid))
+                continue;
+            conflict = 1;
+        }
+        if (!conflict || p->ngens == UINT32_MAX - 1)
+            continue;
+        uint64_t t = o->t_load > p->gen_t[p->ngens - 1] ? o->t_load : p->gen_t[p->ngens - 1];
+        GROW(p->gen_t, p->ngens, cap);
+        p->gen_t[p->ngens++] = t;
+        o->gen_lo = p->ngens - 1;
+        for (size_t j = 0; j < i; j++) {
+            exp_object_t *q = &p->objects[j];
+            if (q->gen_hi == UINT32_MAX && o->lo < q->hi && q->lo < o->hi &&
+                !(q->bias == o->bias && q->lo == o->lo && q->hi == o->hi &&
+                  !strcmp(q->path, o->path) && !strcmp(q->buildid, o->buildid)))
+                q->gen_hi = o->gen_lo; /* displaced: no longer in force from this generation */
+        }
+    }
+}
+
 /* Interprets the records of a process into its typed fields. */
 static void interpret(exp_process_t *p)
 {
@@ -192,8 +288,8 @@ static void interpret(exp_process_t *p)
             GROW(p->objects, p->nobjects, ocap);
             exp_object_t *o = &p->objects[p->nobjects++];
             o->id = (uint32_t)exp_record_u64(r, "id", 0);
-            o->path = get_dup(r, "path");
-            o->buildid = get_dup(r, "buildid");
+            o->path = load_path(p, r);
+            o->buildid = load_buildid(p, r, o->path);
             o->bias = exp_record_u64(r, "bias", 0);
             o->lo = exp_record_u64(r, "lo", 0);
             o->hi = exp_record_u64(r, "hi", 0);
@@ -254,6 +350,7 @@ static void interpret(exp_process_t *p)
         p->exe = xstrdup(""), p->cwd = xstrdup("");
     if (!p->clock_source)
         p->clock_source = xstrdup("");
+    mapping_generations(p);
     /* packets from several threads reach the log in the order they were written, which is not
      * always the order of their times: sort by time (then by id, their order of taking) */
     qsort(p->samples, p->nsamples, sizeof *p->samples, cmp_samples);
@@ -486,6 +583,8 @@ static void free_process(exp_process_t *p)
         free(p->objects[i].buildid);
     }
     free(p->objects);
+    free(p->gen_t);
+    free(p->notes);
     for (size_t i = 0; i < p->nsamples; i++) {
         free(p->samples[i].reason);
         free(p->samples[i].label);
@@ -522,6 +621,39 @@ void exp_close(exp_experiment_t *e)
     free(e);
 }
 
+uint32_t exp_generation_at(const exp_process_t *p, uint64_t t)
+{
+    uint32_t lo = 0, hi = p->ngens; /* the last generation starting at or before t */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->gen_t[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+const exp_object_t *exp_object_in(const exp_process_t *p, uint64_t pc, uint32_t gen)
+{
+    const exp_object_t *best = NULL;
+    uint32_t best_d = UINT32_MAX;
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const exp_object_t *o = &p->objects[i];
+        if (pc < o->lo || pc >= o->hi)
+            continue;
+        if (gen >= o->gen_lo && gen < o->gen_hi)
+            return o;
+        /* in force in another generation only: the nearest one is the best guess */
+        uint32_t d = gen < o->gen_lo ? o->gen_lo - gen : gen - (o->gen_hi - 1);
+        if (d <= best_d) {
+            best = o;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
 const exp_object_t *exp_object_at(const exp_process_t *p, uint64_t pc, uint64_t t)
 {
     const exp_object_t *best = NULL;
@@ -543,7 +675,7 @@ struct exp_stacks {
     size_t nframes, frames_cap;
     struct stack_meta {
         uint64_t off;
-        uint32_t n, flags, proc;
+        uint32_t n, flags, proc, gen;
     } *meta;
     size_t count, meta_cap;
     uint32_t *table; /* open addressing: id + 1, 0 = empty */
@@ -583,9 +715,16 @@ const uint64_t *exp_stacks_get(const exp_stacks_t *s, uint32_t id, uint32_t *n, 
     return s->frames + m->off;
 }
 
-static uint64_t stack_hash(uint32_t proc, const uint64_t *pcs, uint32_t n, uint32_t flags)
+uint32_t exp_stacks_gen(const exp_stacks_t *s, uint32_t id)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)proc << 40) ^ ((uint64_t)flags << 32) ^ n;
+    return s->meta[id].gen;
+}
+
+static uint64_t stack_hash(uint32_t proc, const uint64_t *pcs, uint32_t n, uint32_t flags,
+                           uint32_t gen)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)proc << 40) ^ ((uint64_t)flags << 32) ^ n ^
+                 ((uint64_t)gen << 20);
     for (uint32_t i = 0; i < n; i++) {
         h ^= pcs[i];
         h *= 0x100000001b3ull;
@@ -604,7 +743,7 @@ static void table_rehash(exp_stacks_t *s)
     }
     for (size_t id = 0; id < s->count; id++) {
         const struct stack_meta *m = &s->meta[id];
-        size_t j = stack_hash(m->proc, s->frames + m->off, m->n, m->flags) & (size - 1);
+        size_t j = stack_hash(m->proc, s->frames + m->off, m->n, m->flags, m->gen) & (size - 1);
         while (t[j])
             j = (j + 1) & (size - 1);
         t[j] = (uint32_t)id + 1;
@@ -617,12 +756,18 @@ static void table_rehash(exp_stacks_t *s)
 int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, uint32_t n,
                           uint32_t flags)
 {
+    return exp_stacks_intern_gen(s, proc, 0, pcs, n, flags);
+}
+
+int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, const uint64_t *pcs,
+                              uint32_t n, uint32_t flags)
+{
     if ((s->count + 1) * 2 > s->table_size)
         table_rehash(s);
-    size_t j = stack_hash(proc, pcs, n, flags) & (s->table_size - 1);
+    size_t j = stack_hash(proc, pcs, n, flags, gen) & (s->table_size - 1);
     for (; s->table[j]; j = (j + 1) & (s->table_size - 1)) {
         const struct stack_meta *m = &s->meta[s->table[j] - 1];
-        if (m->n == n && m->flags == flags && m->proc == proc &&
+        if (m->n == n && m->flags == flags && m->proc == proc && m->gen == gen &&
             !memcmp(s->frames + m->off, pcs, (size_t)n * sizeof *pcs))
             return s->table[j] - 1;
     }
@@ -634,7 +779,7 @@ int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, u
     }
     GROW(s->meta, s->count, s->meta_cap);
     memcpy(s->frames + s->nframes, pcs, (size_t)n * sizeof *pcs);
-    s->meta[s->count] = (struct stack_meta){ s->nframes, n, flags, proc };
+    s->meta[s->count] = (struct stack_meta){ s->nframes, n, flags, proc, gen };
     s->nframes += n;
     s->table[j] = (uint32_t)s->count + 1;
     return (int64_t)s->count++;
@@ -735,6 +880,10 @@ struct cursor {
     const uint8_t *p, *end; /* records left in the current chunk */
     uint64_t t, addr;       /* time and heap address of the chunk's previous records */
     struct thread_state ts;
+    const exp_process_t *pr;
+    uint32_t gen;     /* the mapping generation genmap is for (0: none yet) */
+    uint32_t *genmap; /* local stack id -> global id of the stack in generation gen */
+    size_t ngenmap;
     uint8_t *partial; /* copy of a chunk the file ends inside */
     exp_event_t ev;   /* the next event */
 };
@@ -772,12 +921,49 @@ static int cursor_load(struct cursor *c, exp_scan_stats_t *st)
     return 1;
 }
 
+/* The global id of stack g (stream-local id) in the mapping generation of the cursor's event:
+ * the same addresses in another generation are other code (a library unloaded and another one
+ * loaded at its addresses), so another stack. Generation 0, the only one of most processes,
+ * keeps g. */
+static uint32_t in_generation(struct cursor *c, exp_stacks_t *stacks, uint64_t id, uint32_t g)
+{
+    uint32_t gen = exp_generation_at(c->pr, c->ev.t);
+    if (gen == 0)
+        return g;
+    if (gen != c->gen) {
+        for (size_t i = 0; i < c->ngenmap; i++)
+            c->genmap[i] = NO_STACK;
+        c->gen = gen;
+    }
+    if (id < c->ngenmap && c->genmap[id] != NO_STACK)
+        return c->genmap[id];
+    uint32_t n, flags, proc;
+    const uint64_t *pcs = exp_stacks_get(stacks, g, &n, &flags, &proc);
+    if (n > c->ts.frames_cap) {
+        c->ts.frames_cap = n;
+        c->ts.frames = xrealloc(c->ts.frames, n * sizeof *c->ts.frames);
+    }
+    memcpy(c->ts.frames, pcs, (size_t)n * sizeof *pcs); /* interning may move the frames */
+    int64_t ng = exp_stacks_intern_gen(stacks, proc, gen, c->ts.frames, n, flags);
+    if (ng < 0)
+        return g;
+    while (id >= c->ngenmap) {
+        size_t old = c->ngenmap;
+        c->ngenmap = c->ngenmap ? 2 * c->ngenmap : 256;
+        c->genmap = xrealloc(c->genmap, c->ngenmap * sizeof *c->genmap);
+        for (size_t i = old; i < c->ngenmap; i++)
+            c->genmap[i] = NO_STACK;
+    }
+    c->genmap[id] = (uint32_t)ng;
+    return (uint32_t)ng;
+}
+
 /* The global id of a stream-local stack id, or the lost stack when it was never defined. */
 static uint32_t map_stack(struct cursor *c, exp_stacks_t *stacks, uint64_t id,
                           exp_scan_stats_t *st)
 {
     if (id < c->ts.n && c->ts.map[id] != NO_STACK)
-        return c->ts.map[id];
+        return c->pr->ngens > 1 ? in_generation(c, stacks, id, c->ts.map[id]) : c->ts.map[id];
     st->bad_records++;
     return lost_stack(stacks, c->proc);
 }
@@ -1057,6 +1243,7 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         c->size = size;
         c->csize = csize;
         c->proc = pr->index;
+        c->pr = pr;
         c->stream = refs[i].stream;
         c->ev.proc = pr->index;
         c->ts.cpu = UINT32_MAX;
@@ -1065,6 +1252,7 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
     for (size_t i = 0; i < ncs; i++) {
         free(cs[i].ts.map);
         free(cs[i].ts.frames);
+        free(cs[i].genmap);
         free(cs[i].partial);
     }
     free(cs);
