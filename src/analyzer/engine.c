@@ -126,8 +126,7 @@ typedef struct exp_input {
     exp_experiment_t *e;
     exp_stacks_t *stacks;
     uint64_t *vec;     /* [stack * ENG_NMETRICS] */
-    uint64_t *first_t; /* time of the first event of each stack */
-    size_t cap;        /* stacks vec/first_t have room for */
+    size_t cap;        /* stacks vec has room for */
     /* frame mapping: function ids of the frames of stacks 0..nresolved-1 */
     uint32_t *fids;
     uint32_t *fobj;  /* per frame: its sym object (UINT32_MAX: none) ... */
@@ -414,7 +413,6 @@ void eng_free(eng_t *g)
         exp_input_t *in = &g->in[x];
         exp_stacks_free(in->stacks);
         free(in->vec);
-        free(in->first_t);
         free(in->fids);
         free(in->fobj);
         free(in->faddr);
@@ -624,12 +622,7 @@ static int grow_stack_arrays(exp_input_t *in, size_t need)
     if (!v)
         return TALLY_ENOMEM;
     in->vec = v;
-    uint64_t *ft = realloc(in->first_t, ncap * sizeof *ft);
-    if (!ft)
-        return TALLY_ENOMEM;
-    in->first_t = ft;
     memset(in->vec + in->cap * ENG_NMETRICS, 0, (ncap - in->cap) * ENG_NMETRICS * sizeof *v);
-    memset(in->first_t + in->cap, 0xff, (ncap - in->cap) * sizeof *ft);
     in->cap = ncap;
     return 0;
 }
@@ -724,13 +717,9 @@ static int on_event(void *ctx, const exp_event_t *ev)
     t->events++;
     for (int k = 0; k < e.n; k++)
         t->value[e.m[k]] += e.v[k];
-    /* the stack's first time is known before the filter maps its frames to functions (objects
-     * are looked up by time: a library unloaded and another loaded at its address) */
     exp_input_t *in = &g->in[c->exp];
     if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
         return 1;
-    if (ev->t < in->first_t[ev->stack])
-        in->first_t[ev->stack] = ev->t;
     int selected = g->selected[index] && passes(g, c, ev, index);
     if (ev->type == EXP_REC_HEAP_ALLOC && (c->err = heap_event(c, ev, index, selected)))
         return 1;

@@ -7,6 +7,12 @@
  * files of the lines that have data, into EXP/archive/src/<their absolute path>. `tally collect`
  * runs it at the end of a collection (unless -A off). `tally print` reads archived binaries in
  * place of files that are gone or changed, and archived sources (docs/FORMAT.md, "archive").
+ *
+ * The experiment may come from someone else: nothing in it can make this write outside it. Every
+ * file is written below EXP/archive opened without following a link (base/fsafe.h), through a
+ * temporary created exclusively and renamed, under a name that is a build-id (hex, checked by the
+ * reader) or a source path without '.'/'..' components; a copy of a binary is checked to have the
+ * recorded build-id before it is kept.
  */
 #define _GNU_SOURCE
 #include <errno.h>
