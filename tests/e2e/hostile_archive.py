@@ -206,6 +206,10 @@ os.symlink("/dev/zero", os.path.join(arch, "src") + lib_src)
 os.mkfifo(os.path.join(arch, exe_id))
 os.symlink("/dev/zero", os.path.join(arch, lib_id))
 os.symlink("/dev/zero", os.path.join(arch, lib_id + ".debug"))
+os.mkfifo(os.path.join(cwd, "fifo.so"))  # a load object that is a FIFO on this system
+with open(os.path.join(exp, "log"), "a") as f:
+    f.write("load t=1 id=905 path=%s buildid=%s bias=0x0 lo=0xb0 hi=0xc0\n" %
+            (os.path.join(cwd, "fifo.so"), "cd" * 20))
 before = snapshot(wd, exp)
 p = tally(cwd, ["print", "-source", "main", "-source", "reuse_a_work", exp], 0, "FIFO source")
 if p is not None:
@@ -219,6 +223,7 @@ with open(big, "wb") as f:
 p = tally(cwd, ["print", "-source", "main", exp], 0, "oversized source")
 says(p, ["too large", "64 MiB"], "oversized source")
 p = tally(cwd, ["archive", exp], 0, "archive over a FIFO and links")
+says(p, ["fifo.so", "not a regular file"], "archive, a FIFO as a load object")
 unchanged(before, exp, "FIFO")
 for n in (exe_id, lib_id):
     q = os.path.join(arch, n)
