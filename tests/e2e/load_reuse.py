@@ -2,7 +2,7 @@
 functions and object get their own time. wl_reuse runs reuse_a_work in libwl_reuse_a.so, closes
 it, then reuse_b_work in libwl_reuse_b.so (same size, so the loader maps it where A was) and
 prints the CPU time each really took: the truth the profile is compared with. Skipped (77) when
-the loader put B elsewhere three times: then there is no reuse to test."""
+the loader put B elsewhere three times: then there is no reuse to test (skip() in common.py)."""
 import re
 from common import *
 
@@ -29,20 +29,21 @@ for attempt in range(3):
               "A's unload is not recorded")
         break
 if not exp:
-    print("SKIP: the loader never mapped libwl_reuse_b.so where libwl_reuse_a.so was")
-    sys.exit(77)
+    skip("the loader never mapped libwl_reuse_b.so where libwl_reuse_a.so was")
 
 funcs = rows_by_name(print_json(exp, "-metrics", "e.totalcpu:name", "-functions")[0])
 objs = rows_by_name(print_json(exp, "-metrics", "e.totalcpu:name", "-objects")[0])
 ta, tb = truth
+# Sampled CPU time is compared with what each function measured itself (its own thread CPU
+# clock): samples can be missed under load but not invented, and the function's time includes
+# its clock_gettime calls (the vDSO's), so 25% below, 10% above. Before generations B's time
+# was A's: reuse_a_work ~ ta + tb, reuse_b_work absent.
 for name, t in (("reuse_a_work", ta), ("reuse_b_work", tb)):
     got = funcs.get(name, {}).get("e.totalcpu", 0.0)
-    # sampled CPU time: within 20% of what the function measured itself; before the fix B's
-    # time was A's (reuse_a_work ~ ta + tb, reuse_b_work absent)
-    close_to(got, t, 0.2, "%s exclusive CPU" % name)
+    bounded(got, t, 0.25, 0.10, "%s exclusive CPU" % name)
 for name, t in (("libwl_reuse_a.so", ta), ("libwl_reuse_b.so", tb)):
     got = objs.get(name, {}).get("e.totalcpu", 0.0)
-    close_to(got, t, 0.2, "%s exclusive CPU" % name)
+    bounded(got, t, 0.25, 0.10, "%s exclusive CPU" % name)
 check(not any(n.startswith("<static>@") or n.startswith("<unknown>") for n in funcs
               if funcs[n].get("e.totalcpu", 0) > 0.05),
       "unnamed code with time: %r" % sorted(funcs))
