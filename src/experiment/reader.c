@@ -229,6 +229,11 @@ static void mapping_generations(exp_process_t *p)
     }
 }
 
+static const char *record_get(void *r, const char *key)
+{
+    return exp_record_get(r, key);
+}
+
 /* Interprets the records of a process into its typed fields. */
 static void interpret(exp_process_t *p)
 {
@@ -251,16 +256,20 @@ static void interpret(exp_process_t *p)
             p->exe = get_dup(r, "exe");
             p->cwd = get_dup(r, "cwd");
         } else if (!strcmp(k, "settings")) {
-            p->clock_ns = exp_record_u64(r, "clock", 0);
+            const char *bad;
+            if (exp_settings_from_log(&p->settings, record_get, r, &bad))
+                add_warning(p, "log line %u: the settings record has a bad value for '%s' "
+                            "(taken as its default)", r->line, bad);
+            p->has_settings = 1;
+            p->clock_ns = p->settings.clock_ns;
+            free(p->clock_source);
             p->clock_source = get_dup(r, "clock_source");
-            const char *sync = exp_record_get(r, "sync");
-            p->sync_on = sync && strcmp(sync, "off");
-            p->sync_ns = exp_record_u64(r, "sync", 0);
+            p->sync_on = p->settings.sync.mode != EXP_SYNC_OFF;
+            p->sync_ns = p->settings.sync.ns;
             p->sync_calibrated = exp_record_u64(r, "sync_calibrated", 0) != 0;
             p->sync_calibration = exp_record_u64(r, "sync_calibration", 0);
-            const char *heap = exp_record_get(r, "heap"), *io = exp_record_get(r, "io");
-            p->heap_on = heap && !strcmp(heap, "on");
-            p->io_on = io && !strcmp(io, "on");
+            p->heap_on = p->settings.heap;
+            p->io_on = p->settings.io;
         } else if (!strcmp(k, "thread")) {
             uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
             exp_thread_t *th = find_thread(p, tid);
@@ -502,6 +511,7 @@ static int load_tree(exp_experiment_t *e, const char *dir, const char *name, int
     p->dir = xstrdup(dir);
     p->name = xstrdup(name);
     p->parent = parent;
+    exp_settings_default(&p->settings);
     int rc = parse_log(p, err);
     if (rc) {
         free_process(p);

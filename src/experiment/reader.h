@@ -25,6 +25,7 @@
 
 #include "../base/err.h"
 #include "evformat.h"
+#include "settings.h"
 
 #define EXP_T_NEVER UINT64_MAX
 
@@ -85,7 +86,9 @@ typedef struct exp_process {
     char **argv;
     uint32_t argc;
     uint64_t t_start, real_start, t_end; /* t_end: the last time seen (end record or last event) */
-    uint64_t clock_ns; /* 0 when clock profiling was off */
+    exp_settings_t settings; /* the `settings` record (settings.def; defaults when absent) */
+    int has_settings;
+    uint64_t clock_ns; /* 0 when clock profiling was off (settings.clock_ns) */
     char *clock_source;
     /* tracing (settings): sync_on with its threshold (ns; calibrated: 6 x sync_calibration) */
     int sync_on, sync_calibrated, heap_on, io_on;
