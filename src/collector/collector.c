@@ -159,7 +159,7 @@ static int is_self_entry(const char *e, size_t n, const char *self)
     return n >= bl && !strncmp(e + n - bl, base, bl) && (n == bl || e[n - bl - 1] == '/');
 }
 
-/* LD_PRELOAD without the collector (TALLY_FOLLOW=off): written into out. AS-safe. */
+/* LD_PRELOAD without the collector (follow off, E2BIG): written into out. AS-safe. */
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap);
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap)
 {

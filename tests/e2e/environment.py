@@ -22,7 +22,7 @@ import sys
 from urllib.parse import unquote
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import TALLY, WL, check, done, fail, log_records, workdir  # noqa: E402
+from common import TALLY, WL, check, done, fail, log_records, skip, workdir  # noqa: E402
 
 LIB = os.path.join(os.path.dirname(os.path.abspath(TALLY)), "libtally-collector.so")
 OURS = ("LD_PRELOAD=", "TALLY_SETTINGS=")
@@ -280,14 +280,12 @@ def test_static(d):
 
 def test_setuid():
     if os.geteuid() != 0:
-        print("SKIP: making a set-user-ID program for another user needs root")
-        sys.exit(77)
+        skip("making a set-user-ID program for another user needs root")
     d = workdir("environment-setuid")
     vfs = os.statvfs(d)
     if vfs.f_flag & os.ST_NOSUID:
         shutil.rmtree(d, ignore_errors=True)
-        print("SKIP: %s is on a nosuid file system" % d)
-        sys.exit(77)
+        skip("%s is on a nosuid file system" % d)
     os.chmod(d, 0o755)
     prog = os.path.join(d, "suid_hello")
     shutil.copy(wl("cpu_single"), prog)
