@@ -127,15 +127,16 @@ typedef struct exp_input {
     exp_experiment_t *e;
     exp_stacks_t *stacks;
     uint64_t *vec;     /* [stack * ENG_NMETRICS] */
-    uint64_t *first_t; /* time of the first event of each stack */
-    size_t cap;        /* stacks vec/first_t have room for */
+    size_t cap;        /* stacks vec has room for */
     /* frame mapping: function ids of the frames of stacks 0..nresolved-1 */
     uint32_t *fids;
     uint32_t *fobj;  /* per frame: its sym object (UINT32_MAX: none) ... */
     uint64_t *faddr; /* ... and the address looked up (a return address minus one) */
     size_t *foff; /* [nresolved + 1] */
     size_t nresolved, fids_cap;
-    u64map_t pcs;     /* (proc, pc, leaf) -> function id */
+    u64map_t pcs;     /* (proc, pc, leaf) -> function id, in mapping generation 0 ... */
+    u64map_t *gpcs;   /* ... and in generation g > 0: gpcs[g - 1] (exp_stacks_gen) */
+    size_t ngpcs;
     u64map_t objects; /* (proc, object id) -> sym object */
     uint8_t **match;  /* filter: [2 * term + leaf][stack]: 0 unknown, 1 no, 2 yes */
     size_t match_cap;
@@ -414,12 +415,14 @@ void eng_free(eng_t *g)
         exp_input_t *in = &g->in[x];
         exp_stacks_free(in->stacks);
         free(in->vec);
-        free(in->first_t);
         free(in->fids);
         free(in->fobj);
         free(in->faddr);
         free(in->foff);
         u64map_free(&in->pcs);
+        for (size_t i = 0; i < in->ngpcs; i++)
+            u64map_free(&in->gpcs[i]);
+        free(in->gpcs);
         u64map_free(&in->objects);
         for (size_t i = 0; i < in->match_cap; i++)
             free(in->match[i]);
@@ -621,12 +624,7 @@ static int grow_stack_arrays(exp_input_t *in, size_t need)
     if (!v)
         return TALLY_ENOMEM;
     in->vec = v;
-    uint64_t *ft = realloc(in->first_t, ncap * sizeof *ft);
-    if (!ft)
-        return TALLY_ENOMEM;
-    in->first_t = ft;
     memset(in->vec + in->cap * ENG_NMETRICS, 0, (ncap - in->cap) * ENG_NMETRICS * sizeof *v);
-    memset(in->first_t + in->cap, 0xff, (ncap - in->cap) * sizeof *ft);
     in->cap = ncap;
     return 0;
 }
@@ -721,13 +719,9 @@ static int on_event(void *ctx, const exp_event_t *ev)
     t->events++;
     for (int k = 0; k < e.n; k++)
         g->saturated |= sat_add_to(&t->value[e.m[k]], e.v[k]);
-    /* the stack's first time is known before the filter maps its frames to functions (objects
-     * are looked up by time: a library unloaded and another loaded at its address) */
     exp_input_t *in = &g->in[c->exp];
     if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
         return 1;
-    if (ev->t < in->first_t[ev->stack])
-        in->first_t[ev->stack] = ev->t;
     int selected = g->selected[index] && passes(g, c, ev, index);
     if (ev->type == EXP_REC_HEAP_ALLOC && (c->err = heap_event(c, ev, index, selected)))
         return 1;
@@ -820,14 +814,18 @@ int eng_has_metric(const eng_t *g, int metric) { return g->total[metric] != 0; }
 
 /* ---- frame mapping -------------------------------------------------------------------------- */
 
-/* The sym object and the address to look up (a return address minus one) of a frame. */
-static uint32_t frame_location(eng_t *g, exp_input_t *in, uint32_t proc, uint64_t pc, int leaf,
-                               uint64_t t, uint64_t *addr, int *err)
+/* The object of process proc that holds pc in mapping generation gen (the generation of the
+ * stack: exp_stacks_gen), so a library loaded where another one was unloaded is itself. */
+static const exp_object_t *frame_object(exp_input_t *in, uint32_t proc, uint32_t gen, uint64_t pc)
 {
-    const exp_process_t *p = in->e->procs[proc];
-    const exp_object_t *o = exp_object_at(p, pc, t);
-    if (!o && t != EXP_T_NEVER)
-        o = exp_object_at(p, pc, p->t_end); /* loaded after the stack's first event? */
+    return exp_object_in(in->e->procs[proc], pc, gen);
+}
+
+/* The sym object and the address to look up (a return address minus one) of a frame. */
+static uint32_t frame_location(eng_t *g, exp_input_t *in, uint32_t proc, uint32_t gen,
+                               uint64_t pc, int leaf, uint64_t *addr, int *err)
+{
+    const exp_object_t *o = frame_object(in, proc, gen, pc);
     if (!o) {
         *addr = pc;
         return UINT32_MAX;
@@ -852,22 +850,39 @@ static uint32_t frame_location(eng_t *g, exp_input_t *in, uint32_t proc, uint64_
     return *os;
 }
 
-static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint64_t pc, int leaf,
-                               uint64_t t, int *err)
+/* The map of (proc, pc, leaf) to function ids of mapping generation gen; NULL on no memory. */
+static u64map_t *pc_map(exp_input_t *in, uint32_t gen)
+{
+    if (gen == 0)
+        return &in->pcs;
+    if (gen > in->ngpcs) {
+        size_t n = in->ngpcs ? in->ngpcs : 4;
+        while (n < gen)
+            n *= 2;
+        u64map_t *m = realloc(in->gpcs, n * sizeof *m);
+        if (!m)
+            return NULL;
+        memset(m + in->ngpcs, 0, (n - in->ngpcs) * sizeof *m);
+        in->gpcs = m;
+        in->ngpcs = n;
+    }
+    return &in->gpcs[gen - 1];
+}
+
+static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint32_t gen,
+                               uint64_t pc, int leaf, int *err)
 {
     uint64_t key = (uint64_t)proc << 49 ^ (pc << 1 | (uint64_t)leaf);
     int found;
-    uint32_t *slot = u64map_slot(&in->pcs, key, &found);
+    u64map_t *map = pc_map(in, gen);
+    uint32_t *slot = map ? u64map_slot(map, key, &found) : NULL;
     if (!slot) {
         *err = TALLY_ENOMEM;
         return 0;
     }
     if (found)
         return *slot;
-    const exp_process_t *p = in->e->procs[proc];
-    const exp_object_t *o = exp_object_at(p, pc, t);
-    if (!o && t != EXP_T_NEVER)
-        o = exp_object_at(p, pc, p->t_end); /* loaded after the stack's first event? */
+    const exp_object_t *o = frame_object(in, proc, gen, pc);
     uint32_t f;
     if (!o) {
         f = sym_func_unknown(g->sym);
@@ -886,7 +901,7 @@ static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint64_
         f = sym_func_at(g->sym, *os, addr);
     }
     /* the slot may have moved if the object lookup grew the map: look it up again */
-    slot = u64map_slot(&in->pcs, key, &found);
+    slot = u64map_slot(map, key, &found);
     if (!slot) {
         *err = TALLY_ENOMEM;
         return 0;
@@ -930,12 +945,12 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
                     return tally_errf(err, TALLY_ENOMEM, "out of memory mapping stacks");
                 in->fids_cap = ncap;
             }
-            uint64_t t = s < in->cap ? in->first_t[s] : EXP_T_NEVER;
+            uint32_t gen = exp_stacks_gen(in->stacks, (uint32_t)s);
             int e = 0;
             for (uint32_t i = 0; i < nf; i++) {
                 size_t k = foff[s] + i;
-                in->fids[k] = frame_function(g, in, proc, pcs[i], i == 0, t, &e);
-                in->fobj[k] = frame_location(g, in, proc, pcs[i], i == 0, t, &in->faddr[k], &e);
+                in->fids[k] = frame_function(g, in, proc, gen, pcs[i], i == 0, &e);
+                in->fobj[k] = frame_location(g, in, proc, gen, pcs[i], i == 0, &in->faddr[k], &e);
             }
             if (e)
                 return tally_errf(err, e, "out of memory mapping stacks");

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "analyzer/symbols.h"
+#include "base/fsafe.h"
 
 #include <dwarf.h>
 #include <elf.h>
@@ -94,6 +95,7 @@ typedef struct object {
     cu_inlines_t *cuinl; /* units whose inlined subroutines have been read */
     size_t ncuinl;
     char *archived; /* an archived copy of the binary with the recorded build-id, or NULL */
+    const char *arch_dir; /* the archive directory it is in (the context's string), or NULL */
     const char *file; /* the file read: path, or archived when path is gone or changed */
 } object_t;
 
@@ -315,12 +317,31 @@ typedef struct debugfile {
     char path[PATH_MAX];
 } debugfile_t;
 
-/* Opens path as the debug file of an object with build-id id (hex, or "" and then crc must
- * match) and file identity st; 0 on success. */
-static int try_debugfile(debugfile_t *df, const char *path, const char *id, uint32_t crc,
-                         const struct stat *st)
+/* Opens a file of object o for reading. A file in the object's archive directory is opened as a
+ * regular file inside it, no symbolic link followed (the archive comes with the experiment, so
+ * it is not trusted to point anywhere); any other path as a regular file, links followed (a file
+ * of this system), without ever blocking on a FIFO. Returns a descriptor or a negative errno
+ * (fsafe.h: -ELOOP, -FS_ENOTREG, ...). */
+static int open_file(const object_t *o, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    size_t n = o && o->arch_dir ? strlen(o->arch_dir) : 0;
+    if (n && !strncmp(path, o->arch_dir, n) && path[n] == '/') {
+        int d = fs_open_dir(o->arch_dir);
+        if (d < 0)
+            return d;
+        int fd = fs_open_read_at(d, path + n + 1, 0);
+        close(d);
+        return fd;
+    }
+    return fs_open_read(path, 0);
+}
+
+/* Opens path as the debug file of object o with build-id id (hex, or "" and then crc must
+ * match) and file identity st; 0 on success. */
+static int try_debugfile(debugfile_t *df, const object_t *o, const char *path, const char *id,
+                         uint32_t crc, const struct stat *st)
+{
+    int fd = open_file(o, path);
     if (fd < 0)
         return -1;
     struct stat dst;
@@ -359,17 +380,18 @@ static int try_debugfile(debugfile_t *df, const char *path, const char *id, uint
  * .gnu_debuglink name in the object's directory, its .debug/ subdirectory and
  * DEBUG_ROOT/<directory>/ (for the path as recorded and as resolved). A candidate must have the
  * object's build-id, or if the object has none, the CRC that .gnu_debuglink records. */
-static int find_debugfile(debugfile_t *df, const char *path, Elf *elf, const char *id,
-                          const struct stat *st, const char *archived)
+static int find_debugfile(debugfile_t *df, const object_t *o, const char *path, Elf *elf,
+                          const char *id, const struct stat *st)
 {
     char cand[PATH_MAX];
-    if (strlen(id) >= 4) {
+    const char *archived = o ? o->archived : NULL;
+    if (strlen(id) >= 4 && fs_buildid_ok(id)) {
         snprintf(cand, sizeof cand, DEBUG_ROOT "/.build-id/%.2s/%s.debug", id, id + 2);
-        if (!try_debugfile(df, cand, id, 0, st))
+        if (!try_debugfile(df, o, cand, id, 0, st))
             return 0;
         /* archived beside the binary's copy: ARCHIVE/<build-id>.debug */
         if (archived && snprintf(cand, sizeof cand, "%s.debug", archived) < (int)sizeof cand &&
-            !try_debugfile(df, cand, id, 0, st))
+            !try_debugfile(df, o, cand, id, 0, st))
             return 0;
     }
     if (!path)
@@ -405,7 +427,7 @@ static int find_debugfile(debugfile_t *df, const char *path, Elf *elf, const cha
                 continue;
             if (snprintf(cand, sizeof cand, fmts[f], dirs[i], link) >= (int)sizeof cand)
                 continue;
-            if (!try_debugfile(df, cand, id, crc, st))
+            if (!try_debugfile(df, o, cand, id, crc, st))
                 return 0;
         }
     }
@@ -945,7 +967,7 @@ static void load_object(object_t *o)
         }
     } else {
         o->file = o->path;
-        fd = open(o->path, O_RDONLY | O_CLOEXEC);
+        fd = open_file(o, o->path);
         if (o->archived) { /* use the archived copy when the file is gone or is another build */
             char id0[129] = "";
             Elf *e0 = fd >= 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
@@ -954,7 +976,7 @@ static void load_object(object_t *o)
             if (e0)
                 elf_end(e0);
             if (strcmp(id0, o->buildid)) {
-                int afd = open(o->archived, O_RDONLY | O_CLOEXEC);
+                int afd = open_file(o, o->archived);
                 if (afd >= 0) {
                     if (fd >= 0)
                         close(fd);
@@ -967,7 +989,7 @@ static void load_object(object_t *o)
             }
         }
         if (fd < 0 || fstat(fd, &st)) {
-            int e = errno;
+            int e = fd < 0 ? -fd : errno;
             o->unreadable = 1;
             if (e == ENOENT || e == ENOTDIR)
                 set_message(o, SYM_OBJ_MISSING, "'%s' no longer exists: its functions are "
@@ -975,7 +997,7 @@ static void load_object(object_t *o)
                             "or put the file back", o->path, o->name);
             else
                 set_message(o, SYM_OBJ_UNREADABLE, "'%s' cannot be read (%s): its functions "
-                            "are shown as one entry, '<unknown> (%s)'", o->path, strerror(e),
+                            "are shown as one entry, '<unknown> (%s)'", o->path, fs_strerror(-e),
                             o->name);
             if (fd >= 0)
                 close(fd);
@@ -1008,7 +1030,7 @@ static void load_object(object_t *o)
     }
     symtab_build_t b = { 0 };
     debugfile_t df = { .fd = -1 };
-    if (!find_debugfile(&df, vdso ? NULL : o->file, elf, id, vdso ? NULL : &st, o->archived)) {
+    if (!find_debugfile(&df, o, vdso ? NULL : o->file, elf, id, vdso ? NULL : &st)) {
         o->debugfile = strdup(df.path);
         o->pub.debugfile = o->debugfile ? o->debugfile : "";
         read_symtab(&b, df.elf, SHT_SYMTAB);
@@ -1276,7 +1298,7 @@ static void open_dwarf(object_t *o)
     for (int i = 0; i < 2 && !o->dw; i++) {
         if (!candidates[i])
             continue;
-        int fd = open(candidates[i], O_RDONLY | O_CLOEXEC);
+        int fd = open_file(o, candidates[i]);
         if (fd < 0)
             continue;
         Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -1399,11 +1421,18 @@ uint32_t sym_object_add(sym_ctx_t *s, const char *path, const char *buildid)
     o->whole_func = UINT32_MAX;
     o->dw_fd = -1;
     o->pub = (sym_object_t){ o->path, o->name, o->buildid, SYM_OBJ_UNREAD, "", "" };
-    for (size_t i = 0; i < s->narchives && *buildid && !o->archived; i++) {
+    /* a build-id names the archived copy: only a real one (hex digits) is used as a name */
+    for (size_t i = 0; i < s->narchives && fs_buildid_ok(buildid) && !o->archived; i++) {
         char ap[PATH_MAX];
         snprintf(ap, sizeof ap, "%s/%s", s->archives[i], buildid);
-        if (access(ap, R_OK) == 0)
+        o->arch_dir = s->archives[i];
+        int fd = open_file(o, ap);
+        if (fd >= 0) {
+            close(fd);
             o->archived = strdup(ap);
+        } else {
+            o->arch_dir = NULL;
+        }
     }
     s->objs[s->nobjs] = o;
     return (uint32_t)s->nobjs++;
@@ -1519,7 +1548,7 @@ long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t 
     }
     if (!o->loaded)
         sym_object(s, obj); /* decides which file holds the code */
-    int fd = open(o->file ? o->file : o->path, O_RDONLY | O_CLOEXEC);
+    int fd = open_file(o, o->file ? o->file : o->path);
     if (fd < 0)
         return -1;
     Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -1528,6 +1557,18 @@ long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t 
         elf_end(elf);
     close(fd);
     return n;
+}
+
+int sym_fd_buildid(int fd, char out[129])
+{
+    out[0] = 0;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    int ok = elf && elf_kind(elf) == ELF_K_ELF;
+    if (ok)
+        elf_buildid(elf, out);
+    if (elf)
+        elf_end(elf);
+    return ok ? 0 : -1;
 }
 
 int sym_add_archive(sym_ctx_t *s, const char *dir)

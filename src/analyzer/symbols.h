@@ -113,9 +113,16 @@ long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t 
 /* Adds a directory of archived binaries (an experiment's archive/, files named by build-id, their
  * separate debug files by build-id and ".debug"): objects registered afterwards whose file is gone
  * or changed are read from their archived copy (status OK, with a message saying so), and an
- * archived debug file serves when the system has none for the build-id. Returns 0 or -1 on no
- * memory. */
+ * archived debug file serves when the system has none for the build-id. The directory comes with
+ * an experiment and is not trusted: its files are opened only as regular files inside it, no
+ * symbolic link followed (dir itself included), and only for build-ids of hex digits. Files of
+ * the system are opened without blocking (a FIFO at a recorded path is unreadable, not a hang).
+ * Returns 0 or -1 on no memory. */
 int sym_add_archive(sym_ctx_t *s, const char *dir);
+
+/* The GNU build-id of the ELF file open on fd, lower-case hex into out ("" if it has none);
+ * -1 when it is not an ELF file. For checking a copy before it is kept. */
+int sym_fd_buildid(int fd, char out[129]);
 
 /* A function standing for the whole object, named `<libname>` (for objects shown as one entry). */
 uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj);

@@ -7,11 +7,18 @@
  * files of the lines that have data, into EXP/archive/src/<their absolute path>. `tally collect`
  * runs it at the end of a collection (unless -A off). `tally print` reads archived binaries in
  * place of files that are gone or changed, and archived sources (docs/FORMAT.md, "archive").
+ *
+ * The experiment may come from someone else: nothing in it can make this write outside it. Every
+ * file is written below EXP/archive opened without following a link (base/fsafe.h), through a
+ * temporary created exclusively and renamed, under a name that is a build-id (hex, checked by the
+ * reader) or a source path without '.'/'..' components; a copy of a binary is checked to have the
+ * recorded build-id before it is kept.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,55 +28,135 @@
 #include "analyzer/engine.h"
 #include "analyzer/symbols.h"
 #include "archive.h"
+#include "base/fsafe.h"
 #include "cli.h"
 #include "experiment/reader.h"
 
-/* Copies src to dst through dst.tmp and a rename, so a copy is whole or absent. */
-static int copy_file(const char *src, const char *dst, uint64_t *bytes)
+#define SOURCE_MAX ((uint64_t)64 << 20) /* a source file bigger than this is not archived */
+
+typedef struct actx {
+    const char *exp;  /* the experiment, as given */
+    int dir;          /* EXP/archive, opened without following a link */
+    int quiet;
+    uint64_t bytes;
+} actx_t;
+
+static void warn(const actx_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(const actx_t *a, const char *fmt, ...)
 {
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
-    int in = open(src, O_RDONLY | O_CLOEXEC);
-    if (in < 0)
-        return -errno;
-    int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (out < 0) {
-        int e = errno;
-        close(in);
-        return -e;
+    if (a->quiet)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "tally archive: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+/* Copies the file open on in to name under the directory dirfd (shown as shown): into a
+ * temporary name.tmp created exclusively (whatever was there, a link included, is removed, never
+ * followed), checked by check (when not NULL: the copy must have that build-id), then renamed over
+ * name. Returns 0 or a negative errno; the temporary never stays. */
+static int copy_in(actx_t *a, int in, int dirfd, const char *name, const char *shown,
+                   uint64_t max, const char *check)
+{
+    char tmp[NAME_MAX + 1];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", name) >= (int)sizeof tmp)
+        return -ENAMETOOLONG;
+    int replaced, was_link;
+    int out = fs_create_at(dirfd, tmp, &replaced, &was_link);
+    if (out < 0)
+        return out;
+    if (was_link)
+        warn(a, "'%s.tmp' was a symbolic link: removed, not followed", shown);
+    uint64_t n = 0;
+    int rc = fs_copy_fd(in, out, max, &n);
+    if (!rc && check) {
+        char id[129];
+        if (sym_fd_buildid(out, id) || strcmp(id, check))
+            rc = -ESTALE; /* the file changed between its check and its copy */
     }
-    char buf[1 << 16];
-    ssize_t n;
-    int rc = 0;
-    while ((n = read(in, buf, sizeof buf)) > 0) {
-        if (write(out, buf, (size_t)n) != n) {
-            rc = -(errno ? errno : ENOSPC);
-            break;
-        }
-        *bytes += (uint64_t)n;
-    }
-    if (n < 0)
-        rc = -errno;
-    close(in);
     if (close(out) && !rc)
         rc = -errno;
-    if (!rc && rename(tmp, dst))
+    if (!rc && renameat(dirfd, tmp, dirfd, name))
         rc = -errno;
     if (rc)
-        unlink(tmp);
+        unlinkat(dirfd, tmp, 0);
+    else
+        a->bytes += n;
     return rc;
 }
 
-/* mkdir -p of the directory part of path. */
-static void make_parents(char *path)
+/* Whether name under the directory is a regular file (a link there is not an archived copy). */
+static int present(int dirfd, const char *name)
 {
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        mkdir(path, 0755);
-        *p = '/';
+    struct stat st;
+    return !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode);
+}
+
+/* Appends "<build-id> <path>" to the index, the path percent-encoded as in the log (a path with a
+ * newline cannot add lines). */
+static void index_line(int ix, const char *id, const char *path)
+{
+    char line[PATH_MAX * 3 + 160];
+    size_t n = (size_t)snprintf(line, sizeof line, "%s ", id);
+    for (const unsigned char *c = (const unsigned char *)path; *c && n + 4 < sizeof line; c++) {
+        if (*c == '%' || *c == ' ' || *c == '=' || *c < 0x20 || *c == 0x7f)
+            n += (size_t)snprintf(line + n, 4, "%%%02X", *c);
+        else
+            line[n++] = (char)*c;
     }
+    line[n++] = '\n';
+    if (write(ix, line, n) != (ssize_t)n) {
+    }
+}
+
+/* Archives the source file `file` (absolute, from the debug information) into
+ * archive/src/<file>. Returns 0, 1 when it is not there to copy, -1 when it is refused. */
+static int archive_source(actx_t *a, int srcdir, const char *file)
+{
+    const char *rel = file + 1;
+    if (!fs_name_ok(rel)) {
+        warn(a, "source '%s' not archived: its name has '.', '..' or empty components", file);
+        return -1;
+    }
+    const char *slash = strrchr(rel, '/');
+    int dir = srcdir;
+    if (slash) {
+        char sub[PATH_MAX];
+        if ((size_t)(slash - rel) >= sizeof sub)
+            return -1;
+        memcpy(sub, rel, (size_t)(slash - rel));
+        sub[slash - rel] = 0;
+        dir = fs_mkdirs_at(srcdir, sub);
+        if (dir < 0) {
+            warn(a, "source '%s' not archived: cannot create '%s/archive/src/%s': %s", file,
+                 a->exp, sub, fs_strerror(dir));
+            return -1;
+        }
+    }
+    int rc = 1;
+    int in = fs_open_read(file, SOURCE_MAX);
+    if (in >= 0) {
+        char shown[PATH_MAX * 2];
+        snprintf(shown, sizeof shown, "%s/archive/src%s", a->exp, file);
+        int c = copy_in(a, in, dir, slash ? slash + 1 : rel, shown, SOURCE_MAX, NULL);
+        close(in);
+        if (c) {
+            warn(a, "source '%s' not archived: %s", file, fs_strerror(c));
+            rc = -1;
+        } else {
+            rc = 0;
+        }
+    } else if (in != -ENOENT && in != -ENOTDIR) {
+        warn(a, "source '%s' not archived: %s%s", file, fs_strerror(in),
+             in == -EFBIG ? " (over 64 MiB)" : "");
+        rc = -1;
+    }
+    if (dir != srcdir)
+        close(dir);
+    return rc;
 }
 
 int archive_experiment(const char *path, int sources, int quiet, tally_err_t *err)
@@ -78,71 +165,94 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
     int rc = exp_open(path, &e, err);
     if (rc)
         return rc;
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s/archive", path);
-    if (mkdir(dir, 0755) && errno != EEXIST) {
-        rc = tally_errf(err, TALLY_EIO, "cannot create '%s': %s", dir, strerror(errno));
+    for (size_t i = 0; i < e->nprocs && !quiet; i++)
+        for (size_t k = 0; k < e->procs[i]->nnotes; k++)
+            fprintf(stderr, "tally archive: warning: %s%s%s\n", e->procs[i]->name,
+                    *e->procs[i]->name ? ": " : "", e->procs[i]->notes[k]);
+    /* everything is written below EXP/archive, opened without following a link: nothing the
+     * experiment contains can make this write elsewhere */
+    actx_t a = { path, -1, quiet, 0 };
+    int xfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    a.dir = xfd < 0 ? -errno : fs_mkdirs_at(xfd, "archive");
+    if (xfd >= 0)
+        close(xfd);
+    if (a.dir < 0) {
+        rc = tally_errf(err, TALLY_EIO, "cannot use '%s/archive': %s%s", path,
+                        fs_strerror(a.dir),
+                        a.dir == -ELOOP || a.dir == -ENOTDIR
+                            ? "; remove it and run tally archive again" : "");
+        exp_close(e);
+        return rc;
+    }
+    int ix = fs_append_at(a.dir, "index");
+    if (ix < 0) {
+        rc = tally_errf(err, TALLY_EIO, "cannot use '%s/archive/index': %s; remove it and run "
+                        "tally archive again", path, fs_strerror(ix));
+        close(a.dir);
         exp_close(e);
         return rc;
     }
     sym_ctx_t *sym = sym_new();
     if (!sym) {
+        close(ix);
+        close(a.dir);
         exp_close(e);
         return tally_errf(err, TALLY_ENOMEM, "out of memory");
     }
-    char index[PATH_MAX + 16];
-    snprintf(index, sizeof index, "%s/index", dir);
-    FILE *ix = fopen(index, "a");
-    unsigned copied = 0, present = 0, noid = 0, failed = 0, debugfiles = 0;
-    uint64_t bytes = 0;
+    unsigned copied = 0, already = 0, noid = 0, failed = 0, debugfiles = 0;
     for (size_t i = 0; i < e->nprocs; i++) {
         const exp_process_t *p = e->procs[i];
         for (size_t k = 0; k < p->nobjects; k++) {
             const exp_object_t *o = &p->objects[k];
             if (!strcmp(o->path, "[vdso]"))
                 continue;
-            if (!*o->buildid) {
+            if (!fs_buildid_ok(o->buildid)) { /* the reader refused any other build-id */
                 noid++;
                 continue;
             }
-            char dst[PATH_MAX + 256];
-            snprintf(dst, sizeof dst, "%s/%s", dir, o->buildid);
-            if (access(dst, F_OK) == 0) {
-                present++;
+            if (present(a.dir, o->buildid)) {
+                already++;
                 continue;
             }
             uint32_t obj = sym_object_add(sym, o->path, o->buildid);
             const sym_object_t *so = obj == UINT32_MAX ? NULL : sym_object(sym, obj);
             if (!so || (so->status != SYM_OBJ_OK && so->status != SYM_OBJ_NOSYMS)) {
                 failed++;
-                if (!quiet)
-                    fprintf(stderr, "tally archive: not archived: %s\n",
-                            so && *so->message ? so->message : o->path);
+                warn(&a, "not archived: %s", so && *so->message ? so->message : o->path);
                 continue;
             }
-            int c = copy_file(o->path, dst, &bytes);
+            int in = fs_open_read(o->path, 0);
+            int c = in < 0 ? in : copy_in(&a, in, a.dir, o->buildid, o->buildid, 0, o->buildid);
+            if (in >= 0)
+                close(in);
             if (c) {
                 failed++;
-                if (!quiet)
-                    fprintf(stderr, "tally archive: cannot copy '%s': %s\n", o->path,
-                            strerror(-c));
+                warn(&a, "cannot copy '%s': %s", o->path,
+                     c == -ESTALE ? "it changed while it was copied" : fs_strerror(c));
                 continue;
             }
             copied++;
-            if (ix)
-                fprintf(ix, "%s %s\n", o->buildid, o->path);
+            index_line(ix, o->buildid, o->path);
             /* its separate debug file (symbols of static functions, lines), beside it */
-            char ddst[PATH_MAX + 264];
-            snprintf(ddst, sizeof ddst, "%s.debug", dst);
-            if (*so->debugfile && !copy_file(so->debugfile, ddst, &bytes))
-                debugfiles++;
+            if (*so->debugfile) {
+                char name[160];
+                snprintf(name, sizeof name, "%s.debug", o->buildid);
+                int din = fs_open_read(so->debugfile, 0);
+                if (din >= 0 && !copy_in(&a, din, a.dir, name, name, 0, NULL))
+                    debugfiles++;
+                if (din >= 0)
+                    close(din);
+            }
         }
     }
-    if (ix)
-        fclose(ix);
-    unsigned srcs = 0, srcs_missing = 0;
+    close(ix);
+    unsigned srcs = 0, srcs_missing = 0, srcs_refused = 0;
     if (sources) {
-        eng_t *g = eng_new(&e, 1, sym);
+        int srcdir = fs_mkdirs_at(a.dir, "src");
+        if (srcdir < 0)
+            warn(&a, "sources not archived: cannot use '%s/archive/src': %s", path,
+                 fs_strerror(srcdir));
+        eng_t *g = srcdir >= 0 ? eng_new(&e, 1, sym) : NULL;
         const eng_table_t *t = g ? eng_compute(g, ENG_KIND_LINE, 0, err) : NULL;
         char **done = NULL;
         size_t ndone = 0;
@@ -162,35 +272,38 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
                 break;
             done = nd;
             done[ndone++] = strdup(file);
-            char dst[PATH_MAX * 2];
-            snprintf(dst, sizeof dst, "%s/src%s", dir, file);
-            make_parents(dst);
-            if (copy_file(file, dst, &bytes))
+            int r = archive_source(&a, srcdir, file);
+            if (r == 0)
+                srcs++;
+            else if (r > 0)
                 srcs_missing++;
             else
-                srcs++;
+                srcs_refused++;
         }
         for (size_t j = 0; j < ndone; j++)
             free(done[j]);
         free(done);
         eng_free(g);
+        if (srcdir >= 0)
+            close(srcdir);
     }
     if (!quiet) {
         printf("%s: archived %u binar%s (%.1f MB)", path, copied, copied == 1 ? "y" : "ies",
-               (double)bytes / 1e6);
+               (double)a.bytes / 1e6);
         if (debugfiles)
             printf(" with %u debug file%s", debugfiles, debugfiles == 1 ? "" : "s");
-        if (present)
-            printf(", %u already there", present);
+        if (already)
+            printf(", %u already there", already);
         if (noid)
             printf(", %u without a build-id skipped", noid);
         if (failed)
             printf(", %u could not be archived", failed);
         if (sources)
-            printf(", %u source file%s (%u not found)", srcs, srcs == 1 ? "" : "s",
-                   srcs_missing);
+            printf(", %u source file%s (%u not found%s)", srcs, srcs == 1 ? "" : "s",
+                   srcs_missing, srcs_refused ? ", some refused" : "");
         printf("\n");
     }
+    close(a.dir);
     sym_free(sym);
     exp_close(e);
     return 0;

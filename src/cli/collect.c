@@ -2,14 +2,17 @@
  * collect.c - `tally collect`: runs a program with the collector preloaded and records an
  * experiment (docs/FORMAT.md). Sections: options, the program, the experiment name, running.
  *
- * The driver creates the experiment directory, starts the target with LD_PRELOAD and the
- * TALLY_* environment (the interface to src/collector, described in docs/ARCHITECTURE.md), waits
+ * The driver creates the experiment directory, starts the target with LD_PRELOAD and one
+ * variable, TALLY_SETTINGS (the interface to src/collector: experiment/settings.h), waits
  * for it, and appends the root process's final `end` record from waitpid, so that even a target
  * killed with SIGKILL leaves an experiment that says how it ended.
  */
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <getopt.h>
 #include <limits.h>
 #include <linux/perf_event.h>
@@ -18,8 +21,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +35,7 @@
 #include "cli.h"
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
+#include "experiment/settings.h"
 
 #ifndef TALLY_INSTALL_LIBDIR
 #define TALLY_INSTALL_LIBDIR "lib"
@@ -133,7 +141,7 @@ static int parse_clock(const char *v, uint64_t *ns)
         char *end;
         errno = 0;
         double ms = strtod(v, &end);
-        if (errno || end == v || *end || !(ms > 0) || ms > 10000)
+        if (errno || end == v || *end || !(ms >= 0.01) || ms > 10000)
             return -1;
         *ns = (uint64_t)(ms * 1e6 + 0.5);
     }
@@ -295,6 +303,154 @@ static int find_collector(char *out, size_t cap)
     return -1;
 }
 
+/* ---- why the collector may not start in the program ----------------------------------------- */
+
+/* 1: an ELF file with a program interpreter (dynamically linked), 0: an ELF file without one
+ * (statically linked: no loader, so no LD_PRELOAD), -1: not ELF or unreadable. */
+static int elf_dynamic(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    Elf64_Ehdr eh;
+    int rc = -1;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) &&
+        eh.e_phnum < 4096) {
+        rc = 0;
+        for (unsigned i = 0; i < eh.e_phnum; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) != (ssize_t)sizeof ph) {
+                rc = -1;
+                break;
+            }
+            if (ph.p_type == PT_INTERP) {
+                rc = 1;
+                break;
+            }
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+/* The interpreter of a '#!' script into out; 0, or -1 when path is not a script. */
+static int script_interp(const char *path, char *out, size_t cap)
+{
+    char b[256];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, b, sizeof b - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n < 3 || b[0] != '#' || b[1] != '!')
+        return -1;
+    b[n] = 0;
+    char *p = b + 2;
+    p += strspn(p, " \t");
+    size_t l = strcspn(p, " \t\n");
+    if (!l || l >= cap)
+        return -1;
+    memcpy(out, p, l);
+    out[l] = 0;
+    return 0;
+}
+
+/* A sentence on why the collector cannot start in the program at path, or NULL: the dynamic
+ * loader ignores LD_PRELOAD in secure-execution mode (set-user-ID or set-group-ID to someone
+ * else, file capabilities), and a statically linked program has no loader at all. For a '#!'
+ * script the interpreter is what runs (the kernel ignores set-user-ID on scripts). */
+static const char *preload_obstacle(const char *path, char *buf, size_t cap, int depth)
+{
+    char interp[256];
+    int dyn = elf_dynamic(path);
+    if (dyn < 0 && depth < 4 && script_interp(path, interp, sizeof interp) == 0)
+        return preload_obstacle(interp, buf, cap, depth + 1);
+    if (dyn < 0)
+        return NULL;
+    struct stat st;
+    struct statvfs vfs;
+    int nosuid = statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID);
+    int nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1; /* set-ID bits are ignored then */
+    if (stat(path, &st) == 0 && !nosuid && !nnp) {
+        const char *what = NULL;
+        char who[300];
+        if ((st.st_mode & S_ISUID) && st.st_uid != getuid()) {
+            struct passwd *pw = getpwuid(st.st_uid);
+            what = "set-user-ID";
+            if (pw)
+                snprintf(who, sizeof who, "user %s", pw->pw_name);
+            else
+                snprintf(who, sizeof who, "user %u", (unsigned)st.st_uid);
+        } else if ((st.st_mode & S_ISGID) && st.st_gid != getgid()) {
+            struct group *gr = getgrgid(st.st_gid);
+            what = "set-group-ID";
+            if (gr)
+                snprintf(who, sizeof who, "group %s", gr->gr_name);
+            else
+                snprintf(who, sizeof who, "group %u", (unsigned)st.st_gid);
+        } else if (getuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0) {
+            what = "given file capabilities";
+            snprintf(who, sizeof who, "those capabilities");
+        }
+        if (what) {
+            snprintf(buf, cap, "'%s' is %s (it runs with the rights of %s): the dynamic loader "
+                     "runs it in secure-execution mode, which ignores LD_PRELOAD, so the collector "
+                     "cannot start in it and nothing is recorded from it; profile a copy without "
+                     "that bit, or run tally with the same rights", path, what, who);
+            return buf;
+        }
+    }
+    if (dyn == 0) {
+        snprintf(buf, cap, "'%s' is statically linked (it has no program interpreter, so nothing "
+                 "loads LD_PRELOAD into it): the collector cannot start in it and nothing is "
+                 "recorded from it", path);
+        return buf;
+    }
+    return NULL;
+}
+
+/* After execv failed with E2BIG: says whether tally's additions to the environment are the cause
+ * (the kernel's limit as fs/exec.c computes it: a quarter of the stack size limit, at most
+ * 6 MiB, at least 128 KiB, for the strings and their pointers). */
+static void explain_e2big(const char *prog, char *const *argv, const char *added_settings,
+                          const char *lib)
+{
+    size_t own = strlen(prog) + 1, nptr = 0;
+    for (char *const *a = argv; *a; a++, nptr++)
+        own += strlen(*a) + 1;
+    const char *old_pre = NULL;
+    for (char **e = environ; e && *e; e++, nptr++) {
+        own += strlen(*e) + 1;
+        if (!strncmp(*e, "LD_PRELOAD=", 11))
+            old_pre = *e + 11;
+    }
+    own += nptr * sizeof(char *);
+    size_t added = strlen(EXP_SETTINGS_ENV) + 2 + strlen(added_settings) + sizeof(char *);
+    if (old_pre && *old_pre)
+        added += strlen(lib) + 1;
+    else
+        added += strlen("LD_PRELOAD=") + strlen(lib) + 1 + (old_pre ? 0 : sizeof(char *));
+    struct rlimit rl;
+    size_t limit = 6u << 20;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        rl.rlim_cur / 4 < limit)
+        limit = rl.rlim_cur / 4;
+    if (limit < 128u << 10)
+        limit = 128u << 10;
+    if (own <= limit)
+        cli_error("collect", "cannot run '%s': the arguments and environment are too long "
+                  "(E2BIG) because of what tally adds to the environment: the program's own "
+                  "%zu bytes fit the kernel's limit of about %zu bytes, not with the %zu bytes "
+                  "of LD_PRELOAD and %s; shorten the arguments or the environment by %zu bytes, "
+                  "or raise the limit (a quarter of the stack size limit, 'ulimit -s')", prog,
+                  own, limit, added, EXP_SETTINGS_ENV, own + added - limit);
+    else
+        cli_error("collect", "cannot run '%s': its arguments and environment (%zu bytes) are "
+                  "too long for the kernel (E2BIG) even without tally: the limit is about %zu "
+                  "bytes (a quarter of the stack size limit), and 128 KiB for one string", prog,
+                  own, limit);
+}
+
 /* ---- the experiment name -------------------------------------------------------------------- */
 
 static int make_dirs(const char *dir)
@@ -365,15 +521,38 @@ static void forward_signal(int sig)
         kill(child_pid, sig);
 }
 
-static void set_env_u64(const char *name, uint64_t v)
+/* The collector's settings (settings.def) from the options; the process context (directory,
+ * root pid and start) is filled in the child. */
+static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
 {
-    char b[32];
-    snprintf(b, sizeof b, "%llu", (unsigned long long)v);
-    setenv(name, b, 1);
+    exp_settings_default(s);
+    s->clock_ns = o->clock_ns;
+    s->follow = o->follow;
+    if (o->has_duration) {
+        s->duration.on = 1;
+        s->duration.lo = o->dur_start;
+        s->duration.hi = o->dur_end ? o->dur_end : UINT64_MAX;
+    }
+    s->max_depth = o->max_depth;
+    s->sample_ns = o->sample_ns;
+    s->states_ns = o->states ? (o->clock_ns > 10000000 ? o->clock_ns : 10000000) : 0;
+    s->sample_signal = o->sample_sig;
+    s->pause_signal = o->pause_sig;
+    if (!o->sync) {
+        s->sync.mode = EXP_SYNC_OFF;
+    } else if (!strcmp(o->sync, "on")) {
+        s->sync.mode = EXP_SYNC_CALIBRATE;
+    } else {
+        s->sync.mode = EXP_SYNC_THRESHOLD;
+        s->sync.ns = strcmp(o->sync, "all") ? strtoull(o->sync, NULL, 10) : 0;
+    }
+    s->heap = o->heap;
+    s->io = o->io;
 }
 
-/* Appends the root's end record; creates a minimal log if the collector never started. */
-static int record_end(const char *exp, int status, int *collector_ran)
+/* Appends the root's end record; creates a minimal log, with why as a warning, if the collector
+ * never started. */
+static int record_end(const char *exp, int status, const char *why, int *collector_ran)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/log", exp);
@@ -381,12 +560,11 @@ static int record_end(const char *exp, int status, int *collector_ran)
     *collector_ran = fd >= 0;
     if (fd < 0 && (fd = exp_log_create(path)) < 0)
         return -1;
-    char buf[512];
+    char buf[PATH_MAX + 1024];
     exp_line_t l;
     if (!*collector_ran) {
         exp_line_begin(&l, buf, sizeof buf, "warning");
-        exp_line_str(&l, "what", "the collector did not start in the program (statically "
-                     "linked, or LD_PRELOAD was removed); nothing was recorded");
+        exp_line_str(&l, "what", why);
         exp_line_write(&l, fd);
     }
     exp_line_begin(&l, buf, sizeof buf, "end");
@@ -657,6 +835,20 @@ int cmd_collect(int argc, char **argv)
     char *expabs = realpath(exp, NULL);
     const char *shown = exp[0] == '.' && exp[1] == '/' ? exp + 2 : exp;
     fprintf(stderr, "tally: recording experiment %s\n", shown);
+    char obstacle_buf[PATH_MAX + 512];
+    const char *obstacle = preload_obstacle(prog, obstacle_buf, sizeof obstacle_buf, 0);
+    if (obstacle)
+        fprintf(stderr, "tally: warning: %s\n", obstacle);
+
+    static exp_settings_t set;
+    static char enc[EXP_SETTINGS_ENC_MAX];
+    settings_from_opts(&o, &set);
+    char *preload = lib;
+    const char *old_preload = getenv("LD_PRELOAD");
+    if (old_preload && *old_preload && asprintf(&preload, "%s:%s", lib, old_preload) < 0) {
+        cli_error("collect", "out of memory");
+        return 1;
+    }
 
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC) < 0) {
@@ -671,33 +863,12 @@ int cmd_collect(int argc, char **argv)
     }
     if (child_pid == 0) {
         close(errpipe[0]);
-        setenv("TALLY_EXPERIMENT", expabs, 1);
-        set_env_u64("TALLY_ROOT_PID", (uint64_t)getpid());
-        set_env_u64("TALLY_CLOCK", o.clock_ns);
-        setenv("TALLY_FOLLOW", o.follow ? "on" : "off", 1);
-        set_env_u64("TALLY_SAMPLE", o.sample_ns);
-        set_env_u64("TALLY_STATES", o.states ? (o.clock_ns > 10000000 ? o.clock_ns : 10000000) : 0);
-        set_env_u64("TALLY_SAMPLE_SIG", (uint64_t)o.sample_sig);
-        set_env_u64("TALLY_PAUSE_SIG", (uint64_t)o.pause_sig);
-        set_env_u64("TALLY_MAX_DEPTH", o.max_depth);
-        setenv("TALLY_SYNC", o.sync ? o.sync : "off", 1);
-        setenv("TALLY_HEAP", o.heap ? "on" : "off", 1);
-        setenv("TALLY_IO", o.io ? "on" : "off", 1);
-        if (o.has_duration) {
-            char d[64];
-            snprintf(d, sizeof d, "%llu-%llu", (unsigned long long)o.dur_start,
-                     (unsigned long long)o.dur_end);
-            setenv("TALLY_DURATION", d, 1);
-        }
-        const char *old = getenv("LD_PRELOAD");
-        char *preload;
-        if (old && *old) {
-            if (asprintf(&preload, "%s:%s", lib, old) < 0)
-                _exit(127);
-        } else {
-            preload = lib;
-        }
-        setenv("LD_PRELOAD", preload, 1);
+        set.root_pid = set.owner_pid = (uint64_t)getpid();
+        set.root_t0 = now_ns(); /* the origin of -t: the program's start */
+        snprintf(set.dir.s, sizeof set.dir.s, "%s", expabs);
+        if (exp_settings_encode(&set, enc, sizeof enc) < 0 ||
+            setenv(EXP_SETTINGS_ENV, enc, 1) || setenv("LD_PRELOAD", preload, 1))
+            _exit(127);
         execv(prog, prog_argv);
         int e = errno;
         if (write(errpipe[1], &e, sizeof e) < 0) {
@@ -724,18 +895,31 @@ int cmd_collect(int argc, char **argv)
             return 1;
         }
     if (got == (ssize_t)sizeof exec_errno) {
-        cli_error("collect", "cannot run '%s': %s", prog, strerror(exec_errno));
+        if (exec_errno == E2BIG) {
+            set.root_pid = set.owner_pid = (uint64_t)child_pid;
+            set.root_t0 = now_ns();
+            snprintf(set.dir.s, sizeof set.dir.s, "%s", expabs);
+            explain_e2big(prog, prog_argv, exp_settings_encode(&set, enc, sizeof enc) < 0 ? ""
+                          : enc, lib);
+        } else {
+            cli_error("collect", "cannot run '%s': %s", prog, strerror(exec_errno));
+        }
         /* Leave no empty experiment behind. */
         rmdir(exp);
         free(expabs);
         return 1;
     }
     int collector_ran = 0;
-    if (record_end(exp, status, &collector_ran) < 0)
+    char not_started[PATH_MAX + 600];
+    if (obstacle)
+        snprintf(not_started, sizeof not_started, "%s", obstacle);
+    else
+        snprintf(not_started, sizeof not_started, "the collector did not start in '%s' (LD_PRELOAD was removed "
+                 "or refused before the program started)", prog);
+    if (record_end(exp, status, not_started, &collector_ran) < 0)
         cli_error("collect", "cannot write to experiment '%s': %s", shown, strerror(errno));
     if (!collector_ran)
-        cli_error("collect", "warning: the collector did not start in '%s' (a statically "
-                  "linked program?); %s holds no profile", prog_argv[0], shown);
+        cli_error("collect", "warning: %s; %s holds no profile", not_started, shown);
     else
         summarize(exp, shown);
     if (collector_ran && o.archive) {

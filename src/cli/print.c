@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fsafe.h"
 #include "print.h"
 
 /* ---- commands ------------------------------------------------------------------------------- */
@@ -560,7 +561,18 @@ int cmd_print(int argc, char **argv)
         for (size_t i = 0; ps.sym && i < ps.nexps; i++) { /* binaries archived in them */
             char dir[PATH_MAX];
             snprintf(dir, sizeof dir, "%s/archive", ps.exps[i]->path);
+            int d = fs_open_dir(dir);
+            if (d >= 0)
+                close(d);
+            else if (d != -ENOENT)
+                fprintf(stderr, "tally: note: '%s' is not used: %s\n", dir, fs_strerror(d));
             sym_add_archive(ps.sym, dir);
+            for (size_t p = 0; p < ps.exps[i]->nprocs; p++) {
+                const exp_process_t *pr = ps.exps[i]->procs[p];
+                for (size_t k = 0; k < pr->nnotes; k++)
+                    fprintf(stderr, "tally: warning: %s%s%s\n", pr->name, *pr->name ? ": " : "",
+                            pr->notes[k]);
+            }
         }
         ps.eng = ps.sym ? eng_new(ps.exps, ps.nexps, ps.sym) : NULL;
         if (!ps.eng) {

@@ -10,11 +10,14 @@
  */
 #define _GNU_SOURCE
 #include <capstone/capstone.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/fsafe.h"
 #include "print.h"
 
 #define HOT_SHARE 0.75 /* a line or instruction with this share of the hottest one is marked ## */
@@ -236,25 +239,52 @@ int set_pathmap(pstate_t *ps, const char *arg)
     return 0;
 }
 
+/* Sources are read whole: a bigger file (or one that keeps growing) is not shown. */
+#define SOURCE_MAX ((uint64_t)64 << 20)
+
+/* Opens one candidate for a source file: a regular file of at most SOURCE_MAX bytes (never a FIFO
+ * or a device); NULL when there is none, with a note when there is one that is refused. */
+static FILE *open_candidate(int fd, const char *shown)
+{
+    if (fd < 0) {
+        if (fd != -ENOENT && fd != -ENOTDIR)
+            fprintf(stderr, "tally: note: source '%s' is not shown: %s%s\n", shown,
+                    fs_strerror(fd), fd == -EFBIG ? " (over 64 MiB)" : "");
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f)
+        close(fd);
+    return f;
+}
+
 /* Opens a source file the debug information names: the copy archived in an experiment (the text
- * that was profiled, even if the file changed since), as recorded, through the path maps, then by
- * its relative path and base name in each search directory. */
+ * that was profiled, even if the file changed since; a regular file inside EXP/archive/src, no
+ * symbolic link followed), as recorded, through the path maps, then by its relative path and base
+ * name in each search directory. */
 static FILE *open_source(pstate_t *ps, const char *path)
 {
     FILE *f;
     char buf[8192];
     for (size_t i = 0; i < ps->nexps && path[0] == '/'; i++) { /* archived with tally archive -s */
+        snprintf(buf, sizeof buf, "%s/archive", ps->exps[i]->path);
+        int d = fs_open_dir(buf);
+        if (d < 0)
+            continue;
+        snprintf(buf, sizeof buf, "src%s", path);
+        int fd = fs_name_ok(buf) ? fs_open_read_at(d, buf, SOURCE_MAX) : -ENOENT;
+        close(d);
         snprintf(buf, sizeof buf, "%s/archive/src%s", ps->exps[i]->path, path);
-        if ((f = fopen(buf, "r")))
+        if ((f = open_candidate(fd, buf)))
             return f;
     }
-    if ((f = fopen(path, "r")))
+    if ((f = open_candidate(fs_open_read(path, SOURCE_MAX), path)))
         return f;
     for (size_t i = 0; i < ps->nmaps; i++) {
         size_t n = strlen(ps->map_from[i]);
         if (!strncmp(path, ps->map_from[i], n) && (path[n] == '/' || !path[n])) {
             snprintf(buf, sizeof buf, "%s%s", ps->map_to[i], path + n);
-            if ((f = fopen(buf, "r")))
+            if ((f = open_candidate(fs_open_read(buf, SOURCE_MAX), buf)))
                 return f;
         }
     }
@@ -263,11 +293,11 @@ static FILE *open_source(pstate_t *ps, const char *path)
         const char *rel = path[0] == '/' ? NULL : path;
         if (rel) {
             snprintf(buf, sizeof buf, "%s/%s", ps->paths[i], rel);
-            if ((f = fopen(buf, "r")))
+            if ((f = open_candidate(fs_open_read(buf, SOURCE_MAX), buf)))
                 return f;
         }
         snprintf(buf, sizeof buf, "%s/%s", ps->paths[i], base ? base + 1 : path);
-        if ((f = fopen(buf, "r")))
+        if ((f = open_candidate(fs_open_read(buf, SOURCE_MAX), buf)))
             return f;
     }
     return NULL;
@@ -281,8 +311,13 @@ static char **read_lines(pstate_t *ps, const char *path, size_t *n)
         return NULL;
     char **lines = NULL, *buf = NULL;
     size_t cap = 0, bcap = 0;
+    uint64_t total = 0;
     ssize_t len;
     while ((len = getline(&buf, &bcap, f)) >= 0) {
+        if ((total += (uint64_t)len) > SOURCE_MAX) { /* it grew since it was opened */
+            fprintf(stderr, "tally: note: source '%s' is shown up to 64 MiB only\n", path);
+            break;
+        }
         if (len && buf[len - 1] == '\n')
             buf[--len] = 0;
         if (*n == cap) {

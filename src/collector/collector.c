@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,9 +33,6 @@
 coll_proc_t coll_proc = { .log_fd = -1, .evfile = { .fd = -1 } };
 
 static int high_fd_base = 900;
-static char env_exp_buf[PATH_MAX + 32];
-static char env_t0_buf[64];
-static char env_preload_buf[8192];
 static pid_t init_tid;
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -152,43 +150,6 @@ static void path_join(char *out, size_t cap, const char *dir, const char *name)
 
 /* ---- environment ----------------------------------------------------------------------------- */
 
-static uint64_t env_u64(const char *name, uint64_t dflt)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    return errno || *end ? dflt : (uint64_t)x;
-}
-
-/* Sets name=value in environ without allocating when name is already there: its entry is
- * pointed at buf (which must live forever). Used in the constructor and in fork children. */
-static void env_set_static(const char *name, const char *value, char *buf, size_t cap)
-{
-    size_t n = strlen(name);
-    snprintf(buf, cap, "%s=%s", name, value);
-    for (char **e = environ; e && *e; e++)
-        if (!strncmp(*e, name, n) && (*e)[n] == '=') {
-            *e = buf;
-            return;
-        }
-    setenv(name, value, 1);
-}
-
-static void env_remove(const char *name)
-{
-    size_t n = strlen(name);
-    char **w = environ;
-    if (!w)
-        return;
-    for (char **r = environ; *r; r++)
-        if (strncmp(*r, name, n) || (*r)[n] != '=')
-            *w++ = *r;
-    *w = NULL;
-}
-
 static int is_self_entry(const char *e, size_t n, const char *self)
 {
     static const char base[] = "libtally-collector.so";
@@ -198,7 +159,7 @@ static int is_self_entry(const char *e, size_t n, const char *self)
     return n >= bl && !strncmp(e + n - bl, base, bl) && (n == bl || e[n - bl - 1] == '/');
 }
 
-/* LD_PRELOAD without the collector (TALLY_FOLLOW=off): written into out. AS-safe. */
+/* LD_PRELOAD without the collector (follow off, E2BIG): written into out. AS-safe. */
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap);
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap)
 {
@@ -234,60 +195,50 @@ int coll_preload_has_self(const char *v, const char *self)
     return 0;
 }
 
+/* The settings from TALLY_SETTINGS (generated parsing, settings.h): 0, 1 when the process is not
+ * collected (no variable), -1 when the variable is bad (said on stderr). No malloc, no stdio. */
 static int parse_settings(coll_proc_t *p)
 {
-    const char *dir = getenv("TALLY_EXPERIMENT");
-    if (!dir || !*dir || strlen(dir) >= sizeof p->dir - 64)
+    const char *v = exp_settings_find(environ);
+    if (!v)
+        return 1;
+    char why[256];
+    if (exp_settings_decode(v, &p->set, why, sizeof why) || !p->set.dir.s[0]) {
+        static const char pre[] = "tally collector: ", post[] = "; the program runs unprofiled\n";
+        if (!why[0])
+            memcpy(why, "no experiment directory in " EXP_SETTINGS_ENV,
+                   sizeof "no experiment directory in " EXP_SETTINGS_ENV);
+        struct iovec iov[3] = { { (void *)pre, sizeof pre - 1 }, { why, strlen(why) },
+                                { (void *)post, sizeof post - 1 } };
+        if (writev(2, iov, 3) < 0) {
+        }
         return -1;
-    snprintf(p->dir, sizeof p->dir, "%s", dir);
-    p->root_pid = (pid_t)env_u64("TALLY_ROOT_PID", 0);
-    p->interval_ns = env_u64("TALLY_CLOCK", 10000000u);
-    if (p->interval_ns && p->interval_ns < 10000)
-        p->interval_ns = 10000; /* 10 µs: below that the handler would be all the program does */
-    const char *f = getenv("TALLY_FOLLOW");
-    p->follow = !(f && !strcmp(f, "off"));
-    p->max_depth = (uint32_t)env_u64("TALLY_MAX_DEPTH", 1024);
-    if (p->max_depth < 1)
-        p->max_depth = 1;
-    if (p->max_depth > 65536)
-        p->max_depth = 65536;
-    p->sig = (int)env_u64("TALLY_SIGNAL", (uint64_t)(SIGRTMAX - 4));
-    if (p->sig < SIGRTMIN || p->sig > SIGRTMAX)
-        p->sig = SIGRTMAX - 4;
-    const char *src = getenv("TALLY_CLOCK_SOURCE");
-    p->force_timer = src && !strcmp(src, "timer");
+    }
+    const exp_settings_t *s = &p->set;
+    if (strlen(s->dir.s) >= sizeof p->dir - 64)
+        return -1;
+    memcpy(p->dir, s->dir.s, strlen(s->dir.s) + 1);
+    p->interval_ns = s->clock_ns;
+    p->follow = s->follow;
+    p->max_depth = (uint32_t)s->max_depth;
+    p->sig = s->clock_signal;
+    p->force_timer = s->clock_timer;
+    p->has_window = s->duration.on;
+    p->win_lo = s->duration.lo; /* relative until the root's start is known */
+    p->win_hi = s->duration.hi;
     sampler_settings(p);
     trace_settings(p);
-    const char *d = getenv("TALLY_DURATION");
-    p->duration_str[0] = 0;
-    if (d && *d) {
-        snprintf(p->duration_str, sizeof p->duration_str, "%s", d);
-        char *end;
-        unsigned long long a = strtoull(d, &end, 10), b = UINT64_MAX;
-        if (*end == '-' && end[1])
-            b = strtoull(end + 1, NULL, 10);
-        p->has_window = 1;
-        p->win_lo = a; /* relative until the root's start is known */
-        p->win_hi = b;
-    }
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
         high_fd_base = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : 3;
     return 0;
 }
 
-/* This process runs unprofiled: its descendants should not try again (and print again). */
-static void env_give_up(coll_proc_t *p)
+/* This process runs unprofiled: the new images it starts get the environment without tally's
+ * additions, so they do not try again (and print again). Its own environment is left alone. */
+static void give_up(coll_proc_t *p)
 {
-    char v[sizeof env_preload_buf - 16];
-    const char *pre = getenv("LD_PRELOAD");
-    if (pre && coll_preload_has_self(pre, p->self_path)) {
-        if (coll_preload_strip(pre, p->self_path, v, sizeof v))
-            env_set_static("LD_PRELOAD", v, env_preload_buf, sizeof env_preload_buf);
-        else
-            env_remove("LD_PRELOAD");
-    }
-    env_remove("TALLY_EXPERIMENT");
+    p->strip_env = 1;
 }
 
 /* ---- log records ----------------------------------------------------------------------------- */
@@ -383,40 +334,22 @@ static void log_env(void)
     }
 }
 
+/* The settings record: the table's fields (settings.def) as this image uses them, then what the
+ * collector found out (clock source, sync calibration, how states are split). */
 static void log_settings(coll_proc_t *p)
 {
-    char buf[512];
+    static exp_settings_t ls; /* one thread here: initialization or a fork child */
+    char buf[1024];
     exp_line_t l;
     exp_line_begin(&l, buf, sizeof buf, "settings");
-    if (p->interval_ns && p->source != COLL_SRC_NONE)
-        exp_line_u64(&l, "clock", p->interval_ns);
-    else
-        exp_line_str(&l, "clock", "off");
+    ls = p->set;
+    ls.clock_ns = p->source != COLL_SRC_NONE ? p->interval_ns : 0;
+    ls.sync.ns = trace_cfg.sync_threshold;
+    exp_settings_log(&ls, &l);
     exp_line_str(&l, "clock_source", p->source == COLL_SRC_PERF    ? "task-clock"
                                      : p->source == COLL_SRC_TIMER ? "cputime-timer"
                                                                    : "none");
-    exp_line_u64(&l, "clock_signal", (uint64_t)p->sig);
-    exp_line_str(&l, "follow", p->follow ? "on" : "off");
-    if (p->has_window) {
-        char d[64];
-        size_t n = coll_fmt_u64(d, p->win_lo - p->root_t0);
-        d[n++] = '-';
-        if (p->win_hi == UINT64_MAX)
-            d[n] = 0;
-        else
-            d[n + coll_fmt_u64(d + n, p->win_hi - p->root_t0)] = 0;
-        exp_line_str(&l, "duration", d);
-    } else {
-        exp_line_str(&l, "duration", "all");
-    }
-    exp_line_u64(&l, "max_depth", p->max_depth);
     trace_log_settings(&l);
-    exp_line_u64(&l, "sample", p->sample_ns);
-    exp_line_u64(&l, "states", p->state_ns);
-    if (p->sample_sig)
-        exp_line_u64(&l, "sample_signal", (uint64_t)p->sample_sig);
-    if (p->pause_sig)
-        exp_line_u64(&l, "pause_signal", (uint64_t)p->pause_sig);
     if (p->split_by_rusage)
         exp_line_str(&l, "state_split", "rusage");
     coll_log_write(&l);
@@ -560,21 +493,22 @@ static void init_process(coll_proc_t *p)
         fds_before[fd] = fcntl(fd, F_GETFD) != -1;
     interpose_resolve();
     p->pid = getpid();
-    if (parse_settings(p))
+    int ps = parse_settings(p);
+    if (ps) {
+        if (ps < 0)
+            give_up(p);
         return;
+    }
     p->t_start = coll_now();
     Dl_info di;
     if (dladdr((void *)coll_ensure_init, &di) && di.dli_fname)
         snprintf(p->self_path, sizeof p->self_path, "%s", di.dli_fname);
-    char kind[16] = "spawn";
-    const char *k = getenv("TALLY_DESC_KIND");
-    if (k && (!strcmp(k, "exec") || !strcmp(k, "spawn")))
-        snprintf(kind, sizeof kind, "%s", k);
-    env_remove("TALLY_DESC_KIND");
+    /* the image that built our TALLY_SETTINGS is this process (an exec) or another (a spawn) */
+    const char *kind = (pid_t)p->set.owner_pid == p->pid ? "exec" : "spawn";
 
     int is_root = 0;
     char path[PATH_MAX + 64];
-    if (p->root_pid == p->pid) {
+    if ((pid_t)p->set.root_pid == p->pid) {
         path_join(path, sizeof path, p->dir, "log");
         int fd = exp_log_create(path);
         if (fd >= 0) {
@@ -583,7 +517,7 @@ static void init_process(coll_proc_t *p)
         } else if (fd != -EEXIST) {
             p->log_fd = -1;
             open_experiment(p); /* prints why on stderr */
-            env_give_up(p);
+            give_up(p);
             return;
         }
     }
@@ -593,13 +527,16 @@ static void init_process(coll_proc_t *p)
         char dir[PATH_MAX], name[64];
         int rc = make_child_dir(p->dir, "_x", dir, sizeof dir, name, sizeof name);
         if (rc) {
+            /* said once: by the first image that failed in this directory, or by the image
+             * that owns it (a directory without a log is one whose image could not start) */
+            path_join(path, sizeof path, p->dir, "log");
             char msg[PATH_MAX + 200];
             int n = snprintf(msg, sizeof msg,
                              "tally collector: cannot create a descendant experiment in '%s': %s; "
                              "this process runs unprofiled\n", p->dir, strerror(-rc));
-            if (write(2, msg, (size_t)n) < 0) {
+            if (access(path, F_OK) == 0 && write(2, msg, (size_t)n) < 0) {
             }
-            env_give_up(p);
+            give_up(p);
             return;
         }
         path_join(path, sizeof path, p->dir, "log");
@@ -610,29 +547,16 @@ static void init_process(coll_proc_t *p)
         }
         snprintf(p->dir, sizeof p->dir, "%s", dir);
     }
-    p->root_t0 = is_root ? p->t_start : env_u64("TALLY_ROOT_T0", p->t_start);
+    /* the origin of the duration window: the root's start as the driver or the parent image
+     * passed it, else this image's own start */
+    p->root_t0 = p->set.root_t0 ? p->set.root_t0 : p->t_start;
     if (p->has_window) {
         p->win_lo += p->root_t0;
         p->win_hi = p->win_hi == UINT64_MAX ? UINT64_MAX : p->win_hi + p->root_t0;
     }
     if (open_experiment(p)) {
-        env_give_up(p);
+        give_up(p);
         return;
-    }
-    /* what descendants inherit through the plain environment (system, popen, ...) */
-    env_set_static("TALLY_EXPERIMENT", p->dir, env_exp_buf, sizeof env_exp_buf);
-    char t0[32];
-    t0[coll_fmt_u64(t0, p->root_t0)] = 0;
-    env_set_static("TALLY_ROOT_T0", t0, env_t0_buf, sizeof env_t0_buf);
-    if (!p->follow) {
-        char v[sizeof env_preload_buf - 16];
-        const char *pre = getenv("LD_PRELOAD");
-        if (pre && coll_preload_has_self(pre, p->self_path)) {
-            if (coll_preload_strip(pre, p->self_path, v, sizeof v))
-                env_set_static("LD_PRELOAD", v, env_preload_buf, sizeof env_preload_buf);
-            else
-                env_remove("LD_PRELOAD");
-        }
     }
 
     unwind_init();
@@ -820,7 +744,6 @@ static void after_fork(void)
         p->enabled = 0;
         return;
     }
-    env_set_static("TALLY_EXPERIMENT", p->dir, env_exp_buf, sizeof env_exp_buf);
     log_settings(p);
     maps_rescan(p);
     coll_log_sample(p, "start", NULL);

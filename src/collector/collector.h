@@ -2,24 +2,14 @@
  * collector.h - the process context of libtally-collector.so and the log records it writes.
  *
  * The collector is preloaded into the target (LD_PRELOAD) by `tally collect`. Its interface with
- * the driver is the environment (read once, at process initialization):
- *   TALLY_EXPERIMENT=<dir>     experiment directory (created by the driver, empty for the root)
- *   TALLY_ROOT_PID=<pid>       pid of the root target; the image with that pid that finds no <dir>/log
- *                              is the root, every other image creates <dir>/_x<n>.tally
- *   TALLY_CLOCK=<ns>           clock profiling interval, 0 = off (default 10 ms)
- *   TALLY_FOLLOW=on|off        follow fork children and new images (default on)
- *   TALLY_DURATION=<a>-<b>     record only from a to b ns after the start of the root (b optional)
- *   TALLY_MAX_DEPTH=<frames>   deepest stack recorded (default 1024)
- *   TALLY_SIGNAL=<n>           profiling signal (default SIGRTMAX-4)
- *   TALLY_CLOCK_SOURCE=timer   force the CLOCK_THREAD_CPUTIME_ID timer fallback (tests)
- *   TALLY_SAMPLE=<ns>          periodic sample packets (default 1 s, 0 = off)
- *   TALLY_STATES=<ns>          thread-state sampling period (default 10 ms, 0 = off)
- *   TALLY_SAMPLE_SIG=<n>       a sample packet when the process receives signal n (-l)
- *   TALLY_PAUSE_SIG=<n>        signal n pauses and resumes collection (-y)
- *   TALLY_SYNC, TALLY_HEAP, TALLY_IO  sync, heap and I/O tracing (trace.h)
- * and two variables the collector itself passes to descendants: TALLY_ROOT_T0 (CLOCK_MONOTONIC
- * start of the root, the origin of TALLY_DURATION) and TALLY_DESC_KIND (exec or spawn, removed
- * from the environment as soon as it is read).
+ * the driver is one environment variable, TALLY_SETTINGS (experiment/settings.h and the table
+ * settings.def: the experiment directory, the root's pid and start, every setting), decoded once
+ * at process initialization into coll_proc.set. The collector never changes the program's
+ * environment (environ, its strings): a new image gets its TALLY_SETTINGS (this process's
+ * directory and pid as its parent) in a new environment array built by the interposed exec and
+ * spawn calls for that call only, and a fork child keeps its state in the collector's memory.
+ * An image started by libc without the interposers (system(), popen()) inherits the variable
+ * its parent image started with.
  *
  * Modules: collector.c (process lifecycle, log records, descendants), clock.c (the async-signal-
  * safe core: per-thread profiling and the signal handlers), unwind.c (libunwind behind one hook),
@@ -43,6 +33,7 @@
 
 #include "experiment/evwriter.h"
 #include "experiment/logfile.h"
+#include "experiment/settings.h"
 
 #define COLL_HIDDEN __attribute__((visibility("hidden")))
 #define COLL_EXPORT __attribute__((visibility("default")))
@@ -60,14 +51,15 @@ typedef struct coll_proc {
     int init_state;
     int enabled;          /* 0: run the program unprofiled, touch nothing */
     pid_t pid;            /* the process this context describes (a vfork/_Fork child differs) */
-    /* settings */
-    pid_t root_pid;
+    /* settings: as decoded from TALLY_SETTINGS (re-exported to new images, logged), and the
+     * values in use derived from them */
+    exp_settings_t set;
+    int strip_env;        /* not profiled here: new images get the environment without tally */
     uint64_t interval_ns; /* 0: clock profiling off */
     int follow;
     uint64_t root_t0;          /* CLOCK_MONOTONIC start of the root process */
     uint64_t win_lo, win_hi;   /* absolute window of recording; win_hi = UINT64_MAX: no end */
     int has_window;
-    char duration_str[64];
     uint32_t max_depth;
     int sig;                   /* profiling signal */
     int source;                /* enum coll_source */

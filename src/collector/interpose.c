@@ -388,32 +388,42 @@ COLL_EXPORT void _Exit(int status)
 
 /* ---- processes: exec and spawn --------------------------------------------------------------- */
 
-/* The environment for a new image: a copy of envp where the collector's variables describe this
- * process (TALLY_EXPERIMENT = our directory, TALLY_DESC_KIND) and LD_PRELOAD holds the collector
- * (TALLY_FOLLOW=on) or not (off). Built on the caller's stack when it fits (a vfork child must not
- * allocate), else on an anonymous mapping released by env_done. AS-safe. */
-#define ENV_VEC_N 1024
-#define ENV_STR_N 12288
+/* The environment for a new image, built for one exec or spawn call only (the program's environ
+ * and its strings are never touched): a copy of the array envp where
+ *   ENV_ADD    TALLY_SETTINGS describes this process as the new image's parent (its directory and
+ *              pid, the root's pid and start, every setting: settings.def) and LD_PRELOAD holds
+ *              the collector (first, unless it is there already);
+ *   ENV_STRIP  both are gone (the collector taken out of LD_PRELOAD, which is dropped if nothing
+ *              is left): the image runs as without tally (follow off, not profiled here, or the
+ *              environment with tally's additions was too long, E2BIG).
+ * The array and the new strings are on the caller's stack when they fit (a vfork child must not
+ * allocate), else on anonymous mappings released by env_done. AS-safe. */
+enum { ENV_KEEP, ENV_ADD, ENV_STRIP };
+
+#define ENV_VEC_N 512
+#define ENV_STR_N 8192
 
 typedef struct envbuf {
     char *vec_st[ENV_VEC_N];
-    char strs[ENV_STR_N];
-    size_t used;
+    char strs_st[ENV_STR_N];
     char **vec;
-    size_t map_len;
+    char *strs;
+    size_t vec_map, strs_map; /* mapped lengths, 0: on the stack */
+    size_t used, cap;
 } envbuf_t;
 
-static const char *const our_vars[] = {
-    "TALLY_EXPERIMENT", "TALLY_ROOT_PID",    "TALLY_ROOT_T0",      "TALLY_CLOCK",
-    "TALLY_FOLLOW",     "TALLY_DURATION",    "TALLY_MAX_DEPTH",    "TALLY_SIGNAL",
-    "TALLY_CLOCK_SOURCE", "TALLY_DESC_KIND", "TALLY_SYNC",         "TALLY_HEAP",
-    "TALLY_IO",
-};
-
-static int is_var(const char *e, const char *name)
+static int is_var(const char *e, const char *name, size_t n)
 {
-    size_t n = strlen(name);
     return !strncmp(e, name, n) && e[n] == '=';
+}
+
+static char *eb_alloc(envbuf_t *eb, size_t n)
+{
+    if (eb->used + n > eb->cap)
+        return NULL;
+    char *s = eb->strs + eb->used;
+    eb->used += n;
+    return s;
 }
 
 static char *eb_put3(envbuf_t *eb, const char *name, const char *v1, const char *v2,
@@ -423,9 +433,9 @@ static char *eb_put3(envbuf_t *eb, const char *name, const char *v1, const char 
     size_t n = strlen(name), l[3], total = n + 2;
     for (int i = 0; i < 3; i++)
         total += l[i] = v[i] ? strlen(v[i]) : 0;
-    if (eb->used + total > sizeof eb->strs)
+    char *s = eb_alloc(eb, total), *q = s;
+    if (!s)
         return NULL;
-    char *s = eb->strs + eb->used, *q = s;
     memcpy(q, name, n);
     q += n;
     *q++ = '=';
@@ -434,103 +444,118 @@ static char *eb_put3(envbuf_t *eb, const char *name, const char *v1, const char 
         q += l[i];
     }
     *q = 0;
-    eb->used += total;
     return s;
 }
 
-static char *eb_put(envbuf_t *eb, const char *name, const char *value)
+static void *map_anon(size_t len)
 {
-    return eb_put3(eb, name, value, NULL, NULL);
-}
-
-static char *eb_put_u64(envbuf_t *eb, const char *name, uint64_t v)
-{
-    char d[24];
-    d[coll_fmt_u64(d, v)] = 0;
-    return eb_put(eb, name, d);
-}
-
-static char *const *env_build(envbuf_t *eb, char *const envp[], const char *kind)
-{
-    const coll_proc_t *p = &coll_proc;
-    size_t n = 0;
-    for (char *const *e = envp; e && *e; e++)
-        n++;
-    eb->used = 0;
-    eb->map_len = 0;
-    eb->vec = eb->vec_st;
-    if (n + 16 > ENV_VEC_N) {
-        eb->map_len = (n + 16) * sizeof(char *);
-        void *m = mmap(NULL, eb->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                       -1, 0);
-        if (m == MAP_FAILED)
-            return envp;
-        eb->vec = m;
-    }
-    size_t k = 0;
-    const char *preload = NULL;
-    for (char *const *e = envp; e && *e; e++) {
-        if (is_var(*e, "LD_PRELOAD")) {
-            preload = *e + 11;
-            continue;
-        }
-        int ours = 0;
-        for (size_t i = 0; p->follow && i < sizeof our_vars / sizeof *our_vars && !ours; i++)
-            ours = is_var(*e, our_vars[i]);
-        if (!ours)
-            eb->vec[k++] = *e;
-    }
-    char *s;
-    if (p->follow) {
-        if ((s = eb_put(eb, "TALLY_EXPERIMENT", p->dir)))
-            eb->vec[k++] = s;
-        if ((s = eb_put_u64(eb, "TALLY_ROOT_PID", (uint64_t)p->root_pid)))
-            eb->vec[k++] = s;
-        if ((s = eb_put_u64(eb, "TALLY_ROOT_T0", p->root_t0)))
-            eb->vec[k++] = s;
-        if ((s = eb_put_u64(eb, "TALLY_CLOCK", p->interval_ns)))
-            eb->vec[k++] = s;
-        if ((s = eb_put(eb, "TALLY_FOLLOW", "on")))
-            eb->vec[k++] = s;
-        if (p->duration_str[0] && (s = eb_put(eb, "TALLY_DURATION", p->duration_str)))
-            eb->vec[k++] = s;
-        if ((s = eb_put_u64(eb, "TALLY_MAX_DEPTH", p->max_depth)))
-            eb->vec[k++] = s;
-        if ((s = eb_put_u64(eb, "TALLY_SIGNAL", (uint64_t)p->sig)))
-            eb->vec[k++] = s;
-        if (p->force_timer && (s = eb_put(eb, "TALLY_CLOCK_SOURCE", "timer")))
-            eb->vec[k++] = s;
-        if ((s = eb_put(eb, "TALLY_DESC_KIND", kind)))
-            eb->vec[k++] = s;
-        if (trace_cfg.sync_env[0] && (s = eb_put(eb, "TALLY_SYNC", trace_cfg.sync_env)))
-            eb->vec[k++] = s;
-        if (trace_cfg.heap && (s = eb_put(eb, "TALLY_HEAP", "on")))
-            eb->vec[k++] = s;
-        if (trace_cfg.io && (s = eb_put(eb, "TALLY_IO", "on")))
-            eb->vec[k++] = s;
-        if (preload && coll_preload_has_self(preload, p->self_path))
-            s = eb_put(eb, "LD_PRELOAD", preload);
-        else if (preload && *preload)
-            s = eb_put3(eb, "LD_PRELOAD", p->self_path, ":", preload);
-        else
-            s = eb_put(eb, "LD_PRELOAD", p->self_path);
-        if (s)
-            eb->vec[k++] = s;
-    } else if (preload) {
-        char v[4096];
-        if (coll_preload_strip(preload, p->self_path, v, sizeof v) &&
-            (s = eb_put(eb, "LD_PRELOAD", v)))
-            eb->vec[k++] = s;
-    }
-    eb->vec[k] = NULL;
-    return eb->vec;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
 }
 
 static void env_done(envbuf_t *eb)
 {
-    if (eb->map_len)
-        munmap(eb->vec, eb->map_len);
-    eb->map_len = 0;
+    if (eb->vec_map)
+        munmap(eb->vec, eb->vec_map);
+    if (eb->strs_map)
+        munmap(eb->strs, eb->strs_map);
+    eb->vec_map = eb->strs_map = 0;
+}
+
+/* TALLY_SETTINGS for a new image of this process: our settings, with this process as the parent. */
+static char *eb_settings(envbuf_t *eb)
+{
+    static const char name[] = EXP_SETTINGS_ENV "=";
+    const coll_proc_t *p = &coll_proc;
+    size_t room = eb->cap - eb->used;
+    char *s = eb_alloc(eb, 0);
+    if (room < sizeof name + 1)
+        return NULL;
+    memcpy(s, name, sizeof name - 1);
+    /* the directory, owner and root start differ from what this image was given: encode a copy
+     * whose context fields are this process's (a vfork child's is its parent's: the new image is
+     * the parent's spawn) */
+    exp_settings_t copy, *c = &copy;
+    *c = p->set;
+    size_t dl = strnlen(p->dir, sizeof c->dir.s - 1);
+    memcpy(c->dir.s, p->dir, dl);
+    c->dir.s[dl] = 0;
+    c->owner_pid = (uint64_t)p->pid;
+    c->root_t0 = p->root_t0;
+    long n = exp_settings_encode(c, s + sizeof name - 1, room - (sizeof name - 1));
+    if (n < 0)
+        return NULL;
+    eb->used += sizeof name - 1 + (size_t)n + 1;
+    return s;
+}
+
+static char *const *env_build(envbuf_t *eb, char *const envp[], int mode)
+{
+    const coll_proc_t *p = &coll_proc;
+    static const char pre_name[] = "LD_PRELOAD", set_name[] = EXP_SETTINGS_ENV;
+    size_t n = 0;
+    const char *preload = NULL;
+    for (char *const *e = envp; e && *e; e++) {
+        n++;
+        if (is_var(*e, pre_name, sizeof pre_name - 1))
+            preload = *e + sizeof pre_name;
+    }
+    eb->used = eb->vec_map = eb->strs_map = 0;
+    eb->vec = eb->vec_st;
+    eb->strs = eb->strs_st;
+    eb->cap = sizeof eb->strs_st;
+    if (n + 4 > ENV_VEC_N) {
+        eb->vec_map = (n + 4) * sizeof(char *);
+        if (!(eb->vec = map_anon(eb->vec_map))) {
+            eb->vec_map = 0;
+            return envp;
+        }
+    }
+    size_t need = EXP_SETTINGS_ENC_MAX + 64 + 2 * (strlen(p->self_path) + 16) +
+                  (preload ? strlen(preload) : 0);
+    if (need > eb->cap) {
+        eb->strs_map = need;
+        if (!(eb->strs = map_anon(need))) {
+            eb->strs_map = 0;
+            env_done(eb);
+            return envp;
+        }
+        eb->cap = need;
+    }
+    size_t k = 0;
+    for (char *const *e = envp; e && *e; e++)
+        if (!is_var(*e, pre_name, sizeof pre_name - 1) && !is_var(*e, set_name, sizeof set_name - 1))
+            eb->vec[k++] = *e;
+    char *s = NULL;
+    if (mode == ENV_ADD) {
+        if ((s = eb_settings(eb)))
+            eb->vec[k++] = s;
+        if (preload && coll_preload_has_self(preload, p->self_path))
+            s = eb_put3(eb, pre_name, preload, NULL, NULL);
+        else if (preload && *preload)
+            s = eb_put3(eb, pre_name, p->self_path, ":", preload);
+        else
+            s = eb_put3(eb, pre_name, p->self_path, NULL, NULL);
+    } else if (preload) {
+        char *v = eb_alloc(eb, strlen(preload) + 1);
+        s = v && coll_preload_strip(preload, p->self_path, v, strlen(preload) + 1)
+                ? eb_put3(eb, pre_name, v, NULL, NULL)
+                : NULL;
+    }
+    if (s)
+        eb->vec[k++] = s;
+    eb->vec[k] = NULL;
+    return eb->vec;
+}
+
+/* How this process passes the environment on: with tally's additions (followed), without them,
+ * or untouched (the collector is not running here and was not asked to step aside). */
+static int env_mode(void)
+{
+    const coll_proc_t *p = &coll_proc;
+    if (p->enabled)
+        return p->follow ? ENV_ADD : ENV_STRIP;
+    return p->strip_env ? ENV_STRIP : ENV_KEEP;
 }
 
 /* Before a new image replaces this one: log its end. After a failed exec: say so. */
@@ -542,82 +567,105 @@ static int exec_begin(void)
     return 1;
 }
 
+/* warning what=<pre><what> <errno name> */
+static void warn_call(const char *pre, const char *what, int err)
+{
+    char msg[600];
+    size_t n = 0, pl = strlen(pre), wl = what ? strnlen(what, 400) : 0;
+    memcpy(msg, pre, pl);
+    n = pl;
+    memcpy(msg + n, what, wl);
+    n += wl;
+    msg[n++] = ' ';
+    const char *en = strerrorname_np(err);
+    size_t el = en ? strlen(en) : 0;
+    memcpy(msg + n, en ? en : "", el);
+    n += el;
+    msg[n] = 0;
+    coll_warn(msg);
+}
+
 static void exec_failed(int was_active, const char *what)
 {
     if (!was_active)
         return;
     int saved = errno;
     coll_unfinalize();
-    char msg[600];
-    size_t n = 0;
-    const char *pre = "exec failed (the process goes on, the calling thread unprofiled): ";
-    size_t pl = strlen(pre);
-    memcpy(msg, pre, pl);
-    n = pl;
-    size_t wl = what ? strnlen(what, 400) : 0;
-    memcpy(msg + n, what, wl);
-    n += wl;
-    msg[n++] = ' ';
-    const char *en = strerrorname_np(saved);
-    size_t el = en ? strlen(en) : 0;
-    memcpy(msg + n, en ? en : "", el);
-    n += el;
-    msg[n] = 0;
-    coll_warn(msg);
+    warn_call("exec failed (the process goes on, the calling thread unprofiled): ", what, saved);
     errno = saved;
 }
 
-static const char *exec_kind(void)
+/* The new image cannot be followed: tally's additions made the environment too long. */
+static void warn_e2big(const char *what)
 {
-    return getpid() == coll_proc.pid ? "exec" : "spawn"; /* a vfork child's exec is a spawn */
+    warn_call("not followed: with tally's additions to the environment (LD_PRELOAD, "
+              EXP_SETTINGS_ENV ") the arguments and environment are too long, so it runs as "
+              "without tally: ", what, E2BIG);
+}
+
+/* One exec call of any kind (the real function chosen by how). */
+typedef struct exec_call {
+    enum { EC_EXECVE, EC_EXECVPE, EC_FEXECVE } how;
+    const char *file; /* path, file or a name for messages */
+    int fd;
+    char *const *argv;
+} exec_call_t;
+
+static int exec_real(const exec_call_t *c, char *const *env)
+{
+    switch (c->how) {
+    case EC_EXECVE:
+        return real.execve(c->file, c->argv, env);
+    case EC_EXECVPE:
+        return real.execvpe(c->file, c->argv, env);
+    default:
+        return real.fexecve(c->fd, c->argv, env);
+    }
+}
+
+/* The exec with the environment this process passes on; when it is too long only because of
+ * what tally adds (E2BIG), the warning goes to this process's log and the exec is made again
+ * without tally's additions, as the program would have made it. */
+static int exec_with_env(const exec_call_t *c, char *const envp[])
+{
+    interpose_resolve();
+    int mode = env_mode();
+    if (mode == ENV_KEEP)
+        return exec_real(c, envp);
+    envbuf_t eb;
+    char *const *env = env_build(&eb, envp, mode);
+    int was = exec_begin();
+    int rc = exec_real(c, env);
+    int saved = errno;
+    env_done(&eb);
+    if (saved == E2BIG && mode == ENV_ADD) {
+        warn_e2big(c->file);
+        env = env_build(&eb, envp, ENV_STRIP);
+        rc = exec_real(c, env);
+        saved = errno;
+        env_done(&eb);
+    }
+    errno = saved;
+    exec_failed(was, c->file);
+    return rc;
 }
 
 COLL_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    interpose_resolve();
-    if (!coll_proc.enabled)
-        return real.execve(path, argv, envp);
-    envbuf_t eb;
-    char *const *env = env_build(&eb, envp, exec_kind());
-    int was = exec_begin();
-    int rc = real.execve(path, argv, env);
-    int saved = errno;
-    env_done(&eb);
-    errno = saved;
-    exec_failed(was, path);
-    return rc;
+    exec_call_t c = { EC_EXECVE, path, -1, argv };
+    return exec_with_env(&c, envp);
 }
 
 COLL_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    interpose_resolve();
-    if (!coll_proc.enabled)
-        return real.execvpe(file, argv, envp);
-    envbuf_t eb;
-    char *const *env = env_build(&eb, envp, exec_kind());
-    int was = exec_begin();
-    int rc = real.execvpe(file, argv, env);
-    int saved = errno;
-    env_done(&eb);
-    errno = saved;
-    exec_failed(was, file);
-    return rc;
+    exec_call_t c = { EC_EXECVPE, file, -1, argv };
+    return exec_with_env(&c, envp);
 }
 
 COLL_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    interpose_resolve();
-    if (!coll_proc.enabled)
-        return real.fexecve(fd, argv, envp);
-    envbuf_t eb;
-    char *const *env = env_build(&eb, envp, exec_kind());
-    int was = exec_begin();
-    int rc = real.fexecve(fd, argv, env);
-    int saved = errno;
-    env_done(&eb);
-    errno = saved;
-    exec_failed(was, "fexecve");
-    return rc;
+    exec_call_t c = { EC_FEXECVE, "fexecve", fd, argv };
+    return exec_with_env(&c, envp);
 }
 
 COLL_EXPORT int execv(const char *path, char *const argv[])
@@ -684,30 +732,40 @@ COLL_EXPORT int execle(const char *path, const char *arg, ...)
     return execve(path, argv, envp);
 }
 
+/* posix_spawn[p] with the environment this process passes on (E2BIG: as exec_with_env). */
+static int spawn_with_env(int p, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    interpose_resolve();
+    int (*fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
+              const posix_spawnattr_t *, char *const[], char *const[]) =
+        p ? real.posix_spawnp : real.posix_spawn;
+    int mode = env_mode();
+    if (mode == ENV_KEEP)
+        return fn(pid, path, fa, attr, argv, envp);
+    envbuf_t eb;
+    char *const *env = env_build(&eb, envp, mode);
+    int rc = fn(pid, path, fa, attr, argv, env);
+    env_done(&eb);
+    if (rc == E2BIG && mode == ENV_ADD) {
+        warn_e2big(path);
+        env = env_build(&eb, envp, ENV_STRIP);
+        rc = fn(pid, path, fa, attr, argv, env);
+        env_done(&eb);
+    }
+    return rc;
+}
+
 COLL_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    interpose_resolve();
-    if (!coll_proc.enabled)
-        return real.posix_spawn(pid, path, fa, attr, argv, envp);
-    envbuf_t eb;
-    char *const *env = env_build(&eb, envp, "spawn");
-    int rc = real.posix_spawn(pid, path, fa, attr, argv, env);
-    env_done(&eb);
-    return rc;
+    return spawn_with_env(0, pid, path, fa, attr, argv, envp);
 }
 
 COLL_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                              const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    interpose_resolve();
-    if (!coll_proc.enabled)
-        return real.posix_spawnp(pid, file, fa, attr, argv, envp);
-    envbuf_t eb;
-    char *const *env = env_build(&eb, envp, "spawn");
-    int rc = real.posix_spawnp(pid, file, fa, attr, argv, env);
-    env_done(&eb);
-    return rc;
+    return spawn_with_env(1, pid, file, fa, attr, argv, envp);
 }
 
 /* ---- signals --------------------------------------------------------------------------------- */

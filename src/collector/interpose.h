@@ -6,8 +6,10 @@
  * was linked against binds to them, e.g. pthread_create@GLIBC_2.2.5 and @GLIBC_2.34):
  *   threads     pthread_create (the start routine is wrapped: profiling starts in the new thread,
  *               a TLS destructor ends it on return, pthread_exit or cancellation)
- *   processes   exec{l,lp,le,v,vp,vpe,ve}, fexecve, posix_spawn[p] (the child's environment gets
- *               the collector's variables, or loses the collector with TALLY_FOLLOW=off),
+ *   processes   exec{l,lp,le,v,vp,vpe,ve}, fexecve, posix_spawn[p] (the new image gets a new
+ *               environment array, for that call only, with TALLY_SETTINGS and the collector in
+ *               LD_PRELOAD, or without both when not followed; when they make the call fail with
+ *               E2BIG it is made again without them and the log says so),
  *               _exit, _Exit (the end record; exit and a return from main are seen through
  *               on_exit and the collector's destructor);
  *               fork is followed with pthread_atfork (covers fork, daemon, forkpty, ...)

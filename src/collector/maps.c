@@ -73,12 +73,15 @@ static void build_id(const struct dl_phdr_info *info, char *out, size_t cap)
 
 static void log_load(coll_proc_t *p, const obj_t *o, const char *bid, uint64_t t)
 {
-    char buf[PATH_MAX * 3 + 512];
+    char buf[PATH_MAX * 6 + 512]; /* path and cwd, each percent-encoded at worst */
     exp_line_t l;
     exp_line_begin(&l, buf, sizeof buf, "load");
     exp_line_u64(&l, "t", t);
     exp_line_u64(&l, "id", o->id);
     exp_line_str(&l, "path", o->path);
+    char cwd[PATH_MAX];
+    if (o->path[0] != '/' && o->path[0] != '[' && getcwd(cwd, sizeof cwd))
+        exp_line_str(&l, "cwd", cwd); /* dlopen("./x.so"): the directory it is relative to */
     exp_line_str(&l, "buildid", bid);
     exp_line_hex(&l, "bias", o->bias);
     exp_line_hex(&l, "lo", o->lo);

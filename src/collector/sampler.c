@@ -24,30 +24,12 @@
 
 /* ---- settings ------------------------------------------------------------------------------- */
 
-static uint64_t env_num(const char *name, uint64_t dflt)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    return *end ? dflt : (uint64_t)n;
-}
-
 void sampler_settings(coll_proc_t *p)
 {
-    p->sample_ns = env_num("TALLY_SAMPLE", 1000000000u);
-    if (p->sample_ns && p->sample_ns < 1000000)
-        p->sample_ns = 1000000; /* 1 ms: the packets are log lines */
-    p->state_ns = env_num("TALLY_STATES", 10000000u);
-    if (p->state_ns && p->state_ns < 1000000)
-        p->state_ns = 1000000;
-    p->sample_sig = (int)env_num("TALLY_SAMPLE_SIG", 0);
-    p->pause_sig = (int)env_num("TALLY_PAUSE_SIG", 0);
-    if (p->sample_sig < 1 || p->sample_sig >= NSIG)
-        p->sample_sig = 0;
-    if (p->pause_sig < 1 || p->pause_sig >= NSIG)
-        p->pause_sig = 0;
+    p->sample_ns = p->set.sample_ns; /* ranges checked by the decoding (settings.def) */
+    p->state_ns = p->set.states_ns;
+    p->sample_sig = p->set.sample_signal;
+    p->pause_sig = p->set.pause_signal;
 }
 
 /* ---- pause and resume ----------------------------------------------------------------------- */

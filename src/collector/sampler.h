@@ -3,7 +3,7 @@
  *
  * The sampler thread (one per profiled process, created with the real pthread_create, all
  * signals blocked, never profiled) wakes every state period and
- *  - writes a periodic `sample` packet when one is due (TALLY_SAMPLE);
+ *  - writes a periodic `sample` packet when one is due (the `sample` setting);
  *  - samples the state of every other thread of the process from /proc/self/task/<tid>/{stat,
  *    schedstat,syscall}: the time a thread was runnable but waiting for a CPU (the kernel's
  *    run delay, exact), and, for a thread that is asleep, which sleep it is (a futex: lock; I/O
@@ -25,7 +25,7 @@
 
 #include "collector.h"
 
-/* Reads TALLY_SAMPLE, TALLY_STATES, TALLY_SAMPLE_SIG, TALLY_PAUSE_SIG into p. */
+/* Takes the sample period, state period and -l/-y signals from p->set (settings.def). */
 void sampler_settings(coll_proc_t *p);
 /* Installs the -l/-y handlers and starts the sampler thread (normal context; also in a fork
  * child, where the parent's sampler thread does not exist). */

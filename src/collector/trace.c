@@ -106,55 +106,28 @@ uint64_t trace_now(void)
 
 /* ---- settings --------------------------------------------------------------------------------- */
 
-static int env_on(const char *name)
-{
-    const char *v = getenv(name);
-    return v && !strcmp(v, "on");
-}
-
 void trace_settings(coll_proc_t *p)
 {
-    (void)p;
     memset(&trace_cfg, 0, sizeof trace_cfg);
-    trace_cfg.heap = env_on("TALLY_HEAP");
-    trace_cfg.io = env_on("TALLY_IO");
-    const char *s = getenv("TALLY_SYNC");
-    if (s && *s && strcmp(s, "off")) {
-        trace_cfg.sync = 1;
-        snprintf(trace_cfg.sync_env, sizeof trace_cfg.sync_env, "%s", s);
-        if (!strcmp(s, "on")) {
-            trace_cfg.sync_calibrated = 1;
-        } else if (!strcmp(s, "all")) {
-            trace_cfg.sync_threshold = 0;
-        } else {
-            char *end;
-            unsigned long long ns = strtoull(s, &end, 10);
-            if (*end)
-                trace_cfg.sync_calibrated = 1; /* not a number: as "on" */
-            else
-                trace_cfg.sync_threshold = ns;
-        }
-    }
+    trace_cfg.heap = p->set.heap;
+    trace_cfg.io = p->set.io;
+    trace_cfg.sync = p->set.sync.mode != EXP_SYNC_OFF;
+    trace_cfg.sync_calibrated = p->set.sync.mode == EXP_SYNC_CALIBRATE;
+    trace_cfg.sync_threshold = p->set.sync.ns;
     if (trace_cfg.sync_calibrated) { /* now, so that the settings record has the threshold */
         trace_cfg.sync_calibration = sync_calibrate();
         trace_cfg.sync_threshold = 6 * trace_cfg.sync_calibration;
     }
 }
 
+/* What the settings record adds to the table's `sync` (collector.c writes the table). */
 void trace_log_settings(exp_line_t *l)
 {
-    if (trace_cfg.sync)
-        exp_line_u64(l, "sync", trace_cfg.sync_threshold);
-    else
-        exp_line_str(l, "sync", "off");
     if (trace_cfg.sync_calibrated) {
         exp_line_str(l, "sync_calibrated", "1");
         exp_line_u64(l, "sync_calibration", trace_cfg.sync_calibration);
     }
-    exp_line_str(l, "heap", trace_cfg.heap ? "on" : "off");
-    exp_line_str(l, "io", trace_cfg.io ? "on" : "off");
 }
-
 /* ---- threads ---------------------------------------------------------------------------------- */
 
 /* A memoized walk: when a call comes from the same site with the same stack (fu_same), its stack

@@ -2,12 +2,9 @@
  * trace.h - the core shared by the tracing interposers (sync.c, heap.c, iotrace.c): settings,
  * the per-thread state and event stream, the reentrancy guard, stacks, and the records.
  *
- * Settings come from the environment (read by trace_settings during initialization):
- *   TALLY_SYNC=off|on|<ns>|all  synchronization wait tracing: on = calibrated threshold (6 times
- *                               the mean uncontended pthread_mutex_lock, measured at start), a
- *                               threshold in ns, all = every call (threshold 0)
- *   TALLY_HEAP=on|off           heap tracing
- *   TALLY_IO=on|off             I/O tracing
+ * Settings come from coll_proc.set (settings.def: sync, heap, io; read by trace_settings during
+ * initialization): sync is off, a threshold in ns (0: every call) or calibrated (6 times the
+ * mean uncontended pthread_mutex_lock, measured at start).
  * Tracing starts with trace_start (the end of the image's initialization, so nothing the
  * collector does while starting is traced) and stops with trace_stop (the end of the image).
  *
@@ -41,7 +38,6 @@ typedef struct trace_cfg {
     uint64_t sync_threshold;   /* ns: waits at least this long are recorded (0: every call) */
     int sync_calibrated;       /* the threshold comes from the calibration */
     uint64_t sync_calibration; /* ns: the mean uncontended pthread_mutex_lock measured at start */
-    char sync_env[32];         /* TALLY_SYNC as given, for descendants ("" when off) */
 } trace_cfg_t;
 
 extern trace_cfg_t trace_cfg COLL_HIDDEN;
@@ -118,10 +114,10 @@ void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size
 
 /* ---- lifecycle (collector.c, interpose.c) ------------------------------------------------- */
 
-/* Reads TALLY_SYNC/HEAP/IO and calibrates the sync threshold; initialization, before the
- * experiment is opened. */
+/* Takes sync, heap and io from p->set and calibrates the sync threshold; initialization, before
+ * the experiment is opened. */
 void trace_settings(coll_proc_t *p) COLL_HIDDEN;
-/* The settings' fields of the `settings` log record. */
+/* What tracing adds to the `settings` log record (the calibration). */
 void trace_log_settings(exp_line_t *l) COLL_HIDDEN;
 /* Finds the collector's own code and starts tracing (also in a fork child, which starts afresh
  * with the calling thread). */

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/fsafe.h"
 #include "../base/leb128.h"
 #include "../base/u64map.h"
 #include "logfile.h"
@@ -217,6 +218,130 @@ static int cmp_samples(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Keeps s (allocated) until the process is freed. 0 or TALLY_ENOMEM (s freed). */
+static int own_str(exp_process_t *p, char *s)
+{
+    char **n = s ? realloc(p->owned, (p->nowned + 1) * sizeof *p->owned) : NULL;
+    if (!n) {
+        free(s);
+        return TALLY_ENOMEM;
+    }
+    p->owned = n;
+    p->owned[p->nowned++] = s;
+    return 0;
+}
+
+/* The path of a load record: as recorded, or for a relative one (dlopen("./x.so")), resolved
+ * against the working directory of the process when it was loaded (the record's cwd, else the
+ * start record's), so that it names the same file whatever directory tally runs in. NULL on no
+ * memory. */
+static char *load_path(exp_process_t *p, const exp_record_t *r)
+{
+    char *path = get_str(r, "path");
+    const char *cwd = exp_record_get(r, "cwd");
+    if (!cwd || *cwd != '/')
+        cwd = p->cwd;
+    if (!*path || *path == '/' || *path == '[' || !cwd || *cwd != '/')
+        return path;
+    while (path[0] == '.' && path[1] == '/')
+        for (path += 2; *path == '/'; path++) {
+        }
+    size_t nc = strlen(cwd);
+    while (nc > 1 && cwd[nc - 1] == '/')
+        nc--;
+    size_t np = strlen(path);
+    char *out = malloc(nc + np + 2);
+    if (!out)
+        return NULL;
+    memcpy(out, cwd, nc);
+    out[nc] = '/';
+    memcpy(out + nc + (nc > 1), path, np + 1);
+    if (nc == 1)
+        out[0] = '/';
+    return own_str(p, out) ? NULL : out;
+}
+
+/* The build-id of a load record in lower case (in place: it points into the log text), or ""
+ * (with a warning and a note) when it is not one: a build-id names files in the experiment's
+ * archive, so anything but hex digits is refused. NULL on no memory. */
+static char *load_buildid(exp_process_t *p, const exp_record_t *r, const char *path)
+{
+    char *id = get_str(r, "buildid");
+    if (!*id)
+        return id;
+    if (!fs_buildid_ok(id)) {
+        char shown[40];
+        size_t n = 0;
+        for (const char *c = id; *c && n + 1 < sizeof shown; c++)
+            shown[n++] = *c >= 0x20 && *c < 0x7f ? *c : '?';
+        shown[n] = 0;
+        char **notes = realloc(p->notes, (p->nnotes + 1) * sizeof *p->notes);
+        if (!notes)
+            return NULL;
+        p->notes = notes;
+        if (add_warning(p, "log line %u: the load record of '%s' has a build-id that is not 2 to "
+                        "128 hexadecimal digits ('%s%s'): ignored, the object is treated as "
+                        "having none", r->line, path, shown, id[n] ? "..." : ""))
+            return NULL;
+        p->notes[p->nnotes++] = p->warnings[p->nwarnings - 1];
+        return empty_str;
+    }
+    for (char *c = id; *c; c++)
+        if (*c >= 'A' && *c <= 'F')
+            *c = (char)(*c - 'A' + 'a');
+    return id;
+}
+
+static int same_object(const exp_object_t *q, const exp_object_t *o)
+{
+    return q->bias == o->bias && q->lo == o->lo && q->hi == o->hi && !strcmp(q->path, o->path) &&
+           !strcmp(q->buildid, o->buildid);
+}
+
+/* Numbers the mapping generations of a process (reader.h): a load whose code range overlaps an
+ * object loaded before it (unloaded since, or not) starts a new generation at its time, unless it
+ * is the same object again (same path, build-id and addresses: a library reloaded in place).
+ * 0 or TALLY_ENOMEM. */
+static int mapping_generations(exp_process_t *p)
+{
+    size_t cap = 0;
+    p->ngens = 0;
+    if (GROW(p->gen_t, 0, cap))
+        return TALLY_ENOMEM;
+    p->gen_t[0] = 0;
+    p->ngens = 1;
+    for (size_t i = 0; i < p->nobjects; i++) {
+        exp_object_t *o = &p->objects[i];
+        o->gen_lo = p->ngens - 1;
+        o->gen_hi = UINT32_MAX;
+        int conflict = 0;
+        for (size_t j = 0; j < i && !conflict; j++) {
+            exp_object_t *q = &p->objects[j];
+            if (q->gen_hi != UINT32_MAX || o->lo >= q->hi || q->lo >= o->hi || o->lo == o->hi)
+                continue;
+            conflict = !same_object(q, o);
+        }
+        if (!conflict || p->ngens == UINT32_MAX - 1)
+            continue;
+        uint64_t t = o->t_load > p->gen_t[p->ngens - 1] ? o->t_load : p->gen_t[p->ngens - 1];
+        if (GROW(p->gen_t, p->ngens, cap))
+            return TALLY_ENOMEM;
+        p->gen_t[p->ngens++] = t;
+        o->gen_lo = p->ngens - 1;
+        for (size_t j = 0; j < i; j++) {
+            exp_object_t *q = &p->objects[j];
+            if (q->gen_hi == UINT32_MAX && o->lo < q->hi && q->lo < o->hi && !same_object(q, o))
+                q->gen_hi = o->gen_lo; /* displaced: no longer in force from this generation */
+        }
+    }
+    return 0;
+}
+
+static const char *record_get(void *r, const char *key)
+{
+    return exp_record_get(r, key);
+}
+
 /* A second start or settings record: the first one is used. */
 static int duplicate(exp_process_t *p, const exp_record_t *r)
 {
@@ -251,16 +376,20 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         if (*seen_settings)
             return duplicate(p, r);
         *seen_settings = 1;
-        p->clock_ns = exp_record_u64(r, "clock", 0);
+        const char *bad;
+        if (exp_settings_from_log(&p->settings, record_get, r, &bad) &&
+            add_warning(p, "log line %u: the settings record has a bad value for '%s' (taken as "
+                        "its default)", r->line, bad))
+            return TALLY_ENOMEM;
+        p->has_settings = 1;
+        p->clock_ns = p->settings.clock_ns;
         p->clock_source = get_str(r, "clock_source");
-        const char *sync = exp_record_get(r, "sync");
-        p->sync_on = sync && strcmp(sync, "off");
-        p->sync_ns = exp_record_u64(r, "sync", 0);
+        p->sync_on = p->settings.sync.mode != EXP_SYNC_OFF;
+        p->sync_ns = p->settings.sync.ns;
         p->sync_calibrated = exp_record_u64(r, "sync_calibrated", 0) != 0;
         p->sync_calibration = exp_record_u64(r, "sync_calibration", 0);
-        const char *heap = exp_record_get(r, "heap"), *io = exp_record_get(r, "io");
-        p->heap_on = heap && !strcmp(heap, "on");
-        p->io_on = io && !strcmp(io, "on");
+        p->heap_on = p->settings.heap;
+        p->io_on = p->settings.io;
     } else if (!strcmp(k, "thread")) {
         uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
         exp_thread_t *th = find_thread(in, tid);
@@ -291,8 +420,8 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
             return TALLY_ENOMEM;
         exp_object_t *o = &p->objects[p->nobjects++];
         o->id = id;
-        o->path = get_str(r, "path");
-        o->buildid = get_str(r, "buildid");
+        if (!(o->path = load_path(p, r)) || !(o->buildid = load_buildid(p, r, o->path)))
+            return TALLY_ENOMEM;
         o->bias = exp_record_u64(r, "bias", 0);
         o->lo = exp_record_u64(r, "lo", 0);
         o->hi = exp_record_u64(r, "hi", 0);
@@ -369,6 +498,8 @@ static int interpret(exp_process_t *p)
         }
         p->t_start = t0;
     }
+    if (mapping_generations(p))
+        return TALLY_ENOMEM;
     /* packets from several threads reach the log in the order they were written, which is not
      * always the order of their times: sort by time (then by id, their order of taking) */
     qsort(p->samples, p->nsamples, sizeof *p->samples, cmp_samples);
@@ -572,6 +703,7 @@ static int load_one(exp_experiment_t *e, pending_t *job, int dfd, pending_t **st
     p->name = job->name;
     job->dir = job->name = NULL;
     p->parent = job->parent;
+    exp_settings_default(&p->settings);
     int rc = parse_log(p, dfd, err);
     if (!rc && GROW(e->procs, e->nprocs, *pcap))
         rc = tally_errf(err, TALLY_ENOMEM, "out of memory");
@@ -741,6 +873,11 @@ static void free_process(exp_process_t *p)
     free(p->text);
     free(p->threads);
     free(p->objects);
+    free(p->gen_t);
+    free(p->notes);
+    for (size_t i = 0; i < p->nowned; i++)
+        free(p->owned[i]);
+    free(p->owned);
     free(p->samples);
     free(p->pauses);
     free(p->argv);
@@ -764,6 +901,39 @@ void exp_close(exp_experiment_t *e)
     free(e);
 }
 
+uint32_t exp_generation_at(const exp_process_t *p, uint64_t t)
+{
+    uint32_t lo = 0, hi = p->ngens; /* the last generation starting at or before t */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (p->gen_t[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+const exp_object_t *exp_object_in(const exp_process_t *p, uint64_t pc, uint32_t gen)
+{
+    const exp_object_t *best = NULL;
+    uint32_t best_d = UINT32_MAX;
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const exp_object_t *o = &p->objects[i];
+        if (pc < o->lo || pc >= o->hi)
+            continue;
+        if (gen >= o->gen_lo && gen < o->gen_hi)
+            return o;
+        /* in force in another generation only: the nearest one is the best guess */
+        uint32_t d = gen < o->gen_lo ? o->gen_lo - gen : gen - (o->gen_hi - 1);
+        if (d <= best_d) {
+            best = o;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
 const exp_object_t *exp_object_at(const exp_process_t *p, uint64_t pc, uint64_t t)
 {
     const exp_object_t *best = NULL;
@@ -785,7 +955,7 @@ struct exp_stacks {
     size_t nframes, frames_cap;
     struct stack_meta {
         uint64_t off;
-        uint32_t n, flags, proc;
+        uint32_t n, flags, proc, gen;
     } *meta;
     size_t count, meta_cap;
     uint32_t *table; /* open addressing: id + 1, 0 = empty */
@@ -825,9 +995,16 @@ const uint64_t *exp_stacks_get(const exp_stacks_t *s, uint32_t id, uint32_t *n, 
     return s->frames + m->off;
 }
 
-static uint64_t stack_hash(uint32_t proc, const uint64_t *pcs, uint32_t n, uint32_t flags)
+uint32_t exp_stacks_gen(const exp_stacks_t *s, uint32_t id)
 {
-    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)proc << 40) ^ ((uint64_t)flags << 32) ^ n;
+    return s->meta[id].gen;
+}
+
+static uint64_t stack_hash(uint32_t proc, const uint64_t *pcs, uint32_t n, uint32_t flags,
+                           uint32_t gen)
+{
+    uint64_t h = 0xcbf29ce484222325ull ^ ((uint64_t)proc << 40) ^ ((uint64_t)flags << 32) ^ n ^
+                 ((uint64_t)gen << 20);
     for (uint32_t i = 0; i < n; i++) {
         h ^= pcs[i];
         h *= 0x100000001b3ull;
@@ -844,7 +1021,7 @@ static int table_rehash(exp_stacks_t *s)
         return TALLY_ENOMEM;
     for (size_t id = 0; id < s->count; id++) {
         const struct stack_meta *m = &s->meta[id];
-        size_t j = stack_hash(m->proc, s->frames + m->off, m->n, m->flags) & (size - 1);
+        size_t j = stack_hash(m->proc, s->frames + m->off, m->n, m->flags, m->gen) & (size - 1);
         while (t[j])
             j = (j + 1) & (size - 1);
         t[j] = (uint32_t)id + 1;
@@ -858,12 +1035,18 @@ static int table_rehash(exp_stacks_t *s)
 int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, uint32_t n,
                           uint32_t flags)
 {
+    return exp_stacks_intern_gen(s, proc, 0, pcs, n, flags);
+}
+
+int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, const uint64_t *pcs,
+                              uint32_t n, uint32_t flags)
+{
     if ((s->count + 1) * 2 > s->table_size && table_rehash(s))
         return -1;
-    size_t j = stack_hash(proc, pcs, n, flags) & (s->table_size - 1);
+    size_t j = stack_hash(proc, pcs, n, flags, gen) & (s->table_size - 1);
     for (; s->table[j]; j = (j + 1) & (s->table_size - 1)) {
         const struct stack_meta *m = &s->meta[s->table[j] - 1];
-        if (m->n == n && m->flags == flags && m->proc == proc &&
+        if (m->n == n && m->flags == flags && m->proc == proc && m->gen == gen &&
             !memcmp(s->frames + m->off, pcs, (size_t)n * sizeof *pcs))
             return s->table[j] - 1;
     }
@@ -882,7 +1065,7 @@ int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, u
     if (GROW(s->meta, s->count, s->meta_cap))
         return -1;
     memcpy(s->frames + s->nframes, pcs, (size_t)n * sizeof *pcs);
-    s->meta[s->count] = (struct stack_meta){ s->nframes, n, flags, proc };
+    s->meta[s->count] = (struct stack_meta){ s->nframes, n, flags, proc, gen };
     s->nframes += n;
     s->table[j] = (uint32_t)s->count + 1;
     return (int64_t)s->count++;
@@ -1016,6 +1199,10 @@ struct cursor {
     uint64_t t, addr;       /* time and heap address of the chunk's previous records */
     struct thread_state ts;
     struct scan *sc;
+    const exp_process_t *pr;
+    uint32_t gen;     /* the mapping generation genmap is for (0: none yet) */
+    uint32_t *genmap; /* local stack id -> global id of the stack in generation gen */
+    size_t ngenmap;
     exp_event_t ev; /* the next event */
 };
 
@@ -1063,11 +1250,63 @@ static uint32_t lost_stack(struct scan *sc)
     return (uint32_t)g;
 }
 
+/* The global id of stack g (stream-local id) in the mapping generation of the cursor's event:
+ * the same addresses in another generation are other code (a library unloaded and another one
+ * loaded at its addresses), so another stack. Generation 0, the only one of most processes,
+ * keeps g. */
+static uint32_t in_generation(struct cursor *c, uint64_t id, uint32_t g)
+{
+    uint32_t gen = exp_generation_at(c->pr, c->ev.t);
+    if (gen == 0)
+        return g;
+    if (gen != c->gen) {
+        for (size_t i = 0; i < c->ngenmap; i++)
+            c->genmap[i] = NO_STACK;
+        c->gen = gen;
+    }
+    if (id < c->ngenmap && c->genmap[id] != NO_STACK)
+        return c->genmap[id];
+    exp_stacks_t *stacks = c->sc->stacks;
+    uint32_t n, flags, proc;
+    const uint64_t *pcs = exp_stacks_get(stacks, g, &n, &flags, &proc);
+    if (n > c->ts.frames_cap) {
+        uint64_t *f = realloc(c->ts.frames, n * sizeof *c->ts.frames);
+        if (!f) {
+            c->sc->oom = 1;
+            return g;
+        }
+        c->ts.frames = f;
+        c->ts.frames_cap = n;
+    }
+    memcpy(c->ts.frames, pcs, (size_t)n * sizeof *pcs); /* interning may move the frames */
+    int64_t ng = exp_stacks_intern_gen(stacks, proc, gen, c->ts.frames, n, flags);
+    if (ng < 0) {
+        c->sc->oom = 1;
+        return g;
+    }
+    if (id >= c->ngenmap) {
+        size_t old = c->ngenmap, nn = old ? 2 * old : 256;
+        while (nn <= id)
+            nn *= 2;
+        uint32_t *m = realloc(c->genmap, nn * sizeof *m);
+        if (!m) {
+            c->sc->oom = 1;
+            return g;
+        }
+        for (size_t i = old; i < nn; i++)
+            m[i] = NO_STACK;
+        c->genmap = m;
+        c->ngenmap = nn;
+    }
+    c->genmap[id] = (uint32_t)ng;
+    return (uint32_t)ng;
+}
+
 /* The global id of a stream-local stack id, or the lost stack when it was never defined. */
 static uint32_t map_stack(struct cursor *c, uint64_t id, const uint8_t *rec)
 {
     if (id < c->ts.n && c->ts.map[id] != NO_STACK)
-        return c->ts.map[id];
+        return c->pr->ngens > 1 ? in_generation(c, id, c->ts.map[id]) : c->ts.map[id];
     c->sc->st->bad_records++;
     damage_at(c->sc, (uint64_t)(rec - c->map), "a record with an undefined stack id");
     return lost_stack(c->sc);
@@ -1424,6 +1663,7 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         c->size = size;
         c->csize = csize;
         c->sc = &sc;
+        c->pr = pr;
         c->stream = refs[i].stream;
         c->ev.proc = pr->index;
         c->ts.cpu = UINT32_MAX;
@@ -1436,6 +1676,7 @@ out:
     for (size_t i = 0; cs && i < ncs; i++) {
         free(cs[i].ts.map);
         free(cs[i].ts.frames);
+        free(cs[i].genmap);
     }
     free(cs);
     free(refs);

@@ -33,6 +33,7 @@
 
 #include "../base/err.h"
 #include "evformat.h"
+#include "settings.h"
 
 #define EXP_T_NEVER UINT64_MAX
 #define EXP_MAX_DEPTH 256            /* deepest descendant experiment read (_f1.tally/_f1.tally/...) */
@@ -69,6 +70,8 @@ typedef struct exp_object {
     char *path, *buildid; /* buildid: lower-case hex, "" if unknown */
     uint64_t bias, lo, hi;
     uint64_t t_load, t_unload; /* t_unload = EXP_T_NEVER while loaded */
+    uint32_t gen_lo, gen_hi; /* the mapping generations it is in force in: [gen_lo, gen_hi),
+                                gen_hi UINT32_MAX when no later object displaced it */
 } exp_object_t;
 
 typedef struct exp_thread {
@@ -110,15 +113,20 @@ typedef struct exp_process {
      * last (the collector and tally collect may both write one). */
     int has_start;
     uint64_t t_start, real_start, t_end;
-    uint64_t clock_ns; /* 0 when clock profiling was off */
+    exp_settings_t settings; /* the `settings` record (settings.def; defaults when absent) */
+    int has_settings;
+    uint64_t clock_ns; /* 0 when clock profiling was off (settings.clock_ns) */
     char *clock_source;
     /* tracing (settings): sync_on with its threshold (ns; calibrated: 6 x sync_calibration) */
     int sync_on, sync_calibrated, heap_on, io_on;
     uint64_t sync_ns, sync_calibration;
     exp_thread_t *threads;
     size_t nthreads;
-    exp_object_t *objects;
+    exp_object_t *objects; /* in log order; path absolute when a relative one was recorded
+                              with a working directory (see exp_open) */
     size_t nobjects;
+    uint64_t *gen_t; /* mapping generations: gen_t[g] is the time generation g starts */
+    uint32_t ngens;  /* at least 1; more only when a load reused the addresses of an earlier one */
     exp_sample_t *samples; /* in time order */
     size_t nsamples;
     exp_pause_t *pauses;
@@ -137,6 +145,11 @@ typedef struct exp_process {
     size_t ndamage;
     char *text;          /* the log's contents, which the strings above point into */
     exp_field_t *fields; /* the fields of all records, back to back */
+    char **notes; /* the problems of the records themselves (a refused build-id) that a front
+                     end should tell the user: pointers into warnings */
+    size_t nnotes;
+    char **owned; /* strings made while reading (resolved paths), freed with the process */
+    size_t nowned;
 } exp_process_t;
 
 typedef struct exp_experiment {
@@ -145,11 +158,25 @@ typedef struct exp_experiment {
     size_t nprocs;
 } exp_experiment_t;
 
-/* Opens the experiment at path and every descendant. */
+/* Opens the experiment at path and every descendant. Load records are checked as they are read:
+ * a build-id that is not 2 to 128 hex digits (an even number) is refused with a warning and a
+ * note (the object has none: a build-id names files in the archive); a relative path is resolved
+ * against the working directory recorded with it (the load record's cwd, else the start
+ * record's), for reading only. */
 int exp_open(const char *path, exp_experiment_t **out, tally_err_t *err);
 void exp_close(exp_experiment_t *e);
 /* The object of process p that contained pc at time t, or NULL. */
 const exp_object_t *exp_object_at(const exp_process_t *p, uint64_t pc, uint64_t t);
+
+/* Mapping generations. A process whose code addresses were reused (a library unloaded with
+ * dlclose and another loaded at its addresses) has one generation per such load, numbered from
+ * 0 in time order; within a generation an address belongs to at most one object. exp_scan
+ * interns the stacks of different generations as different stacks (exp_stacks_gen), so that
+ * everything keyed by (process, generation, pc) is right for every event. */
+uint32_t exp_generation_at(const exp_process_t *p, uint64_t t);
+/* The object of process p in force in generation gen that contains pc; else the object covering
+ * pc in the nearest generation (a guess); NULL when no object covers pc. */
+const exp_object_t *exp_object_in(const exp_process_t *p, uint64_t pc, uint32_t gen);
 
 /* ---- events -------------------------------------------------------------------------------- */
 
@@ -161,9 +188,14 @@ size_t exp_stacks_count(const exp_stacks_t *s);
 /* Frames (leaf first) of stack id; *n frames, *flags (EXP_STACK_*), *proc (process index). */
 const uint64_t *exp_stacks_get(const exp_stacks_t *s, uint32_t id, uint32_t *n, uint32_t *flags,
                                uint32_t *proc);
-/* Interns a stack directly (used by tests and generators); returns its id or -1 on no memory. */
+/* The mapping generation of stack id (0 in most processes). */
+uint32_t exp_stacks_gen(const exp_stacks_t *s, uint32_t id);
+/* Interns a stack directly (used by tests and generators); returns its id or -1 on no memory.
+ * pcs must not point into s. exp_stacks_intern interns in generation 0. */
 int64_t exp_stacks_intern(exp_stacks_t *s, uint32_t proc, const uint64_t *pcs, uint32_t n,
                           uint32_t flags);
+int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, const uint64_t *pcs,
+                              uint32_t n, uint32_t flags);
 
 #define EXP_NO_STACK UINT32_MAX /* exp_event_t.stack of an event without a stack */
 

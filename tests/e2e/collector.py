@@ -1,6 +1,6 @@
 """End-to-end test of libtally-collector.so on its own: workloads run with LD_PRELOAD and the
-TALLY_* environment exactly as `tally collect` starts them (the collector's contract, see
-src/collector/collector.h), and the experiment is checked against what the kernel accounted.
+TALLY_SETTINGS variable exactly as `tally collect` starts them (the collector's contract, see
+src/experiment/settings.h), and the experiment is checked against what the kernel accounted.
 
 The events file is decoded here by a small independent decoder of docs/FORMAT.md, so this test
 also checks the writer against the spec rather than against our own reader.
@@ -22,15 +22,19 @@ def wl(name):
 
 
 def run_collected(exp, argv, clock_ns=10_000_000, extra=None, timeout=120, mkdir=True):
-    """Runs argv with the collector as the root of experiment exp; returns CompletedProcess."""
+    """Runs argv with the collector as the root of experiment exp; returns CompletedProcess.
+    extra: more settings, {key in TALLY_SETTINGS (settings.def): value}."""
     if mkdir:
         os.makedirs(exp, exist_ok=True)
     env = dict(os.environ)
-    env.update({"TALLY_EXPERIMENT": exp, "TALLY_CLOCK": str(clock_ns), "T_PRELOAD": LIB})
-    env.update(extra or {})
+    settings = {"d": exp.replace("%", "%25").replace(",", "%2C"), "p": str(clock_ns)}
+    settings.update(extra or {})
+    env.update({"T_SETTINGS": ",".join("%s=%s" % kv for kv in settings.items()),
+                "T_PRELOAD": LIB})
     # exec keeps the shell's pid, which is the root pid the collector compares with; the shell
     # itself must not be preloaded
-    script = 'export TALLY_ROOT_PID=$$ LD_PRELOAD="$T_PRELOAD"; exec "$@"'
+    script = ('export TALLY_SETTINGS="$T_SETTINGS,r=$$,o=$$" LD_PRELOAD="$T_PRELOAD"; '
+              'unset T_SETTINGS T_PRELOAD; exec "$@"')
     return subprocess.run(["sh", "-c", script, "sh"] + argv, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
@@ -172,7 +176,7 @@ def test_cpu_single(d):
 def test_threads(d):
     for source in ("task-clock", "timer"):
         exp = os.path.join(d, "threads-%s" % source)
-        extra = {"TALLY_CLOCK_SOURCE": "timer"} if source == "timer" else {}
+        extra = {"T": "on"} if source == "timer" else {}
         p = run_collected(exp, [wl("threads4"), "0.5"], 1_000_000, extra)
         check(p.returncode == 0, "threads4 failed: %s" % p.stderr)
         hows = [f["how"] for _, f in log_records(exp, "thread")]
@@ -247,7 +251,7 @@ def test_processes(d):
               for _, f in log_records(exp, "warning")), "forkexec: no warning for failed exec")
     # follow off: nothing below the root, and the program still behaves
     exp = os.path.join(d, "forkexec-nofollow")
-    p = run_collected(exp, [wl("forkexec")], 1_000_000, {"TALLY_FOLLOW": "off"})
+    p = run_collected(exp, [wl("forkexec")], 1_000_000, {"F": "off"})
     check(p.stdout == bare.stdout, "forkexec follow=off: output differs")
     check(sorted(os.listdir(exp)) == ["events", "log"], "follow=off: descendants were recorded")
 
@@ -282,7 +286,7 @@ def test_limits(d):
 
     exp = os.path.join(d, "window")
     run_collected(exp, [wl("cpu_single"), "1"], 1_000_000,
-                  {"TALLY_DURATION": "300000000-600000000"})
+                  {"t": "300000000-600000000"})
     threads, _ = decode_events(exp)
     total = sum(t["weight"] for t in threads.values())
     # the window is wall time: a program that has a CPU to itself records 0.3 s, one that shares

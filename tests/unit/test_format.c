@@ -93,6 +93,16 @@ static int count_cb(void *ctx, const exp_event_t *ev)
     return 0;
 }
 
+static int stack_cb(void *ctx, const exp_event_t *ev)
+{
+    struct {
+        uint32_t stack[2], n;
+    } *seen = ctx;
+    if (ev->type == EXP_REC_CLOCK && seen->n < 2)
+        seen->stack[seen->n++] = ev->stack;
+    return 0;
+}
+
 /* Writes n events on two streams, 8 distinct stacks, so that many chunks are used. */
 static void write_events(const char *d, int n)
 {
@@ -407,6 +417,95 @@ static void test_tracing_records(void **state)
     exp_close(e);
 }
 
+/* Load records: a library unloaded and another one loaded at its addresses starts a mapping
+ * generation, and the same stack before and after is two stacks; a relative path is resolved
+ * against the recorded working directory; a build-id that is not hex is refused with a warning. */
+static void test_load_records(void **state)
+{
+    (void)state;
+    char path[512], buf[1024];
+    snprintf(path, sizeof path, "%s/log", dir);
+    int fd = exp_log_create(path);
+    assert_true(fd >= 0);
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "start");
+    exp_line_u64(&l, "t", 1000);
+    exp_line_str(&l, "cwd", "/start/dir");
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    static const struct {
+        const char *kind, *path, *cwd, *bid;
+        uint64_t t, id, lo;
+    } recs[] = {
+        { "load", "/lib/a.so", NULL, "aaaa", 1000, 1, 0x10000 },
+        { "load", "./rel.so", "/where/it/was", "ABCD", 1000, 2, 0x30000 },
+        { "load", "sub/old.so", NULL, "../../../../bin/ls", 1000, 3, 0x50000 },
+        { "unload", NULL, NULL, NULL, 5000, 1, 0 },
+        { "load", "/lib/b.so", NULL, "bbbb", 5000, 4, 0x10000 },
+    };
+    for (size_t i = 0; i < sizeof recs / sizeof *recs; i++) {
+        exp_line_begin(&l, buf, sizeof buf, recs[i].kind);
+        exp_line_u64(&l, "t", recs[i].t);
+        exp_line_u64(&l, "id", recs[i].id);
+        if (recs[i].path) {
+            exp_line_str(&l, "path", recs[i].path);
+            if (recs[i].cwd)
+                exp_line_str(&l, "cwd", recs[i].cwd);
+            exp_line_str(&l, "buildid", recs[i].bid);
+            exp_line_hex(&l, "lo", recs[i].lo);
+            exp_line_hex(&l, "hi", recs[i].lo + 0x1000);
+        }
+        assert_int_equal(exp_line_write(&l, fd), 0);
+    }
+    close(fd);
+    /* one stack at 0x10500 sampled in A's time and in B's */
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t s;
+    exp_stream_init(&s, &f, 100);
+    uint64_t pcs[2] = { 0x10500, 0x30100 };
+    uint32_t id;
+    assert_int_equal(exp_stream_stack(&s, pcs, 2, 0, &id), 0);
+    assert_int_equal(exp_stream_clock(&s, 2000, id, 0, 1000), 0);
+    assert_int_equal(exp_stream_clock(&s, 6000, id, 0, 3000), 0);
+    exp_stream_finish(&s, 7000);
+    exp_evfile_close(&f);
+
+    exp_experiment_t *e;
+    tally_err_t err = { 0 };
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    const exp_process_t *p = e->procs[0];
+    assert_int_equal(p->nobjects, 4);
+    assert_string_equal(p->objects[1].path, "/where/it/was/rel.so");
+    assert_string_equal(p->objects[1].buildid, "abcd");
+    assert_string_equal(p->objects[2].path, "/start/dir/sub/old.so");
+    assert_string_equal(p->objects[2].buildid, "");
+    assert_int_equal(p->nnotes, 1);
+    assert_non_null(strstr(p->notes[0], "log line 5"));
+    assert_non_null(strstr(p->notes[0], "not 2 to 128 hexadecimal digits"));
+    assert_int_equal(p->ngens, 2);
+    assert_int_equal(exp_generation_at(p, 4999), 0);
+    assert_int_equal(exp_generation_at(p, 5000), 1);
+    assert_string_equal(exp_object_in(p, 0x10500, 0)->path, "/lib/a.so");
+    assert_string_equal(exp_object_in(p, 0x10500, 1)->path, "/lib/b.so");
+    assert_string_equal(exp_object_in(p, 0x30100, 1)->path, "/where/it/was/rel.so");
+    exp_stacks_t *st = exp_stacks_new();
+    struct {
+        uint32_t stack[2], n;
+    } seen = { { 0, 0 }, 0 };
+    assert_int_equal(exp_scan(e, st, stack_cb, &seen, NULL, &err), 0);
+    assert_int_equal(seen.n, 2);
+    assert_int_not_equal(seen.stack[0], seen.stack[1]);
+    assert_int_equal(exp_stacks_gen(st, seen.stack[0]), 0);
+    assert_int_equal(exp_stacks_gen(st, seen.stack[1]), 1);
+    uint32_t n;
+    const uint64_t *frames = exp_stacks_get(st, seen.stack[1], &n, NULL, NULL);
+    assert_int_equal(n, 2);
+    assert_int_equal(frames[0], 0x10500);
+    exp_stacks_free(st);
+    exp_close(e);
+}
+
 static void test_pct(void **state)
 {
     char buf[256];
@@ -589,6 +688,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_and_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tracing_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_load_records, setup, teardown),
         cmocka_unit_test(test_pct),
         cmocka_unit_test_setup_teardown(test_stack_id_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunk_beyond_file, setup, teardown),
