@@ -634,12 +634,20 @@ static void log_stats(coll_proc_t *p)
     exp_line_u64(&l, "stacks", st->stacks);
     exp_line_u64(&l, "profiled_ns", st->profiled_ns);
     exp_line_u64(&l, "ring_lost", st->ring_lost);
+    exp_line_u64(&l, "unwind_no_room", st->unwind_no_room);
     trace_log_stats(&l);
     coll_log_write(&l);
     char msg[160];
     if (st->dropped_disk) {
         static const char t[] = " clock events were lost: no disk space for the events file";
         size_t n = coll_fmt_u64(msg, st->dropped_disk);
+        memcpy(msg + n, t, sizeof t);
+        coll_warn(msg);
+    }
+    if (st->unwind_no_room) {
+        static const char t[] = " clock samples have only their PC: they landed on a stack too "
+                                "small to unwind on (a program's small alternate signal stack)";
+        size_t n = coll_fmt_u64(msg, st->unwind_no_room);
         memcpy(msg + n, t, sizeof t);
         coll_warn(msg);
     }

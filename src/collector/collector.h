@@ -44,6 +44,7 @@ typedef struct coll_stats {
     uint64_t samples, unwind_failures, dropped_busy, dropped_disk, truncated_stacks, stacks;
     uint64_t profiled_ns; /* thread CPU time covered by profiling (inside the duration window) */
     uint64_t ring_lost;   /* samples the kernel could not put in a thread's ring */
+    uint64_t unwind_no_room; /* samples not unwound: too little stack left (the PC only) */
 } coll_stats_t;
 
 typedef struct coll_proc {

@@ -257,7 +257,7 @@ void *heap_malloc_slow(size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc(n, 16);
-    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter(TRACE_K_HEAP, trace_heap_on, RA());
     if (!t) {
         void *p = real.malloc(n);
         if (early_on())
@@ -267,7 +267,7 @@ void *heap_malloc_slow(size_t n)
     void *p = real.malloc(n);
     if (p)
         trace_alloc(t, FU_REGS(), heap_own_malloc, trace_now(), p, n, EXP_HEAP_MALLOC);
-    trace_leave(t);
+    trace_leave(t, TRACE_K_HEAP);
     return p;
 }
 
@@ -277,7 +277,7 @@ void heap_free_slow(void *p)
         return;
     if (__builtin_expect(resolve(), 0))
         return; /* cannot happen: nothing but the arena was allocated before */
-    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter(TRACE_K_HEAP, trace_heap_on, RA());
     if (!t) {
         if (early_on())
             early_forget(p);
@@ -286,7 +286,7 @@ void heap_free_slow(void *p)
     }
     trace_free(t, trace_now(), p, 0, EXP_HEAP_MALLOC);
     real.free(p);
-    trace_leave(t);
+    trace_leave(t, TRACE_K_HEAP);
 }
 
 COLL_EXPORT void *calloc(size_t n, size_t size)
@@ -296,7 +296,7 @@ COLL_EXPORT void *calloc(size_t n, size_t size)
             return NULL;
         return boot_alloc(n * size, 16); /* static memory: already zero */
     }
-    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter(TRACE_K_HEAP, trace_heap_on, RA());
     if (!t) {
         void *p = real.calloc(n, size);
         if (early_on())
@@ -307,7 +307,7 @@ COLL_EXPORT void *calloc(size_t n, size_t size)
     if (p)
         trace_alloc(t, FU_REGS(), (void *)calloc, trace_now(), p, (uint64_t)n * size,
                     EXP_HEAP_CALLOC);
-    trace_leave(t);
+    trace_leave(t, TRACE_K_HEAP);
     return p;
 }
 
@@ -346,7 +346,7 @@ COLL_EXPORT void *realloc(void *p, size_t n)
     }
     if (p && is_boot(p))
         return boot_realloc(p, n);
-    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter(TRACE_K_HEAP, trace_heap_on, RA());
     if (!t) {
         void *q = real.realloc(p, n);
         if (early_on()) {
@@ -359,7 +359,7 @@ COLL_EXPORT void *realloc(void *p, size_t n)
     uint64_t t0 = trace_now();
     void *q = realloc_traced(t, FU_REGS(), p, n, real.realloc(p, n), t0, EXP_HEAP_REALLOC,
                              (void *)realloc);
-    trace_leave(t);
+    trace_leave(t, TRACE_K_HEAP);
     return q;
 }
 
@@ -372,25 +372,25 @@ COLL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
         }
         return realloc(p, n * size);
     }
-    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter(TRACE_K_HEAP, trace_heap_on, RA());
     if (!t)
         return real.reallocarray(p, n, size);
     uint64_t t0 = trace_now();
     void *q = real.reallocarray(p, n, size);
     q = realloc_traced(t, FU_REGS(), p, q ? n * size : 0, q, t0, EXP_HEAP_REALLOCARRAY,
                        (void *)reallocarray);
-    trace_leave(t);
+    trace_leave(t, TRACE_K_HEAP);
     return q;
 }
 
 /* The aligned allocations: traced when they succeed. */
 #define ALIGNED_BODY(call_expr, size_expr, fn, call_id)                                            \
-    trace_thr_t *t = trace_enter(trace_heap_on, RA());                                            \
+    trace_thr_t *t = trace_enter(TRACE_K_HEAP, trace_heap_on, RA());                                            \
     void *p = call_expr;                                                                           \
     if (t) {                                                                                       \
         if (p)                                                                                     \
             trace_alloc(t, FU_REGS(), (const void *)fn, trace_now(), p, size_expr, call_id);      \
-        trace_leave(t);                                                                            \
+        trace_leave(t, TRACE_K_HEAP);                                                                            \
     }                                                                                              \
     return p
 
@@ -428,13 +428,13 @@ COLL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
         *out = boot_alloc(n, align);
         return *out ? 0 : ENOMEM;
     }
-    trace_thr_t *t = trace_enter(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter(TRACE_K_HEAP, trace_heap_on, RA());
     int rc = real.posix_memalign(out, align, n);
     if (t) {
         if (rc == 0)
             trace_alloc(t, FU_REGS(), (void *)posix_memalign, trace_now(), *out, n,
                         EXP_HEAP_POSIX_MEMALIGN);
-        trace_leave(t);
+        trace_leave(t, TRACE_K_HEAP);
     }
     return rc;
 }
@@ -447,12 +447,12 @@ COLL_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_
 {
     if (resolve() || !real.mmap) /* the system call itself while dlsym runs */
         return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-    trace_thr_t *t = trace_enter_core(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter_core(TRACE_K_HEAP, trace_heap_on, RA());
     void *p = real.mmap(addr, len, prot, flags, fd, off);
     if (t) {
         if (p != MAP_FAILED)
             trace_alloc(t, FU_REGS(), (void *)mmap, trace_now(), p, len, EXP_HEAP_MMAP);
-        trace_leave(t);
+        trace_leave(t, TRACE_K_HEAP);
     }
     return p;
 }
@@ -464,13 +464,13 @@ COLL_EXPORT int munmap(void *addr, size_t len)
 {
     if (resolve() || !real.munmap)
         return (int)syscall(SYS_munmap, addr, len);
-    trace_thr_t *t = trace_enter_core(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter_core(TRACE_K_HEAP, trace_heap_on, RA());
     uint64_t t0 = t ? trace_now() : 0;
     int rc = real.munmap(addr, len);
     if (t) {
         if (rc == 0)
             trace_free(t, t0, addr, len, EXP_HEAP_MMAP);
-        trace_leave(t);
+        trace_leave(t, TRACE_K_HEAP);
     }
     return rc;
 }
@@ -486,7 +486,7 @@ COLL_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
     }
     if (resolve() || !real.mremap)
         return (void *)syscall(SYS_mremap, old, old_len, new_len, flags, new_addr);
-    trace_thr_t *t = trace_enter_core(trace_heap_on, RA());
+    trace_thr_t *t = trace_enter_core(TRACE_K_HEAP, trace_heap_on, RA());
     uint64_t t0 = t ? trace_now() : 0;
     void *p = real.mremap(old, old_len, new_len, flags, new_addr);
     if (t) {
@@ -495,7 +495,7 @@ COLL_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, .
             trace_alloc(t, FU_REGS(), (void *)mremap, trace_now(), p, new_len,
                         EXP_HEAP_MREMAP);
         }
-        trace_leave(t);
+        trace_leave(t, TRACE_K_HEAP);
     }
     return p;
 }

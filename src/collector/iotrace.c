@@ -163,7 +163,7 @@ static const char *fd_name(int fd, char *buf, size_t cap)
 static inline trace_thr_t *io_enter(uint64_t ra, uint64_t *t0)
 {
     resolve();
-    trace_thr_t *t = trace_enter_core(trace_io_on, ra);
+    trace_thr_t *t = trace_enter_core(TRACE_K_IO, trace_io_on, ra);
     if (t)
         *t0 = trace_now();
     return t;
@@ -187,7 +187,7 @@ static void io_done(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, ui
     }
     trace_io(t, r, fn, now, now - t0, call, bytes, fd, failed ? saved : 0, failed ? opened : name);
     errno = saved;
-    trace_leave(t);
+    trace_leave(t, TRACE_K_IO);
 }
 
 /* A call on fd that returns a byte count or -1. */

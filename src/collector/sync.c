@@ -103,32 +103,32 @@ static void waited(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, con
  * recorded. try returns the real call's result; busy is its "would block" value. */
 #define LOCK_BODY(obj, try_expr, busy, call_expr, fn, call_id)                                     \
     resolve();                                                                                     \
-    trace_thr_t *t = trace_enter_core(trace_sync_on, RA());                                            \
+    trace_thr_t *t = trace_enter_core(TRACE_K_SYNC, trace_sync_on, RA());                                            \
     if (!t)                                                                                        \
         return call_expr;                                                                          \
     if (trace_cfg.sync_threshold) {                                                                \
         int tr = try_expr;                                                                         \
         if (tr != (busy)) {                                                                        \
-            trace_leave(t);                                                                        \
+            trace_leave(t, TRACE_K_SYNC);                                                                        \
             return tr;                                                                             \
         }                                                                                          \
     }                                                                                              \
     uint64_t t0 = trace_now();                                                                     \
     int rc = call_expr;                                                                            \
     waited(t, FU_REGS(), (const void *)fn, t0, obj, call_id);                                      \
-    trace_leave(t);                                                                                \
+    trace_leave(t, TRACE_K_SYNC);                                                                                \
     return rc
 
 /* Calls that always wait: timed around the real call. */
 #define WAIT_BODY(obj, call_expr, fn, call_id)                                                     \
     resolve();                                                                                     \
-    trace_thr_t *t = trace_enter_core(trace_sync_on, RA());                                            \
+    trace_thr_t *t = trace_enter_core(TRACE_K_SYNC, trace_sync_on, RA());                                            \
     if (!t)                                                                                        \
         return call_expr;                                                                          \
     uint64_t t0 = trace_now();                                                                     \
     int rc = call_expr;                                                                            \
     waited(t, FU_REGS(), (const void *)fn, t0, obj, call_id);                                      \
-    trace_leave(t);                                                                                \
+    trace_leave(t, TRACE_K_SYNC);                                                                                \
     return rc
 
 /* ---- mutexes ---------------------------------------------------------------------------------- */

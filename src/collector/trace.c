@@ -333,7 +333,7 @@ static void rec_end(rec_t *r, int rc)
     errno = r->saved;
 }
 
-void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
+static void trace_alloc_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
                  uint64_t size, uint32_t call)
 {
     rec_t c;
@@ -348,7 +348,16 @@ void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const
                         ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call));
 }
 
-void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
+/* The record is the collector's work: nothing it calls is traced (the guard). */
+void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
+                 uint64_t size, uint32_t call)
+{
+    th->guard++;
+    trace_alloc_rec(th, r, fn, t, p, size, call);
+    th->guard--;
+}
+
+static void trace_free_rec(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
 {
     rec_t c;
     if (__builtin_expect(th->state == TT_READY && recording(t), 1)) {
@@ -360,7 +369,14 @@ void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint3
         rec_end(&c, exp_stream_free(c.s, t, (uint64_t)(uintptr_t)p, size, call));
 }
 
-void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
+void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
+{
+    th->guard++;
+    trace_free_rec(th, t, p, size, call);
+    th->guard--;
+}
+
+static void trace_sync_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
                 const void *object, uint32_t call)
 {
     rec_t c;
@@ -376,7 +392,15 @@ void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64
                         ?: exp_stream_sync(c.s, t, id, wait, (uint64_t)(uintptr_t)object, call));
 }
 
-void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
+void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
+                const void *object, uint32_t call)
+{
+    th->guard++;
+    trace_sync_rec(th, r, fn, t, wait, object, call);
+    th->guard--;
+}
+
+static void trace_io_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
               uint32_t call, uint64_t bytes, int fd, int err, const char *name)
 {
     rec_t c;
@@ -385,6 +409,14 @@ void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t
         rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
                         ?: exp_stream_io(c.s, t, id, call, ns, bytes, fd, (uint32_t)err, name,
                                          name ? strlen(name) : 0));
+}
+
+void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
+              uint32_t call, uint64_t bytes, int fd, int err, const char *name)
+{
+    th->guard++;
+    trace_io_rec(th, r, fn, t, ns, call, bytes, fd, err, name);
+    th->guard--;
 }
 
 void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size, uint32_t call)

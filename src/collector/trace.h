@@ -14,8 +14,10 @@
  * free in a destructor that runs after ours) go to one process-wide stream under a spinlock.
  *
  * Nothing the collector does is traced: an interposer passes straight through when its caller is
- * libtally-collector.so itself, when the thread is already inside a traced call or the collector
- * (trace_thr.guard > 0: libunwind, the loader, libc working for us), and before trace_start.
+ * libtally-collector.so itself, when the thread is inside the collector (trace_thr.guard > 0:
+ * libunwind, the loader, libc working for us, the writing of a record), when it is already inside
+ * a traced call of the same kind (trace_thr.busy), and before trace_start. A call of another kind
+ * inside a traced call is the program's too and is traced (fopen's buffer under -H on -i on).
  * Records are written only inside the duration window and while collection is not paused.
  *
  * Stacks: the entry of the interposer (libtally-collector.so's function of the traced name, so
@@ -50,7 +52,8 @@ enum { TT_NEW = 0, TT_READY = 1, TT_ENDED = 2 };
 struct trace_memo;
 
 typedef struct trace_thr {
-    int guard;         /* > 0: inside a traced call or the collector: pass through */
+    int guard;         /* > 0: inside the collector (or writing a record): every call passes */
+    unsigned busy;     /* TRACE_K_* bits: inside a traced call of that kind, which passes */
     int state;         /* TT_* */
     uint64_t stack_hi; /* see fastunwind.h */
     uint64_t *pcs;     /* max_depth + 1 frames */
@@ -67,28 +70,34 @@ extern __thread trace_thr_t trace_thr __attribute__((tls_model("initial-exec")))
 /* The collector's own code: calls from here are never traced. */
 extern uint64_t trace_self_lo COLL_HIDDEN, trace_self_hi COLL_HIDDEN;
 
-/* Should a call with return address ra be traced (on: the kind is being traced)? Then the guard
- * is taken and the thread state returned; else NULL. Release with trace_leave. */
-static inline trace_thr_t *trace_enter(int on, uint64_t ra)
+/* The kinds of traced calls. The reentrancy guard is per kind: a call of one kind made inside a
+ * traced call of another (the buffer fopen allocates, under -H on -i on) is traced; one of the
+ * same kind (the close inside fclose, the mmap inside malloc) is part of the outer call. */
+enum { TRACE_K_HEAP = 1, TRACE_K_IO = 2, TRACE_K_SYNC = 4 };
+
+/* Should a call of kind k with return address ra be traced (on: the kind is being traced)? Then
+ * the kind's guard is taken and the thread state returned; else NULL. Release with trace_leave. */
+static inline trace_thr_t *trace_enter(unsigned k, int on, uint64_t ra)
 {
     trace_thr_t *t = &trace_thr;
-    if (__builtin_expect(!on || t->guard || (ra >= trace_self_lo && ra < trace_self_hi), 0))
+    if (__builtin_expect(!on || t->guard || (t->busy & k) ||
+                             (ra >= trace_self_lo && ra < trace_self_hi), 0))
         return NULL;
-    t->guard++;
+    t->busy |= k;
     return t;
 }
 
-static inline void trace_leave(trace_thr_t *t) { t->guard--; }
+static inline void trace_leave(trace_thr_t *t, unsigned k) { t->busy &= ~k; }
 
 int clock_in_core(void); /* clock.h */
 
 /* trace_enter for the calls libunwind makes (mappings, locks, a pipe to probe memory): not
  * traced either while the collector's signal handler runs. */
-static inline trace_thr_t *trace_enter_core(int on, uint64_t ra)
+static inline trace_thr_t *trace_enter_core(unsigned k, int on, uint64_t ra)
 {
     if (!on || clock_in_core())
         return NULL;
-    return trace_enter(on, ra);
+    return trace_enter(k, on, ra);
 }
 
 /* CLOCK_MONOTONIC ns, the time of every record. Where the kernel's clock is the TSC, read from

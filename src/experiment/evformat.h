@@ -29,6 +29,7 @@ enum exp_rec_type {
 enum exp_stack_flags {
     EXP_STACK_TRUNCATED = 1,   /* cut at the maximum depth */
     EXP_STACK_UNWIND_FAIL = 2, /* the unwinder stopped before the outermost frame */
+    EXP_STACK_NO_ROOM = 4,     /* not unwound: too little stack left in the signal handler */
 };
 
 enum exp_clock_state {

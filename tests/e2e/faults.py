@@ -1,0 +1,78 @@
+"""Reliability: a program behaves exactly as without tally (its signal stacks, descriptors, signal
+mask, the way it ends), tracers do not hide each other's events, and what could not be recorded
+(a full disk) is said, with counts, at the top of every view it affects.
+
+The disk-full cases mount a small tmpfs; where mounting is not permitted they are reported as
+skipped (exit 77) after the other cases ran, never as passed."""
+import os
+import re
+import resource
+import signal
+import subprocess
+from common import *
+
+d = workdir("faults")
+prog = os.path.join(WL, "wl_faults")
+skipped = []
+
+
+def plain(args, preexec=None):
+    """The program's own output and status, without tally."""
+    p = subprocess.run([prog] + args, capture_output=True, text=True, timeout=120,
+                       preexec_fn=preexec)
+    return p.returncode, p.stdout
+
+
+def under_tally(name, args, opts=(), preexec=None, cwd=None):
+    """tally collect's CompletedProcess, the program's stdout being tally's stdout."""
+    exp = os.path.join(d, name + ".tally")
+    p = subprocess.run([TALLY, "collect", "-d", d, "-o", name] + list(opts) + [prog] + args,
+                       capture_output=True, text=True, timeout=240, preexec_fn=preexec, cwd=cwd)
+    return p, exp
+
+
+def log_records(exp, kind):
+    """The fields of every `kind` record of exp's log, as dicts of strings."""
+    out = []
+    for line in open(os.path.join(exp, "log")):
+        f = line.split()
+        if f and f[0] == kind:
+            out.append(dict(x.split("=", 1) for x in f[1:] if "=" in x))
+    return out
+
+
+# ---- a handler on a small alternate signal stack -------------------------------------------------
+# 8 KiB is enough for the program alone; the profiling signal lands on that stack while the
+# handler computes. The collector must not unwind there (no room), and say so.
+rc, out = plain(["altstack"])
+check(rc == 0 and out == "altstack ok\n", "altstack without tally: %d %r" % (rc, out))
+for i in range(3):
+    p, exp = under_tally("alt%d" % i, ["altstack"], opts=["-p", "hi", "-A", "off"])
+    if not check(p.returncode == 0 and p.stdout == out,
+                 "altstack under tally: exit %d, stdout %r (expected 0, %r)\n%s" %
+                 (p.returncode, p.stdout, out, p.stderr[-1500:])):
+        break
+    st = log_records(exp, "stats")[0]
+    check(int(st["unwind_no_room"]) > 0, "altstack: no sample counted as not unwound: %r" % st)
+    check("too small to unwind" in p.stderr, "altstack: collect did not say so: %s" % p.stderr)
+
+# ---- heap and I/O tracing together ---------------------------------------------------------------
+# fopen's FILE and buffer are the program's allocations whether or not I/O is traced too.
+def heap_total(exp):
+    docs = print_json(exp, "-metrics", "i.heapalloccnt:name", "-functions")
+    return rows_by_name(docs[0])["<Total>"]["i.heapalloccnt"]
+
+exp_h = collect(d, [prog, "stdio", "50"], opts=["-H", "on", "-p", "off", "-A", "off"],
+                name="stdio_h")
+exp_hi = collect(d, [prog, "stdio", "50"], opts=["-H", "on", "-i", "on", "-p", "off", "-A", "off"],
+                 name="stdio_hi")
+n_h, n_hi = heap_total(exp_h), heap_total(exp_hi)
+check(n_h >= 100, "stdio -H on: %d allocations, expected at least the 100 FILEs" % n_h)
+check(n_h == n_hi, "stdio: %d allocations with -H on, %d with -H on -i on" % (n_h, n_hi))
+
+if failures:
+    sys.exit(1)
+if skipped:
+    print("SKIPPED: " + "; ".join(skipped))
+    sys.exit(77)
+print("faults: all checks passed")
