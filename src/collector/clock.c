@@ -82,6 +82,7 @@ static __thread thr_t th __attribute__((tls_model("initial-exec")));
 /* > 0 while the thread runs the collector's own signal-sensitive code (the handler, a priming
  * unwind): libunwind then blocks signals around its locks and must get what it asks for. */
 static __thread int in_core __attribute__((tls_model("initial-exec")));
+__thread int clock_prog_blocked __attribute__((tls_model("initial-exec")));
 static slot_t slots[NSLOTS];
 static size_t page_size = 4096;
 
@@ -467,10 +468,14 @@ static int run_prog_handler(int sig, siginfo_t *si, void *uc)
     if (!(pa.sa_flags & SA_NODEFER))
         sigaddset(&m, sig);
     clock_real_sigmask(SIG_BLOCK, &m, NULL); /* sigreturn restores the interrupted mask */
+    int was = clock_prog_blocked;
+    if (sigismember(&pa.sa_mask, coll_proc.sig) == 1 || sig == coll_proc.sig)
+        clock_prog_blocked = 1; /* the program's view inside its handler */
     if (pa.sa_flags & SA_SIGINFO)
         pa.sa_sigaction(sig, si, uc);
     else
         pa.sa_handler(sig);
+    clock_prog_blocked = was;
     return 1;
 }
 

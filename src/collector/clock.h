@@ -65,6 +65,11 @@ void clock_after_fork_child(coll_proc_t *p);
 void clock_block(coll_proc_t *p, sigset_t *old);
 void clock_unblock(const sigset_t *old);
 
+/* The program's own wish for the profiling signal in the calling thread (1: it blocked it), which
+ * the interposed sigprocmask/pthread_sigmask keep and report back; the kernel never blocks it
+ * for the program. A handler of the program run by the collector sees its sa_mask's wish. */
+extern __thread int clock_prog_blocked __attribute__((tls_model("initial-exec")));
+
 /* Is the calling thread inside the collector's handler or a priming unwind? (Then libunwind's
  * own sigprocmask calls must not be filtered by the interposer.) */
 int clock_in_core(void);

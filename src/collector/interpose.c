@@ -51,6 +51,7 @@ static struct {
     int (*unshare)(int);
     int (*setns)(int, int);
     int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
+    int (*sigsuspend)(const sigset_t *);
 } real;
 
 #define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
@@ -76,6 +77,7 @@ void interpose_resolve(void)
     RESOLVE(sysv_signal);
     RESOLVE(sigprocmask);
     RESOLVE(pthread_sigmask);
+    RESOLVE(sigsuspend);
     RESOLVE(unshare);
     RESOLVE(setns);
     clock_real_sigmask = real.pthread_sigmask;
@@ -131,6 +133,7 @@ void interpose_mark_thread(void)
 struct start_arg {
     void *(*fn)(void *);
     void *arg;
+    int prog_blocked; /* the creator's view of the profiling signal: a new thread inherits it */
 };
 
 static void unblock_prof_signal(void)
@@ -147,6 +150,7 @@ static void *thread_trampoline(void *a)
     free(a);
     if (coll_proc.enabled && getpid() == coll_proc.pid) {
         unblock_prof_signal(); /* the creator may have been inside dlopen */
+        clock_prog_blocked = sa.prog_blocked;
         clock_thread_start(&coll_proc, "pthread_create");
         interpose_mark_thread();
     }
@@ -164,6 +168,7 @@ COLL_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
         return errno = saved, real.pthread_create(t, attr, fn, arg);
     sa->fn = fn;
     sa->arg = arg;
+    sa->prog_blocked = clock_prog_blocked;
     errno = saved;
     int rc = real.pthread_create(t, attr, thread_trampoline, sa);
     if (rc)
@@ -814,13 +819,28 @@ COLL_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 }
 
 /* The program never blocks the profiling signal (a thread that did would never be sampled);
- * inside dlopen/dlclose the collector keeps it blocked whatever the program asks. */
+ * inside dlopen/dlclose the collector keeps it blocked whatever the program asks. What the program
+ * asked is kept per thread (clock_prog_blocked) and is what it reads back: the old set it gets
+ * shows the signal blocked when it blocked it (or when the kernel really has it blocked, as in a
+ * handler whose sa_mask has it). */
+static int mask_filtered(void)
+{
+    int sig = coll_proc.sig;
+    return clock_owns_signal(&coll_proc, sig) && coll_proc.source != COLL_SRC_NONE &&
+           !clock_in_core();
+}
+
 static const sigset_t *mask_filter(int how, const sigset_t *set, sigset_t *tmp)
 {
     int sig = coll_proc.sig;
-    if (!set || !clock_owns_signal(&coll_proc, sig) || coll_proc.source == COLL_SRC_NONE ||
-        clock_in_core())
+    if (!set || !mask_filtered())
         return set;
+    if (how == SIG_SETMASK)
+        clock_prog_blocked = sigismember(set, sig) == 1;
+    else if (how == SIG_BLOCK && sigismember(set, sig) == 1)
+        clock_prog_blocked = 1;
+    else if (how == SIG_UNBLOCK && sigismember(set, sig) == 1)
+        clock_prog_blocked = 0;
     if (in_dl) {
         if (how == SIG_SETMASK && !sigismember(set, sig)) {
             *tmp = *set;
@@ -842,18 +862,49 @@ static const sigset_t *mask_filter(int how, const sigset_t *set, sigset_t *tmp)
     return set;
 }
 
+/* The old set as the program sees it, given its view of the profiling signal before the call. */
+static void mask_view(sigset_t *old, int was_blocked)
+{
+    if (!old)
+        return;
+    if (was_blocked)
+        sigaddset(old, coll_proc.sig);
+    else if (in_dl)
+        sigdelset(old, coll_proc.sig); /* blocked by the collector, not by the program */
+}
+
 COLL_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     interpose_resolve();
     sigset_t tmp;
-    return real.pthread_sigmask(how, mask_filter(how, set, &tmp), old);
+    int filtered = mask_filtered(), was = clock_prog_blocked;
+    int rc = real.pthread_sigmask(how, mask_filter(how, set, &tmp), old);
+    if (rc == 0 && filtered)
+        mask_view(old, was);
+    return rc;
 }
 
 COLL_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
     interpose_resolve();
     sigset_t tmp;
-    return real.sigprocmask(how, mask_filter(how, set, &tmp), old);
+    int filtered = mask_filtered(), was = clock_prog_blocked;
+    int rc = real.sigprocmask(how, mask_filter(how, set, &tmp), old);
+    if (rc == 0 && filtered)
+        mask_view(old, was);
+    return rc;
+}
+
+/* A thread waiting in sigsuspend runs no code: the profiling signal is kept out of the wait, where
+ * its delivery would end the wait early (sigsuspend returns after any handler). */
+COLL_EXPORT int sigsuspend(const sigset_t *mask)
+{
+    interpose_resolve();
+    if (!mask || !mask_filtered())
+        return real.sigsuspend(mask);
+    sigset_t m = *mask;
+    sigaddset(&m, coll_proc.sig);
+    return real.sigsuspend(&m);
 }
 
 /* ---- namespaces ------------------------------------------------------------------------------ */

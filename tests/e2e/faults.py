@@ -56,6 +56,14 @@ for i in range(3):
     check(int(st["unwind_no_room"]) > 0, "altstack: no sample counted as not unwound: %r" % st)
     check("too small to unwind" in p.stderr, "altstack: collect did not say so: %s" % p.stderr)
 
+# ---- the program's view of its signal mask -------------------------------------------------------
+rc, out = plain(["sigmask"])
+check(rc == 0 and "sigprocmask: 6" in out, "sigmask without tally: %d %r" % (rc, out))
+p, _ = under_tally("sigmask", ["sigmask"], opts=["-p", "hi", "-A", "off"])
+check(p.returncode == 0 and p.stdout == out,
+      "sigmask: the program reads back another mask under tally:\n%s\nexpected:\n%s" %
+      (p.stdout, out))
+
 # ---- heap and I/O tracing together ---------------------------------------------------------------
 # fopen's FILE and buffer are the program's allocations whether or not I/O is traced too.
 def heap_total(exp):
