@@ -628,6 +628,22 @@ static void summarize(const char *exp, const char *shown)
     exp_close(e);
 }
 
+/* Ends the driver by the signal that ended the program, as `time` and `nice` do: a shell loop
+ * then sees the ^C. The experiment is complete by now; no core file of the driver. */
+static void die_like(int sig)
+{
+    fflush(stdout);
+    fflush(stderr);
+    struct rlimit no_core = { 0, 0 };
+    setrlimit(RLIMIT_CORE, &no_core);
+    signal(sig, SIG_DFL);
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, sig);
+    sigprocmask(SIG_UNBLOCK, &s, NULL);
+    raise(sig);
+}
+
 int cmd_collect(int argc, char **argv)
 {
     struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024,
@@ -934,6 +950,7 @@ int cmd_collect(int argc, char **argv)
     if (WIFSIGNALED(status)) {
         fprintf(stderr, "tally: %s ended by signal %d (%s)\n", prog_argv[0], WTERMSIG(status),
                 strsignal(WTERMSIG(status)));
+        die_like(WTERMSIG(status));
         return 128 + WTERMSIG(status);
     }
     return 1;

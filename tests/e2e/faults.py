@@ -64,6 +64,20 @@ check(p.returncode == 0 and p.stdout == out,
       "sigmask: the program reads back another mask under tally:\n%s\nexpected:\n%s" %
       (p.stdout, out))
 
+# ---- the driver ends as the program did ----------------------------------------------------------
+# A shell loop interrupted by ^C must see the interrupt: tally dies of the program's signal (without
+# a core file of its own), after recording the experiment.
+for sig in (signal.SIGINT, signal.SIGSEGV, signal.SIGTERM):
+    cwd = workdir("faults-die")
+    p, exp = under_tally("die%d" % sig, ["die", str(int(sig))], opts=["-A", "off"], cwd=cwd)
+    check(p.returncode == -sig, "program killed by %s: tally exited %d, expected to die of it" %
+          (sig.name, p.returncode))
+    ends = log_records(exp, "end")
+    check(ends and ends[-1].get("signal") == str(int(sig)),
+          "die %s: the experiment's end is %r" % (sig.name, ends))
+    check(not [f for f in os.listdir(cwd) if f.startswith("core")],
+          "die %s: a core file was left in %s" % (sig.name, cwd))
+
 # ---- heap and I/O tracing together ---------------------------------------------------------------
 # fopen's FILE and buffer are the program's allocations whether or not I/O is traced too.
 def heap_total(exp):
