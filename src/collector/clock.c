@@ -175,10 +175,12 @@ static int perf_open_event(const coll_proc_t *p, int exclude_kernel)
 /* Opens, maps and arms the calling thread's event. Returns 0 or -errno. */
 static int perf_start(coll_proc_t *p, thr_t *t)
 {
-    int fd = perf_open_event(p, p->split_by_rusage);
+    coll_fd_room_enter();
+    int fd = coll_high_fd(perf_open_event(p, p->split_by_rusage));
+    int e = errno;
+    coll_fd_room_leave();
     if (fd < 0)
-        return -errno;
-    fd = coll_high_fd(fd);
+        return -e;
     size_t len = (1 + RING_DATA_PAGES) * page_size;
     void *ring = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     struct f_owner_ex owner = { F_OWNER_TID, t->tid };

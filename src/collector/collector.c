@@ -32,7 +32,7 @@
 
 coll_proc_t coll_proc = { .log_fd = -1, .evfile = { .fd = -1 } };
 
-static int high_fd_base = 900;
+static const int high_fd_base = 900;
 static pid_t init_tid;
 
 /* ---- helpers --------------------------------------------------------------------------------- */
@@ -84,19 +84,77 @@ int coll_close(int fd)
     return (int)syscall(SYS_close, fd);
 }
 
+/* The numbers the collector's descriptors take: from high_fd_base up when the limit allows, else
+ * the highest free numbers below the limit (never the lowest, which the program gets next). */
+static int move_high(int fd)
+{
+    struct rlimit rl;
+    rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+    if (lim > (rlim_t)high_fd_base + 16) {
+        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_base);
+        if (nfd >= 0)
+            return nfd;
+    }
+    if (lim > OWN_FDS)
+        lim = OWN_FDS;
+    for (int n = (int)lim - 1; n > fd; n--)
+        if (fcntl(n, F_GETFD) < 0 && errno == EBADF) {
+            int nfd = (int)syscall(SYS_dup3, fd, n, O_CLOEXEC);
+            if (nfd >= 0)
+                return nfd;
+        }
+    return -1;
+}
+
 int coll_high_fd(int fd)
 {
     if (fd < 0)
         return fd;
     if (fd < high_fd_base) {
-        int nfd = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_base);
+        int saved = errno;
+        int nfd = move_high(fd);
         if (nfd >= 0) {
             syscall(SYS_close, fd);
             fd = nfd;
         }
+        errno = saved;
     }
     own_fd(fd, 1);
     return fd;
+}
+
+/* RLIMIT_NOFILE is the program's: when it is below the collector's numbers (set by the program,
+ * or before tally started), the soft limit is raised to the hard one for as long as the collector
+ * opens a descriptor and moves it up, then set back. One opener at a time (a spinlock: the
+ * program's view of its limit is restored by the last). */
+static int fd_room_lock;
+static int fd_room_raised;
+static rlim_t fd_room_saved;
+
+void coll_fd_room_enter(void)
+{
+    while (__atomic_exchange_n(&fd_room_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+    struct rlimit rl;
+    fd_room_raised = 0;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max &&
+        rl.rlim_cur < (rlim_t)high_fd_base + 16) {
+        fd_room_saved = rl.rlim_cur;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+            fd_room_raised = 1;
+    }
+}
+
+void coll_fd_room_leave(void)
+{
+    struct rlimit rl;
+    if (fd_room_raised && getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rl.rlim_cur = fd_room_saved;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    fd_room_raised = 0;
+    __atomic_store_n(&fd_room_lock, 0, __ATOMIC_RELEASE);
 }
 
 void coll_fd_evacuate(int fd)
@@ -104,7 +162,9 @@ void coll_fd_evacuate(int fd)
     coll_proc_t *p = &coll_proc;
     if (!coll_fd_owned(fd))
         return;
-    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, high_fd_base);
+    coll_fd_room_enter();
+    int nfd = fd >= high_fd_base ? fcntl(fd, F_DUPFD_CLOEXEC, high_fd_base) : move_high(fd);
+    coll_fd_room_leave();
     if (nfd < 0)
         return;
     own_fd(nfd, 1);
@@ -228,9 +288,6 @@ static int parse_settings(coll_proc_t *p)
     p->win_hi = s->duration.hi;
     sampler_settings(p);
     trace_settings(p);
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < 1024)
-        high_fd_base = rl.rlim_cur > 128 ? (int)rl.rlim_cur - 64 : 3;
     return 0;
 }
 
@@ -448,7 +505,11 @@ static int open_experiment(coll_proc_t *p)
 {
     char path[PATH_MAX + 64];
     path_join(path, sizeof path, p->dir, "log");
+    coll_fd_room_enter();
     int fd = p->log_fd >= 0 ? p->log_fd : exp_log_create(path);
+    if (fd >= 0)
+        fd = coll_high_fd(fd);
+    coll_fd_room_leave();
     if (fd < 0) {
         char msg[PATH_MAX + 200];
         int n = snprintf(msg, sizeof msg,
@@ -459,12 +520,15 @@ static int open_experiment(coll_proc_t *p)
         }
         return -1;
     }
-    p->log_fd = coll_high_fd(fd);
+    p->log_fd = fd;
     p->ev_ok = 0;
     { /* always there, even without clock profiling: a reader finds a valid, empty file */
         path_join(path, sizeof path, p->dir, "events");
-        int efd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        int rc = efd < 0 ? -errno : exp_evfile_init_fd(&p->evfile, coll_high_fd(efd),
+        coll_fd_room_enter();
+        int efd = coll_high_fd(open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+        int e = errno;
+        coll_fd_room_leave();
+        int rc = efd < 0 ? -e : exp_evfile_init_fd(&p->evfile, efd,
                                                         (uint32_t)getpid(), p->t_start, 0);
         if (rc == 0) {
             p->ev_ok = 1;
@@ -488,9 +552,6 @@ static int open_experiment(coll_proc_t *p)
 
 static void init_process(coll_proc_t *p)
 {
-    uint8_t fds_before[128]; /* the program's descriptors, before the collector opened any */
-    for (int fd = 0; fd < 128; fd++)
-        fds_before[fd] = fcntl(fd, F_GETFD) != -1;
     interpose_resolve();
     p->pid = getpid();
     int ps = parse_settings(p);
@@ -559,7 +620,9 @@ static void init_process(coll_proc_t *p)
         return;
     }
 
+    coll_fd_room_enter(); /* libunwind opens its pipe here (interpose.c moves it up) */
     unwind_init();
+    coll_fd_room_leave();
     if (p->interval_ns && p->ev_ok && clock_proc_init(p) < 0)
         coll_warn("cannot install the profiling signal handler; no clock profile");
     if (p->interval_ns && p->ev_ok && p->source == COLL_SRC_TIMER)
@@ -571,17 +634,7 @@ static void init_process(coll_proc_t *p)
     p->enabled = 1;
     maps_rescan(p);
     coll_log_sample(p, "start", NULL);
-    /* libunwind opens a pipe on its first unwind (to check addresses) and, if the program closes
-     * it, closes the numbers again later, which by then may be the program's files: the pipe
-     * that appeared while the collector started is the collector's (the program's close() spares
-     * it) */
     clock_thread_start(p, (pid_t)syscall(SYS_gettid) == p->pid ? "main" : "pthread_create");
-    for (int fd = 0; fd < 128; fd++) {
-        struct stat st;
-        if (!fds_before[fd] && fcntl(fd, F_GETFD) != -1 && fstat(fd, &st) == 0 &&
-            S_ISFIFO(st.st_mode))
-            own_fd(fd, 1);
-    }
     sampler_start(p);
     interpose_mark_thread();
     trace_start(p); /* last: nothing the collector did while starting is traced */
@@ -762,6 +815,7 @@ static void after_fork(void)
 
 void coll_after_fork_child(void)
 {
+    fd_room_lock = 0; /* a thread of the parent may have held it: it is not in this process */
     trace_after_fork_child(); /* first: the parent's trace streams are not this process's */
     trace_thr.guard++;
     after_fork();

@@ -113,8 +113,14 @@ void coll_warn(const char *what) COLL_HIDDEN;
 
 /* CLOCK_MONOTONIC now, in ns; AS-safe. */
 uint64_t coll_now(void) COLL_HIDDEN;
-/* Moves fd to a high number (close-on-exec) so it rarely meets the program's descriptors. */
+/* Moves fd to a high number (close-on-exec), out of the range the program uses: from 900 up, or,
+ * when RLIMIT_NOFILE is lower, the highest free number below it. Passes a negative fd through. */
 int coll_high_fd(int fd) COLL_HIDDEN;
+/* Around the collector's open + coll_high_fd in normal context: raises the program's soft
+ * RLIMIT_NOFILE to the hard limit meanwhile (when it is below the collector's numbers), so that
+ * the collector never takes a number the program could get. Not for signal handlers. */
+void coll_fd_room_enter(void) COLL_HIDDEN;
+void coll_fd_room_leave(void) COLL_HIDDEN;
 /* Is fd one of the collector's (from coll_high_fd)? Closing it: coll_close. Before the program's
  * dup2/dup3 onto fd: coll_fd_evacuate moves the log and events descriptors away. */
 int coll_fd_owned(int fd) COLL_HIDDEN;

@@ -52,6 +52,8 @@ static struct {
     int (*setns)(int, int);
     int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
     int (*sigsuspend)(const sigset_t *);
+    int (*pipe2)(int[2], int);
+    int (*pipe)(int[2]);
 } real;
 
 #define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
@@ -78,6 +80,8 @@ void interpose_resolve(void)
     RESOLVE(sigprocmask);
     RESOLVE(pthread_sigmask);
     RESOLVE(sigsuspend);
+    RESOLVE(pipe2);
+    RESOLVE(pipe);
     RESOLVE(unshare);
     RESOLVE(setns);
     clock_real_sigmask = real.pthread_sigmask;
@@ -174,6 +178,32 @@ COLL_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
     if (rc)
         free(sa);
     return rc;
+}
+
+/* ---- pipes ----------------------------------------------------------------------------------- */
+
+/* libunwind opens a pipe (to probe addresses) the first time it is used, by the collector while it
+ * starts (or in the sampler thread, for the remote unwinder): such a pipe is the collector's and
+ * goes to high numbers at once, so the program's first descriptor is 3 as without tally. */
+static int own_pipe(int rc, int fds[2])
+{
+    if (rc == 0 && (clock_in_core() || trace_thr.guard > 0)) {
+        fds[0] = coll_high_fd(fds[0]);
+        fds[1] = coll_high_fd(fds[1]);
+    }
+    return rc;
+}
+
+COLL_EXPORT int pipe2(int fds[2], int flags)
+{
+    interpose_resolve();
+    return own_pipe(real.pipe2(fds, flags), fds);
+}
+
+COLL_EXPORT int pipe(int fds[2])
+{
+    interpose_resolve();
+    return own_pipe(real.pipe(fds), fds);
 }
 
 /* ---- the loader ------------------------------------------------------------------------------ */

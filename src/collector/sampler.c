@@ -161,7 +161,9 @@ static ssize_t read_task(track_t *t, int which, char *buf, size_t cap)
         path[n++] = '/';
         size_t wl = strlen(track_files[which]);
         memcpy(path + n, track_files[which], wl + 1);
+        coll_fd_room_enter();
         t->fd[which] = coll_high_fd(open(path, O_RDONLY | O_CLOEXEC));
+        coll_fd_room_leave();
         if (t->fd[which] < 0)
             return -1;
         if (keep)
@@ -286,8 +288,11 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
 /* Looks at every thread; returns 1 when some thread was off a CPU during the period. */
 static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
 {
-    if (s->dirfd < 0)
+    if (s->dirfd < 0) {
+        coll_fd_room_enter();
         s->dirfd = coll_high_fd(open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        coll_fd_room_leave();
+    }
     int dfd = s->dirfd;
     if (dfd < 0 || lseek(dfd, 0, SEEK_SET) < 0)
         return 1;

@@ -64,6 +64,26 @@ check(p.returncode == 0 and p.stdout == out,
       "sigmask: the program reads back another mask under tally:\n%s\nexpected:\n%s" %
       (p.stdout, out))
 
+# ---- the program's descriptors ------------------------------------------------------------------
+# The sequence of numbers open() returns is the same with and without tally: the first is 3, and
+# with RLIMIT_NOFILE 16 (set by the program, or as the soft limit before tally starts) the program
+# still opens 13 files; its fork child is profiled.
+def soft_limit_16():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (16, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+for name, args, pre in (("fds", ["fds"], None), ("fds_limit", ["fds", "16"], None),
+                        ("fds_limit_before", ["fds"], soft_limit_16)):
+    rc, out = plain(args, pre)
+    check(rc == 0 and out.startswith("parent: 3 4 "), "%s without tally: %d %r" % (name, rc, out))
+    p, exp = under_tally(name, args, opts=["-A", "off"], preexec=pre)
+    check(p.returncode == 0 and p.stdout == out,
+          "%s: the program's descriptors differ under tally:\n%s\nexpected:\n%s\n%s" %
+          (name, p.stdout, out, p.stderr[-1000:]))
+    child = os.path.join(exp, "_f1.tally")
+    st = log_records(child, "stats") if os.path.exists(os.path.join(child, "log")) else []
+    check(st and int(st[0]["samples"]) > 0,
+          "%s: the fork child was not profiled (stats %r)" % (name, st))
+
 # ---- the driver ends as the program did ----------------------------------------------------------
 # A shell loop interrupted by ^C must see the interrupt: tally dies of the program's signal (without
 # a core file of its own), after recording the experiment.
