@@ -39,7 +39,14 @@ typedef struct actx {
     int dir;          /* EXP/archive, opened without following a link */
     int quiet;
     uint64_t bytes;
+    int werr; /* the first error writing into the archive (a full disk): said, not hidden */
 } actx_t;
+
+/* Is -rc a failure to write into the archive, rather than to read an original? */
+static int write_error(int rc)
+{
+    return rc == -ENOSPC || rc == -EDQUOT || rc == -EIO || rc == -EROFS || rc == -EFBIG;
+}
 
 static void warn(const actx_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(const actx_t *a, const char *fmt, ...)
@@ -85,6 +92,8 @@ static int copy_in(actx_t *a, int in, int dirfd, const char *name, const char *s
         unlinkat(dirfd, tmp, 0);
     else
         a->bytes += n;
+    if (rc && write_error(rc) && !a->werr)
+        a->werr = -rc;
     return rc;
 }
 
@@ -97,7 +106,7 @@ static int present(int dirfd, const char *name)
 
 /* Appends "<build-id> <path>" to the index, the path percent-encoded as in the log (a path with a
  * newline cannot add lines). */
-static void index_line(int ix, const char *id, const char *path)
+static void index_line(actx_t *a, int ix, const char *id, const char *path)
 {
     char line[PATH_MAX * 3 + 160];
     size_t n = (size_t)snprintf(line, sizeof line, "%s ", id);
@@ -108,8 +117,9 @@ static void index_line(int ix, const char *id, const char *path)
             line[n++] = (char)*c;
     }
     line[n++] = '\n';
-    if (write(ix, line, n) != (ssize_t)n) {
-    }
+    ssize_t w = write(ix, line, n);
+    if (w != (ssize_t)n && !a->werr)
+        a->werr = w < 0 ? errno : ENOSPC;
 }
 
 /* Archives the source file `file` (absolute, from the debug information) into
@@ -171,7 +181,7 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
                     *e->procs[i]->name ? ": " : "", e->procs[i]->notes[k]);
     /* everything is written below EXP/archive, opened without following a link: nothing the
      * experiment contains can make this write elsewhere */
-    actx_t a = { path, -1, quiet, 0 };
+    actx_t a = { path, -1, quiet, 0, 0 };
     int xfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     a.dir = xfd < 0 ? -errno : fs_mkdirs_at(xfd, "archive");
     if (xfd >= 0)
@@ -232,7 +242,7 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
                 continue;
             }
             copied++;
-            index_line(ix, o->buildid, o->path);
+            index_line(&a, ix, o->buildid, o->path);
             /* its separate debug file (symbols of static functions, lines), beside it */
             if (*so->debugfile) {
                 char name[160];
@@ -306,6 +316,9 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
     close(a.dir);
     sym_free(sym);
     exp_close(e);
+    if (a.werr)
+        return tally_errf(err, TALLY_EIO, "cannot write the archive '%s/archive': %s (%u object%s "
+                          "not archived)", path, strerror(a.werr), failed, failed == 1 ? "" : "s");
     return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <pwd.h>
 #include <getopt.h>
@@ -628,6 +629,20 @@ static void summarize(const char *exp, const char *shown)
     exp_close(e);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path) < 0 ? 0 : 0; /* best effort: what cannot be removed stays */
+}
+
+/* Removes the experiment directory the driver created, with whatever is in it. */
+static void remove_tree(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 /* Ends the driver by the signal that ended the program, as `time` and `nice` do: a shell loop
  * then sees the ^C. The experiment is complete by now; no core file of the driver. */
 static void die_like(int sig)
@@ -642,6 +657,18 @@ static void die_like(int sig)
     sigaddset(&s, sig);
     sigprocmask(SIG_UNBLOCK, &s, NULL);
     raise(sig);
+}
+
+/* The driver's exit status: the program's, or the program's death by a signal. */
+static int exit_like(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+        die_like(WTERMSIG(status));
+        return 128 + WTERMSIG(status);
+    }
+    return 1;
 }
 
 int cmd_collect(int argc, char **argv)
@@ -932,8 +959,18 @@ int cmd_collect(int argc, char **argv)
     else
         snprintf(not_started, sizeof not_started, "the collector did not start in '%s' (LD_PRELOAD was removed "
                  "or refused before the program started)", prog);
-    if (record_end(exp, status, not_started, &collector_ran) < 0)
-        cli_error("collect", "cannot write to experiment '%s': %s", shown, strerror(errno));
+    if (record_end(exp, status, not_started, &collector_ran) < 0) {
+        int e = errno;
+        if (!collector_ran) { /* nothing readable was written: keep nothing */
+            remove_tree(exp);
+            cli_error("collect", "cannot write the experiment '%s': %s; the program ran "
+                      "unprofiled and no experiment was kept", shown, strerror(e));
+            free(expabs);
+            int rc = exit_like(status);
+            return rc ? rc : 1; /* nothing recorded: a failure, unless the program's is one */
+        }
+        cli_error("collect", "cannot write to experiment '%s': %s", shown, strerror(e));
+    }
     if (!collector_ran)
         cli_error("collect", "warning: %s; %s holds no profile", not_started, shown);
     else
@@ -945,13 +982,8 @@ int cmd_collect(int argc, char **argv)
                       "later)", shown, aerr.msg);
     }
     free(expabs);
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) {
+    if (WIFSIGNALED(status))
         fprintf(stderr, "tally: %s ended by signal %d (%s)\n", prog_argv[0], WTERMSIG(status),
                 strsignal(WTERMSIG(status)));
-        die_like(WTERMSIG(status));
-        return 128 + WTERMSIG(status);
-    }
-    return 1;
+    return exit_like(status);
 }

@@ -198,7 +198,8 @@ static int c_thread_select(pstate_t *ps, const char *a)
 static int c_experiment_list(pstate_t *ps, const char *a)
 {
     if (ps->json) {
-        printf("{\"view\":\"experiment_list\",\"experiments\":[");
+        pr_json_open(ps);
+        printf("\"view\":\"experiment_list\",\"experiments\":[");
         for (size_t x = 0; x < ps->nexps; x++) {
             printf(x ? "," : "");
             pr_json_str(stdout, ps->exps[x]->path);
@@ -269,22 +270,23 @@ static const struct pcmd {
     int nargs;
     int (*fn)(pstate_t *, const char *);
     const char *arg, *help;
+    int data; /* PR_DATA_*: the recorded data the view shows (its losses are said at its top) */
 } pcmds[] = {
-    { "functions", 0, c_functions, "", "functions with their metrics, <Total> first" },
-    { "callers-callees", 0, c_cc, "", "each function with its callers and callees (attributed)" },
-    { "csingle", 1, c_csingle, "NAME", "callers and callees of one function" },
-    { "calltree", 0, c_calltree, "", "the call tree with inclusive metrics" },
-    { "fsingle", 1, c_fsingle, "NAME", "one function's metrics, size, address, file, object" },
-    { "objects", 0, c_objects, "", "load objects with their metrics" },
-    { "lines", 0, c_lines, "", "source lines with their metrics" },
+    { "functions", 0, c_functions, "", "functions with their metrics, <Total> first", PR_DATA_ALL },
+    { "callers-callees", 0, c_cc, "", "each function with its callers and callees (attributed)", PR_DATA_ALL },
+    { "csingle", 1, c_csingle, "NAME", "callers and callees of one function", PR_DATA_ALL },
+    { "calltree", 0, c_calltree, "", "the call tree with inclusive metrics", PR_DATA_ALL },
+    { "fsingle", 1, c_fsingle, "NAME", "one function's metrics, size, address, file, object", PR_DATA_ALL },
+    { "objects", 0, c_objects, "", "load objects with their metrics", PR_DATA_ALL },
+    { "lines", 0, c_lines, "", "source lines with their metrics", PR_DATA_ALL },
     { "object_show", 1, c_object_show, "NAME|all", "show the functions of a load object" },
     { "object_hide", 1, c_object_hide, "NAME|all", "show a load object as one entry <name>" },
     { "object_api", 1, c_object_api, "NAME|all", "show only the functions it is entered by" },
     { "objects_default", 0, c_objects_default, "", "show every load object's functions" },
     { "inlines", 1, c_inlines, "on|off", "inlined functions as frames (on) or folded (off)" },
-    { "pcs", 0, c_pcs, "", "instructions with their metrics" },
-    { "source", 1, view_source, "FUNC|FILE", "source annotated with metrics per line" },
-    { "disasm", 1, view_disasm, "FUNC", "disassembly annotated with metrics per instruction" },
+    { "pcs", 0, c_pcs, "", "instructions with their metrics", PR_DATA_ALL },
+    { "source", 1, view_source, "FUNC|FILE", "source annotated with metrics per line", PR_DATA_ALL },
+    { "disasm", 1, view_disasm, "FUNC", "disassembly annotated with metrics per instruction", PR_DATA_ALL },
     { "setpath", 1, set_setpath, "DIR[:DIR]", "directories searched for sources" },
     { "addpath", 1, set_addpath, "DIR[:DIR]", "add directories to search for sources" },
     { "pathmap", 1, set_pathmap, "'OLD NEW'", "sources recorded under OLD are under NEW" },
@@ -294,22 +296,22 @@ static const struct pcmd {
     { "sort", 1, c_sort, "METRIC", "sort by a metric (e.totalcpu, i.user, ...) or name" },
     { "limit", 1, c_limit, "N", "show at most N rows (0: all)" },
     { "name", 1, c_name, "short|long|mangled", "how function names are shown" },
-    { "header", 0, c_header, "", "what was collected, how the run ended, data quality" },
-    { "overview", 0, c_overview, "", "totals of the run and how trustworthy they are" },
-    { "thread_list", 0, c_thread_list, "", "threads, numbered for -thread_select" },
+    { "header", 0, c_header, "", "what was collected, how the run ended, data quality", PR_DATA_ALL },
+    { "overview", 0, c_overview, "", "totals of the run and how trustworthy they are", PR_DATA_ALL },
+    { "thread_list", 0, c_thread_list, "", "threads, numbered for -thread_select", PR_DATA_ALL },
     { "thread_select", 1, c_thread_select, "LIST", "analyse only threads LIST: all, 2, 1,3-5" },
     { "experiment_list", 0, c_experiment_list, "", "the experiments loaded" },
-    { "sample_list", 0, c_sample_list, "", "sample packets: time, length, CPU, faults, states" },
-    { "sample_detail", 1, view_sample_detail, "N", "everything about sample N" },
+    { "sample_list", 0, c_sample_list, "", "sample packets: time, length, CPU, faults, states", PR_DATA_ALL },
+    { "sample_detail", 1, view_sample_detail, "N", "everything about sample N", PR_DATA_ALL },
     { "sample_select", 1, set_sample_select, "LIST", "analyse only samples LIST: all, 3-7,9" },
     { "cpu_select", 1, set_cpu_select, "LIST", "analyse only events on CPUs LIST: all, 0,2" },
     { "filters", 1, set_filters, "EXPR", "analyse only events where EXPR holds (none: all)" },
-    { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state" },
-    { "leaks", 0, c_leaks, "", "heap blocks never freed, by allocating stack, largest first" },
-    { "allocs", 0, c_allocs, "", "heap allocations by allocating stack, largest first" },
-    { "heap", 0, c_heap, "", "each process's peak heap, the stacks live at it, temporaries" },
-    { "sync_objects", 0, c_sync_objects, "", "mutexes, conditions, ... waited on, most first" },
-    { "io_files", 0, c_io_files, "", "I/O time, bytes and calls by file" },
+    { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state", PR_DATA_CLOCK },
+    { "leaks", 0, c_leaks, "", "heap blocks never freed, by allocating stack, largest first", PR_DATA_HEAP },
+    { "allocs", 0, c_allocs, "", "heap allocations by allocating stack, largest first", PR_DATA_HEAP },
+    { "heap", 0, c_heap, "", "each process's peak heap, the stacks live at it, temporaries", PR_DATA_HEAP },
+    { "sync_objects", 0, c_sync_objects, "", "mutexes, conditions, ... waited on, most first", PR_DATA_SYNC },
+    { "io_files", 0, c_io_files, "", "I/O time, bytes and calls by file", PR_DATA_IO },
     { "script", 1, c_script, "FILE", "run the commands in FILE, one per line" },
     { "help", 0, c_help, "", "this list" },
     { "quit", 0, c_quit, "", "leave the interactive prompt (also: exit)" },
@@ -393,6 +395,8 @@ static int run_line(pstate_t *ps, char *line, const char *where)
                 where ? ": " : "", c->name, c->arg);
         return 2;
     }
+    ps->data = c->data;
+    pr_incomplete_text(ps);
     int rc = c->fn(ps, arg);
     fflush(stdout);
     note_saturation(ps);
@@ -585,6 +589,8 @@ int cmd_print(int argc, char **argv)
             interactive(&ps);
         } else {
             for (size_t i = 0; i < nsteps && !ps.quit; i++) {
+                ps.data = steps[i].c->data;
+                pr_incomplete_text(&ps);
                 int r = steps[i].c->fn(&ps, steps[i].arg);
                 fflush(stdout);
                 note_saturation(&ps);

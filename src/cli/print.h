@@ -52,6 +52,7 @@ typedef struct pstate {
     long limit;                   /* 0: no limit */
     int namefmt;                  /* 0 short, 1 long, 2 mangled */
     int depth;                    /* -script nesting */
+    int data;                     /* PR_DATA_* of the command running (what its losses are) */
     int quit;
     /* where sources are looked for (-setpath, -addpath) and how moved trees map (-pathmap) */
     char **paths;
@@ -61,6 +62,23 @@ typedef struct pstate {
 } pstate_t;
 
 /* A row of a table: values by flavor (NULL when the row has none of that flavor). */
+/* The recorded data a view shows: when some of it was lost while recording (a full disk, a busy
+ * writer), the view says so at its top, with counts (pr_incomplete_text, pr_json_open). */
+enum { PR_DATA_CLOCK = 1, PR_DATA_HEAP = 2, PR_DATA_IO = 4, PR_DATA_SYNC = 8, PR_DATA_ALL = 15 };
+
+typedef struct pr_lost {
+    uint64_t clock, heap, io, sync, traced; /* records lost, by kind (traced: of unknown kind) */
+    int disk_full;
+} pr_lost_t;
+
+/* What was lost in every process of the loaded experiments, limited to the kinds in data;
+ * returns 1 if anything was. */
+int pr_lost(const pstate_t *ps, int data, pr_lost_t *l);
+/* Text views: a warning line naming what is missing, before the view (nothing when complete). */
+void pr_incomplete_text(const pstate_t *ps);
+/* JSON views: opens the document, `{` and, when data is missing, "incomplete":{...}, */
+void pr_json_open(const pstate_t *ps);
+
 typedef struct names {
     const char **name; /* by id; NULL = not listed */
     char **owned;

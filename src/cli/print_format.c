@@ -443,3 +443,59 @@ const char *pr_sort_title(pstate_t *ps, char *buf, size_t n)
                  eng_metrics[ps->sort_metric].title);
     return buf;
 }
+
+/* ---- what was lost while recording ------------------------------------------------------------ */
+
+int pr_lost(const pstate_t *ps, int data, pr_lost_t *l)
+{
+    memset(l, 0, sizeof *l);
+    for (size_t e = 0; e < ps->nexps; e++)
+        for (size_t i = 0; i < ps->exps[e]->nprocs; i++) {
+            const exp_process_t *p = ps->exps[e]->procs[i];
+            if (data & PR_DATA_CLOCK)
+                l->clock += p->st_dropped_disk + p->st_dropped_busy;
+            if (data & PR_DATA_HEAP)
+                l->heap += p->st_dropped_heap;
+            if (data & PR_DATA_IO)
+                l->io += p->st_dropped_io;
+            if (data & PR_DATA_SYNC)
+                l->sync += p->st_dropped_sync;
+            if (data != PR_DATA_CLOCK)
+                l->traced += p->st_dropped_traced;
+            l->disk_full |= p->st_disk_full;
+        }
+    return l->clock + l->heap + l->io + l->sync + l->traced != 0;
+}
+
+void pr_incomplete_text(const pstate_t *ps)
+{
+    pr_lost_t l;
+    if (ps->json || !ps->data || !pr_lost(ps, ps->data, &l))
+        return;
+    static const char *const what[] = { "clock samples", "heap records", "I/O records",
+                                        "sync records", "traced records" };
+    const uint64_t n[] = { l.clock, l.heap, l.io, l.sync, l.traced };
+    printf("Warning: incomplete data: ");
+    int first = 1;
+    for (size_t k = 0; k < sizeof n / sizeof *n; k++) {
+        if (!n[k])
+            continue;
+        printf("%s%llu %s", first ? "" : ", ", (unsigned long long)n[k], what[k]);
+        first = 0;
+    }
+    printf(" were lost while recording%s; the figures below do not include them\n\n",
+           l.disk_full ? " (the disk was full)" : "");
+}
+
+void pr_json_open(const pstate_t *ps)
+{
+    pr_lost_t l;
+    if (!ps->data || !pr_lost(ps, ps->data, &l)) {
+        printf("{");
+        return;
+    }
+    printf("{\"incomplete\":{\"clock\":%llu,\"heap\":%llu,\"io\":%llu,\"sync\":%llu,"
+           "\"traced\":%llu,\"disk_full\":%s},",
+           (unsigned long long)l.clock, (unsigned long long)l.heap, (unsigned long long)l.io,
+           (unsigned long long)l.sync, (unsigned long long)l.traced, l.disk_full ? "true" : "false");
+}

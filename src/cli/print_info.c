@@ -69,7 +69,8 @@ int view_header(pstate_t *ps)
         return 1;
     const exp_scan_stats_t *st = eng_scan_stats(ps->eng);
     if (ps->json) {
-        printf("{\"view\":\"header\",\"experiments\":[");
+        pr_json_open(ps);
+        printf("\"view\":\"header\",\"experiments\":[");
         for (size_t x = 0; x < ps->nexps; x++) {
             printf("%s{\"path\":", x ? "," : "");
             pr_json_str(stdout, ps->exps[x]->path);
@@ -249,7 +250,8 @@ int view_overview(pstate_t *ps)
     char end[256];
     pr_end_text(root, end, sizeof end);
     if (ps->json) {
-        printf("{\"view\":\"overview\",\"duration\":");
+        pr_json_open(ps);
+        printf("\"view\":\"overview\",\"duration\":");
         pr_json_num(stdout, dur);
         printf(",\"processes\":%zu,\"threads\":%zu,\"ended\":", nprocs, eng_nthreads(ps->eng));
         pr_json_str(stdout, end);
@@ -298,7 +300,8 @@ int view_thread_list(pstate_t *ps)
     size_t n = eng_nthreads(ps->eng);
     /* which threads are selected: aggregate counted events of all, values only for selected */
     if (ps->json) {
-        printf("{\"view\":\"thread_list\",\"selection\":");
+        pr_json_open(ps);
+        printf("\"view\":\"thread_list\",\"selection\":");
         pr_json_str(stdout, eng_thread_selection(ps->eng));
         printf(",\"threads\":[");
     } else {
@@ -348,7 +351,8 @@ int view_metric_list(pstate_t *ps)
     if (eng_aggregate(ps->eng, &err))
         return pr_report(&err);
     if (ps->json) {
-        printf("{\"view\":\"metric_list\",\"available\":[");
+        pr_json_open(ps);
+        printf("\"view\":\"metric_list\",\"available\":[");
         int first = 1;
         for (int m = 0; m < ENG_NMETRICS; m++) {
             if (!eng_has_metric(ps->eng, m))

@@ -115,13 +115,15 @@ int view_sample_list(pstate_t *ps)
     if (sample_totals(ps, &b))
         return 1;
     int first = 1;
-    if (ps->json)
-        printf("{\"view\":\"sample_list\",\"selection\":\"%s\",\"samples\":[",
+    if (ps->json) {
+        pr_json_open(ps);
+        printf("\"view\":\"sample_list\",\"selection\":\"%s\",\"samples\":[",
                eng_sample_selection(ps->eng));
-    else
+    } else {
         printf("Samples (selected: %s)\n\n%4s %-12s %9s %9s %9s %9s %9s %8s %8s  %s\n",
                eng_sample_selection(ps->eng), "#", "Process", "Start s", "Length s", "User s",
                "System s", "Lock+I/O", "Faults", "RSS MB", "Reason / label");
+    }
     for (size_t x = 0; x < ps->nexps; x++)
         for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
             const exp_process_t *p = ps->exps[x]->procs[i];
@@ -172,7 +174,8 @@ int view_sample_detail(pstate_t *ps, const char *arg)
         return 1;
     const uint64_t *v = (size_t)k < b.n ? b.v + (size_t)k * ENG_NMETRICS : NULL;
     if (ps->json) {
-        printf("{\"view\":\"sample_detail\",\"sample\":");
+        pr_json_open(ps);
+        printf("\"view\":\"sample_detail\",\"sample\":");
         json_sample(ps, root, (size_t)k - 1, v);
         printf("}\n");
         free(b.v);
@@ -386,7 +389,8 @@ int view_timeline(pstate_t *ps)
     for (size_t i = 0; i < nl; i++)
         letter[order[i]] = i < sizeof letters - 1 ? letters[i] : '*';
     if (ps->json) {
-        printf("{\"view\":\"timeline\",\"start\":0,\"end\":");
+        pr_json_open(ps);
+        printf("\"view\":\"timeline\",\"start\":0,\"end\":");
         pr_json_num(stdout, (double)(tl.t1 - tl.t0) * 1e-9);
         printf(",\"columns\":%d,\"legend\":{", TL_COLS);
         for (size_t i = 0; i < nl; i++) {

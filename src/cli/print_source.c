@@ -484,7 +484,8 @@ static const char *find_file(pstate_t *ps, const char *arg, uint32_t *maxline)
 static void source_json(pstate_t *ps, const srcview_t *v, char **src, size_t nsrc,
                         const target_t *t, uint64_t max)
 {
-    printf("{\"view\":\"source\",\"file\":");
+    pr_json_open(ps);
+    printf("\"view\":\"source\",\"file\":");
     pr_json_str(stdout, v->file);
     printf(",");
     pr_json_metrics(ps, &ps->metrics);
@@ -711,7 +712,8 @@ int view_disasm(pstate_t *ps, const char *arg)
             target[j] = 1;
     }
     if (ps->json) {
-        printf("{\"view\":\"disasm\",\"function\":");
+        pr_json_open(ps);
+        printf("\"view\":\"disasm\",\"function\":");
         pr_json_str(stdout, t.f->name);
         printf(",\"object\":");
         pr_json_str(stdout, sym_object(ps->sym, t.obj)->name);

@@ -141,7 +141,8 @@ static int heap_stacks(pstate_t *ps, int leaks)
     size_t shown = ps->limit > 0 && (size_t)ps->limit < r.n ? (size_t)ps->limit : r.n;
     const char *what = leaks ? "Leak" : "Allocation", *bw = leaks ? "Leaked" : "Allocated";
     if (ps->json) {
-        printf("{\"view\":\"%s\",\"distinct\":%zu,\"instances\":%llu,\"bytes\":%llu,\"entries\":[",
+        pr_json_open(ps);
+        printf("\"view\":\"%s\",\"distinct\":%zu,\"instances\":%llu,\"bytes\":%llu,\"entries\":[",
                leaks ? "leaks" : "allocs", r.n, (unsigned long long)instances,
                (unsigned long long)bytes);
     } else if (!eng_has_metric(ps->eng, ENG_M_HEAPALLOCCNT)) {
@@ -184,9 +185,10 @@ int view_heap(pstate_t *ps)
         return 1;
     if (tr_heap(ps->eng, ps->exps, ps->nexps, &h, &err))
         return pr_report(&err);
-    if (ps->json)
-        printf("{\"view\":\"heap\",\"processes\":[");
-    else if (!h.nprocs)
+    if (ps->json) {
+        pr_json_open(ps);
+        printf("\"view\":\"heap\",\"processes\":[");
+    } else if (!h.nprocs)
         printf("No heap data: collect with -H on (tally collect -H on ...).\n\n");
     for (size_t i = 0; i < h.nprocs; i++) {
         const tr_heap_proc_t *p = &h.procs[i];
@@ -288,7 +290,8 @@ int view_sync_objects(pstate_t *ps)
     }
     size_t shown = ps->limit > 0 && (size_t)ps->limit < n ? (size_t)ps->limit : n;
     if (ps->json) {
-        printf("{\"view\":\"sync_objects\",\"wait\":");
+        pr_json_open(ps);
+        printf("\"view\":\"sync_objects\",\"wait\":");
         pr_json_num(stdout, (double)total * 1e-9);
         printf(",\"count\":%llu,\"objects\":[", (unsigned long long)count);
     } else {
@@ -340,7 +343,8 @@ int view_io_files(pstate_t *ps)
         return pr_report(&err);
     size_t shown = ps->limit > 0 && (size_t)ps->limit < n ? (size_t)ps->limit : n;
     if (ps->json) {
-        printf("{\"view\":\"io_files\",\"files\":[");
+        pr_json_open(ps);
+        printf("\"view\":\"io_files\",\"files\":[");
     } else {
         printf("Files sorted by I/O time\n\n");
         printf("%10s %12s %8s %10s %12s %8s %10s %8s %10s %8s  %s\n", "Read sec.", "Read bytes",

@@ -52,7 +52,8 @@ int view_list(pstate_t *ps, int kind)
                                                     "Source Lines" };
     const char *view = views[kind];
     if (ps->json) {
-        printf("{\"view\":\"%s\",", view);
+        pr_json_open(ps);
+        printf("\"view\":\"%s\",", view);
         pr_json_metrics(ps, &ps->metrics);
         printf(",\"rows\":[");
         pr_json_row(&ps->metrics, &totrow, total);
@@ -225,7 +226,8 @@ int view_callers_callees(pstate_t *ps, const char *single)
     }
     char st[160];
     if (ps->json) {
-        printf("{\"view\":\"%s\",", single ? "csingle" : "callers-callees");
+        pr_json_open(ps);
+        printf("\"view\":\"%s\",", single ? "csingle" : "callers-callees");
         pr_json_metrics(ps, &ps->cmetrics);
         printf(",\"entries\":[");
     } else {
@@ -366,7 +368,8 @@ int view_calltree(pstate_t *ps)
     pr_names_build(ps, &tp.nm, t);
     int rc;
     if (ps->json) {
-        printf("{\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metrics[tp.metric].name);
+        pr_json_open(ps);
+        printf("\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metrics[tp.metric].name);
         rc = tree_print(&tp);
         printf("}\n");
     } else {
@@ -402,7 +405,8 @@ int view_fsingle(pstate_t *ps, const char *name)
         file = NULL;
     const uint64_t *ex = t->excl + (size_t)id * ENG_NMETRICS, *in = t->incl + (size_t)id * ENG_NMETRICS;
     if (ps->json) {
-        printf("{\"view\":\"fsingle\",\"name\":");
+        pr_json_open(ps);
+        printf("\"view\":\"fsingle\",\"name\":");
         pr_json_str(stdout, nm.name[id]);
         for (int m = 0; m < ENG_NMETRICS; m++) {
             if (!eng_has_metric(ps->eng, m))

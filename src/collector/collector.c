@@ -511,6 +511,9 @@ static int open_experiment(coll_proc_t *p)
         fd = coll_high_fd(fd);
     coll_fd_room_leave();
     if (fd < 0) {
+        /* the root's driver (tally collect) finds no log and says so itself: one message */
+        if (getpid() == (pid_t)p->set.root_pid && !p->is_descendant)
+            return -1;
         char msg[PATH_MAX + 200];
         int n = snprintf(msg, sizeof msg,
                          "tally collector: cannot write the experiment log '%s': %s; the program "
@@ -608,6 +611,7 @@ static void init_process(coll_proc_t *p)
         }
         snprintf(p->dir, sizeof p->dir, "%s", dir);
     }
+    p->is_descendant = !is_root;
     /* the origin of the duration window: the root's start as the driver or the parent image
      * passed it, else this image's own start */
     p->root_t0 = p->set.root_t0 ? p->set.root_t0 : p->t_start;
@@ -688,8 +692,11 @@ static void log_stats(coll_proc_t *p)
     exp_line_u64(&l, "profiled_ns", st->profiled_ns);
     exp_line_u64(&l, "ring_lost", st->ring_lost);
     exp_line_u64(&l, "unwind_no_room", st->unwind_no_room);
+    int disk_full = __atomic_load_n(&p->evfile.disk_full, __ATOMIC_RELAXED);
+    exp_line_u64(&l, "disk_full", (uint64_t)disk_full);
     trace_log_stats(&l);
     coll_log_write(&l);
+    trace_warn_dropped(disk_full);
     char msg[160];
     if (st->dropped_disk) {
         static const char t[] = " clock events were lost: no disk space for the events file";

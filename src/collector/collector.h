@@ -56,6 +56,7 @@ typedef struct coll_proc {
      * values in use derived from them */
     exp_settings_t set;
     int strip_env;        /* not profiled here: new images get the environment without tally */
+    int is_descendant;    /* this image writes a descendant experiment (_x<n>.tally) */
     uint64_t interval_ns; /* 0: clock profiling off */
     int follow;
     uint64_t root_t0;          /* CLOCK_MONOTONIC start of the root process */

@@ -24,8 +24,9 @@ __thread trace_thr_t trace_thr __attribute__((tls_model("initial-exec")));
 uint64_t trace_self_lo, trace_self_hi;
 
 /* Counts for the `stats` record (atomic). */
+enum { K_HEAP = 0, K_IO = 1, K_SYNC = 2 };
 static struct {
-    uint64_t dropped, unwind_failures, truncated, walks;
+    uint64_t dropped[3], unwind_failures, truncated, walks; /* dropped: by K_* */
 } counts;
 
 /* The stream of threads whose TLS destructor has run, shared under a spinlock. */
@@ -296,10 +297,10 @@ static inline int fast_stack(trace_thr_t *th, uint64_t t, fu_regs_t r, const voi
     return th->state == TT_READY && recording(t) && memo_hit(th, r, fn, id) == 0;
 }
 
-static void fast_written(int rc, int saved)
+static void fast_written(int rc, int saved, int kind)
 {
     if (rc)
-        count(&counts.dropped);
+        count(&counts.dropped[kind]);
     errno = saved;
 }
 
@@ -325,10 +326,10 @@ static int rec_begin(trace_thr_t *th, uint64_t t, rec_t *r)
     return 0;
 }
 
-static void rec_end(rec_t *r, int rc)
+static void rec_end(rec_t *r, int rc, int kind)
 {
     if (rc) /* the records written are counted by the reader: no shared counter on every call */
-        count(&counts.dropped);
+        count(&counts.dropped[kind]);
     stream_done(r->s);
     errno = r->saved;
 }
@@ -340,12 +341,13 @@ static void trace_alloc_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64
     uint32_t id;
     if (__builtin_expect(fast_stack(th, t, r, fn, &id), 1)) {
         int saved = errno;
-        fast_written(exp_stream_alloc(&th->stream, t, id, (uint64_t)(uintptr_t)p, size, call), saved);
+        fast_written(exp_stream_alloc(&th->stream, t, id, (uint64_t)(uintptr_t)p, size, call), saved,
+                     K_HEAP);
         return;
     }
     if (rec_begin(th, t, &c) == 0)
         rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
-                        ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call));
+                        ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call), K_HEAP);
 }
 
 /* The record is the collector's work: nothing it calls is traced (the guard). */
@@ -362,11 +364,12 @@ static void trace_free_rec(trace_thr_t *th, uint64_t t, const void *p, uint64_t 
     rec_t c;
     if (__builtin_expect(th->state == TT_READY && recording(t), 1)) {
         int saved = errno;
-        fast_written(exp_stream_free(&th->stream, t, (uint64_t)(uintptr_t)p, size, call), saved);
+        fast_written(exp_stream_free(&th->stream, t, (uint64_t)(uintptr_t)p, size, call), saved,
+                     K_HEAP);
         return;
     }
     if (rec_begin(th, t, &c) == 0)
-        rec_end(&c, exp_stream_free(c.s, t, (uint64_t)(uintptr_t)p, size, call));
+        rec_end(&c, exp_stream_free(c.s, t, (uint64_t)(uintptr_t)p, size, call), K_HEAP);
 }
 
 void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
@@ -384,12 +387,13 @@ static void trace_sync_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_
     if (__builtin_expect(fast_stack(th, t, r, fn, &id), 1)) {
         int saved = errno;
         fast_written(exp_stream_sync(&th->stream, t, id, wait, (uint64_t)(uintptr_t)object, call),
-                     saved);
+                     saved, K_SYNC);
         return;
     }
     if (rec_begin(th, t, &c) == 0)
         rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
-                        ?: exp_stream_sync(c.s, t, id, wait, (uint64_t)(uintptr_t)object, call));
+                        ?: exp_stream_sync(c.s, t, id, wait, (uint64_t)(uintptr_t)object, call),
+                K_SYNC);
 }
 
 void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
@@ -408,7 +412,8 @@ static void trace_io_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t 
     if (rec_begin(th, t, &c) == 0)
         rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
                         ?: exp_stream_io(c.s, t, id, call, ns, bytes, fd, (uint32_t)err, name,
-                                         name ? strlen(name) : 0));
+                                         name ? strlen(name) : 0),
+                K_IO);
 }
 
 void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
@@ -428,7 +433,8 @@ void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size
         return;
     uint64_t frames[2] = { (uint64_t)(uintptr_t)fn, ra };
     rec_end(&c, exp_stream_stack(c.s, frames, ra ? 2 : 1, EXP_STACK_UNWIND_FAIL, &id)
-                    ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call));
+                    ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call),
+            K_HEAP);
 }
 
 /* ---- lifecycle -------------------------------------------------------------------------------- */
@@ -476,11 +482,32 @@ void trace_stop(void)
     __atomic_store_n(&trace_io_on, 0, __ATOMIC_RELEASE);
 }
 
+void trace_warn_dropped(int disk_full)
+{
+    static const char *const what[3] = { " heap", " I/O", " sync" };
+    for (int k = 0; k < 3; k++) {
+        if (!counts.dropped[k])
+            continue;
+        char msg[160];
+        size_t n = coll_fmt_u64(msg, counts.dropped[k]);
+        const char *tail = disk_full ? " records were lost: no disk space for the events file"
+                                     : " records were lost (no stack could be written)";
+        size_t wl = strlen(what[k]), tl = strlen(tail);
+        memcpy(msg + n, what[k], wl);
+        memcpy(msg + n + wl, tail, tl + 1);
+        coll_warn(msg);
+    }
+}
+
 void trace_log_stats(exp_line_t *l)
 {
     if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
         return;
-    exp_line_u64(l, "trace_dropped", counts.dropped);
+    exp_line_u64(l, "trace_dropped", counts.dropped[K_HEAP] + counts.dropped[K_IO] +
+                                         counts.dropped[K_SYNC]);
+    exp_line_u64(l, "trace_dropped_heap", counts.dropped[K_HEAP]);
+    exp_line_u64(l, "trace_dropped_io", counts.dropped[K_IO]);
+    exp_line_u64(l, "trace_dropped_sync", counts.dropped[K_SYNC]);
     exp_line_u64(l, "trace_unwind_failures", counts.unwind_failures);
     exp_line_u64(l, "trace_truncated_stacks", counts.truncated);
     exp_line_u64(l, "trace_walks", counts.walks);

@@ -134,6 +134,8 @@ void trace_start(coll_proc_t *p) COLL_HIDDEN;
 /* Stops tracing (the end of the image); the counts for the `stats` record. AS-safe. */
 void trace_stop(void) COLL_HIDDEN;
 void trace_log_stats(exp_line_t *l) COLL_HIDDEN;
+/* One `warning` per traced kind that lost records (disk_full: why). AS-safe. */
+void trace_warn_dropped(int disk_full) COLL_HIDDEN;
 /* The calling thread is exiting (its TLS destructor). */
 void trace_thread_exit(void) COLL_HIDDEN;
 /* The collector's own thread (the sampler): never traced. */

@@ -150,9 +150,11 @@ int exp_log_create(const char *path)
     if (fd < 0)
         return -errno;
     static const char first[] = EXP_LOG_FIRST_LINE "\n";
-    if (write(fd, first, sizeof first - 1) != (ssize_t)(sizeof first - 1)) {
-        int e = errno ? errno : EIO;
+    ssize_t w = write(fd, first, sizeof first - 1);
+    if (w != (ssize_t)(sizeof first - 1)) {
+        int e = w < 0 ? errno : ENOSPC; /* a short write: the disk is full */
         close(fd);
+        unlink(path); /* no log at all rather than one that is not a log */
         return -e;
     }
     return fd;

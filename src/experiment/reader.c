@@ -464,6 +464,14 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         p->st_dropped_busy = exp_record_u64(r, "dropped_busy", 0);
         p->st_dropped_disk = exp_record_u64(r, "dropped_disk", 0);
         p->st_truncated_stacks = exp_record_u64(r, "truncated_stacks", 0);
+        p->st_unwind_no_room = exp_record_u64(r, "unwind_no_room", 0);
+        p->st_dropped_heap = exp_record_u64(r, "trace_dropped_heap", 0);
+        p->st_dropped_io = exp_record_u64(r, "trace_dropped_io", 0);
+        p->st_dropped_sync = exp_record_u64(r, "trace_dropped_sync", 0);
+        uint64_t all = exp_record_u64(r, "trace_dropped", 0),
+                 known = p->st_dropped_heap + p->st_dropped_io + p->st_dropped_sync;
+        p->st_dropped_traced = all > known ? all - known : 0;
+        p->st_disk_full = exp_record_u64(r, "disk_full", 0) != 0 || p->st_dropped_disk;
     } else if (!strcmp(k, "warning")) {
         return add_warning(p, "%s", get_str(r, "what"));
     } else if (!strcmp(k, "end")) {

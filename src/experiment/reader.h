@@ -139,6 +139,10 @@ typedef struct exp_process {
     int has_stats;
     uint64_t st_samples, st_expected, st_unwind_failures, st_dropped_busy, st_dropped_disk,
         st_truncated_stacks;
+    uint64_t st_unwind_no_room;   /* clock samples that kept only their PC (no stack room) */
+    uint64_t st_dropped_heap, st_dropped_io, st_dropped_sync; /* traced records not written */
+    uint64_t st_dropped_traced;   /* traced records not written, of no known kind (older logs) */
+    int st_disk_full;             /* the events file ran out of disk space */
     char **warnings; /* warning records and problems found while reading */
     size_t nwarnings;
     exp_damage_t *damage; /* problems found while reading (also in warnings) */

@@ -112,6 +112,70 @@ n_h, n_hi = heap_total(exp_h), heap_total(exp_hi)
 check(n_h >= 100, "stdio -H on: %d allocations, expected at least the 100 FILEs" % n_h)
 check(n_h == n_hi, "stdio: %d allocations with -H on, %d with -H on -i on" % (n_h, n_hi))
 
+# ---- a full disk -----------------------------------------------------------------------------------
+def mount_tmpfs(size):
+    mnt = workdir("faults-disk")
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", mnt],
+                       capture_output=True, text=True)
+    return mnt if r.returncode == 0 else None
+
+def umount(mnt):
+    subprocess.run(["umount", mnt], capture_output=True)
+
+mnt = mount_tmpfs("2m")
+if not mnt:
+    skipped.append("disk-full cases: cannot mount a tmpfs here (needs root)")
+else:
+    try:
+        # during the run: the heap records that found no room are counted, and every view of
+        # them says so at its top (text) and in an "incomplete" field (JSON); so does the archive
+        p = subprocess.run([TALLY, "collect", "-d", mnt, "-o", "full", "-H", "on", prog, "heap",
+                            "3000000"], capture_output=True, text=True, timeout=240)
+        exp = os.path.join(mnt, "full.tally")
+        check(p.returncode == 0, "disk full during the run: exit %d\n%s" % (p.returncode, p.stderr))
+        check(re.search(r"warning: \d+ heap records were lost: no disk space", p.stderr),
+              "disk full during the run: collect did not count the lost heap records:\n" + p.stderr)
+        check("cannot write the archive" in p.stderr,
+              "disk full: the archive step did not say it could not write:\n" + p.stderr)
+        for view in ("-heap", "-functions", "-leaks"):
+            t = run([TALLY, "print", view, exp], expect=0).stdout
+            check(re.match(r"Warning: incomplete data: \d+ heap records.* were lost while recording "
+                           r"\(the disk was full\)", t),
+                  "disk full: %s does not say at its top that heap records were lost:\n%s" %
+                  (view, t[:300]))
+            doc = print_json(exp, view)[0]
+            inc = doc.get("incomplete", {})
+            check(inc.get("heap", 0) > 1000 and inc.get("disk_full") is True,
+                  "disk full: %s JSON has no count of the lost heap records: %r" % (view, inc))
+        t = run([TALLY, "print", "-io_files", exp], expect=0).stdout
+        check("incomplete" not in t, "-io_files says I/O data is incomplete; none was traced")
+    finally:
+        umount(mnt)
+
+    mnt = mount_tmpfs("1m")
+    try:
+        # before the start: one clear message, and no unreadable experiment left behind
+        with open(os.path.join(mnt, "fill"), "wb") as f:
+            try:
+                while True:
+                    f.write(b"\0" * 65536)
+                    f.flush()
+            except OSError:
+                pass
+        p = subprocess.run([TALLY, "collect", "-d", mnt, "-o", "none", prog, "heap", "1000"],
+                           capture_output=True, text=True, timeout=240)
+        errs = [l for l in p.stderr.splitlines() if "recording experiment" not in l]
+        check(p.returncode != 0, "disk full before the start: tally exited 0")
+        check(len(errs) == 1 and "No space left on device" in errs[0],
+              "disk full before the start: expected one message naming the full disk, got:\n" +
+              p.stderr)
+        exp = os.path.join(mnt, "none.tally")
+        check(not os.path.exists(exp) or run([TALLY, "print", "-header", exp]).returncode == 0,
+              "disk full before the start: an unreadable experiment was left: %r" %
+              (os.listdir(exp) if os.path.exists(exp) else None))
+    finally:
+        umount(mnt)
+
 if failures:
     sys.exit(1)
 if skipped:
