@@ -907,6 +907,7 @@ int cmd_collect(int argc, char **argv)
     if (child_pid == 0) {
         close(errpipe[0]);
         set.root_pid = set.owner_pid = (uint64_t)getpid();
+        set.driver_pid = (uint64_t)getppid(); /* reports a log the root cannot write */
         set.root_t0 = now_ns(); /* the origin of -t: the program's start */
         snprintf(set.dir.s, sizeof set.dir.s, "%s", expabs);
         if (exp_settings_encode(&set, enc, sizeof enc) < 0 ||

@@ -511,8 +511,9 @@ static int open_experiment(coll_proc_t *p)
         fd = coll_high_fd(fd);
     coll_fd_room_leave();
     if (fd < 0) {
-        /* the root's driver (tally collect) finds no log and says so itself: one message */
-        if (getpid() == (pid_t)p->set.root_pid && !p->is_descendant)
+        /* the root's driver (tally collect, its parent) finds no log and says so: one message */
+        if (getpid() == (pid_t)p->set.root_pid && !p->is_descendant &&
+            p->set.driver_pid == (uint64_t)getppid())
             return -1;
         char msg[PATH_MAX + 200];
         int n = snprintf(msg, sizeof msg,
