@@ -20,104 +20,183 @@
 
 /* ---- metric table --------------------------------------------------------------------------- */
 
-const eng_metric_def_t eng_metrics[ENG_NMETRICS] = {
-    [ENG_M_TOTALCPU] = { "totalcpu", "Total CPU Time", "s", 1e-9, "clock" },
-    [ENG_M_USER] = { "user", "User CPU Time", "s", 1e-9, "clock" },
-    [ENG_M_SYSTEM] = { "system", "System CPU Time", "s", 1e-9, "clock" },
-    [ENG_M_WAIT] = { "wait", "Wait CPU Time", "s", 1e-9, "states" },
-    [ENG_M_LOCK] = { "lock", "User Lock Time", "s", 1e-9, "states" },
-    [ENG_M_IO] = { "iowait", "I/O Wait Time", "s", 1e-9, "states" },
-    [ENG_M_SLEEP] = { "sleep", "Sleep Time", "s", 1e-9, "states" },
-    [ENG_M_TOTAL] = { "total", "Total Thread Time", "s", 1e-9, "states" },
-    [ENG_M_SYNC] = { "sync", "Sync Wait Time", "s", 1e-9, "sync" },
-    [ENG_M_SYNCN] = { "syncn", "Sync Wait Count", "count", 1, "sync" },
-    [ENG_M_HEAPALLOCCNT] = { "heapalloccnt", "Allocations", "count", 1, "heap" },
-    [ENG_M_HEAPALLOCBYTES] = { "heapallocbytes", "Bytes Allocated", "bytes", 1, "heap" },
-    [ENG_M_HEAPLEAKCNT] = { "heapleakcnt", "Leaks", "count", 1, "heap" },
-    [ENG_M_HEAPLEAKBYTES] = { "heapleakbytes", "Bytes Leaked", "bytes", 1, "heap" },
-    [ENG_M_IOREADTIME] = { "ioreadtime", "Read Time", "s", 1e-9, "io" },
-    [ENG_M_IOREADBYTES] = { "ioreadbytes", "Read Bytes", "bytes", 1, "io" },
-    [ENG_M_IOREADCNT] = { "ioreadcnt", "Read Count", "count", 1, "io" },
-    [ENG_M_IOWRITETIME] = { "iowritetime", "Write Time", "s", 1e-9, "io" },
-    [ENG_M_IOWRITEBYTES] = { "iowritebytes", "Write Bytes", "bytes", 1, "io" },
-    [ENG_M_IOWRITECNT] = { "iowritecnt", "Write Count", "count", 1, "io" },
-    [ENG_M_IOOTHERTIME] = { "ioothertime", "Other I/O Time", "s", 1e-9, "io" },
-    [ENG_M_IOOTHERCNT] = { "ioothercnt", "Other I/O Count", "count", 1, "io" },
-    [ENG_M_IOERRORTIME] = { "ioerrortime", "I/O Error Time", "s", 1e-9, "io" },
-    [ENG_M_IOERRORCNT] = { "ioerrorcnt", "I/O Error Count", "count", 1, "io" },
+const eng_metric_def_t eng_builtin_metrics[ENG_NBUILTIN] = {
+    [ENG_M_TOTALCPU] = { "totalcpu", "Total CPU Time", "s", 1e-9, "clock", 1 },
+    [ENG_M_USER] = { "user", "User CPU Time", "s", 1e-9, "clock", 1 },
+    [ENG_M_SYSTEM] = { "system", "System CPU Time", "s", 1e-9, "clock", 1 },
+    [ENG_M_WAIT] = { "wait", "Wait CPU Time", "s", 1e-9, "states", 1 },
+    [ENG_M_LOCK] = { "lock", "User Lock Time", "s", 1e-9, "states", 1 },
+    [ENG_M_IO] = { "iowait", "I/O Wait Time", "s", 1e-9, "states", 1 },
+    [ENG_M_SLEEP] = { "sleep", "Sleep Time", "s", 1e-9, "states", 1 },
+    [ENG_M_TOTAL] = { "total", "Total Thread Time", "s", 1e-9, "states", 1 },
+    [ENG_M_SYNC] = { "sync", "Sync Wait Time", "s", 1e-9, "sync", 1 },
+    [ENG_M_SYNCN] = { "syncn", "Sync Wait Count", "count", 1, "sync", 0 },
+    [ENG_M_HEAPALLOCCNT] = { "heapalloccnt", "Allocations", "count", 1, "heap", 0 },
+    [ENG_M_HEAPALLOCBYTES] = { "heapallocbytes", "Bytes Allocated", "bytes", 1, "heap", 0 },
+    [ENG_M_HEAPLEAKCNT] = { "heapleakcnt", "Leaks", "count", 1, "heap", 0 },
+    [ENG_M_HEAPLEAKBYTES] = { "heapleakbytes", "Bytes Leaked", "bytes", 1, "heap", 0 },
+    [ENG_M_IOREADTIME] = { "ioreadtime", "Read Time", "s", 1e-9, "io", 1 },
+    [ENG_M_IOREADBYTES] = { "ioreadbytes", "Read Bytes", "bytes", 1, "io", 0 },
+    [ENG_M_IOREADCNT] = { "ioreadcnt", "Read Count", "count", 1, "io", 0 },
+    [ENG_M_IOWRITETIME] = { "iowritetime", "Write Time", "s", 1e-9, "io", 1 },
+    [ENG_M_IOWRITEBYTES] = { "iowritebytes", "Write Bytes", "bytes", 1, "io", 0 },
+    [ENG_M_IOWRITECNT] = { "iowritecnt", "Write Count", "count", 1, "io", 0 },
+    [ENG_M_IOOTHERTIME] = { "ioothertime", "Other I/O Time", "s", 1e-9, "io", 1 },
+    [ENG_M_IOOTHERCNT] = { "ioothercnt", "Other I/O Count", "count", 1, "io", 0 },
+    [ENG_M_IOERRORTIME] = { "ioerrortime", "I/O Error Time", "s", 1e-9, "io", 1 },
+    [ENG_M_IOERRORCNT] = { "ioerrorcnt", "I/O Error Count", "count", 1, "io", 0 },
 };
 
-int eng_metric_find(const char *name)
+int eng_metric_set(exp_experiment_t **exps, size_t nexps, eng_metric_def_t **defs, int *n,
+                   tally_err_t *err)
 {
-    for (int m = 0; m < ENG_NMETRICS; m++)
-        if (!strcmp(eng_metrics[m].name, name))
-            return m;
-    return -1;
+    size_t cap = ENG_NBUILTIN;
+    for (size_t x = 0; x < nexps; x++)
+        for (size_t p = 0; p < exps[x]->nprocs; p++)
+            cap += exps[x]->procs[p]->nmetrics;
+    if (cap > ENG_MAX_METRICS)
+        cap = ENG_MAX_METRICS;
+    eng_metric_def_t *d = malloc(cap * sizeof *d);
+    if (!d)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory building the metric set");
+    memcpy(d, eng_builtin_metrics, sizeof eng_builtin_metrics);
+    int k = ENG_NBUILTIN;
+    for (size_t x = 0; x < nexps; x++) {
+        for (size_t p = 0; p < exps[x]->nprocs; p++) {
+            const exp_process_t *pr = exps[x]->procs[p];
+            for (size_t i = 0; i < pr->nmetrics && (size_t)k < cap; i++) {
+                const exp_metric_t *m = &pr->metrics[i];
+                int seen = 0;
+                for (int j = 0; j < k && !seen; j++)
+                    seen = !strcmp(d[j].name, m->name);
+                if (seen)
+                    continue;
+                const char *event = "trace";
+                for (size_t j = 0; j < pr->nkinds; j++)
+                    for (uint32_t q = 0; q < pr->kinds[j].nmetrics; q++)
+                        if (pr->kinds[j].metric[q] == i && !strcmp(event, "trace"))
+                            event = pr->kinds[j].name;
+                d[k++] = (eng_metric_def_t){ m->name, m->title, m->unit, m->time ? 1e-9 : 1,
+                                             event, m->time };
+            }
+        }
+    }
+    *defs = d;
+    *n = k;
+    return 0;
 }
 
-/* The metric vector of one event: the only place that knows what an event type contributes. */
-/* An event's metric vector is sparse: at most EV_MAXVALS metrics are non-zero. */
-#define EV_MAXVALS 8
+/* The metric vector of one event is sparse: at most EV_MAXVALS metrics are non-zero. */
+#define EV_MAXVALS (EXP_KIND_MAXVALUES > 8 ? EXP_KIND_MAXVALUES : 8)
 typedef struct evvals {
     int n;
-    uint8_t m[EV_MAXVALS];
+    uint16_t m[EV_MAXVALS];
     uint64_t v[EV_MAXVALS];
 } evvals_t;
 
 static inline void put(evvals_t *e, int metric, uint64_t value)
 {
-    e->m[e->n] = (uint8_t)metric;
+    e->m[e->n] = (uint16_t)metric;
     e->v[e->n++] = value;
 }
 
-/* The non-zero metrics of one event: the only place that knows what an event type contributes.
- * Returns their number (0: the event carries no metric). */
-static int event_values(const exp_event_t *ev, evvals_t *e)
+/* ---- record contributors ---------------------------------------------------------------------- */
+
+/* What one event of a record type adds to its metric vector. kmap: the process's declared kinds
+ * as metric indices of the engine (TRACE), NULL for the other types. */
+typedef struct kind_map kind_map_t;
+typedef void (*contributor_fn)(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e);
+
+static void contribute_clock(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
+{
+    (void)kmap;
+    static const int state_metric[EXP_STATE_COUNT] = {
+        [EXP_STATE_USER] = ENG_M_USER, [EXP_STATE_SYSTEM] = ENG_M_SYSTEM,
+        [EXP_STATE_WAIT] = ENG_M_WAIT, [EXP_STATE_LOCK] = ENG_M_LOCK,
+        [EXP_STATE_IO] = ENG_M_IO,     [EXP_STATE_SLEEP] = ENG_M_SLEEP,
+    };
+    int m = ev->state < EXP_STATE_COUNT ? state_metric[ev->state] : ENG_M_SLEEP;
+    put(e, m, ev->weight);
+    put(e, ENG_M_TOTAL, ev->weight);
+    if (m == ENG_M_USER || m == ENG_M_SYSTEM)
+        put(e, ENG_M_TOTALCPU, ev->weight);
+}
+
+static void contribute_sync(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
+{
+    (void)kmap;
+    put(e, ENG_M_SYNC, ev->weight);
+    put(e, ENG_M_SYNCN, 1);
+}
+
+/* (leaks come from matching frees to allocations at the end of each process: add_leak) */
+static void contribute_heap_alloc(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
+{
+    (void)kmap;
+    put(e, ENG_M_HEAPALLOCCNT, 1);
+    put(e, ENG_M_HEAPALLOCBYTES, ev->size);
+}
+
+static void contribute_io(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
+{
+    (void)kmap;
+    if (ev->err) {
+        put(e, ENG_M_IOERRORTIME, ev->weight);
+        put(e, ENG_M_IOERRORCNT, 1);
+    } else if (EXP_IO_IS_READ(ev->call)) {
+        put(e, ENG_M_IOREADTIME, ev->weight);
+        put(e, ENG_M_IOREADBYTES, ev->size);
+        put(e, ENG_M_IOREADCNT, 1);
+    } else if (EXP_IO_IS_WRITE(ev->call)) {
+        put(e, ENG_M_IOWRITETIME, ev->weight);
+        put(e, ENG_M_IOWRITEBYTES, ev->size);
+        put(e, ENG_M_IOWRITECNT, 1);
+    } else {
+        put(e, ENG_M_IOOTHERTIME, ev->weight);
+        put(e, ENG_M_IOOTHERCNT, 1);
+    }
+}
+
+/* A declared kind of one process: the engine's index of each of its metrics. */
+typedef struct kind_slot {
+    uint32_t n; /* 0: no such kind */
+    uint16_t m[EXP_KIND_MAXVALUES];
+} kind_slot_t;
+struct kind_map {
+    kind_slot_t *slot; /* by kind id */
+    uint32_t nslots;
+};
+
+/* A traced call of a declared kind: its values, in the order the kind declared its metrics. A
+ * record of a kind its log does not declare carries nothing the engine can name. */
+static void contribute_trace(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
+{
+    if (!kmap || ev->call >= kmap->nslots)
+        return;
+    const kind_slot_t *k = &kmap->slot[ev->call];
+    uint32_t n = ev->nvalues < k->n ? ev->nvalues : k->n;
+    for (uint32_t i = 0; i < n; i++)
+        if (ev->values[i])
+            put(e, k->m[i], ev->values[i]);
+}
+
+/* Record type -> contributor. LOST is counted by the scan statistics and a HEAP_FREE ends a
+ * block (the leaks of the aggregation): they carry no metric. STATE records arrive as CLOCK. */
+static const contributor_fn contributors[256] = {
+    [EXP_REC_CLOCK] = contribute_clock,
+    [EXP_REC_SYNC] = contribute_sync,
+    [EXP_REC_HEAP_ALLOC] = contribute_heap_alloc,
+    [EXP_REC_IO] = contribute_io,
+    [EXP_REC_TRACE] = contribute_trace,
+};
+
+/* The non-zero metrics of one event. Returns their number (0: the event carries no metric). */
+static inline int event_values(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
 {
     e->n = 0;
-    switch (ev->type) {
-    case EXP_REC_CLOCK: {
-        static const int state_metric[EXP_STATE_COUNT] = {
-            [EXP_STATE_USER] = ENG_M_USER, [EXP_STATE_SYSTEM] = ENG_M_SYSTEM,
-            [EXP_STATE_WAIT] = ENG_M_WAIT, [EXP_STATE_LOCK] = ENG_M_LOCK,
-            [EXP_STATE_IO] = ENG_M_IO,     [EXP_STATE_SLEEP] = ENG_M_SLEEP,
-        };
-        int m = ev->state < EXP_STATE_COUNT ? state_metric[ev->state] : ENG_M_SLEEP;
-        put(e, m, ev->weight);
-        put(e, ENG_M_TOTAL, ev->weight);
-        if (m == ENG_M_USER || m == ENG_M_SYSTEM)
-            put(e, ENG_M_TOTALCPU, ev->weight);
-        break;
-    }
-    case EXP_REC_SYNC:
-        put(e, ENG_M_SYNC, ev->weight);
-        put(e, ENG_M_SYNCN, 1);
-        break;
-    case EXP_REC_HEAP_ALLOC:
-        put(e, ENG_M_HEAPALLOCCNT, 1);
-        put(e, ENG_M_HEAPALLOCBYTES, ev->size);
-        break;
-    case EXP_REC_IO:
-        if (ev->err) {
-            put(e, ENG_M_IOERRORTIME, ev->weight);
-            put(e, ENG_M_IOERRORCNT, 1);
-        } else if (EXP_IO_IS_READ(ev->call)) {
-            put(e, ENG_M_IOREADTIME, ev->weight);
-            put(e, ENG_M_IOREADBYTES, ev->size);
-            put(e, ENG_M_IOREADCNT, 1);
-        } else if (EXP_IO_IS_WRITE(ev->call)) {
-            put(e, ENG_M_IOWRITETIME, ev->weight);
-            put(e, ENG_M_IOWRITEBYTES, ev->size);
-            put(e, ENG_M_IOWRITECNT, 1);
-        } else {
-            put(e, ENG_M_IOOTHERTIME, ev->weight);
-            put(e, ENG_M_IOOTHERCNT, 1);
-        }
-        break;
-    default:
-        break; /* carries no metric (LOST is counted by the scan statistics; a HEAP_FREE ends a
-                * block, see the leaks in aggregation) */
-    }
+    contributor_fn fn = ev->type < 256 ? contributors[ev->type] : NULL;
+    if (fn)
+        fn(ev, kmap, e);
     return e->n;
 }
 
@@ -126,7 +205,7 @@ static int event_values(const exp_event_t *ev, evvals_t *e)
 typedef struct exp_input {
     exp_experiment_t *e;
     exp_stacks_t *stacks;
-    uint64_t *vec;     /* [stack * ENG_NMETRICS] */
+    uint64_t *vec;     /* [stack * nmetrics] */
     size_t cap;        /* stacks vec has room for */
     /* frame mapping: function ids of the frames of stacks 0..nresolved-1 */
     uint32_t *fids;
@@ -140,10 +219,14 @@ typedef struct exp_input {
     u64map_t objects; /* (proc, object id) -> sym object */
     uint8_t **match;  /* filter: [2 * term + leaf][stack]: 0 unknown, 1 no, 2 yes */
     size_t match_cap;
+    kind_map_t *kmap; /* by process: its declared record kinds */
 } exp_input_t;
 
 struct eng {
     int saturated; /* a sum of the last aggregation reached UINT64_MAX (sat_add_to) */
+    eng_metric_def_t *metrics; /* the metric set (eng_metric_set) */
+    int nmetrics;
+    uint64_t *thread_vals; /* [threads_cap * nmetrics]: the threads' vectors */
     exp_input_t *in;
     size_t nin;
     sym_ctx_t *sym;
@@ -153,7 +236,7 @@ struct eng {
     uint8_t *selected;     /* by index */
     char *selection;
     int select_all;
-    uint64_t total[ENG_NMETRICS];
+    uint64_t *total; /* [nmetrics] */
     exp_scan_stats_t stats;
     int aggregated;
     eng_table_t table;
@@ -340,19 +423,23 @@ static int thread_add(eng_t *g, uint32_t exp, uint32_t proc, uint32_t tid,
         size_t ncap = g->threads_cap ? g->threads_cap * 2 : 16;
         eng_thread_t *nt = realloc(g->threads, ncap * sizeof *nt);
         uint8_t *ns = realloc(g->selected, ncap);
-        if (!nt || !ns) {
-            if (nt)
-                g->threads = nt;
-            if (ns)
-                g->selected = ns;
+        uint64_t *nv = realloc(g->thread_vals, ncap * (size_t)g->nmetrics * sizeof *nv);
+        if (nt)
+            g->threads = nt;
+        if (ns)
+            g->selected = ns;
+        if (nv)
+            g->thread_vals = nv;
+        if (!nt || !ns || !nv)
             return TALLY_ENOMEM;
-        }
-        g->threads = nt;
-        g->selected = ns;
         g->threads_cap = ncap;
+        for (size_t i = 0; i < g->nthreads; i++)
+            g->threads[i].value = g->thread_vals + i * (size_t)g->nmetrics;
     }
     eng_thread_t *t = &g->threads[g->nthreads];
     memset(t, 0, sizeof *t);
+    t->value = g->thread_vals + g->nthreads * (size_t)g->nmetrics;
+    memset(t->value, 0, (size_t)g->nmetrics * sizeof *t->value);
     t->number = (uint32_t)g->nthreads + 1;
     t->exp = exp;
     t->proc = proc;
@@ -361,6 +448,50 @@ static int thread_add(eng_t *g, uint32_t exp, uint32_t proc, uint32_t tid,
     g->selected[g->nthreads] = (uint8_t)g->select_all;
     *slot = *index = (uint32_t)g->nthreads++;
     return 0;
+}
+
+/* The declared record kinds of every process of in, as the engine's metric indices. */
+static int kind_maps(eng_t *g, exp_input_t *in)
+{
+    in->kmap = calloc(in->e->nprocs ? in->e->nprocs : 1, sizeof *in->kmap);
+    if (!in->kmap)
+        return TALLY_ENOMEM;
+    for (size_t p = 0; p < in->e->nprocs; p++) {
+        const exp_process_t *pr = in->e->procs[p];
+        uint32_t n = 0;
+        for (size_t k = 0; k < pr->nkinds; k++)
+            if (pr->kinds[k].id + 1 > n)
+                n = pr->kinds[k].id + 1;
+        if (!n)
+            continue;
+        kind_slot_t *slot = calloc(n, sizeof *slot);
+        if (!slot)
+            return TALLY_ENOMEM;
+        in->kmap[p] = (kind_map_t){ slot, n };
+        for (size_t k = 0; k < pr->nkinds; k++) {
+            const exp_kind_t *kd = &pr->kinds[k];
+            kind_slot_t *s = &slot[kd->id];
+            for (uint32_t i = 0; i < kd->nmetrics; i++) {
+                int m = eng_metric_find(g, pr->metrics[kd->metric[i]].name);
+                s->m[i] = (uint16_t)(m < 0 ? 0 : m);
+                if (m < 0) /* beyond ENG_MAX_METRICS: the kind's later values are not shown */
+                    break;
+                s->n = i + 1;
+            }
+        }
+    }
+    return 0;
+}
+
+int eng_nmetrics(const eng_t *g) { return g->nmetrics; }
+const eng_metric_def_t *eng_metric(const eng_t *g, int m) { return &g->metrics[m]; }
+
+int eng_metric_find(const eng_t *g, const char *name)
+{
+    for (int m = 0; m < g->nmetrics; m++)
+        if (!strcmp(g->metrics[m].name, name))
+            return m;
+    return -1;
 }
 
 eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
@@ -376,6 +507,12 @@ eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
     }
     g->nin = nexps;
     g->sym = sym;
+    tally_err_t err;
+    if (eng_metric_set(exps, nexps, &g->metrics, &g->nmetrics, &err) ||
+        !(g->total = calloc((size_t)g->nmetrics, sizeof *g->total))) {
+        eng_free(g);
+        return NULL;
+    }
     g->select_all = 1;
     g->inlines = 1;
     g->run_start = UINT64_MAX;
@@ -388,7 +525,7 @@ eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
     for (size_t x = 0; x < nexps; x++) {
         g->in[x].e = exps[x];
         g->in[x].stacks = exp_stacks_new();
-        if (!g->in[x].stacks) {
+        if (!g->in[x].stacks || kind_maps(g, &g->in[x])) {
             eng_free(g);
             return NULL;
         }
@@ -427,7 +564,13 @@ void eng_free(eng_t *g)
         for (size_t i = 0; i < in->match_cap; i++)
             free(in->match[i]);
         free(in->match);
+        for (size_t p = 0; in->kmap && p < in->e->nprocs; p++)
+            free(in->kmap[p].slot);
+        free(in->kmap);
     }
+    free(g->metrics);
+    free(g->total);
+    free(g->thread_vals);
     free(g->obj_mode);
     u64map_free(&g->inl_map);
     free(g->inl_seq);
@@ -455,6 +598,7 @@ void eng_free(eng_t *g)
     u64map_free(&g->thread_index);
     eng_table_release(&g->table);
     free(g->tree.nodes);
+    free(g->tree.values);
     free(g->stamp);
     free(g);
 }
@@ -534,6 +678,7 @@ typedef struct scan_ctx {
     void *fn_ctx;
     hm_t *heap;         /* the live blocks of process heap_proc (leaks) */
     uint32_t heap_proc;
+    uint64_t *vbuf; /* eng_foreach_event: the event's vector [nmetrics] */
 } scan_ctx_t;
 
 static int resolve_stacks(eng_t *g, tally_err_t *err);
@@ -613,18 +758,18 @@ static int passes(eng_t *g, scan_ctx_t *c, const exp_event_t *ev, uint32_t index
     return flt_eval(g->filter, &fe, stack_match, &mc);
 }
 
-static int grow_stack_arrays(exp_input_t *in, size_t need)
+static int grow_stack_arrays(exp_input_t *in, size_t need, size_t nm)
 {
     if (need <= in->cap)
         return 0;
     size_t ncap = in->cap ? in->cap : 1024;
     while (ncap < need)
         ncap *= 2;
-    uint64_t *v = realloc(in->vec, ncap * ENG_NMETRICS * sizeof *v);
+    uint64_t *v = realloc(in->vec, ncap * nm * sizeof *v);
     if (!v)
         return TALLY_ENOMEM;
     in->vec = v;
-    memset(in->vec + in->cap * ENG_NMETRICS, 0, (ncap - in->cap) * ENG_NMETRICS * sizeof *v);
+    memset(in->vec + in->cap * nm, 0, (ncap - in->cap) * nm * sizeof *v);
     in->cap = ncap;
     return 0;
 }
@@ -643,7 +788,7 @@ static void add_leak(void *ctx, const hm_block_t *b)
     exp_input_t *in = &g->in[c->exp];
     if (!(b->info.flags & LEAK_SELECTED) || b->info.stack >= in->cap)
         return;
-    uint64_t *sv = in->vec + (size_t)b->info.stack * ENG_NMETRICS;
+    uint64_t *sv = in->vec + (size_t)b->info.stack * (size_t)g->nmetrics;
     sv[ENG_M_HEAPLEAKCNT]++;
     g->saturated |= sat_add_to(&sv[ENG_M_HEAPLEAKBYTES], b->size);
     g->total[ENG_M_HEAPLEAKCNT]++;
@@ -685,7 +830,7 @@ static int on_event(void *ctx, const exp_event_t *ev)
     evvals_t e;
     if (ev->type == EXP_REC_HEAP_FREE && !c->fn) /* every thread's frees, selected or not */
         return (c->err = heap_event(c, ev, 0, 0)) != 0;
-    if (!event_values(ev, &e))
+    if (!event_values(ev, &g->in[c->exp].kmap[ev->proc], &e))
         return 0;
     uint64_t key = thread_key(c->exp, ev->proc, ev->tid);
     uint32_t index;
@@ -710,7 +855,8 @@ static int on_event(void *ctx, const exp_event_t *ev)
             return 1;
         size_t f0 = in->foff[ev->stack], f1 = in->foff[ev->stack + 1];
         uint32_t leaf = f1 > f0 ? in->fids[f0] : sym_func_unknown(g->sym);
-        uint64_t v[ENG_NMETRICS] = { 0 };
+        uint64_t *v = c->vbuf;
+        memset(v, 0, (size_t)g->nmetrics * sizeof *v);
         for (int k = 0; k < e.n; k++)
             sat_add_to(&v[e.m[k]], e.v[k]);
         return c->fn(c->fn_ctx, ev, v, leaf, index);
@@ -720,14 +866,15 @@ static int on_event(void *ctx, const exp_event_t *ev)
     for (int k = 0; k < e.n; k++)
         g->saturated |= sat_add_to(&t->value[e.m[k]], e.v[k]);
     exp_input_t *in = &g->in[c->exp];
-    if (ev->stack >= in->cap && (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1)))
+    if (ev->stack >= in->cap &&
+        (c->err = grow_stack_arrays(in, (size_t)ev->stack + 1, (size_t)g->nmetrics)))
         return 1;
     int selected = g->selected[index] && passes(g, c, ev, index);
     if (ev->type == EXP_REC_HEAP_ALLOC && (c->err = heap_event(c, ev, index, selected)))
         return 1;
     if (!selected)
         return 0;
-    uint64_t *sv = in->vec + (size_t)ev->stack * ENG_NMETRICS;
+    uint64_t *sv = in->vec + (size_t)ev->stack * (size_t)g->nmetrics;
     for (int k = 0; k < e.n; k++) {
         g->saturated |= sat_add_to(&sv[e.m[k]], e.v[k]);
         g->saturated |= sat_add_to(&g->total[e.m[k]], e.v[k]);
@@ -737,18 +884,19 @@ static int on_event(void *ctx, const exp_event_t *ev)
 
 int eng_aggregate(eng_t *g, tally_err_t *err)
 {
-    memset(g->total, 0, sizeof g->total);
+    size_t nm = (size_t)g->nmetrics;
+    memset(g->total, 0, nm * sizeof *g->total);
     memset(&g->stats, 0, sizeof g->stats);
     g->saturated = 0;
     for (size_t i = 0; i < g->nthreads; i++) {
         g->threads[i].events = 0;
-        memset(g->threads[i].value, 0, sizeof g->threads[i].value);
+        memset(g->threads[i].value, 0, nm * sizeof *g->threads[i].value);
     }
     g->table_valid = g->tree_valid = 0;
     for (size_t x = 0; x < g->nin; x++) {
         exp_input_t *in = &g->in[x];
         if (in->vec)
-            memset(in->vec, 0, in->cap * ENG_NMETRICS * sizeof *in->vec);
+            memset(in->vec, 0, in->cap * nm * sizeof *in->vec);
         scan_ctx_t c = { .g = g, .exp = (uint32_t)x, .last_key = UINT64_MAX };
         exp_scan_stats_t st;
         int rc = exp_scan(in->e, in->stacks, on_event, &c, &st, err);
@@ -781,17 +929,22 @@ int eng_foreach_event(eng_t *g, eng_event_fn fn, void *ctx, tally_err_t *err)
         if (rc)
             return rc;
     }
-    for (size_t x = 0; x < g->nin; x++) {
+    uint64_t *vbuf = malloc((size_t)g->nmetrics * sizeof *vbuf);
+    if (!vbuf)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory scanning events");
+    int rc = 0;
+    for (size_t x = 0; x < g->nin && !rc; x++) {
         scan_ctx_t c = { .g = g, .exp = (uint32_t)x, .last_key = UINT64_MAX, .fn = fn,
-                         .fn_ctx = ctx };
+                         .fn_ctx = ctx, .vbuf = vbuf };
         exp_scan_stats_t st;
-        int rc = exp_scan(g->in[x].e, g->in[x].stacks, on_event, &c, &st, err);
+        rc = exp_scan(g->in[x].e, g->in[x].stacks, on_event, &c, &st, err);
         if (c.err)
-            return tally_errf(err, c.err, "out of memory scanning '%s'", g->in[x].e->path);
-        if (rc < 0)
-            return rc;
+            rc = tally_errf(err, c.err, "out of memory scanning '%s'", g->in[x].e->path);
+        else if (rc > 0)
+            rc = 0; /* (as before: a callback's stop ends this experiment's scan only) */
     }
-    return 0;
+    free(vbuf);
+    return rc;
 }
 
 int eng_event_selected(eng_t *g, uint32_t exp, const exp_event_t *ev)
@@ -1266,13 +1419,20 @@ static uint32_t kind_frame(eng_t *g, exp_input_t *in, int kind, size_t k)
 
 struct eng_edgeset {
     u64map_t callers, callees; /* (x, y) -> index into vals */
-    uint64_t *vals;            /* [index * ENG_NMETRICS] */
+    uint64_t *vals;            /* [index * nm] */
     uint64_t *keys;            /* [index]: x << 32 | y, with the top bit set for callees */
     size_t n, cap;
+    size_t nm; /* the vectors' width */
     int saturated;
 };
 
-eng_edgeset_t *eng_edgeset_new(void) { return calloc(1, sizeof(eng_edgeset_t)); }
+eng_edgeset_t *eng_edgeset_new(int nmetrics)
+{
+    eng_edgeset_t *es = calloc(1, sizeof *es);
+    if (es)
+        es->nm = (size_t)nmetrics;
+    return es;
+}
 
 void eng_edgeset_free(eng_edgeset_t *es)
 {
@@ -1295,7 +1455,7 @@ static int edge_add(eng_edgeset_t *es, int callee, uint32_t x, uint32_t y, const
     if (!found) {
         if (es->n == es->cap) {
             size_t ncap = es->cap ? es->cap * 2 : 1024;
-            uint64_t *nv = realloc(es->vals, ncap * ENG_NMETRICS * sizeof *nv);
+            uint64_t *nv = realloc(es->vals, ncap * es->nm * sizeof *nv);
             if (!nv)
                 return TALLY_ENOMEM;
             es->vals = nv;
@@ -1306,12 +1466,12 @@ static int edge_add(eng_edgeset_t *es, int callee, uint32_t x, uint32_t y, const
             es->cap = ncap;
         }
         *slot = (uint32_t)es->n;
-        memset(es->vals + es->n * ENG_NMETRICS, 0, ENG_NMETRICS * sizeof *es->vals);
+        memset(es->vals + es->n * es->nm, 0, es->nm * sizeof *es->vals);
         es->keys[es->n] = key | (callee ? 1ULL << 63 : 0);
         es->n++;
     }
-    uint64_t *dst = es->vals + (size_t)*slot * ENG_NMETRICS;
-    for (int m = 0; m < ENG_NMETRICS; m++)
+    uint64_t *dst = es->vals + (size_t)*slot * es->nm;
+    for (size_t m = 0; m < es->nm; m++)
         es->saturated |= sat_add_to(&dst[m], v[m]);
     return 0;
 }
@@ -1321,8 +1481,9 @@ int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v
 {
     if (n == 0)
         return 0;
-    uint64_t *ex = t->excl + (size_t)ids[0] * ENG_NMETRICS;
-    for (int m = 0; m < ENG_NMETRICS; m++)
+    size_t nm = (size_t)t->nmetrics;
+    uint64_t *ex = t->excl + (size_t)ids[0] * nm;
+    for (size_t m = 0; m < nm; m++)
         t->saturated |= sat_add_to(&ex[m], v[m]);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t x = ids[i];
@@ -1330,8 +1491,8 @@ int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v
             continue; /* not the innermost occurrence: already counted for this event */
         stamp[x] = serial;
         t->present[x] = 1;
-        uint64_t *in = t->incl + (size_t)x * ENG_NMETRICS;
-        for (int m = 0; m < ENG_NMETRICS; m++)
+        uint64_t *in = t->incl + (size_t)x * nm;
+        for (size_t m = 0; m < nm; m++)
             t->saturated |= sat_add_to(&in[m], v[m]);
         if (!es)
             continue;
@@ -1339,8 +1500,8 @@ int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v
             if (edge_add(es, 0, x, ids[i + 1], v))
                 return TALLY_ENOMEM;
         } else {
-            uint64_t *o = t->outermost + (size_t)x * ENG_NMETRICS;
-            for (int m = 0; m < ENG_NMETRICS; m++)
+            uint64_t *o = t->outermost + (size_t)x * nm;
+            for (size_t m = 0; m < nm; m++)
                 t->saturated |= sat_add_to(&o[m], v[m]);
         }
         if (i > 0 && edge_add(es, 1, x, ids[i - 1], v))
@@ -1349,16 +1510,17 @@ int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v
     return 0;
 }
 
-int eng_table_alloc(eng_table_t *t, int kind, size_t nobjects, int edges)
+int eng_table_alloc(eng_table_t *t, int kind, size_t nobjects, int nmetrics, int edges)
 {
     memset(t, 0, sizeof *t);
     t->kind = kind;
+    t->nmetrics = nmetrics;
     t->nobjects = nobjects;
-    size_t n = nobjects ? nobjects : 1;
+    size_t n = nobjects ? nobjects : 1, nm = (size_t)nmetrics;
     t->present = calloc(n, 1);
-    t->excl = calloc(n * ENG_NMETRICS, sizeof *t->excl);
-    t->incl = calloc(n * ENG_NMETRICS, sizeof *t->incl);
-    t->outermost = edges ? calloc(n * ENG_NMETRICS, sizeof *t->outermost) : NULL;
+    t->excl = calloc(n * nm, sizeof *t->excl);
+    t->incl = calloc(n * nm, sizeof *t->incl);
+    t->outermost = edges ? calloc(n * nm, sizeof *t->outermost) : NULL;
     if (!t->present || !t->excl || !t->incl || (edges && !t->outermost)) {
         eng_table_release(t);
         return TALLY_ENOMEM;
@@ -1376,6 +1538,7 @@ void eng_table_release(eng_table_t *t)
     free(t->callees);
     free(t->caller_start);
     free(t->callee_start);
+    free(t->edge_values);
     memset(t, 0, sizeof *t);
 }
 
@@ -1395,7 +1558,9 @@ int eng_edges_finish(eng_table_t *t, eng_edgeset_t *es)
     t->callee_start = calloc(n + 1, sizeof *t->callee_start);
     t->callers = malloc((es->callers.n ? es->callers.n : 1) * sizeof *t->callers);
     t->callees = malloc((es->callees.n ? es->callees.n : 1) * sizeof *t->callees);
-    if (!order || !t->caller_start || !t->callee_start || !t->callers || !t->callees) {
+    t->edge_values = malloc((es->n ? es->n : 1) * es->nm * sizeof *t->edge_values);
+    if (!order || !t->caller_start || !t->callee_start || !t->callers || !t->callees ||
+        !t->edge_values) {
         free(order);
         return TALLY_ENOMEM;
     }
@@ -1410,7 +1575,9 @@ int eng_edges_finish(eng_table_t *t, eng_edgeset_t *es)
         uint32_t x = (uint32_t)(key >> 32) & 0x7fffffffu, y = (uint32_t)key;
         eng_edge_t *e = callee ? &t->callees[ne++] : &t->callers[nc++];
         e->other = y;
-        memcpy(e->value, es->vals + (size_t)order[i] * ENG_NMETRICS, sizeof e->value);
+        uint64_t *ev = t->edge_values + i * es->nm;
+        memcpy(ev, es->vals + (size_t)order[i] * es->nm, es->nm * sizeof *ev);
+        e->value = ev;
         (callee ? t->callee_start : t->caller_start)[x + 1]++;
     }
     for (size_t x = 0; x < n; x++) {
@@ -1454,9 +1621,9 @@ static int for_each_stack(eng_t *g, int kind, stack_fn fn, void *ctx, tally_err_
         exp_input_t *in = &g->in[x];
         size_t n = in->nresolved < in->cap ? in->nresolved : in->cap;
         for (size_t s = 0; s < n; s++) {
-            const uint64_t *v = in->vec + s * ENG_NMETRICS;
+            const uint64_t *v = in->vec + s * (size_t)g->nmetrics;
             int any = 0;
-            for (int m = 0; m < ENG_NMETRICS; m++)
+            for (int m = 0; m < g->nmetrics; m++)
                 any |= v[m] != 0;
             if (!any)
                 continue;
@@ -1489,9 +1656,9 @@ int eng_foreach_stack(eng_t *g, eng_stack_fn fn, void *ctx, tally_err_t *err)
         exp_input_t *in = &g->in[x];
         size_t n = in->nresolved < in->cap ? in->nresolved : in->cap;
         for (size_t s = 0; s < n; s++) {
-            const uint64_t *v = in->vec + s * ENG_NMETRICS;
+            const uint64_t *v = in->vec + s * (size_t)g->nmetrics;
             int any = 0;
-            for (int m = 0; m < ENG_NMETRICS; m++)
+            for (int m = 0; m < g->nmetrics; m++)
                 any |= v[m] != 0;
             if (!any)
                 continue;
@@ -1625,11 +1792,11 @@ const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err)
     eng_table_release(&g->table);
     g->table_valid = 0;
     size_t n = eng_nobjects(g, kind);
-    if (eng_table_alloc(&g->table, kind, n, edges) || ensure_stamp(g, n)) {
+    if (eng_table_alloc(&g->table, kind, n, g->nmetrics, edges) || ensure_stamp(g, n)) {
         tally_errf(err, TALLY_ENOMEM, "out of memory computing metrics");
         return NULL;
     }
-    table_ctx_t c = { &g->table, edges ? eng_edgeset_new() : NULL };
+    table_ctx_t c = { &g->table, edges ? eng_edgeset_new(g->nmetrics) : NULL };
     if (edges && !c.es) {
         tally_errf(err, TALLY_ENOMEM, "out of memory computing metrics");
         return NULL;
@@ -1653,13 +1820,22 @@ typedef struct tree_ctx {
     u64map_t children; /* (parent, object) -> node */
 } tree_ctx_t;
 
+/* A node's vectors while the tree grows: incl at values + 2 * k * nm, excl after it (the
+ * nodes' pointers are set when the tree is complete, as the arrays move while it grows). */
+static uint64_t *node_incl(eng_tree_t *tr, uint32_t k)
+{
+    return tr->values + 2 * (size_t)k * (size_t)tr->nmetrics;
+}
+
 static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, const uint64_t *v)
 {
     tree_ctx_t *c = ctx;
     eng_tree_t *tr = c->tree;
+    size_t nm = (size_t)g->nmetrics;
     uint32_t node = 0;
-    for (int m = 0; m < ENG_NMETRICS; m++)
-        tr->saturated |= sat_add_to(&tr->nodes[0].incl[m], v[m]);
+    uint64_t *in = node_incl(tr, 0);
+    for (size_t m = 0; m < nm; m++)
+        tr->saturated |= sat_add_to(&in[m], v[m]);
     for (uint32_t i = n; i-- > 0;) {
         int found;
         uint32_t *slot = u64map_slot(&c->children, (uint64_t)node << 32 | ids[i], &found);
@@ -1669,14 +1845,19 @@ static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, cons
             if (tr->nnodes == c->cap) {
                 size_t ncap = c->cap * 2;
                 eng_node_t *nn = realloc(tr->nodes, ncap * sizeof *nn);
-                if (!nn)
+                if (nn)
+                    tr->nodes = nn;
+                uint64_t *nv = realloc(tr->values, 2 * ncap * nm * sizeof *nv);
+                if (nv)
+                    tr->values = nv;
+                if (!nn || !nv)
                     return TALLY_ENOMEM;
-                tr->nodes = nn;
                 c->cap = ncap;
             }
             uint32_t k = (uint32_t)tr->nnodes++;
             eng_node_t *nd = &tr->nodes[k];
             memset(nd, 0, sizeof *nd);
+            memset(node_incl(tr, k), 0, 2 * nm * sizeof *tr->values);
             nd->object = ids[i];
             nd->parent = node;
             nd->first_child = UINT32_MAX;
@@ -1685,12 +1866,15 @@ static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, cons
             *slot = k;
         }
         node = *slot;
-        for (int m = 0; m < ENG_NMETRICS; m++)
-            tr->saturated |= sat_add_to(&tr->nodes[node].incl[m], v[m]);
+        in = node_incl(tr, node);
+        for (size_t m = 0; m < nm; m++)
+            tr->saturated |= sat_add_to(&in[m], v[m]);
     }
-    if (n)
-        for (int m = 0; m < ENG_NMETRICS; m++)
-            tr->saturated |= sat_add_to(&tr->nodes[node].excl[m], v[m]);
+    if (n) {
+        uint64_t *ex = node_incl(tr, node) + nm;
+        for (size_t m = 0; m < nm; m++)
+            tr->saturated |= sat_add_to(&ex[m], v[m]);
+    }
     return 0;
 }
 
@@ -1699,14 +1883,19 @@ const eng_tree_t *eng_calltree(eng_t *g, int kind, tally_err_t *err)
     if (g->tree_valid && g->tree_kind == kind)
         return &g->tree;
     free(g->tree.nodes);
+    free(g->tree.values);
     memset(&g->tree, 0, sizeof g->tree);
+    size_t nm = (size_t)g->nmetrics;
     tree_ctx_t c = { .tree = &g->tree, .cap = 1024 };
+    g->tree.nmetrics = g->nmetrics;
     g->tree.nodes = malloc(c.cap * sizeof *g->tree.nodes);
-    if (!g->tree.nodes) {
+    g->tree.values = malloc(2 * c.cap * nm * sizeof *g->tree.values);
+    if (!g->tree.nodes || !g->tree.values) {
         tally_errf(err, TALLY_ENOMEM, "out of memory building the call tree");
         return NULL;
     }
     memset(&g->tree.nodes[0], 0, sizeof g->tree.nodes[0]);
+    memset(g->tree.values, 0, 2 * nm * sizeof *g->tree.values);
     g->tree.nodes[0].object = g->tree.nodes[0].parent = UINT32_MAX;
     g->tree.nodes[0].first_child = g->tree.nodes[0].next_sibling = UINT32_MAX;
     g->tree.nnodes = 1;
@@ -1714,6 +1903,10 @@ const eng_tree_t *eng_calltree(eng_t *g, int kind, tally_err_t *err)
     u64map_free(&c.children);
     if (rc)
         return NULL;
+    for (size_t k = 0; k < g->tree.nnodes; k++) {
+        g->tree.nodes[k].incl = node_incl(&g->tree, (uint32_t)k);
+        g->tree.nodes[k].excl = g->tree.nodes[k].incl + nm;
+    }
     g->tree_kind = kind;
     g->tree_valid = 1;
     return &g->tree;

@@ -11,8 +11,10 @@
  *   inclusive  every object on the stack, once per stack however often it recurs;
  *   attributed for each object X, its innermost (leaf-most) occurrence: the frame above it gets
  *              the vector as a caller of X, the frame below it (if any) as a callee of X.
- * Adding a metric is one row in the metric table (engine.c) and a put() in event_values; adding
- * an object kind is one case in frame_object. The algorithm does not change.
+ * Metrics are decided at run time (below): each record type contributes to an event's metric
+ * vector through one entry of the contributor table (engine.c); a record kind declared in the
+ * log (a traced call) contributes its values to the metrics it declared. Adding an object kind
+ * is one case in kind_frame. The algorithm does not change.
  *
  * Ownership: the engine borrows the experiments and the symbol context (they must outlive it);
  * results (eng_table_t, eng_tree_t) belong to the engine until the next eng_compute/eng_aggregate
@@ -30,6 +32,11 @@
 
 /* ---- metrics -------------------------------------------------------------------------------- */
 
+/* An engine's metrics are decided at run time, per engine: the builtin metrics first, always at
+ * these indices (what the collector's own record types contribute), then the metrics the opened
+ * experiments declare in their logs (`metric` records, docs/FORMAT.md), the union over all of
+ * them in order of first declaration. Every vector (per stack, per thread, per object, per edge,
+ * per node, the totals) has eng_nmetrics(g) entries. */
 enum eng_metric {
     ENG_M_TOTALCPU, /* user + system CPU time, ns */
     ENG_M_USER,
@@ -58,20 +65,35 @@ enum eng_metric {
     ENG_M_IOOTHERCNT,
     ENG_M_IOERRORTIME,
     ENG_M_IOERRORCNT,
-    ENG_NMETRICS,
+    ENG_NBUILTIN, /* the first declared metric's index */
 };
+
+#define ENG_MAX_METRICS 1024 /* builtin and declared together; more declarations are ignored */
 
 typedef struct eng_metric_def {
     const char *name;  /* er_print name: "totalcpu" */
     const char *title; /* "Total CPU Time" (flavor words are added by the caller) */
-    const char *unit;  /* "s", "count", "bytes" */
-    double scale;      /* multiply the raw sum by this to get the unit */
-    const char *event; /* the kind of data it needs: "clock" */
+    const char *unit;  /* "s", "count", "bytes", or a declared unit */
+    double scale;      /* multiply the raw sum by this to get the unit (1e-9: ns -> s) */
+    const char *event; /* the kind of data it needs: "clock", or the declaring record kind */
+    int time;          /* 1: raw values are ns shown as seconds (unit "s") */
 } eng_metric_def_t;
 
-extern const eng_metric_def_t eng_metrics[ENG_NMETRICS];
-/* Index of the metric named name, or -1. */
-int eng_metric_find(const char *name);
+/* The builtin metrics (indices ENG_M_*): the same in every engine. */
+extern const eng_metric_def_t eng_builtin_metrics[ENG_NBUILTIN];
+
+typedef struct eng eng_t;
+/* The number of metrics of g (the width of every vector), and metric m (0 <= m < that). */
+int eng_nmetrics(const eng_t *g);
+const eng_metric_def_t *eng_metric(const eng_t *g, int m);
+/* Index of the metric of g named name, or -1. */
+int eng_metric_find(const eng_t *g, const char *name);
+
+/* Builds the metric set of the experiments: the builtin metrics, then each metric declared by a
+ * process of exps (union by name; a later declaration with the name of an earlier one is that
+ * metric). *defs is allocated (the strings point into the experiments); *n its length. Pure. */
+int eng_metric_set(exp_experiment_t **exps, size_t nexps, eng_metric_def_t **defs, int *n,
+                   tally_err_t *err);
 
 /* ---- object kinds --------------------------------------------------------------------------- */
 
@@ -105,7 +127,7 @@ typedef struct eng_thread {
     uint32_t exp, proc, tid;
     const exp_thread_t *info; /* NULL when the thread has events but no thread record */
     uint64_t events;          /* events of this thread seen by the last aggregation */
-    uint64_t value[ENG_NMETRICS];
+    uint64_t *value;          /* [eng_nmetrics] */
 } eng_thread_t;
 
 eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym);
@@ -185,20 +207,22 @@ int eng_has_metric(const eng_t *g, int metric);
 /* ---- results -------------------------------------------------------------------------------- */
 
 typedef struct eng_edge {
-    uint32_t other; /* the caller or callee object */
-    uint64_t value[ENG_NMETRICS];
+    uint32_t other;        /* the caller or callee object */
+    const uint64_t *value; /* [nmetrics], owned by the table */
 } eng_edge_t;
 
 typedef struct eng_table {
     int kind;
+    int nmetrics;         /* the width of every vector below */
     size_t nobjects;      /* ids 0..nobjects-1; those with present[id] != 0 occur in the data */
     uint8_t *present;
-    uint64_t *excl, *incl; /* [id * ENG_NMETRICS + metric] */
+    uint64_t *excl, *incl; /* [id * nmetrics + metric] */
     /* attributed (when computed): callers of id are callers[caller_start[id] .. caller_start[id+1]) */
     int has_edges;
     eng_edge_t *callers, *callees;
     size_t *caller_start, *callee_start;
-    uint64_t *outermost; /* [id * ENG_NMETRICS]: events where id was the outermost frame */
+    uint64_t *edge_values; /* the edges' vectors */
+    uint64_t *outermost; /* [id * nmetrics]: events where id was the outermost frame */
     int saturated;       /* some sum reached UINT64_MAX (sums saturate, never wrap) */
 } eng_table_t;
 
@@ -208,12 +232,14 @@ const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err);
 /* Call tree of kind: node 0 is <Total>; children linked by first_child/next_sibling. */
 typedef struct eng_node {
     uint32_t object, parent, first_child, next_sibling; /* UINT32_MAX = none */
-    uint64_t incl[ENG_NMETRICS], excl[ENG_NMETRICS];
+    uint64_t *incl, *excl; /* [nmetrics] each, owned by the tree */
 } eng_node_t;
 
 typedef struct eng_tree {
     eng_node_t *nodes;
     size_t nnodes;
+    int nmetrics;
+    uint64_t *values; /* the nodes' vectors: node k's incl at 2 * k * nmetrics, then its excl */
     int saturated; /* some sum reached UINT64_MAX */
 } eng_tree_t;
 
@@ -231,13 +257,13 @@ uint32_t eng_function_object(eng_t *g, uint32_t id);
  * have been allocated for the ids used. stamp: scratch array of t->nobjects, serial: a number
  * different for every call. Edges are added to the hash tables of ec (NULL: no edges). */
 typedef struct eng_edgeset eng_edgeset_t;
-eng_edgeset_t *eng_edgeset_new(void);
+eng_edgeset_t *eng_edgeset_new(int nmetrics);
 void eng_edgeset_free(eng_edgeset_t *es);
 int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v, uint32_t *stamp,
               uint32_t serial, eng_edgeset_t *es);
 /* Converts the edge sets into t's sorted caller/callee arrays. */
 int eng_edges_finish(eng_table_t *t, eng_edgeset_t *es);
-int eng_table_alloc(eng_table_t *t, int kind, size_t nobjects, int edges);
+int eng_table_alloc(eng_table_t *t, int kind, size_t nobjects, int nmetrics, int edges);
 void eng_table_release(eng_table_t *t);
 
 #endif

@@ -118,7 +118,7 @@ static int c_metrics(pstate_t *ps, const char *a)
 {
     tally_err_t err = { 0 };
     mspec_t ms;
-    if (pr_parse_mspec(a, &ms, FL_E | FL_I, &err))
+    if (pr_parse_mspec(ps->eng, a, &ms, FL_E | FL_I, &err))
         return pr_report(&err);
     ps->metrics = ms;
     set_sort_from(ps, &ms);
@@ -129,7 +129,7 @@ static int c_cmetrics(pstate_t *ps, const char *a)
 {
     tally_err_t err = { 0 };
     mspec_t ms;
-    if (pr_parse_mspec(a, &ms, FL_A, &err))
+    if (pr_parse_mspec(ps->eng, a, &ms, FL_A, &err))
         return pr_report(&err);
     ps->cmetrics = ms;
     return 0;
@@ -143,7 +143,7 @@ static int c_sort(pstate_t *ps, const char *a)
     }
     tally_err_t err = { 0 };
     mspec_t ms;
-    if (pr_parse_mspec(a, &ms, FL_E | FL_I, &err))
+    if (pr_parse_mspec(ps->eng, a, &ms, FL_E | FL_I, &err))
         return pr_report(&err);
     if (ms.ncols == 0) {
         fprintf(stderr, "tally: -sort needs one metric such as e.totalcpu or name\n");
@@ -256,11 +256,20 @@ static void default_metrics(pstate_t *ps)
             cn += (size_t)snprintf(cm + cn, sizeof cm - cn, k == 0 ? "a.%%%s:" : "a.%s:", t);
         }
     }
+    /* metrics the experiments declared: exclusive and inclusive, and attributed, while the
+     * specification has room */
+    for (int k = ENG_NBUILTIN; k < eng_nmetrics(ps->eng); k++) {
+        const char *t = eng_metric(ps->eng, k)->name;
+        if (n + 2 * strlen(t) + 16 > 400 || cn + strlen(t) + 16 > 400)
+            break;
+        n += (size_t)snprintf(m + n, sizeof m - n, "e.%s:i.%s:", t, t);
+        cn += (size_t)snprintf(cm + cn, sizeof cm - cn, "a.%s:", t);
+    }
     snprintf(m + n, sizeof m - n, "name");
     snprintf(cm + cn, sizeof cm - cn, "name");
     tally_err_t err = { 0 };
-    pr_parse_mspec(m, &ps->metrics, FL_E | FL_I, &err);
-    pr_parse_mspec(cm, &ps->cmetrics, FL_A, &err);
+    pr_parse_mspec(ps->eng, m, &ps->metrics, FL_E | FL_I, &err);
+    pr_parse_mspec(ps->eng, cm, &ps->cmetrics, FL_A, &err);
     ps->sort_flavor = ps->metrics.cols[0].flavor;
     ps->sort_metric = ps->metrics.cols[0].metric;
 }
@@ -558,8 +567,6 @@ int cmd_print(int argc, char **argv)
         else
             ps.nexps++;
     }
-    if (!rc)
-        default_metrics(&ps);
     if (!rc) {
         ps.sym = sym_new();
         for (size_t i = 0; ps.sym && i < ps.nexps; i++) { /* binaries archived in them */
@@ -582,6 +589,8 @@ int cmd_print(int argc, char **argv)
         if (!ps.eng) {
             fprintf(stderr, "tally: out of memory\n");
             rc = 1;
+        } else {
+            default_metrics(&ps);
         }
     }
     if (!rc) {

@@ -28,8 +28,9 @@ enum { FL_E = 1, FL_I = 2, FL_A = 4 };
 
 typedef struct mcol {
     int flavor; /* one of FL_* */
-    int metric; /* ENG_M_* */
+    int metric; /* the engine's metric index (ENG_M_* for the builtin ones) */
     int value, percent;
+    const eng_metric_def_t *def; /* the metric (owned by the engine) */
 } mcol_t;
 
 #define MAXCOLS 64
@@ -92,20 +93,20 @@ typedef struct row {
 
 /* ---- formatting (print_format.c) ------------------------------------------------------------ */
 
-double pr_scaled(int metric, uint64_t raw); /* raw sum -> the metric's unit */
+double pr_scaled(const eng_t *g, int metric, uint64_t raw); /* raw sum -> the metric's unit */
 void pr_json_str(FILE *out, const char *s);
 void pr_json_num(FILE *out, double v);
 const char *pr_flavor_word(int fl, int abbrev); /* "Exclusive" / "Excl." */
 char pr_flavor_char(int fl);                     /* 'e', 'i', 'a' */
-void pr_fmt_value(char *buf, size_t n, int metric, uint64_t raw);
+void pr_fmt_value(char *buf, size_t n, const eng_metric_def_t *d, uint64_t raw);
 void pr_fmt_percent(char *buf, size_t n, uint64_t raw, uint64_t total);
 /* Display names of the objects present in t ("name (object)" where two objects share a name). */
 void pr_names_build(pstate_t *ps, names_t *nm, const eng_table_t *t);
 void pr_names_free(names_t *nm);
 /* Appends "; did you mean: a, b?" with the nearest of cands to the message in buf. */
 void pr_suggest(char *buf, size_t n, const char *want, const char **cands, size_t ncands);
-/* Parses a metric spec; allowed: the flavors (FL_*) permitted. */
-int pr_parse_mspec(const char *text, mspec_t *ms, int allowed, tally_err_t *err);
+/* Parses a metric spec against the metrics of g; allowed: the flavors (FL_*) permitted. */
+int pr_parse_mspec(const eng_t *g, const char *text, mspec_t *ms, int allowed, tally_err_t *err);
 uint64_t pr_row_value(const row_t *r, int fl, int metric);
 /* An aligned table with three header lines (er_print's layout). */
 void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
@@ -150,7 +151,7 @@ int view_sync_objects(pstate_t *ps);
 int view_io_files(pstate_t *ps);
 /* The tracing settings of a process, lines of -header; the traced totals, lines of -overview. */
 void pr_trace_settings(const exp_process_t *p);
-void pr_trace_overview(const uint64_t *total);
+void pr_trace_overview(pstate_t *ps, const uint64_t *total);
 void pr_overview_states(pstate_t *ps); /* the states part of -overview (text) */
 int set_sample_select(pstate_t *ps, const char *arg);
 int set_cpu_select(pstate_t *ps, const char *arg);

@@ -14,7 +14,10 @@
 
 /* ---- formatting helpers --------------------------------------------------------------------- */
 
-double pr_scaled(int metric, uint64_t raw) { return (double)raw * eng_metrics[metric].scale; }
+double pr_scaled(const eng_t *g, int metric, uint64_t raw)
+{
+    return (double)raw * eng_metric(g, metric)->scale;
+}
 
 void pr_json_str(FILE *out, const char *s)
 {
@@ -52,13 +55,13 @@ const char *pr_flavor_word(int fl, int abbrev)
 char pr_flavor_char(int fl) { return fl == FL_E ? 'e' : fl == FL_I ? 'i' : 'a'; }
 
 /* Formats a value of metric in its unit for a text table. */
-void pr_fmt_value(char *buf, size_t n, int metric, uint64_t raw)
+void pr_fmt_value(char *buf, size_t n, const eng_metric_def_t *d, uint64_t raw)
 {
-    if (!strcmp(eng_metrics[metric].unit, "s")) {
+    if (!strcmp(d->unit, "s")) {
         if (raw == 0)
             snprintf(buf, n, "0.");
         else
-            snprintf(buf, n, "%.3f", pr_scaled(metric, raw));
+            snprintf(buf, n, "%.3f", (double)raw * d->scale);
     } else {
         snprintf(buf, n, "%llu", (unsigned long long)raw);
     }
@@ -210,7 +213,7 @@ void pr_suggest(char *buf, size_t n, const char *want, const char **cands, size_
 
 /* ---- metric specs --------------------------------------------------------------------------- */
 
-int pr_parse_mspec(const char *text, mspec_t *ms, int allowed, tally_err_t *err)
+int pr_parse_mspec(const eng_t *g, const char *text, mspec_t *ms, int allowed, tally_err_t *err)
 {
     mspec_t m = { .ncols = 0, .name_pos = -1 };
     snprintf(m.text, sizeof m.text, "%s", text);
@@ -225,7 +228,7 @@ int pr_parse_mspec(const char *text, mspec_t *ms, int allowed, tally_err_t *err)
         const char *p = item;
         int fl = 0, vis_value = 0, vis_pct = 0, hidden = 0;
         while (*p == 'e' || *p == 'i' || *p == 'a') {
-            if (!strchr(".%+!", p[1]) && eng_metric_find(p) >= 0)
+            if (!strchr(".%+!", p[1]) && eng_metric_find(g, p) >= 0)
                 break; /* a metric name that starts with e/i/a */
             fl |= *p == 'e' ? FL_E : *p == 'i' ? FL_I : FL_A;
             p++;
@@ -241,13 +244,14 @@ int pr_parse_mspec(const char *text, mspec_t *ms, int allowed, tally_err_t *err)
                 hidden = 1;
             p++;
         }
-        int metric = eng_metric_find(p);
+        int metric = eng_metric_find(g, p);
         if (metric < 0) {
             tally_errf(err, TALLY_EUSAGE, "unknown metric '%s' in '%s'", p, text);
-            const char *cands[ENG_NMETRICS];
-            for (int i = 0; i < ENG_NMETRICS; i++)
-                cands[i] = eng_metrics[i].name;
-            pr_suggest(err->msg, sizeof err->msg, p, cands, ENG_NMETRICS);
+            const char *cands[ENG_MAX_METRICS];
+            int nc = eng_nmetrics(g);
+            for (int i = 0; i < nc; i++)
+                cands[i] = eng_metric(g, i)->name;
+            pr_suggest(err->msg, sizeof err->msg, p, cands, (size_t)nc);
             size_t len = strlen(err->msg);
             snprintf(err->msg + len, sizeof err->msg - len, " (see -metric_list)");
             free(copy);
@@ -273,7 +277,7 @@ int pr_parse_mspec(const char *text, mspec_t *ms, int allowed, tally_err_t *err)
                 free(copy);
                 return tally_errf(err, TALLY_EUSAGE, "too many metrics in '%s'", text);
             }
-            m.cols[m.ncols++] = (mcol_t){ f, metric, vis_value, vis_pct };
+            m.cols[m.ncols++] = (mcol_t){ f, metric, vis_value, vis_pct, eng_metric(g, metric) };
         }
     }
     free(copy);
@@ -302,7 +306,7 @@ typedef struct col_text {
 static void pr_col_headers(const mcol_t *c, col_text_t *t)
 {
     /* "Excl. Total CPU Time" -> "Excl. Total" / "CPU" / " sec.      %" */
-    const eng_metric_def_t *d = &eng_metrics[c->metric];
+    const eng_metric_def_t *d = c->def;
     char title[128];
     snprintf(title, sizeof title, "%s", d->title);
     size_t tl = strlen(title);
@@ -364,7 +368,7 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
                 continue;
             }
             if (mc->value)
-                pr_fmt_value(vb, sizeof vb, mc->metric, raw);
+                pr_fmt_value(vb, sizeof vb, mc->def, raw);
             if (mc->percent)
                 pr_fmt_percent(pb, sizeof pb, raw, total[mc->metric]);
             if (mc->value && mc->percent)
@@ -381,9 +385,15 @@ void pr_json_metrics(pstate_t *ps, const mspec_t *ms)
     printf("\"metrics\":[");
     for (int c = 0; c < ms->ncols; c++) {
         const mcol_t *mc = &ms->cols[c];
-        const eng_metric_def_t *d = &eng_metrics[mc->metric];
-        printf("%s{\"name\":\"%c.%s\",\"title\":\"%s %s\",\"unit\":\"%s\"}", c ? "," : "",
-               pr_flavor_char(mc->flavor), d->name, pr_flavor_word(mc->flavor, 0), d->title, d->unit);
+        const eng_metric_def_t *d = mc->def;
+        char title[256];
+        snprintf(title, sizeof title, "%s %s", pr_flavor_word(mc->flavor, 0), d->title);
+        printf("%s{\"name\":\"%c.%s\",\"title\":", c ? "," : "", pr_flavor_char(mc->flavor),
+               d->name);
+        pr_json_str(stdout, title);
+        printf(",\"unit\":");
+        pr_json_str(stdout, d->unit);
+        printf("}");
     }
     printf("]");
 }
@@ -403,10 +413,10 @@ void pr_json_values(const mspec_t *ms, const row_t *r, const uint64_t *total)
         if (!r->v[pr_fl_index(mc->flavor)])
             continue;
         uint64_t raw = pr_row_value(r, mc->flavor, mc->metric);
-        printf(",\"%c.%s\":", pr_flavor_char(mc->flavor), eng_metrics[mc->metric].name);
-        pr_json_num(stdout, pr_scaled(mc->metric, raw));
+        printf(",\"%c.%s\":", pr_flavor_char(mc->flavor), mc->def->name);
+        pr_json_num(stdout, (double)raw * mc->def->scale);
         if (mc->percent) {
-            printf(",\"%c.%%%s\":", pr_flavor_char(mc->flavor), eng_metrics[mc->metric].name);
+            printf(",\"%c.%%%s\":", pr_flavor_char(mc->flavor), mc->def->name);
             pr_json_num(stdout, total[mc->metric] ? 100.0 * (double)raw / (double)total[mc->metric]
                                                : 0);
         }
@@ -440,7 +450,7 @@ const char *pr_sort_title(pstate_t *ps, char *buf, size_t n)
         snprintf(buf, n, "Name");
     else
         snprintf(buf, n, "%s %s", pr_flavor_word(ps->sort_flavor, 0),
-                 eng_metrics[ps->sort_metric].title);
+                 eng_metric(ps->eng, ps->sort_metric)->title);
     return buf;
 }
 

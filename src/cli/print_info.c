@@ -255,9 +255,9 @@ int view_overview(pstate_t *ps)
         pr_json_num(stdout, dur);
         printf(",\"processes\":%zu,\"threads\":%zu,\"ended\":", nprocs, eng_nthreads(ps->eng));
         pr_json_str(stdout, end);
-        for (int m = 0; m < ENG_NMETRICS; m++) {
-            printf(",\"%s\":", eng_metrics[m].name);
-            pr_json_num(stdout, pr_scaled(m, total[m]));
+        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
+            printf(",\"%s\":", eng_metric(ps->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->eng, m, total[m]));
         }
         printf(",\"samples\":%llu,\"expected\":%llu,\"unwind_failures\":%llu,\"dropped\":%llu}\n",
                (unsigned long long)tr.samples, (unsigned long long)tr.expected,
@@ -268,16 +268,16 @@ int view_overview(pstate_t *ps)
     printf("  Duration:        %.3f s, %zu process%s, %zu thread%s\n", dur, nprocs,
            nprocs == 1 ? "" : "es", eng_nthreads(ps->eng), eng_nthreads(ps->eng) == 1 ? "" : "s");
     printf("  Run:             %s\n", end);
-    double tot = pr_scaled(ENG_M_TOTALCPU, total[ENG_M_TOTALCPU]);
+    double tot = pr_scaled(ps->eng, ENG_M_TOTALCPU, total[ENG_M_TOTALCPU]);
     printf("  Total CPU Time:  %.3f s", tot);
     if (dur > 0)
         printf(" (%.2f CPUs busy on average)", tot / dur);
     printf("\n");
     for (int m = ENG_M_USER; m <= ENG_M_SYSTEM; m++)
-        printf("    %-16s %8.3f s  %6.2f%%\n", eng_metrics[m].title, pr_scaled(m, total[m]),
+        printf("    %-16s %8.3f s  %6.2f%%\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, total[m]),
                total[ENG_M_TOTALCPU] ? 100.0 * (double)total[m] / (double)total[ENG_M_TOTALCPU]
                                      : 0.0);
-    pr_trace_overview(total);
+    pr_trace_overview(ps, total);
     printf("  Data quality:    %llu samples recorded of %llu expected",
            (unsigned long long)tr.samples, (unsigned long long)tr.expected);
     if (tr.expected)
@@ -325,7 +325,7 @@ int view_thread_list(pstate_t *ps)
             printf(",\"how\":");
             pr_json_str(stdout, how);
             printf(",\"events\":%llu,\"totalcpu\":", (unsigned long long)t->events);
-            pr_json_num(stdout, pr_scaled(ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]));
+            pr_json_num(stdout, pr_scaled(ps->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]));
             printf(",\"wall\":");
             pr_json_num(stdout, wall);
             printf(",\"process\":");
@@ -334,7 +334,7 @@ int view_thread_list(pstate_t *ps)
         } else {
             printf("%6u  %8u  %8u  %-16s %-15s %9llu %10.3f %10.3f  %s\n", t->number, t->tid,
                    p->pid, name, how, (unsigned long long)t->events,
-                   pr_scaled(ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]), wall,
+                   pr_scaled(ps->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]), wall,
                    *p->name ? p->name : "(root)");
         }
     }
@@ -354,11 +354,11 @@ int view_metric_list(pstate_t *ps)
         pr_json_open(ps);
         printf("\"view\":\"metric_list\",\"available\":[");
         int first = 1;
-        for (int m = 0; m < ENG_NMETRICS; m++) {
+        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
             printf("%s{\"name\":\"%s\",\"title\":\"%s\",\"unit\":\"%s\"}", first ? "" : ",",
-                   eng_metrics[m].name, eng_metrics[m].title, eng_metrics[m].unit);
+                   eng_metric(ps->eng, m)->name, eng_metric(ps->eng, m)->title, eng_metric(ps->eng, m)->unit);
             first = 0;
         }
         printf("],\"metrics\":");
@@ -372,10 +372,10 @@ int view_metric_list(pstate_t *ps)
            ps->cmetrics.text);
     char st[160];
     printf("Current sort: %s\n\nAvailable metrics:\n", pr_sort_title(ps, st, sizeof st));
-    for (int m = 0; m < ENG_NMETRICS; m++)
+    for (int m = 0; m < eng_nmetrics(ps->eng); m++)
         if (eng_has_metric(ps->eng, m))
             printf("  %-10s %s (%s); flavors e (exclusive), i (inclusive), a (attributed)\n",
-                   eng_metrics[m].name, eng_metrics[m].title, eng_metrics[m].unit);
+                   eng_metric(ps->eng, m)->name, eng_metric(ps->eng, m)->title, eng_metric(ps->eng, m)->unit);
     printf("\nSpec: [e|i|a][.|%%|+|!]NAME joined by ':', 'name' for the name column; e.g.\n"
            "  e.%%totalcpu:i.%%totalcpu:e.user:e.system:name\n\n");
     return 0;

@@ -16,7 +16,7 @@
 typedef struct buckets {
     pstate_t *ps;
     size_t n;     /* sample numbers 0..n-1 */
-    uint64_t *v;  /* [sample * ENG_NMETRICS + metric] */
+    uint64_t *v;  /* [sample * eng_nmetrics + metric] */
 } buckets_t;
 
 static int bucket_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf,
@@ -30,8 +30,9 @@ static int bucket_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uin
     uint32_t k = eng_sample_of(b->ps->eng, t->exp, ev->proc, ev->t);
     if (k >= b->n)
         k = (uint32_t)b->n - 1;
-    for (int m = 0; m < ENG_NMETRICS; m++)
-        b->v[(size_t)k * ENG_NMETRICS + m] += v[m];
+    size_t nm = (size_t)eng_nmetrics(b->ps->eng);
+    for (size_t m = 0; m < nm; m++)
+        b->v[(size_t)k * nm + m] += v[m];
     return 0;
 }
 
@@ -45,7 +46,7 @@ static int sample_totals(pstate_t *ps, buckets_t *b)
         for (size_t i = 0; i < ps->exps[x]->nprocs; i++)
             if (ps->exps[x]->procs[i]->nsamples + 1 > b->n)
                 b->n = ps->exps[x]->procs[i]->nsamples + 1;
-    b->v = calloc(b->n * ENG_NMETRICS, sizeof *b->v);
+    b->v = calloc(b->n * eng_nmetrics(ps->eng), sizeof *b->v);
     if (!b->v)
         return 1;
     tally_err_t err = { 0 };
@@ -100,11 +101,11 @@ static void json_sample(pstate_t *ps, const exp_process_t *p, size_t k, const ui
     printf(",\"rss_kb\":%llu,\"maxrss_kb\":%llu", (unsigned long long)(e ? e->rss : s->rss),
            (unsigned long long)(e ? e->maxrss : s->maxrss));
     if (v)
-        for (int m = 0; m < ENG_NMETRICS; m++) {
+        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
-            printf(",\"%s\":", eng_metrics[m].name);
-            pr_json_num(stdout, pr_scaled(m, v[m]));
+            printf(",\"%s\":", eng_metric(ps->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->eng, m, v[m]));
         }
     printf("}");
 }
@@ -129,7 +130,7 @@ int view_sample_list(pstate_t *ps)
             const exp_process_t *p = ps->exps[x]->procs[i];
             for (size_t k = 0; k < p->nsamples; k++) {
                 const exp_sample_t *s = &p->samples[k], *e = next_packet(p, k);
-                const uint64_t *v = x == 0 && i == 0 && k + 1 < b.n ? b.v + (k + 1) * ENG_NMETRICS
+                const uint64_t *v = x == 0 && i == 0 && k + 1 < b.n ? b.v + (k + 1) * eng_nmetrics(ps->eng)
                                                                     : NULL;
                 if (ps->json) {
                     printf(first ? "" : ",");
@@ -142,7 +143,7 @@ int view_sample_list(pstate_t *ps)
                        e ? (double)delta(s->t, e->t) * 1e-9 : 0.0,
                        e ? (double)delta(s->utime, e->utime) * 1e-9 : 0.0,
                        e ? (double)delta(s->stime, e->stime) * 1e-9 : 0.0,
-                       v ? pr_scaled(ENG_M_LOCK, v[ENG_M_LOCK] + v[ENG_M_IO]) : 0.0,
+                       v ? pr_scaled(ps->eng, ENG_M_LOCK, v[ENG_M_LOCK] + v[ENG_M_IO]) : 0.0,
                        e ? (unsigned long long)(delta(s->minflt, e->minflt) +
                                                 delta(s->majflt, e->majflt))
                          : 0ULL,
@@ -172,7 +173,7 @@ int view_sample_detail(pstate_t *ps, const char *arg)
     buckets_t b;
     if (sample_totals(ps, &b))
         return 1;
-    const uint64_t *v = (size_t)k < b.n ? b.v + (size_t)k * ENG_NMETRICS : NULL;
+    const uint64_t *v = (size_t)k < b.n ? b.v + (size_t)k * eng_nmetrics(ps->eng) : NULL;
     if (ps->json) {
         pr_json_open(ps);
         printf("\"view\":\"sample_detail\",\"sample\":");
@@ -206,10 +207,10 @@ int view_sample_detail(pstate_t *ps, const char *arg)
            (double)e->maxrss / 1024.0);
     if (v) {
         printf("\n  Recorded in this sample (all threads):\n");
-        for (int m = 0; m < ENG_NMETRICS; m++)
+        for (int m = 0; m < eng_nmetrics(ps->eng); m++)
             if (eng_has_metric(ps->eng, m))
-                printf("    %-26s %.3f %s\n", eng_metrics[m].title, pr_scaled(m, v[m]),
-                       eng_metrics[m].unit);
+                printf("    %-26s %.3f %s\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, v[m]),
+                       eng_metric(ps->eng, m)->unit);
     }
     printf("\n");
     free(b.v);
@@ -225,12 +226,12 @@ void pr_overview_states(pstate_t *ps)
     static const int states[] = { ENG_M_USER, ENG_M_SYSTEM, ENG_M_WAIT, ENG_M_LOCK, ENG_M_IO,
                                   ENG_M_SLEEP };
     printf("  Thread time:     %.3f s over all threads, by state:\n",
-           pr_scaled(ENG_M_TOTAL, total[ENG_M_TOTAL]));
+           pr_scaled(ps->eng, ENG_M_TOTAL, total[ENG_M_TOTAL]));
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
         int m = states[i];
         double share = 100.0 * (double)total[m] / (double)total[ENG_M_TOTAL];
         int bar = (int)(share / 2.5 + 0.5);
-        printf("    %-16s %8.3f s  %6.2f%%  %.*s\n", eng_metrics[m].title, pr_scaled(m, total[m]),
+        printf("    %-16s %8.3f s  %6.2f%%  %.*s\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, total[m]),
                share, bar, "########################################");
     }
     buckets_t b;
@@ -240,7 +241,7 @@ void pr_overview_states(pstate_t *ps)
            "System", "Wait", "Lock", "I/O", "Sleep");
     const exp_process_t *root = ps->exps[0]->procs[0];
     for (size_t k = 1; k < b.n; k++) {
-        const uint64_t *v = b.v + k * ENG_NMETRICS;
+        const uint64_t *v = b.v + k * eng_nmetrics(ps->eng);
         if (!v[ENG_M_TOTAL])
             continue;
         const char *label = k - 1 < root->nsamples && root->samples[k - 1].label
@@ -248,7 +249,7 @@ void pr_overview_states(pstate_t *ps)
                                 : "";
         printf("  %4zu %-10.10s", k, label);
         for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
-            printf(" %8.3f", pr_scaled(states[i], v[states[i]]));
+            printf(" %8.3f", pr_scaled(ps->eng, states[i], v[states[i]]));
         printf("\n");
     }
     free(b.v);

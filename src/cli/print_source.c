@@ -92,18 +92,37 @@ static cs_insn *disassemble(pstate_t *ps, const target_t *t, csh *cs, int detail
 
 /* Metrics of one row: a source line, an instruction, or a group of code. */
 typedef struct annot {
-    uint64_t ex[ENG_NMETRICS], in[ENG_NMETRICS];
-    int code; /* has instructions (else its metric columns stay empty) */
+    uint64_t *ex, *in; /* [nmetrics] each (one allocation at ex), NULL until values are added */
+    int code;          /* has instructions (else its metric columns stay empty) */
 } annot_t;
+
+/* Allocates a's vectors (zeros) if it has none; 0 or 1 when memory ran out. */
+static int annot_alloc(annot_t *a, int nm)
+{
+    if (a->ex)
+        return 0;
+    a->ex = calloc(2 * (size_t)nm, sizeof *a->ex);
+    a->in = a->ex ? a->ex + nm : NULL;
+    return !a->ex;
+}
 
 static void annot_add(annot_t *a, const eng_table_t *t, size_t id, int incl_only)
 {
-    for (int m = 0; m < ENG_NMETRICS; m++) {
+    size_t nm = (size_t)t->nmetrics;
+    if (annot_alloc(a, t->nmetrics))
+        return;
+    for (size_t m = 0; m < nm; m++) {
         if (!incl_only)
-            a->ex[m] += t->excl[id * ENG_NMETRICS + m];
-        a->in[m] += t->incl[id * ENG_NMETRICS + m];
+            a->ex[m] += t->excl[id * nm + m];
+        a->in[m] += t->incl[id * nm + m];
     }
     a->code = 1;
+}
+
+static void annots_free(annot_t *a, size_t n)
+{
+    for (size_t i = 0; a && i < n; i++)
+        free(a[i].ex);
 }
 
 /* The metric that decides what is hot: the sort metric, else the first column's. */
@@ -116,13 +135,15 @@ static int hot_metric(const pstate_t *ps)
 
 static int is_hot(const pstate_t *ps, const annot_t *a, uint64_t max)
 {
-    return a && max && a->ex[hot_metric(ps)] >= HOT_SHARE * (double)max;
+    return a && a->ex && max && a->ex[hot_metric(ps)] >= HOT_SHARE * (double)max;
 }
 
 /* A listing: rows of text with or without metric columns, printed as one table. */
 typedef struct listing {
     row_t *rows;
     size_t n, cap;
+    uint64_t *zeros; /* the values of rows with code but no data */
+    int nmetrics;
 } listing_t;
 
 static void listing_add(listing_t *l, const annot_t *a, const char *fmt, ...)
@@ -143,7 +164,13 @@ static void listing_add(listing_t *l, const annot_t *a, const char *fmt, ...)
     if (rc < 0)
         return;
     int code = a && a->code;
-    l->rows[l->n++] = (row_t){ name, { code ? a->ex : NULL, code ? a->in : NULL, NULL }, 0 };
+    const uint64_t *ex = code ? a->ex : NULL, *in = code ? a->in : NULL;
+    if (code && !ex) {
+        if (!l->zeros)
+            l->zeros = calloc((size_t)l->nmetrics, sizeof *l->zeros);
+        ex = in = l->zeros;
+    }
+    l->rows[l->n++] = (row_t){ name, { ex, in, NULL }, 0 };
 }
 
 static void listing_print(pstate_t *ps, listing_t *l)
@@ -152,14 +179,17 @@ static void listing_print(pstate_t *ps, listing_t *l)
     for (size_t i = 0; i < l->n; i++)
         free((char *)l->rows[i].name);
     free(l->rows);
+    free(l->zeros);
     printf("\n");
 }
 
 /* ,"e.totalcpu":..,"i.totalcpu":.. of an annotation (zeros when it has no code). */
 static void json_values(pstate_t *ps, const annot_t *a)
 {
-    row_t r = { "", { a->ex, a->in, NULL }, 0 };
+    uint64_t *zeros = a->ex ? NULL : calloc((size_t)eng_nmetrics(ps->eng), sizeof *zeros);
+    row_t r = { "", { a->ex ? a->ex : zeros, a->ex ? a->in : zeros, NULL }, 0 };
     pr_json_values(&ps->metrics, &r, eng_total(ps->eng));
+    free(zeros);
 }
 
 /* ---- where sources are: -setpath, -addpath, -pathmap ---------------------------------------- */
@@ -432,7 +462,7 @@ static int function_lines(pstate_t *ps, const target_t *t, srcview_t *v, cs_insn
     }
     int hm = hot_metric(ps);
     for (uint32_t l = 0; l <= v->limit; l++)
-        if (v->lv[l].ex[hm] > *max)
+        if (v->lv[l].ex && v->lv[l].ex[hm] > *max)
             *max = v->lv[l].ex[hm];
     return 0;
 }
@@ -454,7 +484,7 @@ static int file_lines(pstate_t *ps, srcview_t *v, uint64_t *max)
         annot_add(a, lt, id, 0);
         if (line)
             widen(v, line);
-        if (a->ex[hm] > *max)
+        if (a->ex && a->ex[hm] > *max)
             *max = a->ex[hm];
     }
     return 0;
@@ -537,7 +567,7 @@ static void source_text(pstate_t *ps, const srcview_t *v, char **src, size_t nsr
         printf("(the file cannot be found here: lines with code by number only; see -setpath, "
                "-addpath and -pathmap)\n");
     printf("## marks the hottest lines; lines without metrics have no code\n\n");
-    listing_t l = { 0 };
+    listing_t l = { .nmetrics = eng_nmetrics(ps->eng) };
     for (uint32_t n = v->lo; n <= v->hi; n++) {
         const annot_t *a = &v->lv[n];
         if (src || a->code)
@@ -614,7 +644,9 @@ int view_source(pstate_t *ps, const char *arg)
     int rc = !v.lv;
     if (!rc && tp) {
         rc = function_lines(ps, &t, &v, insn, n, &max);
-        memcpy(v.total.in, fn_incl.in, sizeof v.total.in); /* exclusive: its own instructions' */
+        if (!annot_alloc(&v.total, eng_nmetrics(ps->eng)) && fn_incl.in)
+            memcpy(v.total.in, fn_incl.in, (size_t)eng_nmetrics(ps->eng) * sizeof *v.total.in);
+        /* (exclusive: its own instructions') */
         v.total.code = 1;
         v.lo = v.lo > 3 && v.lo != UINT32_MAX ? v.lo - 3 : 1;
     } else if (!rc) {
@@ -634,7 +666,13 @@ int view_source(pstate_t *ps, const char *arg)
         cs_free(insn, n);
         cs_close(&cs);
     }
+    annots_free(v.lv, v.lv ? (size_t)v.limit + 1 : 0);
     free(v.lv);
+    annots_free(&v.generated, 1);
+    annots_free(&v.nolines, 1);
+    annots_free(v.other, MAX_OTHER + 1);
+    annots_free(&v.total, 1);
+    annots_free(&fn_incl, 1);
     free_lines(src, nsrc);
     free(file);
     return rc;
@@ -700,11 +738,12 @@ int view_disasm(pstate_t *ps, const char *arg)
             continue;
         annot_add(&a[i], pt, id, 0);
         annot_add(&a[n], pt, id, 0);
-        if (a[i].ex[hm] > max)
+        if (a[i].ex && a[i].ex[hm] > max)
             max = a[i].ex[hm];
     }
-    if ((ft = pr_table(ps, ENG_KIND_FUNCTION, 0)))
-        memcpy(a[n].in, ft->incl + (size_t)t.func * ENG_NMETRICS, sizeof a[n].in);
+    if ((ft = pr_table(ps, ENG_KIND_FUNCTION, 0)) && !annot_alloc(&a[n], ft->nmetrics))
+        memcpy(a[n].in, ft->incl + (size_t)t.func * (size_t)ft->nmetrics,
+               (size_t)ft->nmetrics * sizeof *a[n].in);
     a[n].code = 1;
     for (size_t i = 0; i < n; i++) { /* branch targets inside the function */
         size_t j = insn_at(insn, n, branch_target(cs, &insn[i]));
@@ -727,7 +766,7 @@ int view_disasm(pstate_t *ps, const char *arg)
                sym_object(ps->sym, t.obj)->path, (unsigned long long)t.addr,
                (unsigned long long)t.size);
     }
-    listing_t l = { 0 };
+    listing_t l = { .nmetrics = eng_nmetrics(ps->eng) };
     const char *last_file = NULL;
     uint32_t last_line = 0;
     size_t nsrc = 0;
@@ -781,6 +820,7 @@ int view_disasm(pstate_t *ps, const char *arg)
     free_lines(src, nsrc);
     cs_free(insn, n);
     cs_close(&cs);
+    annots_free(a, n + 1);
     free(a);
     free(target);
     return 0;

@@ -30,10 +30,10 @@ void pr_trace_settings(const exp_process_t *p)
         printf("                      I/O tracing\n");
 }
 
-void pr_trace_overview(const uint64_t *t)
+void pr_trace_overview(pstate_t *ps, const uint64_t *t)
 {
     if (t[ENG_M_SYNCN])
-        printf("  Sync waits:      %.3f s in %llu waits\n", pr_scaled(ENG_M_SYNC, t[ENG_M_SYNC]),
+        printf("  Sync waits:      %.3f s in %llu waits\n", pr_scaled(ps->eng, ENG_M_SYNC, t[ENG_M_SYNC]),
                (unsigned long long)t[ENG_M_SYNCN]);
     if (t[ENG_M_HEAPALLOCCNT])
         printf("  Heap:            %llu allocations (%llu bytes), %llu leaks (%llu bytes)\n",
@@ -45,13 +45,13 @@ void pr_trace_overview(const uint64_t *t)
         printf("  I/O:             %llu bytes read in %llu calls (%.3f s), %llu written in %llu "
                "(%.3f s), %llu other calls (%.3f s), %llu failed (%.3f s)\n",
                (unsigned long long)t[ENG_M_IOREADBYTES], (unsigned long long)t[ENG_M_IOREADCNT],
-               pr_scaled(ENG_M_IOREADTIME, t[ENG_M_IOREADTIME]),
+               pr_scaled(ps->eng, ENG_M_IOREADTIME, t[ENG_M_IOREADTIME]),
                (unsigned long long)t[ENG_M_IOWRITEBYTES], (unsigned long long)t[ENG_M_IOWRITECNT],
-               pr_scaled(ENG_M_IOWRITETIME, t[ENG_M_IOWRITETIME]),
+               pr_scaled(ps->eng, ENG_M_IOWRITETIME, t[ENG_M_IOWRITETIME]),
                (unsigned long long)t[ENG_M_IOOTHERCNT],
-               pr_scaled(ENG_M_IOOTHERTIME, t[ENG_M_IOOTHERTIME]),
+               pr_scaled(ps->eng, ENG_M_IOOTHERTIME, t[ENG_M_IOOTHERTIME]),
                (unsigned long long)t[ENG_M_IOERRORCNT],
-               pr_scaled(ENG_M_IOERRORTIME, t[ENG_M_IOERRORTIME]));
+               pr_scaled(ps->eng, ENG_M_IOERRORTIME, t[ENG_M_IOERRORTIME]));
 }
 
 /* ---- stacks ------------------------------------------------------------------------------- */

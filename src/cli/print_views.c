@@ -41,7 +41,7 @@ int view_list(pstate_t *ps, int kind)
     for (size_t id = 0; id < t->nobjects; id++)
         if (t->present[id])
             rows[n++] = (row_t){ nm.name[id],
-                                 { t->excl + id * ENG_NMETRICS, t->incl + id * ENG_NMETRICS, NULL },
+                                 { t->excl + id * eng_nmetrics(ps->eng), t->incl + id * eng_nmetrics(ps->eng), NULL },
                                  0 };
     pr_sort_rows(ps, rows, n, 0);
     if (ps->limit > 0 && (size_t)ps->limit < n)
@@ -149,7 +149,7 @@ static void cc_entry(pstate_t *ps, const eng_table_t *t, const names_t *nm, uint
                                    t->callees[i].value }, 0 };
     pr_sort_rows(ps, callers, c1 - c0, 1);
     pr_sort_rows(ps, callees, e1 - e0, 1);
-    const uint64_t *ex = t->excl + (size_t)x * ENG_NMETRICS, *in = t->incl + (size_t)x * ENG_NMETRICS;
+    const uint64_t *ex = t->excl + (size_t)x * eng_nmetrics(ps->eng), *in = t->incl + (size_t)x * eng_nmetrics(ps->eng);
     if (ps->json) {
         printf("%s{\"function\":", first ? "" : ",");
         pr_json_str(stdout, nm->name[x]);
@@ -160,13 +160,13 @@ static void cc_entry(pstate_t *ps, const eng_table_t *t, const names_t *nm, uint
         }
         printf("],\"self\":{\"name\":");
         pr_json_str(stdout, nm->name[x]);
-        for (int m = 0; m < ENG_NMETRICS; m++) {
+        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
-            printf(",\"e.%s\":", eng_metrics[m].name);
-            pr_json_num(stdout, pr_scaled(m, ex[m]));
-            printf(",\"i.%s\":", eng_metrics[m].name);
-            pr_json_num(stdout, pr_scaled(m, in[m]));
+            printf(",\"e.%s\":", eng_metric(ps->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->eng, m, ex[m]));
+            printf(",\"i.%s\":", eng_metric(ps->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->eng, m, in[m]));
         }
         printf("},\"callees\":[");
         for (size_t i = 0; i < e1 - e0; i++) {
@@ -216,8 +216,8 @@ int view_callers_callees(pstate_t *ps, const char *single)
     } else {
         for (size_t id = 0; id < t->nobjects; id++)
             if (t->present[id])
-                rows[n++] = (row_t){ nm.name[id], { t->excl + id * ENG_NMETRICS,
-                                     t->incl + id * ENG_NMETRICS, NULL }, (int)id };
+                rows[n++] = (row_t){ nm.name[id], { t->excl + id * eng_nmetrics(ps->eng),
+                                     t->incl + id * eng_nmetrics(ps->eng), NULL }, (int)id };
         pr_sort_rows(ps, rows, n, 0);
         if (ps->limit > 0 && (size_t)ps->limit < n)
             n = (size_t)ps->limit;
@@ -272,18 +272,18 @@ static void tree_node_open(tree_print_t *tp, uint32_t k, size_t depth, int first
     if (tp->ps->json) {
         printf("%s{\"name\":", first ? "" : ",");
         pr_json_str(stdout, name);
-        for (int m = 0; m < ENG_NMETRICS; m++) {
+        for (int m = 0; m < eng_nmetrics(tp->ps->eng); m++) {
             if (!eng_has_metric(tp->ps->eng, m))
                 continue;
-            printf(",\"i.%s\":", eng_metrics[m].name);
-            pr_json_num(stdout, pr_scaled(m, nd->incl[m]));
-            printf(",\"e.%s\":", eng_metrics[m].name);
-            pr_json_num(stdout, pr_scaled(m, nd->excl[m]));
+            printf(",\"i.%s\":", eng_metric(tp->ps->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(tp->ps->eng, m, nd->incl[m]));
+            printf(",\"e.%s\":", eng_metric(tp->ps->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(tp->ps->eng, m, nd->excl[m]));
         }
         printf(",\"children\":[");
     } else {
         char vb[64], pb[32];
-        pr_fmt_value(vb, sizeof vb, tp->metric, nd->incl[tp->metric]);
+        pr_fmt_value(vb, sizeof vb, eng_metric(tp->ps->eng, tp->metric), nd->incl[tp->metric]);
         pr_fmt_percent(pb, sizeof pb, nd->incl[tp->metric], tp->total[tp->metric]);
         int indent = (int)(depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX) * 2;
         if (depth > TREE_INDENT_MAX)
@@ -369,11 +369,11 @@ int view_calltree(pstate_t *ps)
     int rc;
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metrics[tp.metric].name);
+        printf("\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metric(ps->eng, tp.metric)->name);
         rc = tree_print(&tp);
         printf("}\n");
     } else {
-        printf("Functions Call Tree. Metric: Attributed %s\n\n", eng_metrics[tp.metric].title);
+        printf("Functions Call Tree. Metric: Attributed %s\n\n", eng_metric(ps->eng, tp.metric)->title);
         printf("%10s %7s   %s\n", "sec.", "%", "Name");
         rc = tree_print(&tp);
         printf("\n");
@@ -403,18 +403,18 @@ int view_fsingle(pstate_t *ps, const char *name)
     uint32_t line = 0;
     if (o && f->size && sym_line_at(ps->sym, f->object, f->addr, &file, &line))
         file = NULL;
-    const uint64_t *ex = t->excl + (size_t)id * ENG_NMETRICS, *in = t->incl + (size_t)id * ENG_NMETRICS;
+    const uint64_t *ex = t->excl + (size_t)id * eng_nmetrics(ps->eng), *in = t->incl + (size_t)id * eng_nmetrics(ps->eng);
     if (ps->json) {
         pr_json_open(ps);
         printf("\"view\":\"fsingle\",\"name\":");
         pr_json_str(stdout, nm.name[id]);
-        for (int m = 0; m < ENG_NMETRICS; m++) {
+        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
-            printf(",\"e.%s\":", eng_metrics[m].name);
-            pr_json_num(stdout, pr_scaled(m, ex[m]));
-            printf(",\"i.%s\":", eng_metrics[m].name);
-            pr_json_num(stdout, pr_scaled(m, in[m]));
+            printf(",\"e.%s\":", eng_metric(ps->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->eng, m, ex[m]));
+            printf(",\"i.%s\":", eng_metric(ps->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->eng, m, in[m]));
         }
         printf(",\"size\":%llu,\"address\":\"0x%llx\",\"source_file\":",
                (unsigned long long)f->size, (unsigned long long)f->addr);
@@ -426,17 +426,17 @@ int view_fsingle(pstate_t *ps, const char *name)
         printf("}\n");
     } else {
         printf("%s\n", nm.name[id]);
-        for (int m = 0; m < ENG_NMETRICS; m++) {
+        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
             char vb[64], pb[32];
             for (int k = 0; k < 2; k++) {
                 const uint64_t *v = k ? in : ex;
-                pr_fmt_value(vb, sizeof vb, m, v[m]);
+                pr_fmt_value(vb, sizeof vb, eng_metric(ps->eng, m), v[m]);
                 pr_fmt_percent(pb, sizeof pb, v[m], total[m]);
                 char label[128];
                 snprintf(label, sizeof label, "%s %s", pr_flavor_word(k ? FL_I : FL_E, 0),
-                         eng_metrics[m].title);
+                         eng_metric(ps->eng, m)->title);
                 printf("  %32s:  %10s (%6s%%)\n", label, vb, pb);
             }
         }

@@ -21,7 +21,8 @@ enum exp_rec_type {
     EXP_REC_HEAP_ALLOC = 5, /* an allocation (heap tracing) */
     EXP_REC_HEAP_FREE = 6,  /* a deallocation: free, realloc's old block, munmap */
     EXP_REC_IO = 7,         /* an I/O call (I/O tracing) */
-    /* 8..15 are free for more tracing records; thread states and CPUs: */
+    EXP_REC_TRACE = 8,      /* a traced call of a kind declared in the log (collector API) */
+    /* 9..15 are free for more tracing records; thread states and CPUs: */
     EXP_REC_STATE = 16, /* a thread-state sample of another thread, written by the sampler */
     EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
 };

@@ -187,7 +187,7 @@ static int parse_line(char *line, exp_record_t *r, exp_field_t **pool, size_t *n
 typedef struct interp {
     exp_process_t *p;
     u64map_t threads, objects;
-    size_t tcap, ocap, scap, pcap;
+    size_t tcap, ocap, scap, pcap, mcap, kcap;
 } interp_t;
 
 static exp_thread_t *find_thread(interp_t *in, uint32_t tid)
@@ -351,6 +351,97 @@ static int duplicate(exp_process_t *p, const exp_record_t *r)
 }
 
 /* Interprets one record into the process's typed fields. 0 or TALLY_ENOMEM. */
+/* A declared metric or kind name: 1 to 63 characters of [a-z0-9_], starting with a letter. */
+static int good_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !(*s >= 'a' && *s <= 'z'))
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+static long find_metric(const exp_process_t *p, const char *name)
+{
+    for (size_t i = 0; i < p->nmetrics; i++)
+        if (!strcmp(p->metrics[i].name, name))
+            return (long)i;
+    return -1;
+}
+
+/* A `metric` record: name, title, unit, aggregate (sum), time (0/1). A bad one is refused with a
+ * warning naming its line; the rest of the log is read. */
+static int declare_metric(interp_t *in, exp_record_t *r)
+{
+    exp_process_t *p = in->p;
+    char *name = get_str(r, "name"), *agg = get_str(r, "aggregate");
+    const char *why = NULL;
+    if (!good_name(name))
+        why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
+    else if (*agg && strcmp(agg, "sum"))
+        why = "its aggregation is not 'sum', the only one this version knows";
+    else if (find_metric(p, name) >= 0)
+        why = "a metric of that name was declared before";
+    else if (p->nmetrics >= 1000)
+        why = "too many metrics declared";
+    if (why)
+        return add_warning(p, "log line %u: metric '%s' is not used: %s", r->line, name, why);
+    if (GROW(p->metrics, p->nmetrics, in->mcap))
+        return TALLY_ENOMEM;
+    exp_metric_t *m = &p->metrics[p->nmetrics++];
+    m->name = name;
+    m->title = *get_str(r, "title") ? get_str(r, "title") : name;
+    m->time = exp_record_u64(r, "time", 0) == 1;
+    m->unit = m->time ? "s" : *get_str(r, "unit") ? get_str(r, "unit") : "count";
+    return 0;
+}
+
+/* A `kind` record: id, name, metrics (comma-separated names of metrics declared before). */
+static int declare_kind(interp_t *in, exp_record_t *r)
+{
+    exp_process_t *p = in->p;
+    const char *ids = exp_record_get(r, "id");
+    uint64_t id = exp_record_u64(r, "id", UINT64_MAX);
+    char *name = get_str(r, "name"), *list = get_str(r, "metrics");
+    exp_kind_t k = { .id = (uint32_t)id, .name = name };
+    const char *why = NULL;
+    if (!ids || id > EXP_KIND_MAXID)
+        why = "its id is not a number from 0 to 65535";
+    else if (!good_name(name))
+        why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
+    for (size_t i = 0; i < p->nkinds && !why; i++)
+        if (p->kinds[i].id == k.id)
+            why = "a kind with that id was declared before";
+    char one[64];
+    for (const char *s = list; *s && !why;) {
+        size_t n = strcspn(s, ",");
+        long m = -1;
+        if (n < sizeof one) {
+            memcpy(one, s, n);
+            one[n] = 0;
+            m = find_metric(p, one);
+        }
+        if (m < 0)
+            why = "it names a metric that was not declared before it";
+        else if (k.nmetrics == EXP_KIND_MAXVALUES)
+            why = "it has more than 16 metrics";
+        else
+            k.metric[k.nmetrics++] = (uint32_t)m;
+        s += n;
+        if (*s)
+            s++;
+    }
+    if (why)
+        return add_warning(p, "log line %u: record kind '%s' is not used: %s", r->line, name,
+                           why);
+    if (GROW(p->kinds, p->nkinds, in->kcap))
+        return TALLY_ENOMEM;
+    p->kinds[p->nkinds++] = k;
+    return 0;
+}
+
 static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
 {
     exp_process_t *p = in->p;
@@ -474,6 +565,10 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         p->st_disk_full = exp_record_u64(r, "disk_full", 0) != 0 || p->st_dropped_disk;
     } else if (!strcmp(k, "warning")) {
         return add_warning(p, "%s", get_str(r, "what"));
+    } else if (!strcmp(k, "metric")) {
+        return declare_metric(in, r);
+    } else if (!strcmp(k, "kind")) {
+        return declare_kind(in, r);
     } else if (!strcmp(k, "end")) {
         p->has_end = 1; /* the last one is used */
         p->end_how = get_str(r, "how");
@@ -888,6 +983,8 @@ static void free_process(exp_process_t *p)
     free(p->owned);
     free(p->samples);
     free(p->pauses);
+    free(p->metrics);
+    free(p->kinds);
     free(p->argv);
     for (size_t i = 0; i < p->nwarnings; i++)
         free(p->warnings[i]);

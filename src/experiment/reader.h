@@ -89,6 +89,26 @@ typedef struct exp_sample {
     uint64_t rss, rchar, wchar; /* KiB resident; bytes read and written by system calls */
 } exp_sample_t;
 
+/* A metric declared by the log (a `metric` record): values of it come in TRACE records of a
+ * declared kind. Names are 1 to 63 characters of [a-z0-9_] starting with a letter; the only
+ * aggregation this reader knows is `sum` (a declaration of another is refused with a warning). */
+typedef struct exp_metric {
+    char *name, *title, *unit;
+    int time; /* 1: values are ns of time (shown as seconds) */
+} exp_metric_t;
+
+#define EXP_KIND_MAXVALUES 16 /* metrics of one declared record kind */
+#define EXP_KIND_MAXID 65535  /* largest declared kind id */
+
+/* A record kind declared by the log (a `kind` record): a TRACE record of this id carries one
+ * value for each of metric[0..nmetrics) (indices into exp_process_t.metrics), in this order. */
+typedef struct exp_kind {
+    uint32_t id;
+    char *name;
+    uint32_t nmetrics;
+    uint32_t metric[EXP_KIND_MAXVALUES];
+} exp_kind_t;
+
 typedef struct exp_pause {
     uint64_t t;
     int paused; /* 1: collection paused at t, 0: resumed */
@@ -131,6 +151,10 @@ typedef struct exp_process {
     size_t nsamples;
     exp_pause_t *pauses;
     size_t npauses;
+    exp_metric_t *metrics; /* declared metrics, in log order, names unique */
+    size_t nmetrics;
+    exp_kind_t *kinds; /* declared record kinds, in log order, ids unique */
+    size_t nkinds;
     /* how the process ended: has_end = 0 when no end record was written */
     int has_end;
     char *end_how, *end_signame;
@@ -204,17 +228,17 @@ int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, cons
 #define EXP_NO_STACK UINT32_MAX /* exp_event_t.stack of an event without a stack */
 
 typedef struct exp_event {
-    uint32_t type; /* EXP_REC_CLOCK, _LOST, _SYNC, _HEAP_ALLOC, _HEAP_FREE, _IO */
+    uint32_t type; /* EXP_REC_CLOCK, _LOST, _SYNC, _HEAP_ALLOC, _HEAP_FREE, _IO, _TRACE */
     uint32_t proc; /* process index */
     uint32_t tid;
     uint64_t t;
-    uint32_t stack;  /* global stack id (CLOCK, SYNC, HEAP_ALLOC, IO), else EXP_NO_STACK */
+    uint32_t stack;  /* global stack id (CLOCK, SYNC, HEAP_ALLOC, IO, TRACE), else EXP_NO_STACK */
     uint32_t state;  /* EXP_STATE_* (CLOCK; STATE records are delivered as CLOCK events) */
     uint32_t cpu;    /* the CPU the thread last ran on (from CPU records), UINT32_MAX unknown */
     uint64_t weight; /* ns: CPU time (CLOCK), wait (SYNC), duration (IO) */
     uint64_t count;  /* LOST */
     uint32_t reason; /* LOST */
-    uint32_t call;   /* EXP_SYNC_*, EXP_HEAP_*, EXP_IO_* */
+    uint32_t call;   /* EXP_SYNC_*, EXP_HEAP_*, EXP_IO_*; TRACE: the declared kind's id */
     uint64_t addr;   /* the synchronization object (SYNC), the block (HEAP_*) */
     uint64_t size;   /* bytes: allocated (HEAP_ALLOC), unmapped (HEAP_FREE by munmap, else 0),
                         transferred (IO) */
@@ -223,6 +247,10 @@ typedef struct exp_event {
     const char *name; /* IO: the file's name if the record carries one (namelen bytes, not
                          NUL-terminated, valid during the callback only), else NULL */
     uint32_t namelen;
+    /* TRACE: the values of the kind's metrics (valid during the callback only); a record may
+     * carry fewer than the kind declares (the others are 0), never more */
+    uint32_t nvalues;
+    const uint64_t *values;
 } exp_event_t;
 
 typedef struct exp_scan_stats {

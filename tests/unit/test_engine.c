@@ -26,15 +26,15 @@ typedef struct fixture {
 static void fx_init(fixture_t *fx, size_t nobjects)
 {
     memset(fx, 0, sizeof *fx);
-    assert_int_equal(eng_table_alloc(&fx->t, ENG_KIND_FUNCTION, nobjects, 1), 0);
-    fx->es = eng_edgeset_new();
+    assert_int_equal(eng_table_alloc(&fx->t, ENG_KIND_FUNCTION, nobjects, ENG_NBUILTIN, 1), 0);
+    fx->es = eng_edgeset_new(ENG_NBUILTIN);
     assert_non_null(fx->es);
 }
 
 /* Adds a stack (leaf first) with weight w (in the user metric and totalcpu). */
 static void add(fixture_t *fx, uint64_t w, uint32_t n, const uint32_t *ids)
 {
-    uint64_t v[ENG_NMETRICS] = { 0 };
+    uint64_t v[ENG_NBUILTIN] = { 0 };
     v[ENG_M_TOTALCPU] = v[ENG_M_USER] = w;
     assert_int_equal(eng_apply(&fx->t, ids, n, v, fx->stamp, ++fx->serial, fx->es), 0);
 }
@@ -54,8 +54,8 @@ static void fx_finish(fixture_t *fx)
 
 static void fx_free(fixture_t *fx) { eng_table_release(&fx->t); }
 
-static uint64_t excl(fixture_t *fx, uint32_t x) { return fx->t.excl[x * ENG_NMETRICS]; }
-static uint64_t incl(fixture_t *fx, uint32_t x) { return fx->t.incl[x * ENG_NMETRICS]; }
+static uint64_t excl(fixture_t *fx, uint32_t x) { return fx->t.excl[x * ENG_NBUILTIN]; }
+static uint64_t incl(fixture_t *fx, uint32_t x) { return fx->t.incl[x * ENG_NBUILTIN]; }
 
 /* Attributed value of y as a caller (callee=0) or callee (callee=1) of x; 0 if not an edge. */
 static uint64_t attr(fixture_t *fx, uint32_t x, uint32_t y, int callee)
@@ -118,7 +118,7 @@ static void figure21(void **state)
     assert_int_equal(attr(&fx, F, C, 0), 40);
     assert_int_equal(attr(&fx, G, F, 0), 30);
     assert_int_equal(attr_sum(&fx, MAIN, 0), 0); /* the root has no caller */
-    assert_int_equal(fx.t.outermost[MAIN * ENG_NMETRICS], 128);
+    assert_int_equal(fx.t.outermost[MAIN * ENG_NBUILTIN], 128);
     /* callees (callee-attributed) */
     assert_int_equal(attr(&fx, MAIN, A, 1), 40);
     assert_int_equal(attr(&fx, MAIN, B, 1), 80);
@@ -130,8 +130,8 @@ static void figure21(void **state)
     assert_int_equal(attr_sum(&fx, E, 1), 0);
     assert_int_equal(attr_sum(&fx, G, 1), 0);
     /* the user metric went the same way, the system metric stayed zero */
-    assert_int_equal(fx.t.incl[C * ENG_NMETRICS + ENG_M_USER], 100);
-    assert_int_equal(fx.t.incl[C * ENG_NMETRICS + ENG_M_SYSTEM], 0);
+    assert_int_equal(fx.t.incl[C * ENG_NBUILTIN + ENG_M_USER], 100);
+    assert_int_equal(fx.t.incl[C * ENG_NBUILTIN + ENG_M_SYSTEM], 0);
     fx_free(&fx);
 }
 
@@ -204,7 +204,7 @@ static void random_invariants(void **state)
     for (uint32_t x = 0; x < NOBJ; x++) {
         excl_sum += excl(&fx, x);
         assert_int_equal(incl(&fx, x), brute[x]);
-        assert_int_equal(attr_sum(&fx, x, 0) + fx.t.outermost[x * ENG_NMETRICS], incl(&fx, x));
+        assert_int_equal(attr_sum(&fx, x, 0) + fx.t.outermost[x * ENG_NBUILTIN], incl(&fx, x));
         assert_int_equal(attr_sum(&fx, x, 1) + excl(&fx, x), incl(&fx, x));
         assert_true(excl(&fx, x) <= incl(&fx, x));
         assert_true(incl(&fx, x) <= total);
