@@ -238,7 +238,8 @@ static void default_metrics(pstate_t *ps)
         { 2, "heapleakbytes:heapleakcnt:heapallocbytes:heapalloccnt" },
         { 3, "ioreadtime:iowritetime:ioothertime:ioerrortime" },
     };
-    const int have[4] = { clock || !(sync || heap || io), sync, heap, io };
+    int declared = eng_nmetrics(ps->eng) > ENG_NBUILTIN;
+    const int have[4] = { clock || !(sync || heap || io || declared), sync, heap, io };
     char m[512] = "", cm[512] = "";
     size_t n = 0, cn = 0;
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {

@@ -111,6 +111,11 @@ enum exp_io_call {
     EXP_IO_NCALLS = 128,
 };
 
+/* TRACE: a traced call of a record kind declared in the log (`kind` record: id, name, metrics);
+ * the record carries one value per metric of its kind, in the declared order. */
+#define EXP_KIND_MAXVALUES 16 /* metrics (values) of one declared record kind */
+#define EXP_KIND_MAXID 65535  /* largest declared kind id */
+
 #define EXP_IO_NAME_MAX 1024 /* longest file name an IO record carries */
 
 #define EXP_IO_IS_READ(call) ((call) >= 1 && (call) < 32)

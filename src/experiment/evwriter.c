@@ -303,6 +303,21 @@ int exp_stream_cpu(exp_stream_t *s, uint64_t t, uint32_t cpu)
     return put_event(s, EXP_REC_CPU, t, v, 1);
 }
 
+int exp_stream_trace(exp_stream_t *s, uint64_t t, uint32_t kind, uint32_t stack,
+                     const uint64_t *values, uint32_t n)
+{
+    if (n > EXP_KIND_MAXVALUES || kind > EXP_KIND_MAXID)
+        return -EINVAL;
+    uint64_t v[3 + EXP_KIND_MAXVALUES] = { kind, stack, n };
+    for (uint32_t i = 0; i < n; i++)
+        v[3 + i] = values[i];
+    uint8_t b[(3 + EXP_KIND_MAXVALUES) * LEB128_MAX];
+    size_t len = 0;
+    for (uint32_t i = 0; i < 3 + n; i++)
+        len += leb128_put(b + len, v[i]);
+    return put_event_bytes(s, EXP_REC_TRACE, t, b, len, 0, 0);
+}
+
 int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, uint64_t object,
                     uint32_t call)
 {

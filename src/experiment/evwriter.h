@@ -88,6 +88,11 @@ int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, u
  * (0: it did not); name (namelen bytes, at most EXP_IO_NAME_MAX kept) names the file, or NULL. */
 int exp_stream_io(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t call, uint64_t ns,
                   uint64_t bytes, int64_t fd, uint32_t err, const char *name, size_t namelen);
+/* Writes a TRACE record: a traced call of the record kind declared in the log with id kind
+ * (at most EXP_KIND_MAXID), on stack, with n values (at most EXP_KIND_MAXVALUES), one for each
+ * metric of the kind in the order declared. -EINVAL when kind or n is out of range. */
+int exp_stream_trace(exp_stream_t *s, uint64_t t, uint32_t kind, uint32_t stack,
+                     const uint64_t *values, uint32_t n);
 /* Counts count lost events for reason; they are written as a LOST record at the next chance. */
 void exp_stream_lost(exp_stream_t *s, uint64_t count, uint32_t reason);
 /* Writes pending LOST records, unmaps the chunk and frees the dedup tables. The stream may be

@@ -1309,6 +1309,7 @@ struct cursor {
     uint32_t *genmap; /* local stack id -> global id of the stack in generation gen */
     size_t ngenmap;
     exp_event_t ev; /* the next event */
+    uint64_t values[EXP_KIND_MAXVALUES]; /* ev.values of a TRACE event */
 };
 
 /* Loads the cursor's next chunk; returns 0 when the stream has none left. A chunk the file ends
@@ -1417,107 +1418,197 @@ static uint32_t map_stack(struct cursor *c, uint64_t id, const uint8_t *rec)
     return lost_stack(c->sc);
 }
 
-/* Decodes the payload of a timed record (after its dt) into c->ev. Returns 0 for an event, 2 for
- * a record that is not one, 1 for a type this reader does not know, -1 for a malformed record. */
-static int decode_event(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+/* ---- record decoders: one function per record type, found through a table -------------------- */
+
+/* A decoder reads the payload of a timed record (after its dt: q to rend) into c->ev, which
+ * holds the defaults (no stack, zeros, fd -1). Returns 0 for an event, 2 for a record that is not
+ * one, -1 for a malformed record. rec is the record's first byte (for damage offsets). */
+typedef int (*decode_fn)(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                         const uint8_t *rec);
+
+/* STATE: another thread's state, delivered as its CLOCK event. */
+static int decode_state(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
                         const uint8_t *rec)
 {
+    (void)type;
+    exp_event_t *ev = &c->ev;
+    uint64_t a, b, d, e;
+    if (leb128_get(&q, rend, &e) || leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) ||
+        leb128_get(&q, rend, &d))
+        return -1;
+    ev->type = EXP_REC_CLOCK;
+    ev->tid = (uint32_t)e;
+    ev->cpu = UINT32_MAX;
+    ev->stack = map_stack(c, a, rec);
+    ev->state = (uint32_t)(b < EXP_STATE_COUNT ? b : UINT32_MAX);
+    ev->weight = d;
+    ev->count = 1;
+    return 0;
+}
+
+/* CPU: no event; the CPU of the events that follow. */
+static int decode_cpu(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                      const uint8_t *rec)
+{
+    (void)type, (void)rec;
+    uint64_t a;
+    if (leb128_get(&q, rend, &a))
+        return -1;
+    c->ts.cpu = a < UINT32_MAX ? (uint32_t)a : UINT32_MAX;
+    return 2;
+}
+
+static int decode_clock(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                        const uint8_t *rec)
+{
+    (void)type;
+    exp_event_t *ev = &c->ev;
+    uint64_t a, b, d;
+    if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d))
+        return -1;
+    ev->stack = map_stack(c, a, rec);
+    ev->state = (uint32_t)(b < EXP_STATE_COUNT ? b : UINT32_MAX);
+    ev->weight = d;
+    ev->count = 1;
+    return 0;
+}
+
+static int decode_lost(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                       const uint8_t *rec)
+{
+    (void)type, (void)rec;
+    exp_event_t *ev = &c->ev;
     exp_scan_stats_t *st = c->sc->st;
+    uint64_t a, b;
+    if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
+        return -1;
+    ev->stack = 0;
+    ev->count = a;
+    ev->reason = (uint32_t)(b < EXP_LOST_NREASONS ? b : EXP_LOST_NOSTACK);
+    st->lost[ev->reason] = sat_add(st->lost[ev->reason], a);
+    return 0;
+}
+
+static int decode_sync(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                       const uint8_t *rec)
+{
+    (void)type;
+    exp_event_t *ev = &c->ev;
+    uint64_t a, b, d, e;
+    if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d) ||
+        leb128_get(&q, rend, &e))
+        return -1;
+    ev->stack = map_stack(c, a, rec);
+    ev->weight = b;
+    ev->addr = d;
+    ev->call = (uint32_t)(e < UINT32_MAX ? e : UINT32_MAX);
+    return 0;
+}
+
+/* HEAP_ALLOC and HEAP_FREE. */
+static int decode_heap(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                       const uint8_t *rec)
+{
+    exp_event_t *ev = &c->ev;
+    uint64_t a, b, d;
+    int64_t sd;
+    if (leb128_get_signed(&q, rend, &sd))
+        return -1;
+    c->addr += (uint64_t)sd;
+    ev->addr = c->addr;
+    if (type == EXP_REC_HEAP_ALLOC) {
+        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
+            return -1;
+        ev->stack = map_stack(c, a, rec);
+        ev->size = b;
+        if (q < rend && leb128_get(&q, rend, &d) == 0) /* absent: malloc */
+            ev->call = (uint32_t)(d < UINT32_MAX ? d : UINT32_MAX);
+    } else if (q < rend) { /* absent: free */
+        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
+            return -1;
+        ev->call = (uint32_t)(a < UINT32_MAX ? a : UINT32_MAX);
+        ev->size = b;
+    }
+    return 0;
+}
+
+static int decode_io(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                     const uint8_t *rec)
+{
+    (void)type;
     exp_event_t *ev = &c->ev;
     uint64_t a, b, d, e, f, g;
     int64_t sd;
+    if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d) ||
+        leb128_get(&q, rend, &e) || leb128_get_signed(&q, rend, &sd) || leb128_get(&q, rend, &f))
+        return -1;
+    ev->stack = map_stack(c, a, rec);
+    ev->call = (uint32_t)(b < UINT32_MAX ? b : UINT32_MAX);
+    ev->weight = d;
+    ev->size = e;
+    ev->fd = sd;
+    ev->err = (uint32_t)(f < UINT32_MAX ? f : UINT32_MAX);
+    if (q < rend) {
+        if (leb128_get(&q, rend, &g) || g > (uint64_t)(rend - q) || g > EXP_IO_NAME_MAX)
+            return -1;
+        ev->name = (const char *)q;
+        ev->namelen = (uint32_t)g;
+    }
+    return 0;
+}
+
+/* TRACE: a traced call of a kind declared in the log: kind, stack, n, n values. The kind is not
+ * checked here (the process's kinds say what the values are: exp_process_t.kinds). */
+static int decode_trace(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                        const uint8_t *rec)
+{
+    (void)type;
+    exp_event_t *ev = &c->ev;
+    uint64_t kind, a, n;
+    if (leb128_get(&q, rend, &kind) || leb128_get(&q, rend, &a) || leb128_get(&q, rend, &n) ||
+        kind > EXP_KIND_MAXID || n > EXP_KIND_MAXVALUES)
+        return -1;
+    for (uint64_t i = 0; i < n; i++)
+        if (leb128_get(&q, rend, &c->values[i]))
+            return -1;
+    ev->stack = map_stack(c, a, rec);
+    ev->call = (uint32_t)kind;
+    ev->nvalues = (uint32_t)n;
+    ev->values = c->values;
+    ev->count = 1;
+    return 0;
+}
+
+/* Record type -> decoder of its payload; NULL: a type this reader does not know (skipped and
+ * counted). STACK records are not events: cursor_next decodes them itself. */
+static const decode_fn decoders[256] = {
+    [EXP_REC_CLOCK] = decode_clock,
+    [EXP_REC_LOST] = decode_lost,
+    [EXP_REC_SYNC] = decode_sync,
+    [EXP_REC_HEAP_ALLOC] = decode_heap,
+    [EXP_REC_HEAP_FREE] = decode_heap,
+    [EXP_REC_IO] = decode_io,
+    [EXP_REC_TRACE] = decode_trace,
+    [EXP_REC_STATE] = decode_state,
+    [EXP_REC_CPU] = decode_cpu,
+};
+
+/* Decodes the payload of a timed record of a known type into c->ev. Returns 0 for an event, 2
+ * for a record that is not one, -1 for a malformed record. */
+static inline int decode_event(struct cursor *c, uint8_t type, const uint8_t *q,
+                               const uint8_t *rend, const uint8_t *rec)
+{
+    exp_event_t *ev = &c->ev;
     ev->type = type;
     ev->stack = EXP_NO_STACK;
-    ev->state = ev->reason = ev->call = ev->err = ev->namelen = 0;
+    ev->state = ev->reason = ev->call = ev->err = ev->namelen = ev->nvalues = 0;
     ev->weight = ev->count = ev->addr = ev->size = 0;
     ev->fd = -1;
     ev->name = NULL;
+    ev->values = NULL;
     ev->tid = c->tid;
     ev->cpu = c->ts.cpu;
-    switch (type) {
-    case EXP_REC_STATE: /* another thread's state: delivered as its CLOCK event */
-        if (leb128_get(&q, rend, &e) || leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) ||
-            leb128_get(&q, rend, &d))
-            return -1;
-        ev->type = EXP_REC_CLOCK;
-        ev->tid = (uint32_t)e;
-        ev->cpu = UINT32_MAX;
-        ev->stack = map_stack(c, a, rec);
-        ev->state = (uint32_t)(b < EXP_STATE_COUNT ? b : UINT32_MAX);
-        ev->weight = d;
-        ev->count = 1;
-        return 0;
-    case EXP_REC_CPU: /* no event: the CPU of the events that follow */
-        if (leb128_get(&q, rend, &a))
-            return -1;
-        c->ts.cpu = a < UINT32_MAX ? (uint32_t)a : UINT32_MAX;
-        return 2;
-    case EXP_REC_CLOCK:
-        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d))
-            return -1;
-        ev->stack = map_stack(c, a, rec);
-        ev->state = (uint32_t)(b < EXP_STATE_COUNT ? b : UINT32_MAX);
-        ev->weight = d;
-        ev->count = 1;
-        return 0;
-    case EXP_REC_LOST:
-        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
-            return -1;
-        ev->stack = 0;
-        ev->count = a;
-        ev->reason = (uint32_t)(b < EXP_LOST_NREASONS ? b : EXP_LOST_NOSTACK);
-        st->lost[ev->reason] = sat_add(st->lost[ev->reason], a);
-        return 0;
-    case EXP_REC_SYNC:
-        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d) ||
-            leb128_get(&q, rend, &e))
-            return -1;
-        ev->stack = map_stack(c, a, rec);
-        ev->weight = b;
-        ev->addr = d;
-        ev->call = (uint32_t)(e < UINT32_MAX ? e : UINT32_MAX);
-        return 0;
-    case EXP_REC_HEAP_ALLOC:
-    case EXP_REC_HEAP_FREE:
-        if (leb128_get_signed(&q, rend, &sd))
-            return -1;
-        c->addr += (uint64_t)sd;
-        ev->addr = c->addr;
-        if (type == EXP_REC_HEAP_ALLOC) {
-            if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
-                return -1;
-            ev->stack = map_stack(c, a, rec);
-            ev->size = b;
-            if (q < rend && leb128_get(&q, rend, &d) == 0) /* absent: malloc */
-                ev->call = (uint32_t)(d < UINT32_MAX ? d : UINT32_MAX);
-        } else if (q < rend) { /* absent: free */
-            if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
-                return -1;
-            ev->call = (uint32_t)(a < UINT32_MAX ? a : UINT32_MAX);
-            ev->size = b;
-        }
-        return 0;
-    case EXP_REC_IO:
-        if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b) || leb128_get(&q, rend, &d) ||
-            leb128_get(&q, rend, &e) || leb128_get_signed(&q, rend, &sd) ||
-            leb128_get(&q, rend, &f))
-            return -1;
-        ev->stack = map_stack(c, a, rec);
-        ev->call = (uint32_t)(b < UINT32_MAX ? b : UINT32_MAX);
-        ev->weight = d;
-        ev->size = e;
-        ev->fd = sd;
-        ev->err = (uint32_t)(f < UINT32_MAX ? f : UINT32_MAX);
-        if (q < rend) {
-            if (leb128_get(&q, rend, &g) || g > (uint64_t)(rend - q) || g > EXP_IO_NAME_MAX)
-                return -1;
-            ev->name = (const char *)q;
-            ev->namelen = (uint32_t)g;
-        }
-        return 0;
-    default:
-        return 1;
-    }
+    return decoders[type](c, type, q, rend, rec);
 }
 
 /* Decodes records until the cursor holds its next event; returns 0 when the stream ends (or
@@ -1551,7 +1642,7 @@ static int cursor_next(struct cursor *c)
             }
             continue;
         }
-        if ((type > EXP_REC_IO && type < EXP_REC_STATE) || type > EXP_REC_CPU) {
+        if (!decoders[type]) {
             st->unknown_records++; /* skipped (its time, if any, is unknown too) */
             continue;
         }

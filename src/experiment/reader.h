@@ -97,9 +97,6 @@ typedef struct exp_metric {
     int time; /* 1: values are ns of time (shown as seconds) */
 } exp_metric_t;
 
-#define EXP_KIND_MAXVALUES 16 /* metrics of one declared record kind */
-#define EXP_KIND_MAXID 65535  /* largest declared kind id */
-
 /* A record kind declared by the log (a `kind` record): a TRACE record of this id carries one
  * value for each of metric[0..nmetrics) (indices into exp_process_t.metrics), in this order. */
 typedef struct exp_kind {
