@@ -374,7 +374,8 @@ int view_calltree(pstate_t *ps)
         printf("}\n");
     } else {
         printf("Functions Call Tree. Metric: Attributed %s\n\n", eng_metric(ps->eng, tp.metric)->title);
-        printf("%10s %7s   %s\n", "sec.", "%", "Name");
+        const char *unit = eng_metric(ps->eng, tp.metric)->unit;
+        printf("%10s %7s   %s\n", !strcmp(unit, "s") ? "sec." : unit, "%", "Name");
         rc = tree_print(&tp);
         printf("\n");
     }

@@ -827,6 +827,8 @@ void coll_after_fork_child(void)
     trace_after_fork_child(); /* first: the parent's trace streams are not this process's */
     trace_thr.guard++;
     after_fork();
+    if (coll_proc.enabled)
+        api_log_declarations(); /* the collector API's declarations, in the child's own log */
     trace_thr.guard--;
     trace_start(&coll_proc);
 }

@@ -16,7 +16,8 @@
  * maps.c (load objects), interpose.c (the exported interposers), sampler.c (the sampler thread:
  * periodic sample packets and thread states; the -l/-y signals; the collector API), trace.c (the
  * tracing core: settings, per-thread trace streams, records) with its interposers sync.c,
- * heap.c and iotrace.c, and fastunwind.c (their stacks).
+ * heap.c and iotrace.c, fastunwind.c (their stacks), and api.c (the versioned collector API
+ * for separate libraries, include/tally_collector_api.h: declarations and TRACE records).
  *
  * There is exactly one coll_proc_t, `coll_proc`: signal handlers and interposers have no other way
  * to reach the collector's state. Its settings are written once during initialization (or in a

@@ -437,6 +437,62 @@ void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size
             K_HEAP);
 }
 
+/* ---- records of the collector API (api.c) ---------------------------------------------------- */
+
+int trace_api_on;
+
+static int self_cb(struct dl_phdr_info *info, size_t size, void *arg);
+
+/* The TSC anchor and the collector's code range, once, by the first thread that records through
+ * the API (trace_start does it when a kind of tracing is on). 1 when ready; 0 while another
+ * thread is setting up. */
+int trace_api_ready(void)
+{
+    static int state; /* 0 not set up, 1 being set up, 2 ready */
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (s == 2)
+        return 1;
+    if (s == 1 || !__atomic_compare_exchange_n(&state, &s, 1, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE))
+        return 0;
+    if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync)) { /* else trace_start did it */
+        clock_start();
+        if (!trace_self_hi)
+            dl_iterate_phdr(self_cb, (void *)(uintptr_t)trace_start);
+    }
+    __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+    return 1;
+}
+
+uint32_t trace_api_stack(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t *pcs,
+                         uint32_t max)
+{
+    if (max == 0 || thread_ready(th))
+        return 0;
+    uint32_t flags = 0, n = 0;
+    if (fn)
+        pcs[n++] = (uint64_t)(uintptr_t)fn;
+    n += fu_unwind(r, th->stack_hi, pcs + n, max - n, &flags, NULL,
+                   th->splice.ip ? &th->splice : NULL);
+    return n;
+}
+
+int trace_api_record(trace_thr_t *th, uint64_t t, uint32_t kind, const uint64_t *pcs, uint32_t n,
+                     const uint64_t *values, uint32_t nvalues, int in_signal)
+{
+    rec_t c;
+    uint32_t id;
+    if (in_signal && th->state != TT_READY)
+        return -EAGAIN;
+    if (rec_begin(th, t, &c))
+        return -EAGAIN;
+    int rc = exp_stream_stack(c.s, pcs, n, n >= coll_proc.max_depth ? EXP_STACK_TRUNCATED : 0,
+                              &id)
+                 ?: exp_stream_trace(c.s, t, kind, id, values, nvalues);
+    rec_end(&c, rc);
+    return rc ? -EIO : 0;
+}
+
 /* ---- lifecycle -------------------------------------------------------------------------------- */
 
 static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -457,7 +513,10 @@ static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
 
 void trace_start(coll_proc_t *p)
 {
-    if (!p->enabled || !p->ev_ok || !(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
+    if (!p->enabled || !p->ev_ok)
+        return;
+    __atomic_store_n(&trace_api_on, 1, __ATOMIC_RELEASE);
+    if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
         return;
     trace_thr.guard++;
     clock_start();
@@ -477,6 +536,7 @@ void trace_start(coll_proc_t *p)
 
 void trace_stop(void)
 {
+    __atomic_store_n(&trace_api_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&trace_heap_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&trace_sync_on, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&trace_io_on, 0, __ATOMIC_RELEASE);

@@ -121,6 +121,23 @@ void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t
 void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size,
                        uint32_t call) COLL_HIDDEN;
 
+/* ---- the collector API (api.c, include/tally_collector_api.h) ------------------------------ */
+
+/* Records through the API are allowed (between trace_start and trace_stop). */
+extern int trace_api_on COLL_HIDDEN;
+/* Sets up what records need once (the clock, the collector's code range); 0 while another
+ * thread does it. */
+int trace_api_ready(void) COLL_HIDDEN;
+/* fn (if not NULL) then the frames from r into pcs[max]; 0 when the thread cannot record. */
+uint32_t trace_api_stack(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t *pcs,
+                         uint32_t max) COLL_HIDDEN;
+/* Writes a TRACE record with stack pcs[n]; in_signal: the thread's stream must be set up
+ * already. 0, -EAGAIN (not recording), -EIO (not written: counted as dropped). */
+int trace_api_record(trace_thr_t *th, uint64_t t, uint32_t kind, const uint64_t *pcs, uint32_t n,
+                     const uint64_t *values, uint32_t nvalues, int in_signal) COLL_HIDDEN;
+/* Writes the declarations made so far into this image's log (a fork child's new log). */
+void api_log_declarations(void) COLL_HIDDEN;
+
 /* ---- lifecycle (collector.c, interpose.c) ------------------------------------------------- */
 
 /* Takes sync, heap and io from p->set and calibrates the sync threshold; initialization, before

@@ -1,0 +1,121 @@
+/*
+ * tally_collector_api.h - the collector API, version 1: the door through which a shared library
+ * of its own (an MPI wrapper library, an instrumentation runtime) records traced calls in the
+ * experiment of the program `tally collect` profiles, without reaching the collector's internals.
+ *
+ * Finding it. libtally-collector.so exports one function, tally_collector_api_v1(), which returns
+ * a pointer to a constant table of functions (or NULL when this process is not profiled). A
+ * library finds it at run time, so that it also runs, unchanged, where tally is not loaded:
+ *
+ *     typedef const tally_collector_api_v1_t *(*get_fn)(void);
+ *     get_fn get = (get_fn)dlsym(RTLD_DEFAULT, TALLY_COLLECTOR_API_V1_SYMBOL);
+ *     const tally_collector_api_v1_t *api = get ? get() : NULL;
+ *
+ * Look it up when the first call is traced, not in a constructor (the collector may start after
+ * the library's constructors). The table never changes and lives as long as the process.
+ * Versioning: a later version adds fields at the end of the table and says so in `size`; a field
+ * is there when its offset is below `size`. An incompatible change would be a new function,
+ * tally_collector_api_v2(), beside this one.
+ *
+ * Declaring. What a library records is declared first, in the log of the experiment (docs/
+ * FORMAT.md, `metric` and `kind` records): metrics (name, title, unit, whether values are ns of
+ * time) and record kinds (a name and the metrics each record of the kind carries, in order). The
+ * analyzer shows declared metrics in every view beside its own, with exclusive, inclusive and
+ * attributed values. Declarations are per process: the collector writes them again in the
+ * experiment of every fork child; a new program image (exec) declares again.
+ *
+ * Recording a call:
+ *
+ *     if (api && api->enter()) {                 // not inside the collector or another record
+ *         uint64_t t0 = api->now();
+ *         ... the real call ...
+ *         uint64_t pcs[128], v[2] = { api->now() - t0, bytes };
+ *         uint32_t n = api->stack_caller((const void *)MPI_Send, pcs, 128);
+ *         api->emit(kind, api->now(), pcs, n, v, 2, 0);
+ *         api->leave();
+ *     }
+ *
+ * Reentrancy: enter() returns 1 when the calling thread may record (it takes the thread's
+ * guard: the calls the collector makes while recording, and calls of the program made inside
+ * the record, are not recorded), 0 when it must pass straight through (inside the collector,
+ * inside another record, before the collector started or after the image ended). Call leave()
+ * once after every enter() that returned 1, before returning to the program.
+ * Errors are negative errno values; nothing here changes errno, prints, or exits.
+ * Thread safety: every function may be called from any thread. Async-signal-safety: enter,
+ * leave, now, stack_context and emit with TALLY_EMIT_SIGNAL are as safe in a signal handler as
+ * the collector's own profiling handler (libunwind's local unwinder); declare_* are not.
+ */
+#ifndef TALLY_COLLECTOR_API_H
+#define TALLY_COLLECTOR_API_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TALLY_COLLECTOR_API_V1_SYMBOL "tally_collector_api_v1"
+#define TALLY_COLLECTOR_API_VERSION 1
+
+#define TALLY_API_MAX_VALUES 16   /* metrics of one record kind, values of one record */
+#define TALLY_API_MAX_KINDS 256   /* record kinds one process may declare */
+#define TALLY_API_MAX_METRICS 256 /* metrics one process may declare */
+
+enum tally_emit_flags {
+    TALLY_EMIT_SIGNAL = 1, /* called from a signal handler: a thread that has not recorded
+                              anything yet (outside a handler) cannot start here (-EAGAIN) */
+};
+
+typedef struct tally_collector_api_v1 {
+    uint32_t version; /* TALLY_COLLECTOR_API_VERSION */
+    uint32_t size;    /* the size of this table in the collector that answered */
+
+    /* The reentrancy guard (above). */
+    int (*enter)(void);
+    void (*leave)(void);
+
+    /* The time of records: CLOCK_MONOTONIC nanoseconds. */
+    uint64_t (*now)(void);
+
+    /* Declares a metric: name (1 to 63 of a-z, 0-9, _, starting with a letter; the name of one
+     * of tally's own metrics, e.g. "sync", adds the values to that metric), title (what views call it; NULL: the name), unit (NULL:
+     * "count"; ignored when time), time (1: values are ns, shown as seconds). Declaring the
+     * same metric again is 0; the same name with other properties is -EEXIST. -EINVAL: a bad
+     * name; -ENOSPC: too many metrics. Call outside signal handlers. */
+    int (*declare_metric)(const char *name, const char *title, const char *unit, int time);
+
+    /* Declares a record kind: name (as a metric's) and the names of its n metrics (declared
+     * before; 1 to TALLY_API_MAX_VALUES). Returns its id (>= 0), the same id for the same
+     * declaration made again; -EEXIST for the name with other metrics, -EINVAL, -ENOENT (a
+     * metric not declared), -ENOSPC. Call outside signal handlers. */
+    int (*declare_kind)(const char *name, const char *const *metrics, uint32_t n);
+
+    /* The stack of the calling function's caller: fn (the library's entry point, the leaf,
+     * which names the call: e.g. the address of its MPI_Send) then the return addresses of the
+     * code that called the function that calls stack_caller, outermost last. The function that
+     * calls this must keep a frame pointer (-fno-omit-frame-pointer). Writes at most max
+     * frames into pcs; returns their number (0: no stack could be taken). */
+    uint32_t (*stack_caller)(const void *fn, uint64_t *pcs, uint32_t max);
+
+    /* The stack at a signal: the interrupted instruction, then its callers, from the ucontext_t
+     * a SA_SIGINFO handler was given. At most max (and at most 256) frames; returns their
+     * number. */
+    uint32_t (*stack_context)(const void *ucontext, uint64_t *pcs, uint32_t max);
+
+    /* Writes a record of kind (from declare_kind) at time t (now()) with the stack pcs[0..n)
+     * (leaf first) and nvalues values, one per metric of the kind in the declared order (fewer
+     * leave the others 0). Must be called between enter() and leave(). Returns 0, -EINVAL (an
+     * undeclared kind, too many values), -EAGAIN (not recording now: paused, outside the -t
+     * window, see TALLY_EMIT_SIGNAL) or -EIO (the record could not be written; counted). */
+    int (*emit)(int kind, uint64_t t, const uint64_t *pcs, uint32_t n, const uint64_t *values,
+                uint32_t nvalues, uint32_t flags);
+} tally_collector_api_v1_t;
+
+/* Exported by libtally-collector.so; NULL when this process is not being profiled. */
+const tally_collector_api_v1_t *tally_collector_api_v1(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

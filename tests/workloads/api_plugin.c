@@ -1,0 +1,107 @@
+/*
+ * api_plugin.c - a separate library that records calls of its own through the collector API
+ * (include/tally_collector_api.h), as an MPI wrapper library would: plug_send(bytes) "sends a
+ * message" (spins about 50 us) and records a msg_send record with its duration (msgtime, ns) and
+ * its size (msgbytes); plug_signal_record(uc) records a sig_seen record (sigcount 1) with the
+ * stack of a signal context. Without tally (no tally_collector_api_v1) it works and records
+ * nothing. plug_selftest() checks the API's answers to misuse and prints them on stderr.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "tally_collector_api.h"
+
+static const tally_collector_api_v1_t *api;
+static int looked, kind_send = -1, kind_sig = -1;
+
+static void setup(void)
+{
+    if (looked)
+        return;
+    looked = 1;
+    typedef const tally_collector_api_v1_t *(*get_fn)(void);
+    get_fn get = (get_fn)dlsym(RTLD_DEFAULT, TALLY_COLLECTOR_API_V1_SYMBOL);
+    api = get ? get() : NULL;
+    if (!api || api->version != 1 || api->size < sizeof *api) {
+        api = NULL;
+        return;
+    }
+    api->declare_metric("msgtime", "Message Time", NULL, 1);
+    api->declare_metric("msgbytes", "Message Bytes", "bytes", 0);
+    api->declare_metric("sigcount", "Signals Seen", "count", 0);
+    static const char *const send_metrics[] = { "msgtime", "msgbytes" };
+    static const char *const sig_metrics[] = { "sigcount" };
+    kind_send = api->declare_kind("msg_send", send_metrics, 2);
+    kind_sig = api->declare_kind("sig_seen", sig_metrics, 1);
+}
+
+static uint64_t mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void work(void)
+{
+    uint64_t end = mono() + 50000;
+    while (mono() < end)
+        ;
+}
+
+#define PLUG_EXPORT __attribute__((visibility("default")))
+
+PLUG_EXPORT __attribute__((noinline)) void plug_send(uint64_t bytes)
+{
+    setup();
+    if (!api || !api->enter()) {
+        work();
+        return;
+    }
+    uint64_t t0 = api->now();
+    work();
+    uint64_t t1 = api->now();
+    uint64_t pcs[256], v[2] = { t1 - t0, bytes };
+    uint32_t n = api->stack_caller((const void *)plug_send, pcs, 256);
+    api->emit(kind_send, t1, pcs, n, v, 2, 0);
+    api->leave();
+}
+
+/* From a SA_SIGINFO handler: uc is its third argument. */
+PLUG_EXPORT void plug_signal_record(void *uc)
+{
+    if (!api || kind_sig < 0 || !api->enter())
+        return;
+    uint64_t pcs[64], one = 1;
+    uint32_t n = api->stack_context(uc, pcs, 64);
+    api->emit(kind_sig, api->now(), pcs, n, &one, 1, TALLY_EMIT_SIGNAL);
+    api->leave();
+}
+
+/* Misuse gets errors, never a record. */
+PLUG_EXPORT void plug_selftest(void)
+{
+    setup();
+    if (!api) {
+        fprintf(stderr, "selftest: no collector\n");
+        return;
+    }
+    static const char *const bad[] = { "undeclared" };
+    static const char *const send_metrics[] = { "msgtime", "msgbytes" };
+    static const char *const other[] = { "msgbytes" };
+    uint64_t v = 1, pc = (uint64_t)(uintptr_t)plug_send;
+    fprintf(stderr, "selftest: badname=%d redeclare_same=%d redeclare_other=%d "
+            "kind_undeclared=%d kind_same=%d kind_other=%d emit_outside=%d emit_badkind=%d\n",
+            api->declare_metric("Bad-Name", NULL, NULL, 0),
+            api->declare_metric("msgbytes", "Message Bytes", "bytes", 0),
+            api->declare_metric("msgbytes", "Other", "bytes", 0),
+            api->declare_kind("broken", bad, 1),
+            api->declare_kind("msg_send", send_metrics, 2) == kind_send,
+            api->declare_kind("msg_send", other, 1),
+            api->emit(kind_send, api->now(), &pc, 1, &v, 1, 0),
+            api->enter() ? (api->emit(999, api->now(), &pc, 1, &v, 1, 0) +
+                            (api->leave(), 0)) : 1);
+}
