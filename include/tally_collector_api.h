@@ -35,11 +35,13 @@
  *         api->leave();
  *     }
  *
- * Reentrancy: enter() returns 1 when the calling thread may record (it takes the thread's
- * guard: the calls the collector makes while recording, and calls of the program made inside
- * the record, are not recorded), 0 when it must pass straight through (inside the collector,
- * inside another record, before the collector started or after the image ended). Call leave()
- * once after every enter() that returned 1, before returning to the program.
+ * Reentrancy: enter() returns 1 when the calling thread may record (it takes the thread's guard
+ * of the API: a nested enter() says 0, and nothing the collector does while recording is
+ * recorded; calls the library makes between enter and leave that tally traces, such as
+ * malloc under -H on, are traced as any call of the program is), 0 when it must pass straight
+ * through (inside the collector, inside another enter, before the collector started or after
+ * the image ended). Call leave() once after every enter() that returned 1, before returning
+ * to the program.
  * Errors are negative errno values; nothing here changes errno, prints, or exits.
  * Thread safety: every function may be called from any thread. Async-signal-safety: enter,
  * leave, now, stack_context and emit with TALLY_EMIT_SIGNAL are as safe in a signal handler as

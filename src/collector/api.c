@@ -185,24 +185,25 @@ static int declare_kind(const char *name, const char *const *metrics, uint32_t n
 
 /* ---- recording -------------------------------------------------------------------------------- */
 
+/* The API is a kind of traced call of its own (TRACE_K_API): calls of other kinds made between
+ * enter and leave (the allocations of the library's real call) are traced as the interposers'
+ * are; a nested enter of the API passes through. */
 static int enter(void)
 {
     trace_thr_t *t = &trace_thr;
-    if (!__atomic_load_n(&trace_api_on, __ATOMIC_ACQUIRE) || t->guard || clock_in_core())
+    if (!__atomic_load_n(&trace_api_on, __ATOMIC_ACQUIRE) || t->guard ||
+        (t->busy & TRACE_K_API) || clock_in_core())
         return 0;
-    t->guard++;
-    if (!trace_api_ready()) {
-        t->guard--;
+    t->guard++; /* (the set-up is the collector's work) */
+    int ready = trace_api_ready();
+    t->guard--;
+    if (!ready)
         return 0;
-    }
+    t->busy |= TRACE_K_API;
     return 1;
 }
 
-static void leave(void)
-{
-    if (trace_thr.guard > 0)
-        trace_thr.guard--;
-}
+static void leave(void) { trace_thr.busy &= ~(unsigned)TRACE_K_API; }
 
 static uint64_t now(void) { return trace_now(); }
 
@@ -235,7 +236,7 @@ static uint32_t stack_context(const void *ucontext, uint64_t *pcs, uint32_t max)
 static int emit(int kind, uint64_t t, const uint64_t *pcs, uint32_t n, const uint64_t *values,
                 uint32_t nvalues, uint32_t flags)
 {
-    if (trace_thr.guard <= 0 || kind < 0 ||
+    if (!(trace_thr.busy & TRACE_K_API) || kind < 0 ||
         (uint32_t)kind >= __atomic_load_n(&reg.nkinds, __ATOMIC_ACQUIRE) ||
         nvalues > reg.kinds[kind].n || (nvalues && !values) || (n && !pcs))
         return -EINVAL;

@@ -24,9 +24,9 @@ __thread trace_thr_t trace_thr __attribute__((tls_model("initial-exec")));
 uint64_t trace_self_lo, trace_self_hi;
 
 /* Counts for the `stats` record (atomic). */
-enum { K_HEAP = 0, K_IO = 1, K_SYNC = 2 };
+enum { K_HEAP = 0, K_IO = 1, K_SYNC = 2, K_API = 3 };
 static struct {
-    uint64_t dropped[3], unwind_failures, truncated, walks; /* dropped: by K_* */
+    uint64_t dropped[4], unwind_failures, truncated, walks; /* dropped: by K_* */
 } counts;
 
 /* The stream of threads whose TLS destructor has run, shared under a spinlock. */
@@ -467,13 +467,15 @@ int trace_api_ready(void)
 uint32_t trace_api_stack(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t *pcs,
                          uint32_t max)
 {
-    if (max == 0 || thread_ready(th))
-        return 0;
+    th->guard++; /* the collector's work: nothing it calls is traced */
     uint32_t flags = 0, n = 0;
-    if (fn)
-        pcs[n++] = (uint64_t)(uintptr_t)fn;
-    n += fu_unwind(r, th->stack_hi, pcs + n, max - n, &flags, NULL,
-                   th->splice.ip ? &th->splice : NULL);
+    if (max && thread_ready(th) == 0) {
+        if (fn)
+            pcs[n++] = (uint64_t)(uintptr_t)fn;
+        n += fu_unwind(r, th->stack_hi, pcs + n, max - n, &flags, NULL,
+                       th->splice.ip ? &th->splice : NULL);
+    }
+    th->guard--;
     return n;
 }
 
@@ -484,12 +486,16 @@ int trace_api_record(trace_thr_t *th, uint64_t t, uint32_t kind, const uint64_t 
     uint32_t id;
     if (in_signal && th->state != TT_READY)
         return -EAGAIN;
-    if (rec_begin(th, t, &c))
+    th->guard++;
+    if (rec_begin(th, t, &c)) {
+        th->guard--;
         return -EAGAIN;
+    }
     int rc = exp_stream_stack(c.s, pcs, n, n >= coll_proc.max_depth ? EXP_STACK_TRUNCATED : 0,
                               &id)
                  ?: exp_stream_trace(c.s, t, kind, id, values, nvalues);
-    rec_end(&c, rc);
+    rec_end(&c, rc, K_API);
+    th->guard--;
     return rc ? -EIO : 0;
 }
 
@@ -544,8 +550,8 @@ void trace_stop(void)
 
 void trace_warn_dropped(int disk_full)
 {
-    static const char *const what[3] = { " heap", " I/O", " sync" };
-    for (int k = 0; k < 3; k++) {
+    static const char *const what[4] = { " heap", " I/O", " sync", " collector-API" };
+    for (int k = 0; k < 4; k++) {
         if (!counts.dropped[k])
             continue;
         char msg[160];
@@ -561,6 +567,8 @@ void trace_warn_dropped(int disk_full)
 
 void trace_log_stats(exp_line_t *l)
 {
+    if (counts.dropped[K_API]) /* TRACE records of the collector API (api.c) */
+        exp_line_u64(l, "trace_dropped_api", counts.dropped[K_API]);
     if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
         return;
     exp_line_u64(l, "trace_dropped", counts.dropped[K_HEAP] + counts.dropped[K_IO] +

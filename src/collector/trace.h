@@ -73,7 +73,7 @@ extern uint64_t trace_self_lo COLL_HIDDEN, trace_self_hi COLL_HIDDEN;
 /* The kinds of traced calls. The reentrancy guard is per kind: a call of one kind made inside a
  * traced call of another (the buffer fopen allocates, under -H on -i on) is traced; one of the
  * same kind (the close inside fclose, the mmap inside malloc) is part of the outer call. */
-enum { TRACE_K_HEAP = 1, TRACE_K_IO = 2, TRACE_K_SYNC = 4 };
+enum { TRACE_K_HEAP = 1, TRACE_K_IO = 2, TRACE_K_SYNC = 4, TRACE_K_API = 8 /* api.c */ };
 
 /* Should a call of kind k with return address ra be traced (on: the kind is being traced)? Then
  * the kind's guard is taken and the thread state returned; else NULL. Release with trace_leave. */
