@@ -102,12 +102,13 @@ static inline void put(evvals_t *e, int metric, uint64_t value)
 
 /* ---- record contributors ---------------------------------------------------------------------- */
 
-/* What one event of a record type adds to its metric vector. kmap: the process's declared kinds
- * as metric indices of the engine (TRACE), NULL for the other types. */
+/* What one event of a record type adds to its metric vector. kmap: the declared kinds of each
+ * process of the event's experiment, as metric indices of the engine (for TRACE). */
 typedef struct kind_map kind_map_t;
 typedef void (*contributor_fn)(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e);
 
-static void contribute_clock(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
+static inline __attribute__((always_inline)) void contribute_clock(const exp_event_t *ev,
+                                                                  const kind_map_t *kmap, evvals_t *e)
 {
     (void)kmap;
     static const int state_metric[EXP_STATE_COUNT] = {
@@ -171,7 +172,10 @@ struct kind_map {
  * record of a kind its log does not declare carries nothing the engine can name. */
 static void contribute_trace(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
 {
-    if (!kmap || ev->call >= kmap->nslots)
+    if (!kmap)
+        return;
+    kmap += ev->proc;
+    if (ev->call >= kmap->nslots)
         return;
     const kind_slot_t *k = &kmap->slot[ev->call];
     uint32_t n = ev->nvalues < k->n ? ev->nvalues : k->n;
@@ -195,7 +199,9 @@ static inline int event_values(const exp_event_t *ev, const kind_map_t *kmap, ev
 {
     e->n = 0;
     contributor_fn fn = ev->type < 256 ? contributors[ev->type] : NULL;
-    if (fn)
+    if (fn == contribute_clock) /* the table's entry for most events, called directly (inlined) */
+        contribute_clock(ev, kmap, e);
+    else if (fn)
         fn(ev, kmap, e);
     return e->n;
 }
@@ -830,7 +836,7 @@ static int on_event(void *ctx, const exp_event_t *ev)
     evvals_t e;
     if (ev->type == EXP_REC_HEAP_FREE && !c->fn) /* every thread's frees, selected or not */
         return (c->err = heap_event(c, ev, 0, 0)) != 0;
-    if (!event_values(ev, &g->in[c->exp].kmap[ev->proc], &e))
+    if (!event_values(ev, g->in[c->exp].kmap, &e))
         return 0;
     uint64_t key = thread_key(c->exp, ev->proc, ev->tid);
     uint32_t index;
