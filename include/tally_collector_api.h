@@ -81,9 +81,10 @@ typedef struct tally_collector_api_v1 {
 
     /* Declares a metric: name (1 to 63 of a-z, 0-9, _, starting with a letter; the name of one
      * of tally's own metrics, e.g. "sync", adds the values to that metric), title (what views call it; NULL: the name), unit (NULL:
-     * "count"; ignored when time), time (1: values are ns, shown as seconds). Declaring the
+     * "count"; ignored when time), time (1: values are ns, shown as seconds); title and unit
+     * are printable text (no control characters), cut at 127 and 31 bytes. Declaring the
      * same metric again is 0; the same name with other properties is -EEXIST. -EINVAL: a bad
-     * name; -ENOSPC: too many metrics. Call outside signal handlers. */
+     * name, title or unit; -ENOSPC: too many metrics. Call outside signal handlers. */
     int (*declare_metric)(const char *name, const char *title, const char *unit, int time);
 
     /* Declares a record kind: name (as a metric's) and the names of its n metrics (declared

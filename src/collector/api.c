@@ -59,6 +59,15 @@ static int good_name(const char *s)
     return 1;
 }
 
+/* Printable text (readers refuse control characters in titles and units). */
+static int good_text(const char *s)
+{
+    for (; s && *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
 static void copy(char *dst, size_t cap, const char *src)
 {
     size_t n = strnlen(src, cap - 1);
@@ -124,7 +133,7 @@ static long find_metric(const char *name)
 
 static int declare_metric(const char *name, const char *title, const char *unit, int time)
 {
-    if (!good_name(name))
+    if (!good_name(name) || !good_text(title) || !good_text(unit))
         return -EINVAL;
     api_metric_t m = { .time = time != 0 };
     copy(m.name, sizeof m.name, name);

@@ -363,6 +363,16 @@ static int good_name(const char *s)
     return 1;
 }
 
+/* A declared title or unit: printable text (no control characters: they would reach terminals). */
+static int good_text(const char *s, size_t max)
+{
+    size_t n = 0;
+    for (; *s; s++, n++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f || n >= max)
+            return 0;
+    return 1;
+}
+
 static long find_metric(const exp_process_t *p, const char *name)
 {
     for (size_t i = 0; i < p->nmetrics; i++)
@@ -380,6 +390,8 @@ static int declare_metric(interp_t *in, exp_record_t *r)
     const char *why = NULL;
     if (!good_name(name))
         why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
+    else if (!good_text(get_str(r, "title"), 127) || !good_text(get_str(r, "unit"), 31))
+        why = "its title or unit has control characters or is too long (127, 31 bytes)";
     else if (*agg && strcmp(agg, "sum"))
         why = "its aggregation is not 'sum', the only one this version knows";
     else if (find_metric(p, name) >= 0)

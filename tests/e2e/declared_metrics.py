@@ -94,6 +94,7 @@ log = ("tally-experiment version=1\n"
        "metric name=msgtime title=Message%%20Time unit=s aggregate=sum time=1\n"
        "metric name=msgbytes title=Message%%20Bytes unit=bytes aggregate=sum time=0\n"
        "metric name=badagg title=Bad aggregate=max\n"
+       "metric name=badtitle title=A%%1B[31mred unit=count\n"
        "kind id=3 name=msg_send metrics=msgtime,msgbytes\n"
        "kind id=4 name=broken metrics=msgtime,undeclared\n"
        "end t=2000000000 how=exit status=0\n") % (prog, prog, BIAS, BIAS, BIAS + size)
@@ -115,6 +116,8 @@ p = run([TALLY, "check", exp])
 check(p.returncode == 0, "tally check refused the experiment: %s %s" % (p.stdout, p.stderr))
 check("badagg" in p.stdout + p.stderr and "aggregation" in p.stdout + p.stderr,
       "check does not tell why metric badagg is refused:\n%s%s" % (p.stdout, p.stderr))
+check("badtitle" in p.stdout + p.stderr and "control characters" in p.stdout + p.stderr,
+      "check does not tell why metric badtitle is refused:\n%s%s" % (p.stdout, p.stderr))
 check("broken" in p.stdout + p.stderr,
       "check does not tell that kind 'broken' is refused:\n%s%s" % (p.stdout, p.stderr))
 
@@ -191,7 +194,8 @@ txt = json.dumps(doc)
 check('"msgbytes": 307' in txt, "-overview totals lack msgbytes: %s" % txt)
 doc = print_json(exp, "-metric_list")[0]
 txt = json.dumps(doc)
-check("msgbytes" in txt and "Message Bytes" in txt and "badagg" not in txt,
+check("msgbytes" in txt and "Message Bytes" in txt and "badagg" not in txt and
+      "badtitle" not in txt,
       "-metric_list: %s" % txt)
 doc = print_json(exp, "-objects")[0]
 r = rows_by_name(doc)
