@@ -29,37 +29,6 @@ static void usage(FILE *out)
     fprintf(out, "\n'tally <command> -h' describes a command; 'man tally-<command>' in full.\n");
 }
 
-int cli_report(const tally_err_t *err)
-{
-    fprintf(stderr, "tally: %s\n", err->msg[0] ? err->msg : tally_strerror(err->code));
-    return err->code == TALLY_EUSAGE ? 2 : 1;
-}
-
-void cli_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tally %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-const char *cli_self_dir(void)
-{
-    static char dir[PATH_MAX];
-    if (!dir[0]) {
-        ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-        if (n <= 0)
-            return ".";
-        dir[n] = 0;
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *slash = 0;
-    }
-    return dir;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
