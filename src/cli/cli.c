@@ -11,7 +11,7 @@
 
 int cli_report(const tally_err_t *err)
 {
-    fprintf(stderr, "tally: %s\n", err->msg[0] ? err->msg : tally_strerror(err->code));
+    esc_fprintf(stderr, "tally: %s\n", err->msg[0] ? err->msg : tally_strerror(err->code));
     return err->code == TALLY_EUSAGE ? 2 : 1;
 }
 
@@ -19,8 +19,8 @@ void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tally %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
+    esc_fprintf(stderr, "tally %s: ", cmd);
+    esc_vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
 }
