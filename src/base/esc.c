@@ -248,6 +248,8 @@ int esc_vfprintf(FILE *out, const char *fmt, va_list ap)
             r = EMIT(va_arg(ap, void *));
             break;
         case 's': case 'c': case 'm': {
+            if (longs) /* %ls, %lc: wide characters are not printed here */
+                abort();
             char one[2] = { 0, 0 };
             const char *s;
             if (conv == 'c') {
@@ -285,7 +287,7 @@ int esc_vfprintf(FILE *out, const char *fmt, va_list ap)
             free(cut);
             break;
         }
-        default: /* %n and what printf does not know */
+        default: /* %n, and what printf does not know */
             abort();
         }
         if (r < 0)

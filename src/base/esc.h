@@ -42,7 +42,7 @@ void esc_fputs(const char *s, FILE *out);
 void esc_json(FILE *out, const char *s);
 /* printf to out in which every %s argument and %c character is escaped for text (width and
  * precision count bytes: precision those of the argument, width those shown). Returns the number
- * of bytes written, or -1 on an output error. %n is not supported (abort). */
+ * of bytes written, or -1 on an output error. %n, %ls and %lc are not supported (abort). */
 int esc_vfprintf(FILE *out, const char *fmt, va_list ap);
 int esc_fprintf(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int esc_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
