@@ -64,6 +64,7 @@ HOST = b"\x1b[31mhost\nfake\xe2\x80\xae\xff"
 WARNING = b"\x1b]0;title\x07warn\nline\xe2\x80\xae\xc2\x85\xff"
 SRCNAME = b"src\x1b[36m\xe2\x80\xae\xfe.c"
 SRCLINE = b"    /* source \x1b[31mred\x1b]0;title\x07 \xe2\x80\xae rev \xc2\x9b \xff */"
+TABLINE = b"\tPLACEHOLDER_NAME_BIDI_0123456789a(); /* indented with a tab */"  # as it is, in JSON
 PROG = b"wl\x1b[32m\xe2\x80\xae\xff\nbin"
 IOFILE = b"io\x1b[31m\xe2\x80\xae\xff\nfile"
 
@@ -220,7 +221,8 @@ for v in VIEWS:
         for s in strings(doc):
             found.add(raw(s))
 
-WANT = [n for ph, n in NAMES.items() if b"CXX" not in ph] + [LABEL, HOST, WARNING, SRCLINE]
+WANT = [n for ph, n in NAMES.items() if b"CXX" not in ph] + [LABEL, HOST, WARNING, SRCLINE,
+                                                              TABLINE]
 for w in WANT:
     check(any(w in s for s in found), "--json: %r never given back" % w)
 check(any(s.endswith(IOFILE) for s in found), "--json: the I/O file's path not given")
