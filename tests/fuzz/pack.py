@@ -1,9 +1,8 @@
 #!/usr/bin/env python3
 """pack.py EXPERIMENT OUT [NAME...]: packs an experiment directory into one input of the fuzz
 harness (see fuzz_experiment.c): every file but archive/, each as "@@ <path>\\n" + contents (the
-chunks of
-events files each at its offset, "@@ <path>@<offset>\\n", without the zeros that end them);
-NAMEs (function or file names) go into a "names" file the name-taking views are run with."""
+chunks of events files each at its offset, "@@ <path>@<offset>\\n", without the zeros that end
+them); NAMEs (function or file names) go into a "names" file the name-taking views are run with."""
 import os
 import sys
 
