@@ -15,11 +15,9 @@ for c in "$@"; do
 done
 out=$(mktemp -d "${TMPDIR:-/tmp}/tally-fuzz-run.XXXXXX") || exit 1
 trap 'rm -rf "$out"' EXIT
-# leaks are not reported (-detect_leaks=0) while the reader still leaks a field a log record
-# repeats; stdout and stderr of the views are closed (-close_fd_mask=3), the fuzzer's own report
-# still shows
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" "$fuzzer" -seed=1 -max_total_time="$secs" -timeout=60 -rss_limit_mb=3000 -max_len=65536 \
-    -detect_leaks=0 -close_fd_mask=3 -artifact_prefix="$out/" -print_final_stats=1 "$out" $seeds
+# stdout and stderr of the views are closed (-close_fd_mask=3), the fuzzer's own report still shows
+"$fuzzer" -seed=1 -max_total_time="$secs" -timeout=60 -rss_limit_mb=3000 -max_len=65536 \
+    -close_fd_mask=3 -artifact_prefix="$out/" -print_final_stats=1 "$out" $seeds
 rc=$?
 for a in "$out"/crash-* "$out"/timeout-* "$out"/oom-* "$out"/leak-*; do
     [ -e "$a" ] && echo "input that failed: $a (kept in $(cp "$a" "${TMPDIR:-/tmp}/" && echo "${TMPDIR:-/tmp}"))"
