@@ -1,7 +1,7 @@
 """Strings from an experiment never reach the terminal raw. A program whose function names (C and
 C++ mangled), sample label, binary path, source file name and text, and I/O file name hold ESC
 sequences, newlines, Unicode bidi overrides, C1 controls and invalid UTF-8 is collected; its log
-gets a hostile host and warning. Every view, `check` and `collect` itself must print no control
+gets a hostile host and warning. Every view, `check`, `archive` and `collect` itself must print no control
 byte but newline and tab, no C1 control or bidi mark, only valid UTF-8, the hostile strings shown
 escaped; every --json document must parse and give back the original strings (invalid UTF-8 as
 surrogateescape, PEP 383). Also: no output call in src/cli bypasses src/base/esc."""
@@ -19,10 +19,13 @@ CC = os.environ.get("CC") or shutil.which("cc") or "gcc"
 # ---- the class is closed: src/cli prints through esc_printf/esc_fprintf/esc_json only ----------
 
 RAW = re.compile(r"(?<![A-Za-z0-9_])(printf|fprintf|vprintf|vfprintf|dprintf|puts|fputs|putchar|"
-                 r"fputc|putc|fwrite|write|perror|err|errx|warn|warnx)\s*\(")
+                 r"fputc|putc|fwrite|write|perror|psignal)\s*\(")
 for path in sorted(glob.glob(os.path.join(SRC, "src", "cli", "*.c"))):
     for no, line in enumerate(open(path, encoding="utf-8"), 1):
         code = line.split("//")[0]
+        if re.match(r"\s*#\s*include\s*<err\.h>", code):  # err(), warn(): raw
+            fail("%s:%d: <err.h> prints without escaping; use esc_fprintf (src/base/esc.h)" %
+                 (os.path.relpath(path, SRC), no))
         for m in RAW.finditer(code):
             rest = code[m.end():]
             # a lone character or string literal is no experiment string
@@ -144,6 +147,10 @@ log, n = re.subn(rb" host=[^ \n]*", b" host=" + pct(HOST), log, count=1)
 check(n == 1, "no host in the log")
 log += b"warning what=" + pct(WARNING) + b"\n"
 open(os.path.join(exp, "log"), "wb").write(log)
+
+# tally archive names the binaries and sources it copies (hostile paths) and what it cannot copy
+p = tally(["archive", "-s", exp])
+check(os.path.isdir(os.path.join(exp, "archive")), "tally archive -s made no archive")
 
 # ---- every view, as text -------------------------------------------------------------------
 
