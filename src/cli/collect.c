@@ -972,7 +972,9 @@ int cmd_collect(int argc, char **argv)
         }
         cli_error("collect", "cannot write to experiment '%s': %s", shown, strerror(e));
     }
-    if (!collector_ran)
+    if (!collector_ran && obstacle) /* the reason was told before the program ran */
+        cli_error("collect", "warning: %s holds no profile (see above)", shown);
+    else if (!collector_ran)
         cli_error("collect", "warning: %s; %s holds no profile", not_started, shown);
     else
         summarize(exp, shown);
