@@ -55,9 +55,9 @@ static void warn(const actx_t *a, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "tally archive: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    esc_fprintf(stderr, "tally archive: ");
+    esc_vfprintf(stderr, fmt, ap);
+    esc_fprintf(stderr, "\n");
     va_end(ap);
 }
 
@@ -177,7 +177,7 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
         return rc;
     for (size_t i = 0; i < e->nprocs && !quiet; i++)
         for (size_t k = 0; k < e->procs[i]->nnotes; k++)
-            fprintf(stderr, "tally archive: warning: %s%s%s\n", e->procs[i]->name,
+            esc_fprintf(stderr, "tally archive: warning: %s%s%s\n", e->procs[i]->name,
                     *e->procs[i]->name ? ": " : "", e->procs[i]->notes[k]);
     /* everything is written below EXP/archive, opened without following a link: nothing the
      * experiment contains can make this write elsewhere */
@@ -298,20 +298,20 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
             close(srcdir);
     }
     if (!quiet) {
-        printf("%s: archived %u binar%s (%.1f MB)", path, copied, copied == 1 ? "y" : "ies",
+        esc_printf("%s: archived %u binar%s (%.1f MB)", path, copied, copied == 1 ? "y" : "ies",
                (double)a.bytes / 1e6);
         if (debugfiles)
-            printf(" with %u debug file%s", debugfiles, debugfiles == 1 ? "" : "s");
+            esc_printf(" with %u debug file%s", debugfiles, debugfiles == 1 ? "" : "s");
         if (already)
-            printf(", %u already there", already);
+            esc_printf(", %u already there", already);
         if (noid)
-            printf(", %u without a build-id skipped", noid);
+            esc_printf(", %u without a build-id skipped", noid);
         if (failed)
-            printf(", %u could not be archived", failed);
+            esc_printf(", %u could not be archived", failed);
         if (sources)
-            printf(", %u source file%s (%u not found%s)", srcs, srcs == 1 ? "" : "s",
+            esc_printf(", %u source file%s (%u not found%s)", srcs, srcs == 1 ? "" : "s",
                    srcs_missing, srcs_refused ? ", some refused" : "");
-        printf("\n");
+        esc_printf("\n");
     }
     close(a.dir);
     sym_free(sym);
@@ -324,7 +324,7 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
 
 static void usage(FILE *out)
 {
-    fprintf(out,
+    esc_fprintf(out,
             "usage: tally archive [-s] [-q] EXPERIMENT...\n\n"
             "Copies the binaries an experiment used (by build-id, when they are still the ones\n"
             "profiled) into EXPERIMENT/archive, so that it analyses correctly on another machine\n"

@@ -10,7 +10,7 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tally check EXPERIMENT...\n\n"
+    esc_fprintf(out, "usage: tally check EXPERIMENT...\n\n"
                  "Reads the log and the event streams of an experiment and of its descendant\n"
                  "processes, and reports their contents and any damage (a truncated or corrupt\n"
                  "file, lost events). Exits 1 if anything is damaged.\n");
@@ -26,58 +26,58 @@ static int check_one(const char *path)
     exp_scan_stats_t st;
     int rc = exp_scan(e, stacks, NULL, NULL, &st, &err);
     int damaged = 0;
-    printf("%s: %zu process%s\n", path, e->nprocs, e->nprocs == 1 ? "" : "es");
+    esc_printf("%s: %zu process%s\n", path, e->nprocs, e->nprocs == 1 ? "" : "es");
     for (size_t i = 0; i < e->nprocs; i++) {
         const exp_process_t *p = e->procs[i];
-        printf("  %s pid %u: %zu log records, %zu threads, %zu load objects, %zu samples",
+        esc_printf("  %s pid %u: %zu log records, %zu threads, %zu load objects, %zu samples",
                *p->name ? p->name : "(root)", p->pid, p->nrecords, p->nthreads, p->nobjects,
                p->nsamples);
         if (p->has_end)
-            printf(", ended: %s", p->end_how);
+            esc_printf(", ended: %s", p->end_how);
         else
-            printf(", ended without a record");
-        printf("\n");
+            esc_printf(", ended without a record");
+        esc_printf("\n");
         for (size_t w = 0; w < p->nwarnings; w++)
-            printf("    warning: %s\n", p->warnings[w]);
+            esc_printf("    warning: %s\n", p->warnings[w]);
         /* damage is what the reader says it is (a code and a place), never a wording */
         for (size_t d = 0; d < p->ndamage; d++) {
             const exp_damage_t *dm = &p->damage[d];
             if (dm->offset != UINT64_MAX)
-                printf("    damage: %s at offset %llu of %s%s%s\n", tally_strerror(dm->code),
+                esc_printf("    damage: %s at offset %llu of %s%s%s\n", tally_strerror(dm->code),
                        (unsigned long long)dm->offset, *p->name ? p->name : "",
                        *p->name ? "/" : "", dm->file);
             damaged = 1;
         }
     }
     if (rc) {
-        printf("  events: %s\n", err.msg);
+        esc_printf("  events: %s\n", err.msg);
         damaged = 1;
     } else {
-        printf("  events: %llu in %llu chunks (%llu unused), %zu distinct stacks\n",
+        esc_printf("  events: %llu in %llu chunks (%llu unused), %zu distinct stacks\n",
                (unsigned long long)st.events, (unsigned long long)st.chunks,
                (unsigned long long)st.unused_chunks, exp_stacks_count(stacks));
         unsigned long long lost = 0;
         for (int r = 1; r < EXP_LOST_NREASONS; r++)
             lost += st.lost[r];
         if (st.bad_chunks || st.bad_records || st.seq_gaps || st.unknown_records) {
-            printf("  damage: %llu bad chunks, %llu bad records, %llu gaps, %llu unknown "
+            esc_printf("  damage: %llu bad chunks, %llu bad records, %llu gaps, %llu unknown "
                    "records\n", (unsigned long long)st.bad_chunks,
                    (unsigned long long)st.bad_records, (unsigned long long)st.seq_gaps,
                    (unsigned long long)st.unknown_records);
             if (st.bad_offset != UINT64_MAX) {
                 const exp_process_t *bp = e->procs[st.bad_proc];
-                printf("  first damage: %s at offset %llu of %s%sevents\n", st.bad_what,
+                esc_printf("  first damage: %s at offset %llu of %s%sevents\n", st.bad_what,
                        (unsigned long long)st.bad_offset, bp->name, *bp->name ? "/" : "");
             }
             damaged = 1;
         }
         if (lost)
-            printf("  lost while recording: %llu events (busy %llu, disk full %llu, no stack "
+            esc_printf("  lost while recording: %llu events (busy %llu, disk full %llu, no stack "
                    "%llu)\n", lost, (unsigned long long)st.lost[EXP_LOST_BUSY],
                    (unsigned long long)st.lost[EXP_LOST_DISK],
                    (unsigned long long)st.lost[EXP_LOST_NOSTACK]);
     }
-    printf("  %s\n", damaged ? "DAMAGED" : "ok");
+    esc_printf("  %s\n", damaged ? "DAMAGED" : "ok");
     exp_stacks_free(stacks);
     exp_close(e);
     return damaged ? 1 : 0;

@@ -10,6 +10,7 @@
 #define TALLY_CLI_CLI_H
 
 #include "base/err.h"
+#include "base/esc.h"
 
 int cmd_collect(int argc, char **argv);
 int cmd_print(int argc, char **argv);

@@ -63,7 +63,7 @@ struct collect_opts {
 
 static void usage(FILE *out)
 {
-    fprintf(out,
+    esc_fprintf(out,
         "usage: tally collect [options] program [args...]\n"
         "\n"
         "Runs program with the collector and records an experiment, <program>.<n>.tally.\n"
@@ -233,23 +233,23 @@ static void print_capabilities(void)
     long paranoid = read_long_file("/proc/sys/kernel/perf_event_paranoid", 2);
     struct timespec res;
     clock_getres(CLOCK_THREAD_CPUTIME_ID, &res);
-    printf("\nClock profiling on this system:\n");
+    esc_printf("\nClock profiling on this system:\n");
     if (task_clock_available()) {
         double min_ms = max_rate > 0 ? 1000.0 / (double)max_rate : 0.01;
-        printf("  source: per-thread task-clock events (perf_event_open); samples know user and\n"
+        esc_printf("  source: per-thread task-clock events (perf_event_open); samples know user and\n"
                "          system mode; each sample is weighted by the CPU time that really passed\n");
-        printf("  range: %.3f ms (perf_event_max_sample_rate = %ld/s) to 10000 ms; resolution "
+        esc_printf("  range: %.3f ms (perf_event_max_sample_rate = %ld/s) to 10000 ms; resolution "
                "%ld ns\n", min_ms < 0.01 ? 0.01 : min_ms, max_rate,
                (long)(res.tv_sec * 1000000000L + res.tv_nsec));
     } else {
-        printf("  source: CPU-time timers (perf_event_open is not permitted here: "
+        esc_printf("  source: CPU-time timers (perf_event_open is not permitted here: "
                "perf_event_paranoid = %ld);\n"
                "          they fire on scheduler ticks, so intervals below one tick are rounded\n"
                "          up; samples are weighted by the CPU time that really passed\n", paranoid);
-        printf("  range: 1 ms to 10000 ms; resolution one scheduler tick\n");
+        esc_printf("  range: 1 ms to 10000 ms; resolution one scheduler tick\n");
     }
-    printf("  default: on = 10 ms, hi = 1 ms, lo = 100 ms\n");
-    printf("\nCounter overflow profiling (-h) is not available in this version of tally.\n");
+    esc_printf("  default: on = 10 ms, hi = 1 ms, lo = 100 ms\n");
+    esc_printf("\nCounter overflow profiling (-h) is not available in this version of tally.\n");
 }
 
 /* ---- the program ---------------------------------------------------------------------------- */
@@ -593,7 +593,7 @@ static void summarize(const char *exp, const char *shown)
     tally_err_t err = { 0 };
     exp_experiment_t *e;
     if (exp_open(exp, &e, &err)) {
-        fprintf(stderr, "tally: warning: the experiment cannot be read back: %s\n", err.msg);
+        esc_fprintf(stderr, "tally: warning: the experiment cannot be read back: %s\n", err.msg);
         return;
     }
     uint64_t samples = 0, dropped = 0, disk = 0;
@@ -603,7 +603,7 @@ static void summarize(const char *exp, const char *shown)
     for (size_t i = 0; i < e->nprocs && !counted; i++)
         if (!e->procs[i]->has_stats && (counted = calloc(e->nprocs, sizeof *counted)) &&
             exp_count_samples(e, counted, &err)) {
-            fprintf(stderr, "tally: warning: the events cannot be read back: %s\n", err.msg);
+            esc_fprintf(stderr, "tally: warning: the events cannot be read back: %s\n", err.msg);
             break;
         }
     for (size_t i = 0; i < e->nprocs; i++) {
@@ -613,18 +613,18 @@ static void summarize(const char *exp, const char *shown)
         dropped += p->st_dropped_busy;
         disk += p->st_dropped_disk;
         for (size_t w = 0; w < p->nwarnings; w++)
-            fprintf(stderr, "tally: warning: %s%s%s\n", *p->name ? p->name : "",
+            esc_fprintf(stderr, "tally: warning: %s%s%s\n", *p->name ? p->name : "",
                     *p->name ? ": " : "", p->warnings[w]);
     }
-    fprintf(stderr, "tally: %s: %llu samples, %zu thread%s, %zu process%s\n", shown,
+    esc_fprintf(stderr, "tally: %s: %llu samples, %zu thread%s, %zu process%s\n", shown,
             (unsigned long long)samples, threads, threads == 1 ? "" : "s", e->nprocs,
             e->nprocs == 1 ? "" : "es");
     free(counted);
     if (disk)
-        fprintf(stderr, "tally: warning: %llu samples were lost because the disk was full\n",
+        esc_fprintf(stderr, "tally: warning: %llu samples were lost because the disk was full\n",
                 (unsigned long long)disk);
     if (dropped)
-        fprintf(stderr, "tally: note: %llu samples were dropped (a sample arrived while the "
+        esc_fprintf(stderr, "tally: note: %llu samples were dropped (a sample arrived while the "
                 "thread was writing another record)\n", (unsigned long long)dropped);
     exp_close(e);
 }
@@ -838,50 +838,50 @@ int cmd_collect(int argc, char **argv)
         return 1;
     }
     if (o.dry_run) {
-        printf("would run:    %s", prog);
+        esc_printf("would run:    %s", prog);
         for (char **a = prog_argv + 1; *a; a++)
-            printf(" %s", *a);
-        printf("\ncollector:    %s\n", lib);
-        printf("experiment:   %s/%s\n", o.directory ? o.directory : ".",
+            esc_printf(" %s", *a);
+        esc_printf("\ncollector:    %s\n", lib);
+        esc_printf("experiment:   %s/%s\n", o.directory ? o.directory : ".",
                o.output ? o.output : "<program>.<n>.tally (next free n)");
         if (o.clock_ns)
-            printf("clock:        every %.3f ms of thread CPU time\n", (double)o.clock_ns / 1e6);
+            esc_printf("clock:        every %.3f ms of thread CPU time\n", (double)o.clock_ns / 1e6);
         else
-            printf("clock:        off\n");
-        printf("follow:       %s\n", o.follow ? "on (fork, exec, spawn)" : "off");
+            esc_printf("clock:        off\n");
+        esc_printf("follow:       %s\n", o.follow ? "on (fork, exec, spawn)" : "off");
         if (o.has_duration)
-            printf("duration:     %.3f s to %.3f s\n", (double)o.dur_start / 1e9,
+            esc_printf("duration:     %.3f s to %.3f s\n", (double)o.dur_start / 1e9,
                    (double)o.dur_end / 1e9);
-        printf("max depth:    %u frames\n", o.max_depth);
+        esc_printf("max depth:    %u frames\n", o.max_depth);
         if (o.sample_ns)
-            printf("samples:      every %.3f s", (double)o.sample_ns / 1e9);
+            esc_printf("samples:      every %.3f s", (double)o.sample_ns / 1e9);
         else
-            printf("samples:      at start and end only");
+            esc_printf("samples:      at start and end only");
         if (o.sample_sig)
-            printf(", and on SIG%s", sigabbrev_np(o.sample_sig));
-        printf("\nstates:       %s\n", o.states ? "on (wait CPU, lock, I/O, sleep)" : "off");
+            esc_printf(", and on SIG%s", sigabbrev_np(o.sample_sig));
+        esc_printf("\nstates:       %s\n", o.states ? "on (wait CPU, lock, I/O, sleep)" : "off");
         if (o.pause_sig)
-            printf("pause/resume: on SIG%s\n", sigabbrev_np(o.pause_sig));
+            esc_printf("pause/resume: on SIG%s\n", sigabbrev_np(o.pause_sig));
         if (!o.sync)
-            printf("sync:         off\n");
+            esc_printf("sync:         off\n");
         else if (!strcmp(o.sync, "on"))
-            printf("sync:         waits above 6 x an uncontended lock (calibrated at start)\n");
+            esc_printf("sync:         waits above 6 x an uncontended lock (calibrated at start)\n");
         else if (!strcmp(o.sync, "all"))
-            printf("sync:         every call\n");
+            esc_printf("sync:         every call\n");
         else
-            printf("sync:         waits of %.3f us or more\n", strtod(o.sync, NULL) / 1e3);
-        printf("heap:         %s\nio:           %s\n", o.heap ? "on" : "off", o.io ? "on" : "off");
+            esc_printf("sync:         waits of %.3f us or more\n", strtod(o.sync, NULL) / 1e3);
+        esc_printf("heap:         %s\nio:           %s\n", o.heap ? "on" : "off", o.io ? "on" : "off");
         return 0;
     }
     if (create_experiment(&o, prog, exp, sizeof exp))
         return 1;
     char *expabs = realpath(exp, NULL);
     const char *shown = exp[0] == '.' && exp[1] == '/' ? exp + 2 : exp;
-    fprintf(stderr, "tally: recording experiment %s\n", shown);
+    esc_fprintf(stderr, "tally: recording experiment %s\n", shown);
     char obstacle_buf[PATH_MAX + 512];
     const char *obstacle = preload_obstacle(prog, obstacle_buf, sizeof obstacle_buf, 0);
     if (obstacle)
-        fprintf(stderr, "tally: warning: %s\n", obstacle);
+        esc_fprintf(stderr, "tally: warning: %s\n", obstacle);
 
     static exp_settings_t set;
     static char enc[EXP_SETTINGS_ENC_MAX];
@@ -972,7 +972,9 @@ int cmd_collect(int argc, char **argv)
         }
         cli_error("collect", "cannot write to experiment '%s': %s", shown, strerror(e));
     }
-    if (!collector_ran)
+    if (!collector_ran && obstacle) /* the reason was told before the program ran */
+        cli_error("collect", "warning: %s holds no profile (see above)", shown);
+    else if (!collector_ran)
         cli_error("collect", "warning: %s; %s holds no profile", not_started, shown);
     else
         summarize(exp, shown);
@@ -984,7 +986,7 @@ int cmd_collect(int argc, char **argv)
     }
     free(expabs);
     if (WIFSIGNALED(status))
-        fprintf(stderr, "tally: %s ended by signal %d (%s)\n", prog_argv[0], WTERMSIG(status),
+        esc_fprintf(stderr, "tally: %s ended by signal %d (%s)\n", prog_argv[0], WTERMSIG(status),
                 strsignal(WTERMSIG(status)));
     return exit_like(status);
 }

@@ -68,7 +68,7 @@ static int c_inlines(pstate_t *ps, const char *a)
 {
     int on = !strcmp(a, "on") ? 1 : !strcmp(a, "off") ? 0 : -1;
     if (on < 0) {
-        fprintf(stderr, "tally: -inlines '%s': use on (inlined functions are frames of their "
+        esc_fprintf(stderr, "tally: -inlines '%s': use on (inlined functions are frames of their "
                         "own) or off (folded into the function they are inlined in)\n", a);
         return 2;
     }
@@ -146,7 +146,7 @@ static int c_sort(pstate_t *ps, const char *a)
     if (pr_parse_mspec(ps->eng, a, &ms, FL_E | FL_I, &err))
         return pr_report(&err);
     if (ms.ncols == 0) {
-        fprintf(stderr, "tally: -sort needs one metric such as e.totalcpu or name\n");
+        esc_fprintf(stderr, "tally: -sort needs one metric such as e.totalcpu or name\n");
         return 1;
     }
     ps->sort_flavor = ms.cols[0].flavor;
@@ -160,7 +160,7 @@ static int c_limit(pstate_t *ps, const char *a)
     errno = 0;
     long n = strtol(a, &end, 10);
     if (end == a || *end || n < 0 || errno) {
-        fprintf(stderr, "tally: -limit '%s': give a number of rows (0 for all)\n", a);
+        esc_fprintf(stderr, "tally: -limit '%s': give a number of rows (0 for all)\n", a);
         return 1;
     }
     ps->limit = n;
@@ -181,7 +181,7 @@ static int c_name(pstate_t *ps, const char *a)
     else if (!strcmp(fmt, "mangled"))
         ps->namefmt = 2;
     else {
-        fprintf(stderr, "tally: -name '%s': use short, long or mangled\n", a);
+        esc_fprintf(stderr, "tally: -name '%s': use short, long or mangled\n", a);
         return 1;
     }
     return 0;
@@ -199,18 +199,18 @@ static int c_experiment_list(pstate_t *ps, const char *a)
 {
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"experiment_list\",\"experiments\":[");
+        esc_printf("\"view\":\"experiment_list\",\"experiments\":[");
         for (size_t x = 0; x < ps->nexps; x++) {
-            printf(x ? "," : "");
+            esc_printf(x ? "," : "");
             pr_json_str(stdout, ps->exps[x]->path);
         }
-        printf("]}\n");
+        esc_printf("]}\n");
         return 0;
     }
     for (size_t x = 0; x < ps->nexps; x++)
-        printf("%zu  %s  (%zu process%s)\n", x + 1, ps->exps[x]->path, ps->exps[x]->nprocs,
+        esc_printf("%zu  %s  (%zu process%s)\n", x + 1, ps->exps[x]->path, ps->exps[x]->nprocs,
                ps->exps[x]->nprocs == 1 ? "" : "es");
-    printf("\n");
+    esc_printf("\n");
     return 0;
 }
 
@@ -336,16 +336,16 @@ static void list_commands(FILE *out)
             continue;
         char left[64];
         snprintf(left, sizeof left, "-%s %s", pcmds[i].name, pcmds[i].arg);
-        fprintf(out, "  %-30s %s\n", left, pcmds[i].help);
+        esc_fprintf(out, "  %-30s %s\n", left, pcmds[i].help);
     }
 }
 
 static int c_help(pstate_t *ps, const char *a)
 {
-    printf("Commands (on the command line with a leading '-', in scripts and at the prompt "
+    esc_printf("Commands (on the command line with a leading '-', in scripts and at the prompt "
            "with or without it):\n");
     list_commands(stdout);
-    printf("\n");
+    esc_printf("\n");
     return 0;
 }
 
@@ -401,7 +401,7 @@ static int run_line(pstate_t *ps, char *line, const char *where)
         return 2;
     }
     if (c->nargs && !*arg) {
-        fprintf(stderr, "tally: %s%s-%s needs an argument: %s\n", where ? where : "",
+        esc_fprintf(stderr, "tally: %s%s-%s needs an argument: %s\n", where ? where : "",
                 where ? ": " : "", c->name, c->arg);
         return 2;
     }
@@ -419,7 +419,7 @@ static void note_saturation(pstate_t *ps)
     static int said;
     if (ps->eng && !said && eng_saturated(ps->eng)) {
         said = 1;
-        fprintf(stderr, "tally: warning: some sums reached 2^64-1 and were saturated (shown as "
+        esc_fprintf(stderr, "tally: warning: some sums reached 2^64-1 and were saturated (shown as "
                         "the largest value) instead of wrapping around: the experiment's weights "
                         "are not those of a real run (damaged or crafted); check it with 'tally "
                         "check'\n");
@@ -429,13 +429,13 @@ static void note_saturation(pstate_t *ps)
 static int run_script(pstate_t *ps, const char *path)
 {
     if (ps->depth > 8) {
-        fprintf(stderr, "tally: -script '%s': scripts nested too deeply (a script runs itself?)\n",
+        esc_fprintf(stderr, "tally: -script '%s': scripts nested too deeply (a script runs itself?)\n",
                 path);
         return 1;
     }
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "tally: cannot read script '%s': %s\n", path, strerror(errno));
+        esc_fprintf(stderr, "tally: cannot read script '%s': %s\n", path, strerror(errno));
         return 1;
     }
     ps->depth++;
@@ -461,13 +461,13 @@ static void interactive(pstate_t *ps)
 {
     int tty = isatty(0);
     if (tty)
-        printf("tally print: %zu experiment%s loaded; 'help' lists the commands, 'quit' "
+        esc_printf("tally print: %zu experiment%s loaded; 'help' lists the commands, 'quit' "
                "leaves.\n", ps->nexps, ps->nexps == 1 ? "" : "s");
     char *line = NULL;
     size_t cap = 0;
     while (!ps->quit) {
         if (tty) {
-            printf("(tally) ");
+            esc_printf("(tally) ");
             fflush(stdout);
         }
         if (getline(&line, &cap, stdin) < 0)
@@ -476,14 +476,14 @@ static void interactive(pstate_t *ps)
     }
     free(line);
     if (tty)
-        printf("\n");
+        esc_printf("\n");
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static void usage(FILE *out)
 {
-    fprintf(out,
+    esc_fprintf(out,
             "usage: tally print [--json] [-COMMAND [ARG]]... EXPERIMENT...\n\n"
             "Reports on one or more experiments in the er_print command language. Commands run\n"
             "in order; with none, commands are read from stdin (an interactive prompt on a\n"
@@ -493,7 +493,7 @@ static void usage(FILE *out)
             "  -h, --help                     this help\n\n"
             "commands:\n");
     list_commands(out);
-    fprintf(out, "\nMetric names: totalcpu, user, system, wait, lock, iowait, sleep, total; sync,\n"
+    esc_fprintf(out, "\nMetric names: totalcpu, user, system, wait, lock, iowait, sleep, total; sync,\n"
                  "syncn; heapalloccnt, heapallocbytes, heapleakcnt, heapleakbytes; ioreadtime,\n"
                  "ioreadbytes, ioreadcnt, iowritetime, iowritebytes, iowritecnt, ioothertime,\n"
                  "ioothercnt, ioerrortime, ioerrorcnt (flavors e. i. a., visibility . %% +).\n"
@@ -577,18 +577,18 @@ int cmd_print(int argc, char **argv)
             if (d >= 0)
                 close(d);
             else if (d != -ENOENT)
-                fprintf(stderr, "tally: note: '%s' is not used: %s\n", dir, fs_strerror(d));
+                esc_fprintf(stderr, "tally: note: '%s' is not used: %s\n", dir, fs_strerror(d));
             sym_add_archive(ps.sym, dir);
             for (size_t p = 0; p < ps.exps[i]->nprocs; p++) {
                 const exp_process_t *pr = ps.exps[i]->procs[p];
                 for (size_t k = 0; k < pr->nnotes; k++)
-                    fprintf(stderr, "tally: warning: %s%s%s\n", pr->name, *pr->name ? ": " : "",
+                    esc_fprintf(stderr, "tally: warning: %s%s%s\n", pr->name, *pr->name ? ": " : "",
                             pr->notes[k]);
             }
         }
         ps.eng = ps.sym ? eng_new(ps.exps, ps.nexps, ps.sym) : NULL;
         if (!ps.eng) {
-            fprintf(stderr, "tally: out of memory\n");
+            esc_fprintf(stderr, "tally: out of memory\n");
             rc = 1;
         } else {
             default_metrics(&ps);

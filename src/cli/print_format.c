@@ -19,28 +19,16 @@ double pr_scaled(const eng_t *g, int metric, uint64_t raw)
     return (double)raw * eng_metric(g, metric)->scale;
 }
 
-void pr_json_str(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(out, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(out, "\\u%04x", *p);
-        else
-            fputc(*p, out);
-    }
-    fputc('"', out);
-}
+void pr_json_str(FILE *out, const char *s) { esc_json(out, s); }
 
 void pr_json_num(FILE *out, double v)
 {
     if (!isfinite(v))
         fputs("null", out);
     else if (v == floor(v) && fabs(v) < 1e15)
-        fprintf(out, "%.0f", v);
+        esc_fprintf(out, "%.0f", v);
     else
-        fprintf(out, "%.9g", v);
+        esc_fprintf(out, "%.9g", v);
 }
 
 const char *pr_flavor_word(int fl, int abbrev)
@@ -93,7 +81,7 @@ void pr_names_build(pstate_t *ps, names_t *nm, const eng_table_t *t)
     nm->owned = calloc(nm->n + 1, sizeof *nm->owned);
     const char ***order = malloc((nm->n + 1) * sizeof *order);
     if (!nm->name || !nm->owned || !order) {
-        fprintf(stderr, "tally: out of memory\n");
+        esc_fprintf(stderr, "tally: out of memory\n");
         exit(1);
     }
     size_t k = 0;
@@ -104,7 +92,7 @@ void pr_names_build(pstate_t *ps, names_t *nm, const eng_table_t *t)
         if (t->kind == ENG_KIND_PC || t->kind == ENG_KIND_LINE) { /* made in one buffer */
             nm->owned[id] = strdup(nm->name[id]);
             if (!nm->owned[id]) {
-                fprintf(stderr, "tally: out of memory\n");
+                esc_fprintf(stderr, "tally: out of memory\n");
                 exit(1);
             }
             nm->name[id] = nm->owned[id];
@@ -343,28 +331,28 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
     for (int line = 0; line < 3; line++) {
         for (int c = 0; c <= ms->ncols; c++) {
             if (c == ms->name_pos)
-                printf("  %s", line == 0 ? "Name" : "");
+                esc_printf("  %s", line == 0 ? "Name" : "");
             if (c == ms->ncols)
                 break;
             const char *h = line == 0 ? ct[c].h1 : line == 1 ? ct[c].h2 : ct[c].h3;
             if (line == 2)
-                printf("%s", h);
+                esc_printf("%s", h);
             else
-                printf("%-*s", ct[c].width, h);
+                esc_printf("%-*s", ct[c].width, h);
         }
-        printf("\n");
+        esc_printf("\n");
     }
     for (size_t r = 0; r < n; r++) {
         for (int c = 0; c <= ms->ncols; c++) {
             if (c == ms->name_pos)
-                printf("  %c%s", rows[r].mark ? rows[r].mark : ' ', rows[r].name);
+                esc_printf("  %c%s", rows[r].mark ? rows[r].mark : ' ', rows[r].name);
             if (c == ms->ncols)
                 break;
             const mcol_t *mc = &ms->cols[c];
             char vb[64] = "", pb[32] = "";
             uint64_t raw = pr_row_value(&rows[r], mc->flavor, mc->metric);
             if (!rows[r].v[pr_fl_index(mc->flavor)]) {
-                printf("%*s", ct[c].width, "");
+                esc_printf("%*s", ct[c].width, "");
                 continue;
             }
             if (mc->value)
@@ -372,38 +360,38 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
             if (mc->percent)
                 pr_fmt_percent(pb, sizeof pb, raw, total[mc->metric]);
             if (mc->value && mc->percent)
-                printf("%*s%7s", ct[c].width - 7, vb, pb);
+                esc_printf("%*s%7s", ct[c].width - 7, vb, pb);
             else
-                printf("%*s", ct[c].width, mc->value ? vb : pb);
+                esc_printf("%*s", ct[c].width, mc->value ? vb : pb);
         }
-        printf("\n");
+        esc_printf("\n");
     }
 }
 
 void pr_json_metrics(pstate_t *ps, const mspec_t *ms)
 {
-    printf("\"metrics\":[");
+    esc_printf("\"metrics\":[");
     for (int c = 0; c < ms->ncols; c++) {
         const mcol_t *mc = &ms->cols[c];
         const eng_metric_def_t *d = mc->def;
         char title[256];
         snprintf(title, sizeof title, "%s %s", pr_flavor_word(mc->flavor, 0), d->title);
-        printf("%s{\"name\":\"%c.%s\",\"title\":", c ? "," : "", pr_flavor_char(mc->flavor),
+        esc_printf("%s{\"name\":\"%c.%s\",\"title\":", c ? "," : "", pr_flavor_char(mc->flavor),
                d->name);
         pr_json_str(stdout, title);
-        printf(",\"unit\":");
+        esc_printf(",\"unit\":");
         pr_json_str(stdout, d->unit);
-        printf("}");
+        esc_printf("}");
     }
-    printf("]");
+    esc_printf("]");
 }
 
 void pr_json_row(const mspec_t *ms, const row_t *r, const uint64_t *total)
 {
-    printf("{\"name\":");
+    esc_printf("{\"name\":");
     pr_json_str(stdout, r->name);
     pr_json_values(ms, r, total);
-    printf("}");
+    esc_printf("}");
 }
 
 void pr_json_values(const mspec_t *ms, const row_t *r, const uint64_t *total)
@@ -413,10 +401,10 @@ void pr_json_values(const mspec_t *ms, const row_t *r, const uint64_t *total)
         if (!r->v[pr_fl_index(mc->flavor)])
             continue;
         uint64_t raw = pr_row_value(r, mc->flavor, mc->metric);
-        printf(",\"%c.%s\":", pr_flavor_char(mc->flavor), mc->def->name);
+        esc_printf(",\"%c.%s\":", pr_flavor_char(mc->flavor), mc->def->name);
         pr_json_num(stdout, (double)raw * mc->def->scale);
         if (mc->percent) {
-            printf(",\"%c.%%%s\":", pr_flavor_char(mc->flavor), mc->def->name);
+            esc_printf(",\"%c.%%%s\":", pr_flavor_char(mc->flavor), mc->def->name);
             pr_json_num(stdout, total[mc->metric] ? 100.0 * (double)raw / (double)total[mc->metric]
                                                : 0);
         }
@@ -485,15 +473,15 @@ void pr_incomplete_text(const pstate_t *ps)
     static const char *const what[] = { "clock samples", "heap records", "I/O records",
                                         "sync records", "traced records" };
     const uint64_t n[] = { l.clock, l.heap, l.io, l.sync, l.traced };
-    printf("Warning: incomplete data: ");
+    esc_printf("Warning: incomplete data: ");
     int first = 1;
     for (size_t k = 0; k < sizeof n / sizeof *n; k++) {
         if (!n[k])
             continue;
-        printf("%s%llu %s", first ? "" : ", ", (unsigned long long)n[k], what[k]);
+        esc_printf("%s%llu %s", first ? "" : ", ", (unsigned long long)n[k], what[k]);
         first = 0;
     }
-    printf(" were lost while recording%s; the figures below do not include them\n\n",
+    esc_printf(" were lost while recording%s; the figures below do not include them\n\n",
            l.disk_full ? " (the disk was full)" : "");
 }
 
@@ -501,10 +489,10 @@ void pr_json_open(const pstate_t *ps)
 {
     pr_lost_t l;
     if (!ps->data || !pr_lost(ps, ps->data, &l)) {
-        printf("{");
+        esc_printf("{");
         return;
     }
-    printf("{\"incomplete\":{\"clock\":%llu,\"heap\":%llu,\"io\":%llu,\"sync\":%llu,"
+    esc_printf("{\"incomplete\":{\"clock\":%llu,\"heap\":%llu,\"io\":%llu,\"sync\":%llu,"
            "\"traced\":%llu,\"disk_full\":%s},",
            (unsigned long long)l.clock, (unsigned long long)l.heap, (unsigned long long)l.io,
            (unsigned long long)l.sync, (unsigned long long)l.traced, l.disk_full ? "true" : "false");

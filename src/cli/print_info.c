@@ -70,128 +70,128 @@ int view_header(pstate_t *ps)
     const exp_scan_stats_t *st = eng_scan_stats(ps->eng);
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"header\",\"experiments\":[");
+        esc_printf("\"view\":\"header\",\"experiments\":[");
         for (size_t x = 0; x < ps->nexps; x++) {
-            printf("%s{\"path\":", x ? "," : "");
+            esc_printf("%s{\"path\":", x ? "," : "");
             pr_json_str(stdout, ps->exps[x]->path);
-            printf(",\"processes\":[");
+            esc_printf(",\"processes\":[");
             for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
                 const exp_process_t *p = ps->exps[x]->procs[i];
                 char end[256];
                 pr_end_text(p, end, sizeof end);
-                printf("%s{\"name\":", i ? "," : "");
+                esc_printf("%s{\"name\":", i ? "," : "");
                 pr_json_str(stdout, *p->name ? p->name : "");
-                printf(",\"pid\":%u,\"exe\":", p->pid);
+                esc_printf(",\"pid\":%u,\"exe\":", p->pid);
                 pr_json_str(stdout, p->exe ? p->exe : "");
-                printf(",\"host\":");
+                esc_printf(",\"host\":");
                 pr_json_str(stdout, p->host ? p->host : "");
-                printf(",\"clock_interval_ns\":%llu,\"sync_threshold_ns\":",
+                esc_printf(",\"clock_interval_ns\":%llu,\"sync_threshold_ns\":",
                        (unsigned long long)p->clock_ns);
                 if (p->sync_on)
-                    printf("%llu,\"sync_calibration_ns\":%llu", (unsigned long long)p->sync_ns,
+                    esc_printf("%llu,\"sync_calibration_ns\":%llu", (unsigned long long)p->sync_ns,
                            (unsigned long long)p->sync_calibration);
                 else
-                    printf("null");
-                printf(",\"heap_tracing\":%s,\"io_tracing\":%s,\"threads\":%zu,\"ended\":",
+                    esc_printf("null");
+                esc_printf(",\"heap_tracing\":%s,\"io_tracing\":%s,\"threads\":%zu,\"ended\":",
                        p->heap_on ? "true" : "false", p->io_on ? "true" : "false", p->nthreads);
                 pr_json_str(stdout, end);
-                printf(",\"end_how\":");
+                esc_printf(",\"end_how\":");
                 pr_json_str(stdout, p->has_end ? p->end_how : "");
                 if (p->has_stats)
-                    printf(",\"samples\":%llu,\"expected\":%llu,\"unwind_failures\":%llu,"
+                    esc_printf(",\"samples\":%llu,\"expected\":%llu,\"unwind_failures\":%llu,"
                            "\"dropped_busy\":%llu,\"dropped_disk\":%llu",
                            (unsigned long long)p->st_samples, (unsigned long long)p->st_expected,
                            (unsigned long long)p->st_unwind_failures,
                            (unsigned long long)p->st_dropped_busy,
                            (unsigned long long)p->st_dropped_disk);
-                printf(",\"warnings\":[");
+                esc_printf(",\"warnings\":[");
                 for (size_t w = 0; w < p->nwarnings; w++) {
-                    printf(w ? "," : "");
+                    esc_printf(w ? "," : "");
                     pr_json_str(stdout, p->warnings[w]);
                 }
-                printf("]}");
+                esc_printf("]}");
             }
-            printf("]}");
+            esc_printf("]}");
         }
-        printf("],\"events\":%llu,\"binaries\":[", (unsigned long long)st->events);
+        esc_printf("],\"events\":%llu,\"binaries\":[", (unsigned long long)st->events);
         int first = 1;
         for (size_t o = 0; o < sym_nobjects(ps->sym); o++) {
             const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
             if (!*so->message)
                 continue;
-            printf("%s{\"path\":", first ? "" : ",");
+            esc_printf("%s{\"path\":", first ? "" : ",");
             first = 0;
             pr_json_str(stdout, so->path);
-            printf(",\"message\":");
+            esc_printf(",\"message\":");
             pr_json_str(stdout, so->message);
-            printf("}");
+            esc_printf("}");
         }
-        printf("]}\n");
+        esc_printf("]}\n");
         return 0;
     }
     for (size_t x = 0; x < ps->nexps; x++) {
         const exp_experiment_t *e = ps->exps[x];
         uint64_t *counted = NULL; /* samples in the events, for processes without statistics */
         int count_failed = 0;
-        printf("Experiment: %s\n", e->path);
+        esc_printf("Experiment: %s\n", e->path);
         for (size_t i = 0; i < e->nprocs; i++) {
             const exp_process_t *p = e->procs[i];
             char buf[256];
             if (i)
-                printf("  Descendant %s (pid %u)\n", p->name, p->pid);
+                esc_printf("  Descendant %s (pid %u)\n", p->name, p->pid);
             else
-                printf("  Root process (pid %u)\n", p->pid);
-            printf("    Target command:   ");
+                esc_printf("  Root process (pid %u)\n", p->pid);
+            esc_printf("    Target command:   ");
             for (uint32_t a = 0; a < p->argc; a++)
-                printf("%s%s", a ? " " : "", p->argv[a]);
-            printf("\n");
+                esc_printf("%s%s", a ? " " : "", p->argv[a]);
+            esc_printf("\n");
             if (p->exe)
-                printf("    Executable:       %s\n", p->exe);
-            printf("    Host:             %s, %s, %s, %u CPUs\n", p->host ? p->host : "?",
+                esc_printf("    Executable:       %s\n", p->exe);
+            esc_printf("    Host:             %s, %s, %s, %u CPUs\n", p->host ? p->host : "?",
                    p->kernel ? p->kernel : "?", p->arch ? p->arch : "?", p->ncpus);
-            printf("    Started:          %s\n", pr_fmt_time(p->real_start, buf, sizeof buf));
+            esc_printf("    Started:          %s\n", pr_fmt_time(p->real_start, buf, sizeof buf));
             if (p->t_start) /* (0: nothing in the experiment says when it started) */
-                printf("    Duration:         %.3f s\n",
+                esc_printf("    Duration:         %.3f s\n",
                        p->t_end > p->t_start ? (double)(p->t_end - p->t_start) * 1e-9 : 0.0);
             else
-                printf("    Duration:         unknown (no start record and no events)\n");
+                esc_printf("    Duration:         unknown (no start record and no events)\n");
             if (p->clock_ns)
-                printf("    Data collected:   clock profiling, interval %.3f ms (%s)\n",
+                esc_printf("    Data collected:   clock profiling, interval %.3f ms (%s)\n",
                        (double)p->clock_ns * 1e-6, p->clock_source ? p->clock_source : "?");
             else
-                printf("    Data collected:   no clock profiling\n");
+                esc_printf("    Data collected:   no clock profiling\n");
             for (size_t r = 0; r < p->nrecords; r++) {
                 if (strcmp(p->records[r].kind, "settings"))
                     continue;
                 uint64_t st = exp_record_u64(&p->records[r], "states", 0);
                 uint64_t sp = exp_record_u64(&p->records[r], "sample", 0);
                 if (st)
-                    printf("                      thread states every %.0f ms\n", (double)st * 1e-6);
-                printf("                      sample packets: %zu", p->nsamples);
+                    esc_printf("                      thread states every %.0f ms\n", (double)st * 1e-6);
+                esc_printf("                      sample packets: %zu", p->nsamples);
                 if (sp)
-                    printf(" (every %.3f s)", (double)sp * 1e-9);
-                printf("\n");
+                    esc_printf(" (every %.3f s)", (double)sp * 1e-9);
+                esc_printf("\n");
                 if (p->npauses)
-                    printf("                      paused and resumed %zu times\n",
+                    esc_printf("                      paused and resumed %zu times\n",
                            (p->npauses + 1) / 2);
             }
             pr_trace_settings(p);
-            printf("    Threads:          %zu\n", p->nthreads);
+            esc_printf("    Threads:          %zu\n", p->nthreads);
             pr_end_text(p, buf, sizeof buf);
-            printf("    Ended:            %s\n", buf);
+            esc_printf("    Ended:            %s\n", buf);
             if (p->has_stats) {
-                printf("    Clock samples:    %llu recorded of %llu expected (%.1f%%)\n",
+                esc_printf("    Clock samples:    %llu recorded of %llu expected (%.1f%%)\n",
                        (unsigned long long)p->st_samples, (unsigned long long)p->st_expected,
                        p->st_expected ? 100.0 * (double)p->st_samples / (double)p->st_expected
                                       : 100.0);
-                printf("    Unwind failures:  %llu; stacks cut at the depth limit: %llu\n",
+                esc_printf("    Unwind failures:  %llu; stacks cut at the depth limit: %llu\n",
                        (unsigned long long)p->st_unwind_failures,
                        (unsigned long long)p->st_truncated_stacks);
-                printf("    Dropped events:   %llu (signal during a write), %llu (disk full)\n",
+                esc_printf("    Dropped events:   %llu (signal during a write), %llu (disk full)\n",
                        (unsigned long long)p->st_dropped_busy,
                        (unsigned long long)p->st_dropped_disk);
             } else {
-                printf("    Statistics:       none (the process ended before writing them)\n");
+                esc_printf("    Statistics:       none (the process ended before writing them)\n");
                 if (!counted && !count_failed) {
                     counted = calloc(ps->exps[x]->nprocs, sizeof *counted);
                     tally_err_t err = { 0 };
@@ -199,31 +199,31 @@ int view_header(pstate_t *ps)
                         count_failed = 1;
                 }
                 if (counted && !count_failed)
-                    printf("    Clock samples:    %llu recorded (counted in the events)\n",
+                    esc_printf("    Clock samples:    %llu recorded (counted in the events)\n",
                            (unsigned long long)counted[i]);
             }
             for (size_t w = 0; w < p->nwarnings; w++)
-                printf("    Warning:          %s\n", p->warnings[w]);
+                esc_printf("    Warning:          %s\n", p->warnings[w]);
         }
         free(counted);
     }
-    printf("Events read: %llu", (unsigned long long)st->events);
+    esc_printf("Events read: %llu", (unsigned long long)st->events);
     uint64_t lost = 0;
     for (int r = 0; r < EXP_LOST_NREASONS; r++)
         lost += st->lost[r];
     if (lost)
-        printf(", %llu lost while recording", (unsigned long long)lost);
+        esc_printf(", %llu lost while recording", (unsigned long long)lost);
     if (st->bad_chunks || st->bad_records || st->seq_gaps)
-        printf(", damage: %llu bad chunks, %llu bad records, %llu gaps",
+        esc_printf(", damage: %llu bad chunks, %llu bad records, %llu gaps",
                (unsigned long long)st->bad_chunks, (unsigned long long)st->bad_records,
                (unsigned long long)st->seq_gaps);
-    printf("\n");
+    esc_printf("\n");
     for (size_t o = 0; o < sym_nobjects(ps->sym); o++) {
         const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
         if (*so->message)
-            printf("Binary: %s\n", so->message);
+            esc_printf("Binary: %s\n", so->message);
     }
-    printf("\n");
+    esc_printf("\n");
     return 0;
 }
 
@@ -251,44 +251,44 @@ int view_overview(pstate_t *ps)
     pr_end_text(root, end, sizeof end);
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"overview\",\"duration\":");
+        esc_printf("\"view\":\"overview\",\"duration\":");
         pr_json_num(stdout, dur);
-        printf(",\"processes\":%zu,\"threads\":%zu,\"ended\":", nprocs, eng_nthreads(ps->eng));
+        esc_printf(",\"processes\":%zu,\"threads\":%zu,\"ended\":", nprocs, eng_nthreads(ps->eng));
         pr_json_str(stdout, end);
         for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
-            printf(",\"%s\":", eng_metric(ps->eng, m)->name);
+            esc_printf(",\"%s\":", eng_metric(ps->eng, m)->name);
             pr_json_num(stdout, pr_scaled(ps->eng, m, total[m]));
         }
-        printf(",\"samples\":%llu,\"expected\":%llu,\"unwind_failures\":%llu,\"dropped\":%llu}\n",
+        esc_printf(",\"samples\":%llu,\"expected\":%llu,\"unwind_failures\":%llu,\"dropped\":%llu}\n",
                (unsigned long long)tr.samples, (unsigned long long)tr.expected,
                (unsigned long long)tr.unwind, (unsigned long long)(tr.busy + tr.disk));
         return 0;
     }
-    printf("Overview\n\n");
-    printf("  Duration:        %.3f s, %zu process%s, %zu thread%s\n", dur, nprocs,
+    esc_printf("Overview\n\n");
+    esc_printf("  Duration:        %.3f s, %zu process%s, %zu thread%s\n", dur, nprocs,
            nprocs == 1 ? "" : "es", eng_nthreads(ps->eng), eng_nthreads(ps->eng) == 1 ? "" : "s");
-    printf("  Run:             %s\n", end);
+    esc_printf("  Run:             %s\n", end);
     double tot = pr_scaled(ps->eng, ENG_M_TOTALCPU, total[ENG_M_TOTALCPU]);
-    printf("  Total CPU Time:  %.3f s", tot);
+    esc_printf("  Total CPU Time:  %.3f s", tot);
     if (dur > 0)
-        printf(" (%.2f CPUs busy on average)", tot / dur);
-    printf("\n");
+        esc_printf(" (%.2f CPUs busy on average)", tot / dur);
+    esc_printf("\n");
     for (int m = ENG_M_USER; m <= ENG_M_SYSTEM; m++)
-        printf("    %-16s %8.3f s  %6.2f%%\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, total[m]),
+        esc_printf("    %-16s %8.3f s  %6.2f%%\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, total[m]),
                total[ENG_M_TOTALCPU] ? 100.0 * (double)total[m] / (double)total[ENG_M_TOTALCPU]
                                      : 0.0);
     pr_trace_overview(ps, total);
-    printf("  Data quality:    %llu samples recorded of %llu expected",
+    esc_printf("  Data quality:    %llu samples recorded of %llu expected",
            (unsigned long long)tr.samples, (unsigned long long)tr.expected);
     if (tr.expected)
-        printf(" (%.1f%%)", 100.0 * (double)tr.samples / (double)tr.expected);
-    printf(", %llu unwind failures, %llu events dropped\n", (unsigned long long)tr.unwind,
+        esc_printf(" (%.1f%%)", 100.0 * (double)tr.samples / (double)tr.expected);
+    esc_printf(", %llu unwind failures, %llu events dropped\n", (unsigned long long)tr.unwind,
            (unsigned long long)(tr.busy + tr.disk));
     if (tr.nostats)
-        printf("                   %llu process%s ended without statistics (see -header)\n",
+        esc_printf("                   %llu process%s ended without statistics (see -header)\n",
                (unsigned long long)tr.nostats, tr.nostats == 1 ? "" : "es");
     pr_overview_states(ps);
-    printf("\n");
+    esc_printf("\n");
     return 0;
 }
 
@@ -301,12 +301,12 @@ int view_thread_list(pstate_t *ps)
     /* which threads are selected: aggregate counted events of all, values only for selected */
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"thread_list\",\"selection\":");
+        esc_printf("\"view\":\"thread_list\",\"selection\":");
         pr_json_str(stdout, eng_thread_selection(ps->eng));
-        printf(",\"threads\":[");
+        esc_printf(",\"threads\":[");
     } else {
-        printf("Threads (selected: %s)\n\n", eng_thread_selection(ps->eng));
-        printf("%6s  %8s  %8s  %-16s %-15s %9s %10s %10s  %s\n", "Thread", "TID", "PID", "Name",
+        esc_printf("Threads (selected: %s)\n\n", eng_thread_selection(ps->eng));
+        esc_printf("%6s  %8s  %8s  %-16s %-15s %9s %10s %10s  %s\n", "Thread", "TID", "PID", "Name",
                "Created by", "Events", "CPU sec.", "Wall sec.", "Process");
     }
     for (size_t i = 0; i < n; i++) {
@@ -319,29 +319,29 @@ int view_thread_list(pstate_t *ps)
         uint64_t t1 = t->info && t->info->t_end != EXP_T_NEVER ? t->info->t_end : p->t_end;
         double wall = t0 && t1 > t0 && t1 != EXP_T_NEVER ? (double)(t1 - t0) * 1e-9 : 0.0;
         if (ps->json) {
-            printf("%s{\"number\":%u,\"tid\":%u,\"pid\":%u,\"name\":", i ? "," : "", t->number,
+            esc_printf("%s{\"number\":%u,\"tid\":%u,\"pid\":%u,\"name\":", i ? "," : "", t->number,
                    t->tid, p->pid);
             pr_json_str(stdout, name);
-            printf(",\"how\":");
+            esc_printf(",\"how\":");
             pr_json_str(stdout, how);
-            printf(",\"events\":%llu,\"totalcpu\":", (unsigned long long)t->events);
+            esc_printf(",\"events\":%llu,\"totalcpu\":", (unsigned long long)t->events);
             pr_json_num(stdout, pr_scaled(ps->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]));
-            printf(",\"wall\":");
+            esc_printf(",\"wall\":");
             pr_json_num(stdout, wall);
-            printf(",\"process\":");
+            esc_printf(",\"process\":");
             pr_json_str(stdout, *p->name ? p->name : "(root)");
-            printf("}");
+            esc_printf("}");
         } else {
-            printf("%6u  %8u  %8u  %-16s %-15s %9llu %10.3f %10.3f  %s\n", t->number, t->tid,
+            esc_printf("%6u  %8u  %8u  %-16s %-15s %9llu %10.3f %10.3f  %s\n", t->number, t->tid,
                    p->pid, name, how, (unsigned long long)t->events,
                    pr_scaled(ps->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]), wall,
                    *p->name ? p->name : "(root)");
         }
     }
     if (ps->json)
-        printf("]}\n");
+        esc_printf("]}\n");
     else
-        printf("\n");
+        esc_printf("\n");
     return 0;
 }
 
@@ -352,31 +352,31 @@ int view_metric_list(pstate_t *ps)
         return pr_report(&err);
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"metric_list\",\"available\":[");
+        esc_printf("\"view\":\"metric_list\",\"available\":[");
         int first = 1;
         for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
-            printf("%s{\"name\":\"%s\",\"title\":\"%s\",\"unit\":\"%s\"}", first ? "" : ",",
+            esc_printf("%s{\"name\":\"%s\",\"title\":\"%s\",\"unit\":\"%s\"}", first ? "" : ",",
                    eng_metric(ps->eng, m)->name, eng_metric(ps->eng, m)->title, eng_metric(ps->eng, m)->unit);
             first = 0;
         }
-        printf("],\"metrics\":");
+        esc_printf("],\"metrics\":");
         pr_json_str(stdout, ps->metrics.text);
-        printf(",\"cmetrics\":");
+        esc_printf(",\"cmetrics\":");
         pr_json_str(stdout, ps->cmetrics.text);
-        printf("}\n");
+        esc_printf("}\n");
         return 0;
     }
-    printf("Current metrics: %s\nCurrent callers-callees metrics: %s\n", ps->metrics.text,
+    esc_printf("Current metrics: %s\nCurrent callers-callees metrics: %s\n", ps->metrics.text,
            ps->cmetrics.text);
     char st[160];
-    printf("Current sort: %s\n\nAvailable metrics:\n", pr_sort_title(ps, st, sizeof st));
+    esc_printf("Current sort: %s\n\nAvailable metrics:\n", pr_sort_title(ps, st, sizeof st));
     for (int m = 0; m < eng_nmetrics(ps->eng); m++)
         if (eng_has_metric(ps->eng, m))
-            printf("  %-10s %s (%s); flavors e (exclusive), i (inclusive), a (attributed)\n",
+            esc_printf("  %-10s %s (%s); flavors e (exclusive), i (inclusive), a (attributed)\n",
                    eng_metric(ps->eng, m)->name, eng_metric(ps->eng, m)->title, eng_metric(ps->eng, m)->unit);
-    printf("\nSpec: [e|i|a][.|%%|+|!]NAME joined by ':', 'name' for the name column; e.g.\n"
+    esc_printf("\nSpec: [e|i|a][.|%%|+|!]NAME joined by ':', 'name' for the name column; e.g.\n"
            "  e.%%totalcpu:i.%%totalcpu:e.user:e.system:name\n\n");
     return 0;
 }

@@ -76,18 +76,18 @@ static uint64_t delta(uint64_t a, uint64_t b) { return b > a ? b - a : 0; }
 static void json_sample(pstate_t *ps, const exp_process_t *p, size_t k, const uint64_t *v)
 {
     const exp_sample_t *s = &p->samples[k], *e = next_packet(p, k);
-    printf("{\"number\":%zu,\"process\":", k + 1);
+    esc_printf("{\"number\":%zu,\"process\":", k + 1);
     pr_json_str(stdout, *p->name ? p->name : "(root)");
-    printf(",\"start\":");
+    esc_printf(",\"start\":");
     pr_json_num(stdout, secs_since(ps, s->t));
-    printf(",\"duration\":");
+    esc_printf(",\"duration\":");
     pr_json_num(stdout, e ? (double)delta(s->t, e->t) * 1e-9 : 0);
-    printf(",\"reason\":");
+    esc_printf(",\"reason\":");
     pr_json_str(stdout, s->reason ? s->reason : "");
-    printf(",\"label\":");
+    esc_printf(",\"label\":");
     pr_json_str(stdout, s->label ? s->label : "");
     if (e)
-        printf(",\"utime\":%.9g,\"stime\":%.9g,\"minflt\":%llu,\"majflt\":%llu,\"inblock\":%llu,"
+        esc_printf(",\"utime\":%.9g,\"stime\":%.9g,\"minflt\":%llu,\"majflt\":%llu,\"inblock\":%llu,"
                "\"oublock\":%llu,\"nvcsw\":%llu,\"nivcsw\":%llu,\"rchar\":%llu,\"wchar\":%llu",
                (double)delta(s->utime, e->utime) * 1e-9, (double)delta(s->stime, e->stime) * 1e-9,
                (unsigned long long)delta(s->minflt, e->minflt),
@@ -98,16 +98,16 @@ static void json_sample(pstate_t *ps, const exp_process_t *p, size_t k, const ui
                (unsigned long long)delta(s->nivcsw, e->nivcsw),
                (unsigned long long)delta(s->rchar, e->rchar),
                (unsigned long long)delta(s->wchar, e->wchar));
-    printf(",\"rss_kb\":%llu,\"maxrss_kb\":%llu", (unsigned long long)(e ? e->rss : s->rss),
+    esc_printf(",\"rss_kb\":%llu,\"maxrss_kb\":%llu", (unsigned long long)(e ? e->rss : s->rss),
            (unsigned long long)(e ? e->maxrss : s->maxrss));
     if (v)
         for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
-            printf(",\"%s\":", eng_metric(ps->eng, m)->name);
+            esc_printf(",\"%s\":", eng_metric(ps->eng, m)->name);
             pr_json_num(stdout, pr_scaled(ps->eng, m, v[m]));
         }
-    printf("}");
+    esc_printf("}");
 }
 
 int view_sample_list(pstate_t *ps)
@@ -118,10 +118,11 @@ int view_sample_list(pstate_t *ps)
     int first = 1;
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"sample_list\",\"selection\":\"%s\",\"samples\":[",
-               eng_sample_selection(ps->eng));
+        esc_printf("\"view\":\"sample_list\",\"selection\":");
+        pr_json_str(stdout, eng_sample_selection(ps->eng));
+        esc_printf(",\"samples\":[");
     } else {
-        printf("Samples (selected: %s)\n\n%4s %-12s %9s %9s %9s %9s %9s %8s %8s  %s\n",
+        esc_printf("Samples (selected: %s)\n\n%4s %-12s %9s %9s %9s %9s %9s %8s %8s  %s\n",
                eng_sample_selection(ps->eng), "#", "Process", "Start s", "Length s", "User s",
                "System s", "Lock+I/O", "Faults", "RSS MB", "Reason / label");
     }
@@ -133,12 +134,12 @@ int view_sample_list(pstate_t *ps)
                 const uint64_t *v = x == 0 && i == 0 && k + 1 < b.n ? b.v + (k + 1) * eng_nmetrics(ps->eng)
                                                                     : NULL;
                 if (ps->json) {
-                    printf(first ? "" : ",");
+                    esc_printf(first ? "" : ",");
                     json_sample(ps, p, k, v);
                     first = 0;
                     continue;
                 }
-                printf("%4zu %-12.12s %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %8.1f  %s%s%s\n", k + 1,
+                esc_printf("%4zu %-12.12s %9.3f %9.3f %9.3f %9.3f %9.3f %8llu %8.1f  %s%s%s\n", k + 1,
                        *p->name ? p->name : "(root)", secs_since(ps, s->t),
                        e ? (double)delta(s->t, e->t) * 1e-9 : 0.0,
                        e ? (double)delta(s->utime, e->utime) * 1e-9 : 0.0,
@@ -152,9 +153,9 @@ int view_sample_list(pstate_t *ps)
             }
         }
     if (ps->json)
-        printf("]}\n");
+        esc_printf("]}\n");
     else
-        printf("\nSample k runs from its packet to the next; its states are summed over threads "
+        esc_printf("\nSample k runs from its packet to the next; its states are summed over threads "
                "(Lock+I/O: User Lock and I/O Wait Time, root process only).\n\n");
     free(b.v);
     return 0;
@@ -166,7 +167,7 @@ int view_sample_detail(pstate_t *ps, const char *arg)
     long k = strtol(arg, &end, 10);
     const exp_process_t *root = ps->exps[0]->procs[0];
     if (*end || k < 1 || (size_t)k > root->nsamples) {
-        fprintf(stderr, "tally: -sample_detail '%s': samples are numbered 1 to %zu (see "
+        esc_fprintf(stderr, "tally: -sample_detail '%s': samples are numbered 1 to %zu (see "
                         "-sample_list)\n", arg, root->nsamples);
         return 1;
     }
@@ -176,43 +177,43 @@ int view_sample_detail(pstate_t *ps, const char *arg)
     const uint64_t *v = (size_t)k < b.n ? b.v + (size_t)k * eng_nmetrics(ps->eng) : NULL;
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"sample_detail\",\"sample\":");
+        esc_printf("\"view\":\"sample_detail\",\"sample\":");
         json_sample(ps, root, (size_t)k - 1, v);
-        printf("}\n");
+        esc_printf("}\n");
         free(b.v);
         return 0;
     }
     const exp_sample_t *s = &root->samples[k - 1], *e = next_packet(root, (size_t)k - 1);
-    printf("Sample %ld of the root process (pid %u)\n\n", k, root->pid);
-    printf("  %-28s %.3f s (packet: %s%s%s)\n", "Start", secs_since(ps, s->t),
+    esc_printf("Sample %ld of the root process (pid %u)\n\n", k, root->pid);
+    esc_printf("  %-28s %.3f s (packet: %s%s%s)\n", "Start", secs_since(ps, s->t),
            s->reason ? s->reason : "", s->label ? ", " : "", s->label ? s->label : "");
     if (!e) {
-        printf("  The last packet of the process: the sample is empty.\n\n");
+        esc_printf("  The last packet of the process: the sample is empty.\n\n");
         free(b.v);
         return 0;
     }
-    printf("  %-28s %.3f s\n", "Length", (double)delta(s->t, e->t) * 1e-9);
-    printf("  %-28s %.3f s\n", "User CPU (kernel)", (double)delta(s->utime, e->utime) * 1e-9);
-    printf("  %-28s %.3f s\n", "System CPU (kernel)", (double)delta(s->stime, e->stime) * 1e-9);
-    printf("  %-28s %llu minor, %llu major\n", "Page faults",
+    esc_printf("  %-28s %.3f s\n", "Length", (double)delta(s->t, e->t) * 1e-9);
+    esc_printf("  %-28s %.3f s\n", "User CPU (kernel)", (double)delta(s->utime, e->utime) * 1e-9);
+    esc_printf("  %-28s %.3f s\n", "System CPU (kernel)", (double)delta(s->stime, e->stime) * 1e-9);
+    esc_printf("  %-28s %llu minor, %llu major\n", "Page faults",
            (unsigned long long)delta(s->minflt, e->minflt),
            (unsigned long long)delta(s->majflt, e->majflt));
-    printf("  %-28s %llu in, %llu out\n", "Blocks", (unsigned long long)delta(s->inblock, e->inblock),
+    esc_printf("  %-28s %llu in, %llu out\n", "Blocks", (unsigned long long)delta(s->inblock, e->inblock),
            (unsigned long long)delta(s->oublock, e->oublock));
-    printf("  %-28s %llu read, %llu written\n", "Bytes (system calls)",
+    esc_printf("  %-28s %llu read, %llu written\n", "Bytes (system calls)",
            (unsigned long long)delta(s->rchar, e->rchar), (unsigned long long)delta(s->wchar, e->wchar));
-    printf("  %-28s %llu voluntary, %llu involuntary\n", "Context switches",
+    esc_printf("  %-28s %llu voluntary, %llu involuntary\n", "Context switches",
            (unsigned long long)delta(s->nvcsw, e->nvcsw), (unsigned long long)delta(s->nivcsw, e->nivcsw));
-    printf("  %-28s %.1f MB (peak so far %.1f MB)\n", "Resident set", (double)e->rss / 1024.0,
+    esc_printf("  %-28s %.1f MB (peak so far %.1f MB)\n", "Resident set", (double)e->rss / 1024.0,
            (double)e->maxrss / 1024.0);
     if (v) {
-        printf("\n  Recorded in this sample (all threads):\n");
+        esc_printf("\n  Recorded in this sample (all threads):\n");
         for (int m = 0; m < eng_nmetrics(ps->eng); m++)
             if (eng_has_metric(ps->eng, m))
-                printf("    %-26s %.3f %s\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, v[m]),
+                esc_printf("    %-26s %.3f %s\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, v[m]),
                        eng_metric(ps->eng, m)->unit);
     }
-    printf("\n");
+    esc_printf("\n");
     free(b.v);
     return 0;
 }
@@ -225,19 +226,19 @@ void pr_overview_states(pstate_t *ps)
         return;
     static const int states[] = { ENG_M_USER, ENG_M_SYSTEM, ENG_M_WAIT, ENG_M_LOCK, ENG_M_IO,
                                   ENG_M_SLEEP };
-    printf("  Thread time:     %.3f s over all threads, by state:\n",
+    esc_printf("  Thread time:     %.3f s over all threads, by state:\n",
            pr_scaled(ps->eng, ENG_M_TOTAL, total[ENG_M_TOTAL]));
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
         int m = states[i];
         double share = 100.0 * (double)total[m] / (double)total[ENG_M_TOTAL];
         int bar = (int)(share / 2.5 + 0.5);
-        printf("    %-16s %8.3f s  %6.2f%%  %.*s\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, total[m]),
+        esc_printf("    %-16s %8.3f s  %6.2f%%  %.*s\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, total[m]),
                share, bar, "########################################");
     }
     buckets_t b;
     if (sample_totals(ps, &b))
         return;
-    printf("\n  %4s %-10s %8s %8s %8s %8s %8s %8s  (seconds, all threads)\n", "#", "Label", "User",
+    esc_printf("\n  %4s %-10s %8s %8s %8s %8s %8s %8s  (seconds, all threads)\n", "#", "Label", "User",
            "System", "Wait", "Lock", "I/O", "Sleep");
     const exp_process_t *root = ps->exps[0]->procs[0];
     for (size_t k = 1; k < b.n; k++) {
@@ -247,10 +248,10 @@ void pr_overview_states(pstate_t *ps)
         const char *label = k - 1 < root->nsamples && root->samples[k - 1].label
                                 ? root->samples[k - 1].label
                                 : "";
-        printf("  %4zu %-10.10s", k, label);
+        esc_printf("  %4zu %-10.10s", k, label);
         for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
-            printf(" %8.3f", pr_scaled(ps->eng, states[i], v[states[i]]));
-        printf("\n");
+            esc_printf(" %8.3f", pr_scaled(ps->eng, states[i], v[states[i]]));
+        esc_printf("\n");
     }
     free(b.v);
 }
@@ -318,7 +319,7 @@ int view_timeline(pstate_t *ps)
                 tl.t1 = p->t_end;
         }
     if (tl.t1 <= tl.t0 || !tl.nthreads) {
-        printf(ps->json ? "{\"view\":\"timeline\",\"threads\":[]}\n" : "No events.\n\n");
+        esc_printf(ps->json ? "{\"view\":\"timeline\",\"threads\":[]}\n" : "No events.\n\n");
         return 0;
     }
     size_t cells = tl.nthreads * TL_COLS;
@@ -391,18 +392,18 @@ int view_timeline(pstate_t *ps)
         letter[order[i]] = i < sizeof letters - 1 ? letters[i] : '*';
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"timeline\",\"start\":0,\"end\":");
+        esc_printf("\"view\":\"timeline\",\"start\":0,\"end\":");
         pr_json_num(stdout, (double)(tl.t1 - tl.t0) * 1e-9);
-        printf(",\"columns\":%d,\"legend\":{", TL_COLS);
+        esc_printf(",\"columns\":%d,\"legend\":{", TL_COLS);
         for (size_t i = 0; i < nl; i++) {
-            printf("%s\"%c\":", i ? "," : "", letter[order[i]]);
+            esc_printf("%s\"%c\":", i ? "," : "", letter[order[i]]);
             pr_json_str(stdout, order[i] < nm.n && nm.name[order[i]] ? nm.name[order[i]]
                                 : eng_object_name(ps->eng, ENG_KIND_FUNCTION, order[i], ps->namefmt));
         }
-        printf(",\"^\":\"<Wait CPU>\",\"=\":\"<User Lock>\",\"%%\":\"<I/O Wait>\",\".\":\"<Sleep>\"}"
+        esc_printf(",\"^\":\"<Wait CPU>\",\"=\":\"<User Lock>\",\"%%\":\"<I/O Wait>\",\".\":\"<Sleep>\"}"
                ",\"threads\":[");
     } else {
-        printf("Timeline: %.3f s in %d columns of %.1f ms; each cell shows the function with the "
+        esc_printf("Timeline: %.3f s in %d columns of %.1f ms; each cell shows the function with the "
                "most CPU time,\nor the thread's main state when it mostly did not run "
                "(^ wait CPU, = lock, %% I/O, . sleep)\n\n", (double)(tl.t1 - tl.t0) * 1e-9, TL_COLS,
                cell_ns * 1e-6);
@@ -421,25 +422,25 @@ int view_timeline(pstate_t *ps)
             continue;
         const eng_thread_t *et = eng_thread(ps->eng, th);
         if (ps->json) {
-            printf("%s{\"thread\":%u,\"tid\":%u,\"cells\":", firstrow ? "" : ",", et->number,
+            esc_printf("%s{\"thread\":%u,\"tid\":%u,\"cells\":", firstrow ? "" : ",", et->number,
                    et->tid);
             firstrow = 0;
             pr_json_str(stdout, row);
-            printf("}");
+            esc_printf("}");
         } else {
-            printf("%4u %7u |%s|\n", et->number, et->tid, row);
+            esc_printf("%4u %7u |%s|\n", et->number, et->tid, row);
         }
     }
     if (ps->json) {
-        printf("]}\n");
+        esc_printf("]}\n");
     } else {
-        printf("\n");
+        esc_printf("\n");
         for (size_t i = 0; i < nl; i++)
-            printf("  %c  %s\n", letter[order[i]],
+            esc_printf("  %c  %s\n", letter[order[i]],
                    order[i] < nm.n && nm.name[order[i]]
                        ? nm.name[order[i]]
                        : eng_object_name(ps->eng, ENG_KIND_FUNCTION, order[i], ps->namefmt));
-        printf("\n");
+        esc_printf("\n");
     }
     pr_names_free(&nm);
     free(wins);

@@ -47,13 +47,13 @@ static int find_target(pstate_t *ps, const char *name, target_t *t)
     t->addr = t->f->addr;
     t->size = t->f->size;
     if (t->obj != UINT32_MAX && !t->size && !t->addr && t->f->name[0] != '<') {
-        fprintf(stderr, "tally: '%s' is only inlined: its lines are in the listings of the "
+        esc_fprintf(stderr, "tally: '%s' is only inlined: its lines are in the listings of the "
                         "functions it is inlined into (see -callers-callees), or -source FILE\n",
                 name);
         return 1;
     }
     if (t->obj == UINT32_MAX || !t->size) {
-        fprintf(stderr, "tally: '%s' has no known code range (no symbol size): nothing to "
+        esc_fprintf(stderr, "tally: '%s' has no known code range (no symbol size): nothing to "
                         "annotate\n", name);
         return 1;
     }
@@ -69,20 +69,20 @@ static cs_insn *disassemble(pstate_t *ps, const target_t *t, csh *cs, int detail
     long got = sym_read_code(ps->sym, t->obj, t->addr, code, t->size);
     if (got != (long)t->size) {
         const sym_object_t *o = sym_object(ps->sym, t->obj);
-        fprintf(stderr, "tally: cannot read the code of '%s' from '%s' (%s)\n", t->f->name,
+        esc_fprintf(stderr, "tally: cannot read the code of '%s' from '%s' (%s)\n", t->f->name,
                 o->path, *o->message ? o->message : "the binary does not hold it");
         free(code);
         return NULL;
     }
     cs_insn *insn = NULL;
     if (cs_open(CS_ARCH_X86, CS_MODE_64, cs) != CS_ERR_OK) {
-        fprintf(stderr, "tally: capstone cannot disassemble x86-64 here\n");
+        esc_fprintf(stderr, "tally: capstone cannot disassemble x86-64 here\n");
     } else {
         if (detail)
             cs_option(*cs, CS_OPT_DETAIL, CS_OPT_ON);
         *n = cs_disasm(*cs, code, t->size, t->addr, 0, &insn);
         if (!*n) {
-            fprintf(stderr, "tally: capstone cannot decode '%s'\n", t->f->name);
+            esc_fprintf(stderr, "tally: capstone cannot decode '%s'\n", t->f->name);
             cs_close(cs);
         }
     }
@@ -180,7 +180,7 @@ static void listing_print(pstate_t *ps, listing_t *l)
         free((char *)l->rows[i].name);
     free(l->rows);
     free(l->zeros);
-    printf("\n");
+    esc_printf("\n");
 }
 
 /* ,"e.totalcpu":..,"i.totalcpu":.. of an annotation (zeros when it has no code). */
@@ -200,7 +200,7 @@ static int add_path(pstate_t *ps, const char *dir)
     if (!np || !(np[ps->npaths] = strdup(dir))) {
         if (np)
             ps->paths = np;
-        fprintf(stderr, "tally: out of memory\n");
+        esc_fprintf(stderr, "tally: out of memory\n");
         return 1;
     }
     ps->paths = np;
@@ -249,7 +249,7 @@ int set_pathmap(pstate_t *ps, const char *arg)
 {
     const char *sp = strchr(arg, ' ');
     if (!sp || !sp[1]) {
-        fprintf(stderr, "tally: -pathmap needs two paths: OLD NEW (in a script or the prompt: "
+        esc_fprintf(stderr, "tally: -pathmap needs two paths: OLD NEW (in a script or the prompt: "
                         "'pathmap /old/tree /new/tree'; on the command line quote them)\n");
         return 2;
     }
@@ -278,7 +278,7 @@ static FILE *open_candidate(int fd, const char *shown)
 {
     if (fd < 0) {
         if (fd != -ENOENT && fd != -ENOTDIR)
-            fprintf(stderr, "tally: note: source '%s' is not shown: %s%s\n", shown,
+            esc_fprintf(stderr, "tally: note: source '%s' is not shown: %s%s\n", shown,
                     fs_strerror(fd), fd == -EFBIG ? " (over 64 MiB)" : "");
         return NULL;
     }
@@ -333,6 +333,38 @@ static FILE *open_source(pstate_t *ps, const char *path)
     return NULL;
 }
 
+/* A copy of a source line with its tabs turned into spaces (stops every 8 columns, a column per
+ * character of UTF-8), for text: the listing shows the rest of its control bytes escaped (esc.h);
+ * JSON gives the line as it is. Never NULL ("" for a line that is not there). */
+static char *expand_tabs(char **lines, size_t nlines, size_t lineno)
+{
+    const char *s = lines && lineno >= 1 && lineno <= nlines && lines[lineno - 1]
+                        ? lines[lineno - 1] : "";
+    size_t len = strlen(s);
+    size_t tabs = 0;
+    for (size_t i = 0; i < len; i++)
+        tabs += s[i] == '\t';
+    char *out = malloc(len + tabs * 7 + 1);
+    if (!out) {
+        esc_fprintf(stderr, "tally: out of memory\n");
+        exit(1);
+    }
+    size_t o = 0, col = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\t') {
+            do
+                out[o++] = ' ';
+            while (++col % 8);
+        } else {
+            out[o++] = (char)c;
+            col += (c & 0xc0) != 0x80;
+        }
+    }
+    out[o] = 0;
+    return out;
+}
+
 static char **read_lines(pstate_t *ps, const char *path, size_t *n)
 {
     FILE *f = open_source(ps, path);
@@ -345,10 +377,12 @@ static char **read_lines(pstate_t *ps, const char *path, size_t *n)
     ssize_t len;
     while ((len = getline(&buf, &bcap, f)) >= 0) {
         if ((total += (uint64_t)len) > SOURCE_MAX) { /* it grew since it was opened */
-            fprintf(stderr, "tally: note: source '%s' is shown up to 64 MiB only\n", path);
+            esc_fprintf(stderr, "tally: note: source '%s' is shown up to 64 MiB only\n", path);
             break;
         }
         if (len && buf[len - 1] == '\n')
+            buf[--len] = 0;
+        if (len && buf[len - 1] == '\r') /* CRLF */
             buf[--len] = 0;
         if (*n == cap) {
             cap = cap ? cap * 2 : 256;
@@ -515,20 +549,20 @@ static void source_json(pstate_t *ps, const srcview_t *v, char **src, size_t nsr
                         const target_t *t, uint64_t max)
 {
     pr_json_open(ps);
-    printf("\"view\":\"source\",\"file\":");
+    esc_printf("\"view\":\"source\",\"file\":");
     pr_json_str(stdout, v->file);
-    printf(",");
+    esc_printf(",");
     pr_json_metrics(ps, &ps->metrics);
-    printf(",\"lines\":[");
+    esc_printf(",\"lines\":[");
     for (uint32_t l = v->lo; l <= v->hi; l++) {
         const annot_t *a = &v->lv[l];
-        printf("%s{\"line\":%u,\"code\":%s,\"hot\":%s,\"text\":", l > v->lo ? "," : "", l,
+        esc_printf("%s{\"line\":%u,\"code\":%s,\"hot\":%s,\"text\":", l > v->lo ? "," : "", l,
                a->code ? "true" : "false", is_hot(ps, a, max) ? "true" : "false");
         pr_json_str(stdout, src && l <= nsrc ? src[l - 1] : "");
         json_values(ps, a);
-        printf("}");
+        esc_printf("}");
     }
-    printf("],\"groups\":[");
+    esc_printf("],\"groups\":[");
     const char *names[MAX_OTHER + 3] = { "compiler-generated code", "instructions without line "
                                          "numbers" };
     const annot_t *groups[MAX_OTHER + 3] = { &v->generated, &v->nolines };
@@ -540,39 +574,41 @@ static void source_json(pstate_t *ps, const srcview_t *v, char **src, size_t nsr
     for (size_t i = 0, first = 1; i < ng; i++) {
         if (!groups[i]->code)
             continue;
-        printf("%s{\"name\":", first ? "" : ",");
+        esc_printf("%s{\"name\":", first ? "" : ",");
         first = 0;
         pr_json_str(stdout, names[i]);
         json_values(ps, groups[i]);
-        printf("}");
+        esc_printf("}");
     }
-    printf("]");
+    esc_printf("]");
     if (t) {
-        printf(",\"function\":");
+        esc_printf(",\"function\":");
         pr_json_str(stdout, t->f->name);
-        printf(",\"object\":");
+        esc_printf(",\"object\":");
         pr_json_str(stdout, sym_object(ps->sym, t->obj)->name);
         json_values(ps, &v->total);
     }
-    printf("}\n");
+    esc_printf("}\n");
 }
 
 static void source_text(pstate_t *ps, const srcview_t *v, char **src, size_t nsrc,
                         const target_t *t, uint64_t max)
 {
-    printf("Source file: %s\n", v->file);
+    esc_printf("Source file: %s\n", v->file);
     if (t)
-        printf("Object file: %s\n", sym_object(ps->sym, t->obj)->path);
+        esc_printf("Object file: %s\n", sym_object(ps->sym, t->obj)->path);
     if (!src)
-        printf("(the file cannot be found here: lines with code by number only; see -setpath, "
+        esc_printf("(the file cannot be found here: lines with code by number only; see -setpath, "
                "-addpath and -pathmap)\n");
-    printf("## marks the hottest lines; lines without metrics have no code\n\n");
+    esc_printf("## marks the hottest lines; lines without metrics have no code\n\n");
     listing_t l = { .nmetrics = eng_nmetrics(ps->eng) };
     for (uint32_t n = v->lo; n <= v->hi; n++) {
         const annot_t *a = &v->lv[n];
-        if (src || a->code)
-            listing_add(&l, a, "%s%6u. %s", is_hot(ps, a, max) ? "##" : "  ", n,
-                        src && n <= nsrc ? src[n - 1] : "");
+        if (src || a->code) {
+            char *text = expand_tabs(src, nsrc, n);
+            listing_add(&l, a, "%s%6u. %s", is_hot(ps, a, max) ? "##" : "  ", n, text);
+            free(text);
+        }
     }
     const char *fn = t ? t->f->name : NULL;
     const char *base = strrchr(v->file, '/');
@@ -628,7 +664,7 @@ int view_source(pstate_t *ps, const char *arg)
             }
         }
         if (!file) {
-            fprintf(stderr, "tally: '%s' has no line information (compiled without -g?); try "
+            esc_fprintf(stderr, "tally: '%s' has no line information (compiled without -g?); try "
                             "-disasm %s\n", arg, arg);
             cs_free(insn, n);
             cs_close(&cs);
@@ -752,16 +788,16 @@ int view_disasm(pstate_t *ps, const char *arg)
     }
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"disasm\",\"function\":");
+        esc_printf("\"view\":\"disasm\",\"function\":");
         pr_json_str(stdout, t.f->name);
-        printf(",\"object\":");
+        esc_printf(",\"object\":");
         pr_json_str(stdout, sym_object(ps->sym, t.obj)->name);
-        printf(",");
+        esc_printf(",");
         pr_json_metrics(ps, &ps->metrics);
         json_values(ps, &a[n]);
-        printf(",\"instructions\":[");
+        esc_printf(",\"instructions\":[");
     } else {
-        printf("Disassembly of %s (%s, 0x%llx, %llu bytes)\n## marks the hottest instructions, "
+        esc_printf("Disassembly of %s (%s, 0x%llx, %llu bytes)\n## marks the hottest instructions, "
                "> branch targets; <file:line> the source they come from\n\n", t.f->name,
                sym_object(ps->sym, t.obj)->path, (unsigned long long)t.addr,
                (unsigned long long)t.size);
@@ -782,15 +818,18 @@ int view_disasm(pstate_t *ps, const char *arg)
                      sym_func(ps->sym, sym_func_at(ps->sym, t.obj, to))->name);
         a[i].code = 1;
         if (ps->json) {
-            printf("%s{\"address\":\"0x%llx\",\"text\":\"%s %s\",\"line\":%u,\"file\":", i ? "," : "",
-                   (unsigned long long)insn[i].address, insn[i].mnemonic, insn[i].op_str,
-                   r == 0 ? line : 0);
+            char text[256];
+            snprintf(text, sizeof text, "%s %s", insn[i].mnemonic, insn[i].op_str);
+            esc_printf("%s{\"address\":\"0x%llx\",\"text\":", i ? "," : "",
+                       (unsigned long long)insn[i].address);
+            pr_json_str(stdout, text);
+            esc_printf(",\"line\":%u,\"file\":", r == 0 ? line : 0);
             pr_json_str(stdout, r >= 0 ? file : "");
-            printf(",\"target\":%s,\"hot\":%s,\"call\":", target[i] ? "true" : "false",
+            esc_printf(",\"target\":%s,\"hot\":%s,\"call\":", target[i] ? "true" : "false",
                    is_hot(ps, &a[i], max) ? "true" : "false");
             pr_json_str(stdout, callee);
             json_values(ps, &a[i]);
-            printf("}");
+            esc_printf("}");
             continue;
         }
         if (r >= 0 && (line != last_line || !last_file || strcmp(file, last_file))) {
@@ -801,9 +840,11 @@ int view_disasm(pstate_t *ps, const char *arg)
             const char *b = strrchr(file, '/');
             if (r == 1)
                 listing_add(&l, NULL, "%20s<%s: compiler-generated code>", "", b ? b + 1 : file);
-            else
-                listing_add(&l, NULL, "%20s<%s:%u> %s", "", b ? b + 1 : file, line,
-                            src && line <= nsrc ? src[line - 1] : "");
+            else {
+                char *text = expand_tabs(src, nsrc, line);
+                listing_add(&l, NULL, "%20s<%s:%u> %s", "", b ? b + 1 : file, line, text);
+                free(text);
+            }
             last_file = file;
             last_line = line;
         }
@@ -812,7 +853,7 @@ int view_disasm(pstate_t *ps, const char *arg)
                     insn[i].op_str, *callee ? "  <" : "", callee, *callee ? ">" : "");
     }
     if (ps->json) {
-        printf("]}\n");
+        esc_printf("]}\n");
     } else {
         listing_add(&l, &a[n], "  <Function: %s>", t.f->name);
         listing_print(ps, &l);
@@ -835,7 +876,7 @@ void pr_binary_notes(pstate_t *ps)
             continue; /* not needed by what was shown */
         const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
         if (*so->message && so->status != SYM_OBJ_NOSYMS)
-            fprintf(stderr, "tally: note: %s\n", so->message);
+            esc_fprintf(stderr, "tally: note: %s\n", so->message);
     }
 }
 

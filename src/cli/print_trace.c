@@ -17,32 +17,32 @@
 void pr_trace_settings(const exp_process_t *p)
 {
     if (p->sync_on && p->sync_calibrated)
-        printf("                      sync waits of %.3f us or more (calibrated: 6 x %llu ns, an "
+        esc_printf("                      sync waits of %.3f us or more (calibrated: 6 x %llu ns, an "
                "uncontended lock)\n", (double)p->sync_ns * 1e-3,
                (unsigned long long)p->sync_calibration);
     else if (p->sync_on && p->sync_ns)
-        printf("                      sync waits of %.3f us or more\n", (double)p->sync_ns * 1e-3);
+        esc_printf("                      sync waits of %.3f us or more\n", (double)p->sync_ns * 1e-3);
     else if (p->sync_on)
-        printf("                      every sync wait (threshold 0)\n");
+        esc_printf("                      every sync wait (threshold 0)\n");
     if (p->heap_on)
-        printf("                      heap tracing\n");
+        esc_printf("                      heap tracing\n");
     if (p->io_on)
-        printf("                      I/O tracing\n");
+        esc_printf("                      I/O tracing\n");
 }
 
 void pr_trace_overview(pstate_t *ps, const uint64_t *t)
 {
     if (t[ENG_M_SYNCN])
-        printf("  Sync waits:      %.3f s in %llu waits\n", pr_scaled(ps->eng, ENG_M_SYNC, t[ENG_M_SYNC]),
+        esc_printf("  Sync waits:      %.3f s in %llu waits\n", pr_scaled(ps->eng, ENG_M_SYNC, t[ENG_M_SYNC]),
                (unsigned long long)t[ENG_M_SYNCN]);
     if (t[ENG_M_HEAPALLOCCNT])
-        printf("  Heap:            %llu allocations (%llu bytes), %llu leaks (%llu bytes)\n",
+        esc_printf("  Heap:            %llu allocations (%llu bytes), %llu leaks (%llu bytes)\n",
                (unsigned long long)t[ENG_M_HEAPALLOCCNT],
                (unsigned long long)t[ENG_M_HEAPALLOCBYTES],
                (unsigned long long)t[ENG_M_HEAPLEAKCNT],
                (unsigned long long)t[ENG_M_HEAPLEAKBYTES]);
     if (t[ENG_M_IOREADCNT] + t[ENG_M_IOWRITECNT] + t[ENG_M_IOOTHERCNT] + t[ENG_M_IOERRORCNT])
-        printf("  I/O:             %llu bytes read in %llu calls (%.3f s), %llu written in %llu "
+        esc_printf("  I/O:             %llu bytes read in %llu calls (%.3f s), %llu written in %llu "
                "(%.3f s), %llu other calls (%.3f s), %llu failed (%.3f s)\n",
                (unsigned long long)t[ENG_M_IOREADBYTES], (unsigned long long)t[ENG_M_IOREADCNT],
                pr_scaled(ps->eng, ENG_M_IOREADTIME, t[ENG_M_IOREADTIME]),
@@ -62,7 +62,7 @@ static void print_stack(pstate_t *ps, uint32_t exp, uint32_t proc, const uint64_
 {
     const exp_process_t *p = ps->exps[exp]->procs[proc];
     if (ps->json)
-        printf("[");
+        esc_printf("[");
     for (uint32_t i = 0; i < n; i++) {
         const sym_func_t *f = sym_func(ps->sym, fns[i]);
         const exp_object_t *o = exp_object_at(p, pcs[i], EXP_T_NEVER);
@@ -70,16 +70,16 @@ static void print_stack(pstate_t *ps, uint32_t exp, uint32_t proc, const uint64_
         uint64_t off = f->size && addr >= f->addr ? addr - f->addr : 0;
         const char *name = eng_object_name(ps->eng, ENG_KIND_FUNCTION, fns[i], ps->namefmt);
         if (ps->json) {
-            printf("%s{\"function\":", i ? "," : "");
+            esc_printf("%s{\"function\":", i ? "," : "");
             pr_json_str(stdout, name);
-            printf(",\"offset\":%llu,\"pc\":\"0x%llx\"}", (unsigned long long)off,
+            esc_printf(",\"offset\":%llu,\"pc\":\"0x%llx\"}", (unsigned long long)off,
                    (unsigned long long)pcs[i]);
         } else {
-            printf("  %s + 0x%08llX\n", name, (unsigned long long)off);
+            esc_printf("  %s + 0x%08llX\n", name, (unsigned long long)off);
         }
     }
     if (ps->json)
-        printf("]");
+        esc_printf("]");
 }
 
 /* ---- -leaks and -allocs --------------------------------------------------------------------- */
@@ -142,30 +142,30 @@ static int heap_stacks(pstate_t *ps, int leaks)
     const char *what = leaks ? "Leak" : "Allocation", *bw = leaks ? "Leaked" : "Allocated";
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"%s\",\"distinct\":%zu,\"instances\":%llu,\"bytes\":%llu,\"entries\":[",
+        esc_printf("\"view\":\"%s\",\"distinct\":%zu,\"instances\":%llu,\"bytes\":%llu,\"entries\":[",
                leaks ? "leaks" : "allocs", r.n, (unsigned long long)instances,
                (unsigned long long)bytes);
     } else if (!eng_has_metric(ps->eng, ENG_M_HEAPALLOCCNT)) {
-        printf("No heap data: collect with -H on (tally collect -H on ...).\n\n");
+        esc_printf("No heap data: collect with -H on (tally collect -H on ...).\n\n");
     } else {
-        printf("Summary Results: Distinct %ss = %zu, Total Instances = %llu, Total Bytes %s = "
+        esc_printf("Summary Results: Distinct %ss = %zu, Total Instances = %llu, Total Bytes %s = "
                "%llu\n\n", what, r.n, (unsigned long long)instances, bw,
                (unsigned long long)bytes);
     }
     for (size_t i = 0; i < shown; i++) {
         const heap_row_t *h = &r.rows[i];
         if (ps->json) {
-            printf("%s{\"instances\":%llu,\"bytes\":%llu,\"stack\":", i ? "," : "",
+            esc_printf("%s{\"instances\":%llu,\"bytes\":%llu,\"stack\":", i ? "," : "",
                    (unsigned long long)h->count, (unsigned long long)h->bytes);
         } else {
-            printf("%s #%zu, Instances = %llu, Bytes %s = %llu\n", what, i + 1,
+            esc_printf("%s #%zu, Instances = %llu, Bytes %s = %llu\n", what, i + 1,
                    (unsigned long long)h->count, bw, (unsigned long long)h->bytes);
         }
         print_stack(ps, h->exp, h->proc, h->pcs, h->fns, h->stack_n);
-        printf(ps->json ? "}" : "\n");
+        esc_printf(ps->json ? "}" : "\n");
     }
     if (ps->json)
-        printf("]}\n");
+        esc_printf("]}\n");
     free(r.rows);
     return 0;
 }
@@ -187,9 +187,9 @@ int view_heap(pstate_t *ps)
         return pr_report(&err);
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"heap\",\"processes\":[");
+        esc_printf("\"view\":\"heap\",\"processes\":[");
     } else if (!h.nprocs)
-        printf("No heap data: collect with -H on (tally collect -H on ...).\n\n");
+        esc_printf("No heap data: collect with -H on (tally collect -H on ...).\n\n");
     for (size_t i = 0; i < h.nprocs; i++) {
         const tr_heap_proc_t *p = &h.procs[i];
         const exp_process_t *pr = ps->exps[p->exp]->procs[p->proc];
@@ -197,30 +197,30 @@ int view_heap(pstate_t *ps)
         size_t shown = ps->limit > 0 && (size_t)ps->limit < p->nat_peak ? (size_t)ps->limit
                                                                          : p->nat_peak;
         if (ps->json) {
-            printf("%s{\"process\":", i ? "," : "");
+            esc_printf("%s{\"process\":", i ? "," : "");
             pr_json_str(stdout, *pr->name ? pr->name : "");
-            printf(",\"pid\":%u,\"allocations\":%llu,\"bytes_allocated\":%llu,\"frees\":%llu,"
+            esc_printf(",\"pid\":%u,\"allocations\":%llu,\"bytes_allocated\":%llu,\"frees\":%llu,"
                    "\"temporary\":%llu,\"peak_bytes\":%llu,\"peak_blocks\":%llu,\"peak_time\":",
                    pr->pid, (unsigned long long)p->allocs, (unsigned long long)p->alloc_bytes,
                    (unsigned long long)p->frees, (unsigned long long)p->temporary,
                    (unsigned long long)p->peak_bytes, (unsigned long long)p->peak_blocks);
             pr_json_num(stdout, at);
-            printf(",\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,\"at_peak\":[",
+            esc_printf(",\"leaked_bytes\":%llu,\"leaked_blocks\":%llu,\"at_peak\":[",
                    (unsigned long long)p->end_bytes, (unsigned long long)p->end_blocks);
         } else {
-            printf("Heap of %s (pid %u)\n", *pr->name ? pr->name : "the root process", pr->pid);
-            printf("  Allocations:       %llu (%llu bytes), %llu freed\n",
+            esc_printf("Heap of %s (pid %u)\n", *pr->name ? pr->name : "the root process", pr->pid);
+            esc_printf("  Allocations:       %llu (%llu bytes), %llu freed\n",
                    (unsigned long long)p->allocs, (unsigned long long)p->alloc_bytes,
                    (unsigned long long)p->frees);
-            printf("  Temporary:         %llu (%.1f%% of the allocations: freed before their "
+            esc_printf("  Temporary:         %llu (%.1f%% of the allocations: freed before their "
                    "thread allocated again)\n", (unsigned long long)p->temporary,
                    pct(p->temporary, p->allocs));
-            printf("  Peak:              %llu bytes in %llu blocks, %.6f s after the start\n",
+            esc_printf("  Peak:              %llu bytes in %llu blocks, %.6f s after the start\n",
                    (unsigned long long)p->peak_bytes, (unsigned long long)p->peak_blocks, at);
-            printf("  Leaked at the end: %llu bytes in %llu blocks\n\n",
+            esc_printf("  Leaked at the end: %llu bytes in %llu blocks\n\n",
                    (unsigned long long)p->end_bytes, (unsigned long long)p->end_blocks);
             if (shown)
-                printf("  Live at the peak, by allocating stack:\n\n");
+                esc_printf("  Live at the peak, by allocating stack:\n\n");
         }
         for (size_t k = 0; k < shown; k++) {
             const tr_stack_row_t *r = &p->at_peak[k];
@@ -233,20 +233,20 @@ int view_heap(pstate_t *ps)
             const uint64_t *pcs = exp_stacks_get(eng_stacks(ps->eng, r->exp), r->stack, &pn,
                                                  &flags, &proc);
             if (ps->json)
-                printf("%s{\"blocks\":%llu,\"bytes\":%llu,\"stack\":", k ? "," : "",
+                esc_printf("%s{\"blocks\":%llu,\"bytes\":%llu,\"stack\":", k ? "," : "",
                        (unsigned long long)r->count, (unsigned long long)r->bytes);
             else
-                printf("  Stack #%zu, Blocks = %llu, Bytes = %llu (%.1f%% of the peak)\n", k + 1,
+                esc_printf("  Stack #%zu, Blocks = %llu, Bytes = %llu (%.1f%% of the peak)\n", k + 1,
                        (unsigned long long)r->count, (unsigned long long)r->bytes,
                        pct(r->bytes, p->peak_bytes));
             print_stack(ps, r->exp, r->proc, pcs, fns, n < pn ? n : pn);
-            printf(ps->json ? "}" : "\n");
+            esc_printf(ps->json ? "}" : "\n");
         }
         if (ps->json)
-            printf("]}");
+            esc_printf("]}");
     }
     if (ps->json)
-        printf("]}\n");
+        esc_printf("]}\n");
     tr_free_heap(&h);
     return 0;
 }
@@ -291,13 +291,13 @@ int view_sync_objects(pstate_t *ps)
     size_t shown = ps->limit > 0 && (size_t)ps->limit < n ? (size_t)ps->limit : n;
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"sync_objects\",\"wait\":");
+        esc_printf("\"view\":\"sync_objects\",\"wait\":");
         pr_json_num(stdout, (double)total * 1e-9);
-        printf(",\"count\":%llu,\"objects\":[", (unsigned long long)count);
+        esc_printf(",\"count\":%llu,\"objects\":[", (unsigned long long)count);
     } else {
-        printf("Synchronization objects sorted by wait time (%zu objects, %.3f s in %llu "
+        esc_printf("Synchronization objects sorted by wait time (%zu objects, %.3f s in %llu "
                "waits)\n\n", n, (double)total * 1e-9, (unsigned long long)count);
-        printf("%10s %7s %9s  %-10s %-18s %s\n", "Wait sec.", "%", "Waits", "Kind", "Address",
+        esc_printf("%10s %7s %9s  %-10s %-18s %s\n", "Wait sec.", "%", "Waits", "Kind", "Address",
                "Name");
     }
     for (size_t i = 0; i < shown; i++) {
@@ -310,22 +310,22 @@ int view_sync_objects(pstate_t *ps)
         else
             snprintf(name, sizeof name, "%s", r->name);
         if (ps->json) {
-            printf("%s{\"name\":", i ? "," : "");
+            esc_printf("%s{\"name\":", i ? "," : "");
             pr_json_str(stdout, name);
-            printf(",\"kind\":\"%s\",\"address\":\"0x%llx\",\"wait\":", sync_kind(r->call),
+            esc_printf(",\"kind\":\"%s\",\"address\":\"0x%llx\",\"wait\":", sync_kind(r->call),
                    (unsigned long long)r->addr);
             pr_json_num(stdout, (double)r->wait * 1e-9);
-            printf(",\"count\":%llu,\"pid\":%u}", (unsigned long long)r->count,
+            esc_printf(",\"count\":%llu,\"pid\":%u}", (unsigned long long)r->count,
                    ps->exps[r->exp]->procs[r->proc]->pid);
         } else {
             char pc[32];
             pr_fmt_percent(pc, sizeof pc, r->wait, total);
-            printf("%10.3f %7s %9llu  %-10s 0x%-16llx %s\n", (double)r->wait * 1e-9, pc,
+            esc_printf("%10.3f %7s %9llu  %-10s 0x%-16llx %s\n", (double)r->wait * 1e-9, pc,
                    (unsigned long long)r->count, sync_kind(r->call),
                    (unsigned long long)r->addr, name);
         }
     }
-    printf(ps->json ? "]}\n" : "\n");
+    esc_printf(ps->json ? "]}\n" : "\n");
     free(rows);
     sym_vars_free(vars);
     return 0;
@@ -344,28 +344,28 @@ int view_io_files(pstate_t *ps)
     size_t shown = ps->limit > 0 && (size_t)ps->limit < n ? (size_t)ps->limit : n;
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"io_files\",\"files\":[");
+        esc_printf("\"view\":\"io_files\",\"files\":[");
     } else {
-        printf("Files sorted by I/O time\n\n");
-        printf("%10s %12s %8s %10s %12s %8s %10s %8s %10s %8s  %s\n", "Read sec.", "Read bytes",
+        esc_printf("Files sorted by I/O time\n\n");
+        esc_printf("%10s %12s %8s %10s %12s %8s %10s %8s %10s %8s  %s\n", "Read sec.", "Read bytes",
                "Reads", "Write sec.", "Write bytes", "Writes", "Other sec.", "Others",
                "Error sec.", "Errors", "File");
     }
     for (size_t i = 0; i < shown; i++) {
         const tr_file_row_t *r = &rows[i];
         if (ps->json) {
-            printf("%s{\"name\":", i ? "," : "");
+            esc_printf("%s{\"name\":", i ? "," : "");
             pr_json_str(stdout, r->name);
             for (int k = 0; k < TR_IO_NKINDS; k++) {
-                printf(",\"%s_time\":", kinds[k]);
+                esc_printf(",\"%s_time\":", kinds[k]);
                 pr_json_num(stdout, (double)r->ns[k] * 1e-9);
-                printf(",\"%s_count\":%llu", kinds[k], (unsigned long long)r->count[k]);
+                esc_printf(",\"%s_count\":%llu", kinds[k], (unsigned long long)r->count[k]);
                 if (k < TR_IO_OTHER)
-                    printf(",\"%s_bytes\":%llu", kinds[k], (unsigned long long)r->bytes[k]);
+                    esc_printf(",\"%s_bytes\":%llu", kinds[k], (unsigned long long)r->bytes[k]);
             }
-            printf("}");
+            esc_printf("}");
         } else {
-            printf("%10.6f %12llu %8llu %10.6f %12llu %8llu %10.6f %8llu %10.6f %8llu  %s\n",
+            esc_printf("%10.6f %12llu %8llu %10.6f %12llu %8llu %10.6f %8llu %10.6f %8llu  %s\n",
                    (double)r->ns[TR_IO_READ] * 1e-9, (unsigned long long)r->bytes[TR_IO_READ],
                    (unsigned long long)r->count[TR_IO_READ], (double)r->ns[TR_IO_WRITE] * 1e-9,
                    (unsigned long long)r->bytes[TR_IO_WRITE],
@@ -374,7 +374,7 @@ int view_io_files(pstate_t *ps)
                    (unsigned long long)r->count[TR_IO_ERROR], r->name);
         }
     }
-    printf(ps->json ? "]}\n" : "\n");
+    esc_printf(ps->json ? "]}\n" : "\n");
     tr_free_files(rows, n);
     return 0;
 }

@@ -53,18 +53,18 @@ int view_list(pstate_t *ps, int kind)
     const char *view = views[kind];
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"%s\",", view);
+        esc_printf("\"view\":\"%s\",", view);
         pr_json_metrics(ps, &ps->metrics);
-        printf(",\"rows\":[");
+        esc_printf(",\"rows\":[");
         pr_json_row(&ps->metrics, &totrow, total);
         for (size_t i = 0; i < n; i++) {
-            printf(",");
+            esc_printf(",");
             pr_json_row(&ps->metrics, &rows[i], total);
         }
-        printf("]}\n");
+        esc_printf("]}\n");
     } else {
         char st[160];
-        printf("%s sorted by metric: %s\n\n",
+        esc_printf("%s sorted by metric: %s\n\n",
                titles[kind],
                pr_sort_title(ps, st, sizeof st));
         row_t *all = malloc((n + 1) * sizeof *all);
@@ -74,7 +74,7 @@ int view_list(pstate_t *ps, int kind)
         memcpy(all + 1, rows, n * sizeof *rows);
         pr_table_text(ps, &ps->metrics, all, n + 1, total);
         free(all);
-        printf("\n");
+        esc_printf("\n");
     }
     free(rows);
     pr_names_free(&nm);
@@ -105,7 +105,7 @@ long pr_find_function(pstate_t *ps, const eng_table_t *t, const names_t *nm, con
             return found; /* the display name is unique */
     }
     if (found >= 0 && ambiguous) {
-        fprintf(stderr, "tally: function name '%s' is ambiguous: it is defined in several load "
+        esc_fprintf(stderr, "tally: function name '%s' is ambiguous: it is defined in several load "
                         "objects; name one as 'NAME (object)' as -functions lists them\n", name);
         return -1;
     }
@@ -151,29 +151,29 @@ static void cc_entry(pstate_t *ps, const eng_table_t *t, const names_t *nm, uint
     pr_sort_rows(ps, callees, e1 - e0, 1);
     const uint64_t *ex = t->excl + (size_t)x * eng_nmetrics(ps->eng), *in = t->incl + (size_t)x * eng_nmetrics(ps->eng);
     if (ps->json) {
-        printf("%s{\"function\":", first ? "" : ",");
+        esc_printf("%s{\"function\":", first ? "" : ",");
         pr_json_str(stdout, nm->name[x]);
-        printf(",\"callers\":[");
+        esc_printf(",\"callers\":[");
         for (size_t i = 0; i < c1 - c0; i++) {
-            printf(i ? "," : "");
+            esc_printf(i ? "," : "");
             pr_json_row(&ps->cmetrics, &callers[i], total);
         }
-        printf("],\"self\":{\"name\":");
+        esc_printf("],\"self\":{\"name\":");
         pr_json_str(stdout, nm->name[x]);
         for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
-            printf(",\"e.%s\":", eng_metric(ps->eng, m)->name);
+            esc_printf(",\"e.%s\":", eng_metric(ps->eng, m)->name);
             pr_json_num(stdout, pr_scaled(ps->eng, m, ex[m]));
-            printf(",\"i.%s\":", eng_metric(ps->eng, m)->name);
+            esc_printf(",\"i.%s\":", eng_metric(ps->eng, m)->name);
             pr_json_num(stdout, pr_scaled(ps->eng, m, in[m]));
         }
-        printf("},\"callees\":[");
+        esc_printf("},\"callees\":[");
         for (size_t i = 0; i < e1 - e0; i++) {
-            printf(i ? "," : "");
+            esc_printf(i ? "," : "");
             pr_json_row(&ps->cmetrics, &callees[i], total);
         }
-        printf("]}");
+        esc_printf("]}");
     } else {
         /* er_print's layout: callers above, the focus marked '*' with its exclusive as its
          * attributed share, callees below; each block's values sum to the focus's inclusive */
@@ -185,7 +185,7 @@ static void cc_entry(pstate_t *ps, const eng_table_t *t, const names_t *nm, uint
         all[c1 - c0] = (row_t){ nm->name[x], { NULL, NULL, ex }, '*' };
         memcpy(all + (c1 - c0) + 1, callees, (e1 - e0) * sizeof *all);
         pr_table_text(ps, &ps->cmetrics, all, n, total);
-        printf("\n");
+        esc_printf("\n");
         free(all);
     }
     free(callers);
@@ -227,16 +227,16 @@ int view_callers_callees(pstate_t *ps, const char *single)
     char st[160];
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"%s\",", single ? "csingle" : "callers-callees");
+        esc_printf("\"view\":\"%s\",", single ? "csingle" : "callers-callees");
         pr_json_metrics(ps, &ps->cmetrics);
-        printf(",\"entries\":[");
+        esc_printf(",\"entries\":[");
     } else {
-        printf("Callers and callees sorted by metric: %s\n\n", pr_sort_title(ps, st, sizeof st));
+        esc_printf("Callers and callees sorted by metric: %s\n\n", pr_sort_title(ps, st, sizeof st));
     }
     for (size_t i = 0; i < n; i++)
         cc_entry(ps, t, &nm, ids[i], i == 0);
     if (ps->json)
-        printf("]}\n");
+        esc_printf("]}\n");
     pr_names_free(&nm);
     free(rows);
     free(ids);
@@ -270,26 +270,26 @@ static void tree_node_open(tree_print_t *tp, uint32_t k, size_t depth, int first
     const eng_node_t *nd = &tp->tr->nodes[k];
     const char *name = k == 0 ? "<Total>" : tp->nm.name[nd->object];
     if (tp->ps->json) {
-        printf("%s{\"name\":", first ? "" : ",");
+        esc_printf("%s{\"name\":", first ? "" : ",");
         pr_json_str(stdout, name);
         for (int m = 0; m < eng_nmetrics(tp->ps->eng); m++) {
             if (!eng_has_metric(tp->ps->eng, m))
                 continue;
-            printf(",\"i.%s\":", eng_metric(tp->ps->eng, m)->name);
+            esc_printf(",\"i.%s\":", eng_metric(tp->ps->eng, m)->name);
             pr_json_num(stdout, pr_scaled(tp->ps->eng, m, nd->incl[m]));
-            printf(",\"e.%s\":", eng_metric(tp->ps->eng, m)->name);
+            esc_printf(",\"e.%s\":", eng_metric(tp->ps->eng, m)->name);
             pr_json_num(stdout, pr_scaled(tp->ps->eng, m, nd->excl[m]));
         }
-        printf(",\"children\":[");
+        esc_printf(",\"children\":[");
     } else {
         char vb[64], pb[32];
         pr_fmt_value(vb, sizeof vb, eng_metric(tp->ps->eng, tp->metric), nd->incl[tp->metric]);
         pr_fmt_percent(pb, sizeof pb, nd->incl[tp->metric], tp->total[tp->metric]);
         int indent = (int)(depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX) * 2;
         if (depth > TREE_INDENT_MAX)
-            printf("%10s %7s   %*s+-[%zu] %s\n", vb, pb, indent, "", depth, name);
+            esc_printf("%10s %7s   %*s+-[%zu] %s\n", vb, pb, indent, "", depth, name);
         else
-            printf("%10s %7s   %*s%s%s\n", vb, pb, indent, "", depth ? "+-" : "", name);
+            esc_printf("%10s %7s   %*s%s%s\n", vb, pb, indent, "", depth ? "+-" : "", name);
     }
 }
 
@@ -340,7 +340,7 @@ static int tree_print(tree_print_t *tp)
         while (depth && lv[depth - 1].next == lv[depth - 1].n) {
             free(lv[--depth].kids);
             if (tp->ps->json)
-                printf("]}");
+                esc_printf("]}");
         }
         if (!depth)
             break;
@@ -369,19 +369,19 @@ int view_calltree(pstate_t *ps)
     int rc;
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metric(ps->eng, tp.metric)->name);
+        esc_printf("\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metric(ps->eng, tp.metric)->name);
         rc = tree_print(&tp);
-        printf("}\n");
+        esc_printf("}\n");
     } else {
-        printf("Functions Call Tree. Metric: Attributed %s\n\n", eng_metric(ps->eng, tp.metric)->title);
+        esc_printf("Functions Call Tree. Metric: Attributed %s\n\n", eng_metric(ps->eng, tp.metric)->title);
         const char *unit = eng_metric(ps->eng, tp.metric)->unit;
-        printf("%10s %7s   %s\n", !strcmp(unit, "s") ? "sec." : unit, "%", "Name");
+        esc_printf("%10s %7s   %s\n", !strcmp(unit, "s") ? "sec." : unit, "%", "Name");
         rc = tree_print(&tp);
-        printf("\n");
+        esc_printf("\n");
     }
     pr_names_free(&tp.nm);
     if (rc)
-        fprintf(stderr, "tally: out of memory printing the call tree\n");
+        esc_fprintf(stderr, "tally: out of memory printing the call tree\n");
     return rc;
 }
 
@@ -407,26 +407,26 @@ int view_fsingle(pstate_t *ps, const char *name)
     const uint64_t *ex = t->excl + (size_t)id * eng_nmetrics(ps->eng), *in = t->incl + (size_t)id * eng_nmetrics(ps->eng);
     if (ps->json) {
         pr_json_open(ps);
-        printf("\"view\":\"fsingle\",\"name\":");
+        esc_printf("\"view\":\"fsingle\",\"name\":");
         pr_json_str(stdout, nm.name[id]);
         for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
-            printf(",\"e.%s\":", eng_metric(ps->eng, m)->name);
+            esc_printf(",\"e.%s\":", eng_metric(ps->eng, m)->name);
             pr_json_num(stdout, pr_scaled(ps->eng, m, ex[m]));
-            printf(",\"i.%s\":", eng_metric(ps->eng, m)->name);
+            esc_printf(",\"i.%s\":", eng_metric(ps->eng, m)->name);
             pr_json_num(stdout, pr_scaled(ps->eng, m, in[m]));
         }
-        printf(",\"size\":%llu,\"address\":\"0x%llx\",\"source_file\":",
+        esc_printf(",\"size\":%llu,\"address\":\"0x%llx\",\"source_file\":",
                (unsigned long long)f->size, (unsigned long long)f->addr);
         pr_json_str(stdout, file ? file : "");
-        printf(",\"line\":%u,\"load_object\":", line);
+        esc_printf(",\"line\":%u,\"load_object\":", line);
         pr_json_str(stdout, o ? o->path : "<Unknown>");
-        printf(",\"mangled_name\":");
+        esc_printf(",\"mangled_name\":");
         pr_json_str(stdout, f->mangled);
-        printf("}\n");
+        esc_printf("}\n");
     } else {
-        printf("%s\n", nm.name[id]);
+        esc_printf("%s\n", nm.name[id]);
         for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
             if (!eng_has_metric(ps->eng, m))
                 continue;
@@ -438,17 +438,17 @@ int view_fsingle(pstate_t *ps, const char *name)
                 char label[128];
                 snprintf(label, sizeof label, "%s %s", pr_flavor_word(k ? FL_I : FL_E, 0),
                          eng_metric(ps->eng, m)->title);
-                printf("  %32s:  %10s (%6s%%)\n", label, vb, pb);
+                esc_printf("  %32s:  %10s (%6s%%)\n", label, vb, pb);
             }
         }
-        printf("  %32s:  %llu\n", "Size", (unsigned long long)f->size);
-        printf("  %32s:  0x%llx\n", "Address", (unsigned long long)f->addr);
+        esc_printf("  %32s:  %llu\n", "Size", (unsigned long long)f->size);
+        esc_printf("  %32s:  0x%llx\n", "Address", (unsigned long long)f->addr);
         if (file)
-            printf("  %32s:  %s:%u\n", "Source File", file, line);
+            esc_printf("  %32s:  %s:%u\n", "Source File", file, line);
         else
-            printf("  %32s:  (unknown)\n", "Source File");
-        printf("  %32s:  %s\n", "Load Object", o ? o->path : "<Unknown>");
-        printf("  %32s:  %s\n\n", "Mangled Name", f->mangled);
+            esc_printf("  %32s:  (unknown)\n", "Source File");
+        esc_printf("  %32s:  %s\n", "Load Object", o ? o->path : "<Unknown>");
+        esc_printf("  %32s:  %s\n\n", "Mangled Name", f->mangled);
     }
     pr_names_free(&nm);
     return 0;

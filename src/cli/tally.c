@@ -23,41 +23,10 @@ static const struct command {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: tally <command> [options] [args]\n\ncommands:\n");
+    esc_fprintf(out, "usage: tally <command> [options] [args]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\n'tally <command> -h' describes a command; 'man tally-<command>' in full.\n");
-}
-
-int cli_report(const tally_err_t *err)
-{
-    fprintf(stderr, "tally: %s\n", err->msg[0] ? err->msg : tally_strerror(err->code));
-    return err->code == TALLY_EUSAGE ? 2 : 1;
-}
-
-void cli_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "tally %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-const char *cli_self_dir(void)
-{
-    static char dir[PATH_MAX];
-    if (!dir[0]) {
-        ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-        if (n <= 0)
-            return ".";
-        dir[n] = 0;
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *slash = 0;
-    }
-    return dir;
+        esc_fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    esc_fprintf(out, "\n'tally <command> -h' describes a command; 'man tally-<command>' in full.\n");
 }
 
 int main(int argc, char **argv)
@@ -71,12 +40,12 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-V")) {
-        printf("tally %s\n", TALLY_VERSION);
+        esc_printf("tally %s\n", TALLY_VERSION);
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].fn(argc - 1, argv + 1);
-    fprintf(stderr, "tally: '%s' is not a tally command; see 'tally --help'\n", argv[1]);
+    esc_fprintf(stderr, "tally: '%s' is not a tally command; see 'tally --help'\n", argv[1]);
     return 2;
 }
