@@ -400,8 +400,9 @@ int view_timeline(pstate_t *ps)
             pr_json_str(stdout, order[i] < nm.n && nm.name[order[i]] ? nm.name[order[i]]
                                 : eng_object_name(ps->eng, ENG_KIND_FUNCTION, order[i], ps->namefmt));
         }
-        esc_printf(",\"^\":\"<Wait CPU>\",\"=\":\"<User Lock>\",\"%%\":\"<I/O Wait>\",\".\":\"<Sleep>\"}"
-               ",\"threads\":[");
+        /* no comma before the states when no function won a cell (a run that only waited) */
+        esc_printf("%s\"^\":\"<Wait CPU>\",\"=\":\"<User Lock>\",\"%%\":\"<I/O Wait>\",\".\":\"<Sleep>\"}"
+                   ",\"threads\":[", nl ? "," : "");
     } else {
         esc_printf("Timeline: %.3f s in %d columns of %.1f ms; each cell shows the function with the "
                "most CPU time,\nor the thread's main state when it mostly did not run "

@@ -192,19 +192,28 @@ def test_threads(d):
 # ---- the program's own signals and timers ----------------------------------------------------
 
 def test_own_signals(d):
-    bare = run_bare([wl("own_sigprof"), "1"]).stdout.split()
     exp = os.path.join(d, "sigprof")
-    got = run_collected(exp, [wl("own_sigprof"), "1"], 1_000_000).stdout.split()
-    check(len(got) == 5 and got[1:] == bare[1:], "own_sigprof: %s vs bare %s" % (got, bare))
-    if len(got) == 5 and len(bare) == 5:
-        tb, tg = int(bare[0].split("=")[1]), int(got[0].split("=")[1])
-        # the count depends on how the scheduler ticks meet the program: +-1 between quiet bare
-        # runs, but anywhere from 108 to 148 when other tests compete for the CPUs (CTest runs
-        # two at once); the collector's sampler thread costs it 1-2 ticks. What matters is that
-        # the ticks keep coming at their rate, not lost or doubled.
-        # (measured under CTest -j2: 91 against a bare 157 in the same minute, 125 against 125
-        # on a quiet machine): only a lost timer (0 ticks) or a collapse is a failure
-        check(0.4 * tb <= tg <= 2.5 * tb, "own_sigprof ticks %d vs bare %d" % (tg, tb))
+    p = run_collected(exp, [wl("own_sigprof"), "1"], 1_000_000)
+    got = dict(f.split("=", 1) for f in p.stdout.split() if "=" in f)
+    # what the program reports of its signals is fixed: all 3 raised SIGRTMAX-4 reach its own
+    # handler, errno survives every signal, it sees its own handler, its mask is its own
+    fixed = {"rt": "3", "errno": "ok", "view": "ok", "mask": "ok"}
+    check(p.returncode == 0 and {k: got.get(k) for k in fixed} == fixed,
+          "own_sigprof under the collector: status %d, %r" % (p.returncode, p.stdout))
+    if "ticks" in got and "unblocked_us" in got:
+        ticks, cpu_ms = int(got["ticks"]), float(got["unblocked_us"]) / 1000
+        # The tick count is not compared with a bare run's (another moment, another load: 91
+        # against 157 was seen at ctest -j2) nor with a nominal rate: ITIMER_PROF is checked on
+        # the kernel's ticks, so the count depends on how the scheduler meets the program. It is
+        # bounded by the program's own CPU time with SIGPROF unblocked: at most one tick per
+        # 1 ms interval of it, plus the one left pending by the blocked stretch and one for the
+        # instants between its measurement and the block (more = ticks invented or doubled);
+        # at least one per 40 ms of it (a task running is preempted on a tick, so it meets about
+        # one per tick period; the kernel ticks every 10 ms or faster (HZ >= 100), and 4 times
+        # fewer is a timer blocked, lost or stolen, not load: ~1 per 5.5 ms was the worst seen).
+        check(cpu_ms / 40 <= ticks <= cpu_ms + 2,
+              "own_sigprof: %d ticks in %.1f ms of CPU time with SIGPROF unblocked "
+              "(expected %.0f to %.0f)" % (ticks, cpu_ms, cpu_ms / 40, cpu_ms + 2))
 
 
 # ---- endings ---------------------------------------------------------------------------------
@@ -308,8 +317,10 @@ def test_limits(d):
 
 def main():
     if not os.path.exists(LIB):
-        print("skip: %s not built" % LIB)
-        sys.exit(0)
+        # part of every build: its absence is a broken build, not a reason to skip
+        print("FAIL: %s not found: build the tally-collector target (or set TALLY_COLLECTOR)"
+              % LIB, file=sys.stderr)
+        sys.exit(1)
     d = workdir("collector")
     for t in (test_cpu_single, test_threads, test_own_signals, test_endings, test_processes,
               test_dlopen, test_limits):

@@ -69,6 +69,49 @@ def child_of(pid, wait=5.0):
     return None
 
 
+def proc_cpu(pid):
+    """CPU seconds (user + system, all threads) process pid has used so far, or None if gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_cpu(pid, secs, timeout=60.0):
+    """Waits until process pid has used secs of CPU time; True if it did. Use it, not a sleep,
+    before signalling a program that must have done some work first: under load a fixed sleep
+    may find it still starting."""
+    import time
+    end = time.time() + timeout
+    while time.time() < end:
+        c = proc_cpu(pid)
+        if c is None:
+            return False
+        if c >= secs:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def wait_caught(pid, sig, timeout=60.0):
+    """Waits until process pid catches signal sig (its SigCgt in /proc), e.g. until the collector
+    has installed its handler for a collect -y or -l signal; True if it does."""
+    import time
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with open("/proc/%d/status" % pid) as f:
+                cgt = [l for l in f if l.startswith("SigCgt:")]
+        except OSError:
+            return False
+        if cgt and int(cgt[0].split()[1], 16) >> (int(sig) - 1) & 1:
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def print_json(exp, *cmds):
     """tally print --json cmds exp; returns the list of JSON documents."""
     exps = exp if isinstance(exp, list) else [exp]

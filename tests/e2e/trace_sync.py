@@ -1,15 +1,39 @@
 """Synchronization wait tracing (collect -s) on a program whose threads wait known times on a
 mutex (200 ms), a condition variable (300 ms), a semaphore (250 ms) and a join (150 ms): each wait
-within 5% of its time, attributed to its function and object; a million uncontended locks record
-nothing at the calibrated threshold, and every call with -s all; the threshold is shown."""
+matches the program's own measurement of it, attributed to its function and object; a million
+uncontended locks record nothing at the calibrated threshold, and every call with -s all; the
+threshold is shown."""
 import os
+import re
 from common import *
 
 d = workdir("trace_sync")
 prog = os.path.join(WL, "wl_trace_sync")
 KNOWN = {"wait_mutex": 0.200, "wait_cond": 0.300, "wait_sem": 0.250, "join_worker": 0.150}
-OBJECTS = {"lock_m": ("mutex", 0.200), "cond_c": ("condition", 0.300),
-           "sem_s": ("semaphore", 0.250)}
+OBJECTS = {"lock_m": ("mutex", "wait_mutex"), "cond_c": ("condition", "wait_cond"),
+           "sem_s": ("semaphore", "wait_sem")}
+
+
+def collect_waits(name, args, opts):
+    """Collects the program; returns the experiment and the waits it measured itself (seconds)."""
+    p = run([TALLY, "collect", "-d", d, "-o", name] + opts + [prog] + args, expect=0)
+    m = re.search(r"^waited (.*)$", p.stderr, re.M)
+    check(m, "%s: the program did not print its waits: %r" % (name, p.stderr[-500:]))
+    waited = {k: int(v) / 1e9 for k, v in (f.split("=") for f in m.group(1).split())} if m else {}
+    return os.path.join(d, name + ".tally"), waited
+
+
+def wait_matches(recorded, measured, what):
+    """The known times are not the truth: under load a wait comes out longer (late wake-ups) or a
+    little shorter (a waiter preempted between announcing its wait and starting it). The program
+    times each waiting call itself, just around it, and the tracer times it inside that: the
+    recorded wait is never longer (0.1% for the reports' rounding) and shorter only by the
+    interposer's entry and exit (microseconds) and a preemption landing in those instants (a time
+    slice under load, a few ms: 5% of these 150-300 ms waits)."""
+    if measured is None:
+        return fail("%s: no measurement of the program's own" % what)
+    return bounded(recorded, measured, 0.05, 0.001, what + " (against the program's own %.4f s)"
+                   % measured)
 
 
 def funcs(exp, metrics="i.sync:i.syncn:e.sync:e.syncn:name"):
@@ -18,11 +42,11 @@ def funcs(exp, metrics="i.sync:i.syncn:e.sync:e.syncn:name"):
 
 
 # ---- -s on: the calibrated threshold ------------------------------------------------------------
-exp = collect(d, [prog], opts=["-s", "on", "-p", "off"], name="on")
+exp, waited = collect_waits("on", [], ["-s", "on", "-p", "off"])
 f = funcs(exp)
 for fn, secs in KNOWN.items():
     if check(fn in f, "-s on: %s missing from -functions" % fn):
-        close_to(f[fn]["i.sync"], secs, 0.05, "-s on: %s wait" % fn)
+        wait_matches(f[fn]["i.sync"], waited.get(fn), "-s on: %s wait" % fn)
         check(f[fn]["i.syncn"] == 1, "-s on: %s: %r waits, expected 1" % (fn, f[fn]["i.syncn"]))
 check("uncontended" not in f or f["uncontended"]["i.syncn"] == 0,
       "-s on: the uncontended locks were recorded: %r" % f.get("uncontended"))
@@ -40,10 +64,10 @@ check(waits and abs(max(waits) - f["wait_cond"]["i.sync"]) < 1e-6,
 # the objects, by the variables they are
 docs = print_json(exp, "-sync_objects")
 objs = {o["name"]: o for o in docs[0]["objects"]}
-for name, (kind, secs) in OBJECTS.items():
+for name, (kind, waiter) in OBJECTS.items():
     if check(name in objs, "-sync_objects: %s missing: %r" % (name, list(objs))):
         check(objs[name]["kind"] == kind, "-sync_objects: %s is a %s" % (name, objs[name]["kind"]))
-        close_to(objs[name]["wait"], secs, 0.05, "-sync_objects: %s wait" % name)
+        wait_matches(objs[name]["wait"], waited.get(waiter), "-sync_objects: %s wait" % name)
 check(not any(o["name"] == "free_m" for o in docs[0]["objects"]),
       "-sync_objects: the uncontended mutex is listed")
 # the header shows the calibrated threshold; it is 6 times the calibration
@@ -61,13 +85,13 @@ docs = print_json(exp, "-functions")
 check(docs[0]["metrics"][0]["name"] == "i.sync", "default metrics: %r" % docs[0]["metrics"])
 
 # ---- -s all: every call, the uncontended ones too -----------------------------------------------
-exp = collect(d, [prog, "10000"], opts=["-s", "all", "-p", "off"], name="all")
+exp, waited = collect_waits("all", ["10000"], ["-s", "all", "-p", "off"])
 f = funcs(exp)
 check(f.get("uncontended", {}).get("i.syncn") == 10000,
       "-s all: uncontended calls recorded: %r" % f.get("uncontended"))
 for fn, secs in KNOWN.items():
     if check(fn in f, "-s all: %s missing" % fn):
-        close_to(f[fn]["i.sync"], secs, 0.05, "-s all: %s wait" % fn)
+        wait_matches(f[fn]["i.sync"], waited.get(fn), "-s all: %s wait" % fn)
 
 # ---- -s <us>: a threshold of 100 ms keeps only the long waits -----------------------------------
 exp = collect(d, [prog, "1000"], opts=["-s", "100000", "-p", "off"], name="thr")

@@ -6,7 +6,11 @@
  *   join_worker  main's pthread_join of a thread that sleeps 150 ms
  *   uncontended  N lock/unlock pairs of a mutex nobody else takes (argv[1], default 1000000)
  * Each waiter tells main (through a semaphore, which is posted before the wait starts) that it is
- * about to wait; main then sleeps the known time before releasing it.
+ * about to wait; main then sleeps the known time before releasing it. Each wait is also measured
+ * by the program itself (CLOCK_MONOTONIC just around the waiting call) and printed on stderr:
+ * "waited wait_mutex=NS wait_cond=NS wait_sem=NS join_worker=NS". Under load a wait comes out
+ * longer than its known time (late wake-ups) or even a little shorter (a waiter preempted between
+ * its announcement and its call): a tracer must match these, not the known times.
  */
 #include <pthread.h>
 #include <semaphore.h>
@@ -22,6 +26,14 @@ pthread_mutex_t free_m = PTHREAD_MUTEX_INITIALIZER;
 static sem_t ready;
 static int go;
 static volatile long sink;
+static long waited_mutex, waited_cond, waited_sem, waited_join;
+
+static long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
 
 static void sleep_ms(long ms)
 {
@@ -33,7 +45,9 @@ static void sleep_ms(long ms)
 __attribute__((noinline)) static void *wait_mutex(void *arg)
 {
     sem_post(&ready);
+    long t0 = now_ns();
     pthread_mutex_lock(&lock_m);
+    waited_mutex = now_ns() - t0;
     pthread_mutex_unlock(&lock_m);
     return arg;
 }
@@ -42,8 +56,10 @@ __attribute__((noinline)) static void *wait_cond(void *arg)
 {
     pthread_mutex_lock(&cond_lock);
     sem_post(&ready);
+    long t0 = now_ns();
     while (!go)
         pthread_cond_wait(&cond_c, &cond_lock);
+    waited_cond = now_ns() - t0;
     pthread_mutex_unlock(&cond_lock);
     return arg;
 }
@@ -51,7 +67,9 @@ __attribute__((noinline)) static void *wait_cond(void *arg)
 __attribute__((noinline)) static void *wait_sem(void *arg)
 {
     sem_post(&ready);
+    long t0 = now_ns();
     sem_wait(&sem_s);
+    waited_sem = now_ns() - t0;
     return arg;
 }
 
@@ -65,7 +83,9 @@ __attribute__((noinline)) static void join_worker(void)
 {
     pthread_t t;
     pthread_create(&t, NULL, sleeper, NULL);
+    long t0 = now_ns();
     pthread_join(t, NULL);
+    waited_join = now_ns() - t0;
 }
 
 __attribute__((noinline)) static void uncontended(long n)
@@ -110,6 +130,8 @@ int main(int argc, char **argv)
 
     join_worker();
     uncontended(n);
+    fprintf(stderr, "waited wait_mutex=%ld wait_cond=%ld wait_sem=%ld join_worker=%ld\n",
+            waited_mutex, waited_cond, waited_sem, waited_join);
     printf("waits done, %ld uncontended locks\n", sink);
     return 0;
 }
