@@ -299,8 +299,11 @@ def test_limits(d):
     threads, _ = decode_events(exp)
     total = sum(t["weight"] for t in threads.values())
     # the window is wall time: a program that has a CPU to itself records 0.3 s, one that shares
-    # it (CTest runs two tests at once) less, never more; and nothing outside the window
-    check(0.02e9 < total <= 0.3e9 * 1.03, "duration window 0.3-0.6 s: %d ns recorded" % total)
+    # it less (under load, any share: 5% of a CPU was seen), never more (3%: a sample's weight
+    # ends in the window but began before it); and nothing outside the window. The least is one
+    # 1 ms sample: the scheduler runs every runnable task within its period (tens of ms, however
+    # loaded), so a 0.3 s window cannot pass without the program running in it
+    check(0 < total <= 0.3e9 * 1.03, "duration window 0.3-0.6 s: %d ns recorded" % total)
     t0 = int(last(exp, "start")["t"])
     times = [t for th in threads.values() for t in th["times"]]
     check(times and min(times) >= t0 + 0.3e9 and max(times) <= t0 + 0.6e9 + 2e6,
