@@ -59,7 +59,9 @@ ov = docs[1]
 waited(ov["lock"], WALL_LOCK, "overview: User Lock Time (the main thread waits S on the mutex)")
 waited(ov["iowait"], WALL_IO, "overview: I/O Wait Time (the main thread waits S on the pipe)")
 # sleeping: the main thread S, the writer and the holder threads S each, within the three phases
-bounded(ov["sleep"], 3 * S, 0.1, None, "overview: Sleep Time")
+# the writer and the holder threads end right after their nap: each may lose what it slept since
+# the sampler's last look (10 ms and the sampler's lateness, 46 ms seen): 15% of 3 S
+bounded(ov["sleep"], 3 * S, 0.15, None, "overview: Sleep Time")
 at_most(ov["sleep"], WALL_SLEEP + WALL_IO + WALL_LOCK, 0.02, "overview: Sleep Time vs walls")
 # CPU time does not depend on load: cpu_phase's S and a little more
 close_to(ov["totalcpu"], S, 0.1, "overview: Total CPU Time")
@@ -68,8 +70,10 @@ check(ov["total"] >= ov["totalcpu"] + ov["lock"] + ov["iowait"] + ov["sleep"] - 
 
 
 def phase(first, last, metric):
-    """Functions of samples first..last-1 (by label), with the inclusive metric."""
-    sel = "%d-%d" % (labels[first], labels[last] - 1)
+    """Functions of samples first..last-1 (by label; last None: to the end), with the inclusive
+    metric."""
+    end = labels[last] - 1 if last else samples[-1]["number"]
+    sel = "%d-%d" % (labels[first], end)
     d2 = print_json(exp, "-sample_select", sel, "-metrics", "i.%s:name" % metric, "-functions")
     return {r["name"]: r["i." + metric] for r in d2[-1]["rows"]}
 
@@ -77,14 +81,21 @@ def phase(first, last, metric):
 f = phase("cpu", "sleep", "totalcpu")
 close_to(f.get("cpu_phase", 0), S, 0.1, "cpu samples: cpu_phase")
 check("sleep_phase" not in f and "lock_phase" not in f, "cpu samples show other phases: %r" % f)
-f = phase("sleep", "io", "sleep")
-waited(f.get("sleep_phase", 0), WALL_SLEEP, "sleep samples: sleep_phase sleeps S")
-check(f.get("cpu_phase", 0) == 0, "sleep samples: cpu_phase %r" % f.get("cpu_phase"))
-f = phase("io", "lock", "iowait")
-waited(f.get("io_phase", 0), WALL_IO, "io samples: io_phase waits S for I/O")
-f = phase("lock", "done", "lock")
-waited(f.get("lock_phase", 0), WALL_LOCK, "lock samples: lock_phase waits S on the mutex")
-waited(f.get("pthread_mutex_lock", 0), WALL_LOCK, "lock samples: inside pthread_mutex_lock")
+# A wait is charged at the sampler's first look after it: the end of a phase's wait can fall in
+# the next phase's samples, by one look period (10 ms) plus the sampler's own lateness, which
+# under load was seen at 46 ms. So a phase holds most of its wait in its own samples (half: a
+# wait in the wrong phase would leave it ~nothing), and all of it with the next phase's samples.
+for name, nxt, after, metric, func, wall in (
+        ("sleep", "io", "lock", "sleep", "sleep_phase", WALL_SLEEP),
+        ("io", "lock", "done", "iowait", "io_phase", WALL_IO),
+        ("lock", "done", None, "lock", "lock_phase", WALL_LOCK),
+        ("lock", "done", None, "lock", "pthread_mutex_lock", WALL_LOCK)):
+    f = phase(name, nxt, metric)
+    at_least(f.get(func, 0), S, 0.5, "%s samples: %s's %s (most of it)" % (name, func, metric))
+    if name == "sleep":
+        check(f.get("cpu_phase", 0) == 0, "sleep samples: cpu_phase %r" % f.get("cpu_phase"))
+    f = phase(name, after, metric)
+    waited(f.get(func, 0), wall, "%s and %s samples: %s's %s" % (name, nxt, func, metric))
 
 # filters: the same answers by expression
 d2 = print_json(exp, "-filters", 'FNAME("io_phase") SOME IN STACK', "-metrics",
