@@ -34,7 +34,11 @@ check(total > 1.0, "recursion: total %.3f s too small" % total)
 if check("direct" in f, "recursion: direct missing"):
     dr = f["direct"]
     close_to(dr["i.totalcpu"], 0.6, 0.1, "direct inclusive (counted once, not 21 times)")
-    close_to(dr["e.totalcpu"], dr["i.totalcpu"], 0.02, "direct: all its work in the final call")
+    # all its work is in the final call, so its exclusive is nearly its inclusive; the rest is in
+    # its callee clock_gettime (a system call: quiet, ~0.5%), and load only moves samples there
+    # (a thread preempted in the call resumes at its return, where a sample due while it was off
+    # the CPU lands: 2.2% seen at load average 11). Exclusive above inclusive is a bug outright.
+    bounded(dr["e.totalcpu"], dr["i.totalcpu"], 0.1, 0.001, "direct: all its work in the final call")
     callers, callees, me = cc_of(exp, "direct")
     close_to(callers.get("direct", 0), dr["i.totalcpu"], 0.02,
              "direct's inclusive is attributed to itself as caller")
