@@ -204,19 +204,16 @@ def test_own_signals(d):
         ticks, cpu_ms = int(got["ticks"]), float(got["unblocked_us"]) / 1000
         # The tick count is not compared with a bare run's (another moment, another load: 91
         # against 157 was seen at ctest -j2) nor with a nominal rate: ITIMER_PROF is checked on
-        # the kernel's ticks, so the count depends on how the scheduler meets the program. It is
-        # bounded by the program's own CPU time with SIGPROF unblocked: at most one tick per
-        # 1 ms interval of it, plus the one left pending by the blocked stretch and one for the
-        # instants between its measurement and the block (more = ticks invented or doubled);
-        # at least one per 40 ms of it (a task running is preempted on a tick, so it meets about
-        # one per tick period; the kernel ticks every 10 ms or faster (HZ >= 100), and 4 times
-        # fewer is a timer blocked, lost or stolen, not load: ~1 per 5.5 ms was the worst seen).
-        check(cpu_ms / 40 <= ticks <= cpu_ms + 2,
+        # the kernel's ticks, and its SIGPROF waits pending while the thread waits for a CPU
+        # (expiries meanwhile merge into it), so under load the count collapses by itself (11 in
+        # 500 ms of CPU was seen at load average 11). It is bounded by the program's own CPU time
+        # with SIGPROF unblocked: at most one tick per 1 ms interval of it, plus the one left
+        # pending by the blocked stretch and one for the instants between its measurement and
+        # the block (more = ticks invented or doubled); at least one (none = the timer lost).
+        check(1 <= ticks <= cpu_ms + 2,
               "own_sigprof: %d ticks in %.1f ms of CPU time with SIGPROF unblocked "
-              "(expected %.0f to %.0f)" % (ticks, cpu_ms, cpu_ms / 40, cpu_ms + 2))
+              "(expected 1 to %.0f)" % (ticks, cpu_ms, cpu_ms + 2))
 
-
-# ---- endings ---------------------------------------------------------------------------------
 
 def test_endings(d):
     cases = {"segv": ("signal", "SIGSEGV"), "abort": ("signal", "SIGABRT"),

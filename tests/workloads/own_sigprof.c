@@ -7,7 +7,7 @@
  * process used U us of CPU with SIGPROF unblocked (its own measurement, CLOCK_PROCESS_CPUTIME_ID).
  * ITIMER_PROF is checked on the kernel's ticks, so N depends on how the scheduler meets the
  * program (more so under load); a test can only bound it by U: at most one tick per 1 ms interval
- * (plus the one left pending by the blocked stretch), and at least some.
+ * (plus the one left pending by the blocked stretch), and at least one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
