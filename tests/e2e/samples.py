@@ -3,10 +3,9 @@
 seconds, each announced with tally_sample("label")): each phase shows in the right samples and
 states with the right functions; -l and -y/tally_pause work; filters and CPU selection; errors.
 
-The waits are checked one-sided: a phase that waits S waits at least S (less only the few ms a
-thread is late to start waiting under load, or the sampler's last look before the next label:
-10% of S is allowed), and a tool can record no more of it than the wall time the program itself
-measured for the phase (phases.c prints it; under load it is longer than S)."""
+The waits are checked one-sided: a phase that waits S waits at least S, and a tool can record no
+more of it than the wall time the program itself measured for the phase (phases.c prints it;
+under load it is longer than S). Recorded, a wait may come out shorter by LATE (below)."""
 import os
 import json
 import re
@@ -17,6 +16,12 @@ from common import *
 
 d = workdir("samples")
 S = 0.4
+# The sampler charges a thread's off-CPU time at its looks, only to a thread still asleep at the
+# look: the end of a wait, from the sampler's last look before it to the thread running again, is
+# not charged to it. That is one look period (10 ms) plus the sampler's own lateness, which under
+# load (scripts/stress-test, load average 11) reached 46 ms: twice that allowed per wait, in
+# seconds, whatever S is (and a thread late to start waiting is inside it too).
+LATE = 0.1
 wlp = os.path.join(WL, "wl_phases")
 
 # a program built with include/tally.h runs unchanged without tally
@@ -35,7 +40,8 @@ WALL_SLEEP, WALL_IO, WALL_LOCK = (walls.get(k, 0.0) for k in ("sleep_ns", "io_ns
 def waited(actual, wall, what):
     """A wait of S seconds in a phase that took wall seconds by the program's own clock."""
     # at most 2% above the wall: the states are charged per sampler period and rounded
-    return bounded(actual, S, 0.1, None, what) and at_most(actual, wall, 0.02, what + " vs wall")
+    return bounded(actual, S, LATE / S, None, what) and \
+        at_most(actual, wall, 0.02, what + " vs wall")
 
 
 
@@ -59,9 +65,8 @@ ov = docs[1]
 waited(ov["lock"], WALL_LOCK, "overview: User Lock Time (the main thread waits S on the mutex)")
 waited(ov["iowait"], WALL_IO, "overview: I/O Wait Time (the main thread waits S on the pipe)")
 # sleeping: the main thread S, the writer and the holder threads S each, within the three phases
-# the writer and the holder threads end right after their nap: each may lose what it slept since
-# the sampler's last look (10 ms and the sampler's lateness, 46 ms seen): 15% of 3 S
-bounded(ov["sleep"], 3 * S, 0.15, None, "overview: Sleep Time")
+# three naps, each may come out LATE short
+bounded(ov["sleep"], 3 * S, LATE / S, None, "overview: Sleep Time")
 at_most(ov["sleep"], WALL_SLEEP + WALL_IO + WALL_LOCK, 0.02, "overview: Sleep Time vs walls")
 # CPU time does not depend on load: cpu_phase's S and a little more
 close_to(ov["totalcpu"], S, 0.1, "overview: Total CPU Time")
@@ -81,10 +86,10 @@ def phase(first, last, metric):
 f = phase("cpu", "sleep", "totalcpu")
 close_to(f.get("cpu_phase", 0), S, 0.1, "cpu samples: cpu_phase")
 check("sleep_phase" not in f and "lock_phase" not in f, "cpu samples show other phases: %r" % f)
-# A wait is charged at the sampler's first look after it: the end of a phase's wait can fall in
-# the next phase's samples, by one look period (10 ms) plus the sampler's own lateness, which
-# under load was seen at 46 ms. So a phase holds most of its wait in its own samples (half: a
-# wait in the wrong phase would leave it ~nothing), and all of it with the next phase's samples.
+# A wait is charged at the sampler's looks, so part of it may be charged after the next label,
+# in the next phase's samples (by up to LATE). So a phase holds most of its wait in its own
+# samples (half: a wait in the wrong phase would leave it ~nothing), and all of it (less LATE)
+# with the next phase's samples.
 for name, nxt, after, metric, func, wall in (
         ("sleep", "io", "lock", "sleep", "sleep_phase", WALL_SLEEP),
         ("io", "lock", "done", "iowait", "io_phase", WALL_IO),
