@@ -201,7 +201,7 @@ static int enter(void)
 {
     trace_thr_t *t = &trace_thr;
     if (!__atomic_load_n(&trace_api_on, __ATOMIC_ACQUIRE) || t->guard ||
-        (t->busy & TRACE_K_API) || clock_in_core())
+        (t->busy & TRACE_K_API) || signals_in_core())
         return 0;
     t->guard++; /* (the set-up is the collector's work) */
     int ready = trace_api_ready();

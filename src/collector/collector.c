@@ -23,7 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "signals.h"
+#include "source.h"
+#include "threads.h"
 #include "interpose.h"
 #include "maps.h"
 #include "sampler.h"
@@ -278,11 +280,9 @@ static int parse_settings(coll_proc_t *p)
     if (strlen(s->dir.s) >= sizeof p->dir - 64)
         return -1;
     memcpy(p->dir, s->dir.s, strlen(s->dir.s) + 1);
-    p->interval_ns = s->clock_ns;
     p->follow = s->follow;
     p->max_depth = (uint32_t)s->max_depth;
-    p->sig = s->clock_signal;
-    p->force_timer = s->clock_timer;
+    sources_settings(p);
     p->has_window = s->duration.on;
     p->win_lo = s->duration.lo; /* relative until the root's start is known */
     p->win_hi = s->duration.hi;
@@ -400,15 +400,11 @@ static void log_settings(coll_proc_t *p)
     exp_line_t l;
     exp_line_begin(&l, buf, sizeof buf, "settings");
     ls = p->set;
-    ls.clock_ns = p->source != COLL_SRC_NONE ? p->interval_ns : 0;
     ls.sync.ns = trace_cfg.sync_threshold;
+    sources_settings_in_use(p, &ls);
     exp_settings_log(&ls, &l);
-    exp_line_str(&l, "clock_source", p->source == COLL_SRC_PERF    ? "task-clock"
-                                     : p->source == COLL_SRC_TIMER ? "cputime-timer"
-                                                                   : "none");
+    sources_log_settings(p, &l);
     trace_log_settings(&l);
-    if (p->split_by_rusage)
-        exp_line_str(&l, "state_split", "rusage");
     coll_log_write(&l);
 }
 
@@ -628,18 +624,14 @@ static void init_process(coll_proc_t *p)
     coll_fd_room_enter(); /* libunwind opens its pipe here (interpose.c moves it up) */
     unwind_init();
     coll_fd_room_leave();
-    if (p->interval_ns && p->ev_ok && clock_proc_init(p) < 0)
-        coll_warn("cannot install the profiling signal handler; no clock profile");
-    if (p->interval_ns && p->ev_ok && p->source == COLL_SRC_TIMER)
-        coll_warn("perf_event_open is not available: clock profiling uses CPU-time timers, which "
-                  "fire on scheduler ticks (fewer samples, weights stay exact)");
+    sources_proc_init(p);
     log_settings(p);
-    clock_install_fatal(p);
+    signals_install_fatal(p);
     interpose_init(p);
     p->enabled = 1;
     maps_rescan(p);
     coll_log_sample(p, "start", NULL);
-    clock_thread_start(p, (pid_t)syscall(SYS_gettid) == p->pid ? "main" : "pthread_create");
+    threads_start(p, (pid_t)syscall(SYS_gettid) == p->pid ? "main" : "pthread_create");
     sampler_start(p);
     interpose_mark_thread();
     trace_start(p); /* last: nothing the collector did while starting is traced */
@@ -729,8 +721,8 @@ void coll_finalize(const char *how, int status, int sig)
         return;
     int saved = errno;
     trace_stop();
-    clock_thread_stop(p);
-    clock_end_other_threads(p);
+    threads_stop(p);
+    threads_end_others(p);
     log_stats(p);
     coll_log_sample(p, "end", NULL);
     char buf[256];
@@ -780,7 +772,7 @@ static void after_fork(void)
     coll_proc_t *p = &coll_proc;
     int parent_log = p->log_fd;
     p->pid = getpid();
-    clock_after_fork_child(p);
+    threads_after_fork_child(p);
     maps_after_fork();
     if (p->evfile.fd >= 0)
         coll_close(p->evfile.fd);
@@ -816,7 +808,7 @@ static void after_fork(void)
     log_settings(p);
     maps_rescan(p);
     coll_log_sample(p, "start", NULL);
-    clock_thread_start(p, "fork-child");
+    threads_start(p, "fork-child");
     sampler_start(p);
     interpose_mark_thread();
 }

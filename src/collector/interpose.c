@@ -20,7 +20,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "signals.h"
+#include "threads.h"
 #include "maps.h"
 #include "trace.h"
 
@@ -84,8 +85,8 @@ void interpose_resolve(void)
     RESOLVE(pipe);
     RESOLVE(unshare);
     RESOLVE(setns);
-    clock_real_sigmask = real.pthread_sigmask;
-    clock_real_sigaction = real.sigaction;
+    signals_real_sigmask = real.pthread_sigmask;
+    signals_real_sigaction = real.sigaction;
     __atomic_store_n(&real.done, 1, __ATOMIC_RELEASE);
     errno = saved;
 }
@@ -106,7 +107,7 @@ static void thread_key_dtor(void *v)
 {
     (void)v;
     if (coll_proc.enabled)
-        clock_thread_exit(&coll_proc);
+        threads_exit(&coll_proc);
     trace_thread_exit();
 }
 
@@ -154,8 +155,8 @@ static void *thread_trampoline(void *a)
     free(a);
     if (coll_proc.enabled && getpid() == coll_proc.pid) {
         unblock_prof_signal(); /* the creator may have been inside dlopen */
-        clock_prog_blocked = sa.prog_blocked;
-        clock_thread_start(&coll_proc, "pthread_create");
+        signals_prog_blocked = sa.prog_blocked;
+        threads_start(&coll_proc, "pthread_create");
         interpose_mark_thread();
     }
     return sa.fn(sa.arg);
@@ -172,7 +173,7 @@ COLL_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
         return errno = saved, real.pthread_create(t, attr, fn, arg);
     sa->fn = fn;
     sa->arg = arg;
-    sa->prog_blocked = clock_prog_blocked;
+    sa->prog_blocked = signals_prog_blocked;
     errno = saved;
     int rc = real.pthread_create(t, attr, thread_trampoline, sa);
     if (rc)
@@ -187,7 +188,7 @@ COLL_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
  * goes to high numbers at once, so the program's first descriptor is 3 as without tally. */
 static int own_pipe(int rc, int fds[2])
 {
-    if (rc == 0 && (clock_in_core() || trace_thr.guard > 0)) {
+    if (rc == 0 && (signals_in_core() || trace_thr.guard > 0)) {
         fds[0] = coll_high_fd(fds[0]);
         fds[1] = coll_high_fd(fds[1]);
     }
@@ -317,7 +318,7 @@ static __thread int in_dl __attribute__((tls_model("initial-exec")));
 
 static void dl_enter(sigset_t *old)
 {
-    clock_block(&coll_proc, old);
+    signals_block(&coll_proc, old);
     in_dl++;
 }
 
@@ -326,7 +327,7 @@ static void dl_leave(const sigset_t *old, int rescan)
     in_dl--;
     if (rescan && active())
         maps_rescan(&coll_proc);
-    clock_unblock(old);
+    signals_unblock(old);
 }
 
 COLL_EXPORT void *dlopen(const char *file, int mode)
@@ -808,9 +809,9 @@ COLL_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_fil
 COLL_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     interpose_resolve();
-    if (!clock_owns_signal(&coll_proc, sig))
+    if (!signals_owned(sig))
         return real.sigaction(sig, act, old);
-    clock_prog_action(sig, act, old); /* the kernel keeps the collector's handler */
+    signals_prog_action(sig, act, old); /* the kernel keeps the collector's handler */
     return 0;
 }
 
@@ -823,14 +824,14 @@ static sighandler_t signal_common(int sig, sighandler_t h, int flags)
     sigemptyset(&act.sa_mask);
     if (!(flags & SA_NODEFER))
         sigaddset(&act.sa_mask, sig);
-    clock_prog_action(sig, &act, &old);
+    signals_prog_action(sig, &act, &old);
     return old.sa_handler;
 }
 
 COLL_EXPORT sighandler_t signal(int sig, sighandler_t h)
 {
     interpose_resolve();
-    if (!clock_owns_signal(&coll_proc, sig))
+    if (!signals_owned(sig))
         return real.signal(sig, h);
     return signal_common(sig, h, SA_RESTART);
 }
@@ -843,21 +844,21 @@ COLL_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 COLL_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
 {
     interpose_resolve();
-    if (!clock_owns_signal(&coll_proc, sig))
+    if (!signals_owned(sig))
         return real.sysv_signal(sig, h);
     return signal_common(sig, h, SA_RESETHAND | SA_NODEFER);
 }
 
 /* The program never blocks the profiling signal (a thread that did would never be sampled);
  * inside dlopen/dlclose the collector keeps it blocked whatever the program asks. What the program
- * asked is kept per thread (clock_prog_blocked) and is what it reads back: the old set it gets
+ * asked is kept per thread (signals_prog_blocked) and is what it reads back: the old set it gets
  * shows the signal blocked when it blocked it (or when the kernel really has it blocked, as in a
  * handler whose sa_mask has it). */
 static int mask_filtered(void)
 {
     int sig = coll_proc.sig;
-    return clock_owns_signal(&coll_proc, sig) && coll_proc.source != COLL_SRC_NONE &&
-           !clock_in_core();
+    return signals_owned(sig) && coll_proc.source != COLL_SRC_NONE &&
+           !signals_in_core();
 }
 
 static const sigset_t *mask_filter(int how, const sigset_t *set, sigset_t *tmp)
@@ -866,11 +867,11 @@ static const sigset_t *mask_filter(int how, const sigset_t *set, sigset_t *tmp)
     if (!set || !mask_filtered())
         return set;
     if (how == SIG_SETMASK)
-        clock_prog_blocked = sigismember(set, sig) == 1;
+        signals_prog_blocked = sigismember(set, sig) == 1;
     else if (how == SIG_BLOCK && sigismember(set, sig) == 1)
-        clock_prog_blocked = 1;
+        signals_prog_blocked = 1;
     else if (how == SIG_UNBLOCK && sigismember(set, sig) == 1)
-        clock_prog_blocked = 0;
+        signals_prog_blocked = 0;
     if (in_dl) {
         if (how == SIG_SETMASK && !sigismember(set, sig)) {
             *tmp = *set;
@@ -907,7 +908,7 @@ COLL_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
     interpose_resolve();
     sigset_t tmp;
-    int filtered = mask_filtered(), was = clock_prog_blocked;
+    int filtered = mask_filtered(), was = signals_prog_blocked;
     int rc = real.pthread_sigmask(how, mask_filter(how, set, &tmp), old);
     if (rc == 0 && filtered)
         mask_view(old, was);
@@ -918,7 +919,7 @@ COLL_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
     interpose_resolve();
     sigset_t tmp;
-    int filtered = mask_filtered(), was = clock_prog_blocked;
+    int filtered = mask_filtered(), was = signals_prog_blocked;
     int rc = real.sigprocmask(how, mask_filter(how, set, &tmp), old);
     if (rc == 0 && filtered)
         mask_view(old, was);

@@ -22,7 +22,7 @@
  * Every interposer preserves errno except where the real call sets it, and passes straight
  * through when the collector is disabled or the caller is a vfork-style child.
  *
- * Depends on: collector.h, clock.h, maps.h. Normal context, except that _exit/exec paths are
+ * Depends on: collector.h, threads.h, signals.h, maps.h. Normal context, except that _exit/exec paths are
  * AS-safe (they may run in a vfork child or a signal handler).
  */
 #ifndef TALLY_COLLECTOR_INTERPOSE_H

@@ -12,7 +12,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "signals.h"
 
 typedef struct obj {
     uint32_t id;
@@ -155,9 +155,9 @@ void maps_rescan(coll_proc_t *p)
     for (size_t i = 0; i < nobjs; i++)
         objs[i].seen = 0;
     sigset_t old;
-    clock_block(p, &old);
+    signals_block(p, &old);
     dl_iterate_phdr(scan_cb, &sc);
-    clock_unblock(&old);
+    signals_unblock(&old);
     size_t k = 0;
     for (size_t i = 0; i < nobjs; i++) {
         if (objs[i].seen) {

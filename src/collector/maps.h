@@ -12,7 +12,7 @@
  * Called at process start, after every interposed dlopen/dlclose/dlmopen, and at the end of the
  * image. Normal context only (takes a mutex, allocates); the profiling signal is blocked while
  * dl_iterate_phdr runs. maps_after_fork() resets the table in a fork child (new experiment: ids
- * start again). Depends on: collector.h, clock.h (blocking).
+ * start again). Depends on: collector.h, signals.h (blocking).
  */
 #ifndef TALLY_COLLECTOR_MAPS_H
 #define TALLY_COLLECTOR_MAPS_H

@@ -18,7 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "signals.h"
+#include "threads.h"
 #include "trace.h"
 #include "unwind_remote.h"
 
@@ -120,7 +121,7 @@ typedef struct sampler {
     pid_t self;
     track_t *tracks;
     exp_stream_t stream;
-    uint64_t pcs[CLOCK_LAST_MAX];
+    uint64_t pcs[THREADS_LAST_MAX];
     uint64_t tick;
 } sampler_t;
 
@@ -241,7 +242,7 @@ static void write_state(sampler_t *s, uint64_t now, track_t *t, uint32_t state, 
     if (s->quiet)
         return;
     uint32_t flags = 0;
-    uint32_t n = clock_last_stack(t->tid, &t->hint, s->pcs, CLOCK_LAST_MAX, &flags);
+    uint32_t n = threads_last_stack(t->tid, &t->hint, s->pcs, THREADS_LAST_MAX, &flags);
     uint32_t id;
     if (exp_stream_stack(&s->stream, s->pcs, n, n ? flags : EXP_STACK_UNWIND_FAIL, &id) == 0)
         exp_stream_state(&s->stream, now, (uint32_t)t->tid, id, state, ns);
@@ -274,7 +275,7 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
     }
     if (pc != t->blocked_pc || sp != t->blocked_sp) {
         uint32_t flags;
-        uint32_t n = unwind_blocked(pc, sp, s->pcs, CLOCK_LAST_MAX, &flags);
+        uint32_t n = unwind_blocked(pc, sp, s->pcs, THREADS_LAST_MAX, &flags);
         if (exp_stream_stack(&s->stream, s->pcs, n, flags, &t->blocked_stack)) {
             t->blocked_pc = 0;
             return;
@@ -438,9 +439,9 @@ void sampler_start(coll_proc_t *p)
     sa.sa_sigaction = control_handler;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    if (p->sample_sig && clock_real_sigaction(p->sample_sig, &sa, NULL))
+    if (p->sample_sig && signals_real_sigaction(p->sample_sig, &sa, NULL))
         coll_warn("cannot install the sample signal handler (-l)");
-    if (p->pause_sig && clock_real_sigaction(p->pause_sig, &sa, NULL))
+    if (p->pause_sig && signals_real_sigaction(p->pause_sig, &sa, NULL))
         coll_warn("cannot install the pause signal handler (-y)");
     if (!p->sample_ns && !p->state_ns)
         return;
@@ -472,7 +473,7 @@ void sampler_start(coll_proc_t *p)
     }
     sigset_t all, old;
     sigfillset(&all);
-    clock_real_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: it takes no signal */
+    signals_real_sigmask(SIG_SETMASK, &all, &old); /* the thread inherits: it takes no signal */
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 256 * 1024);
@@ -485,7 +486,7 @@ void sampler_start(coll_proc_t *p)
         pthread_setname_np(s->thread, "tally-sampler");
     }
     pthread_attr_destroy(&attr);
-    clock_real_sigmask(SIG_SETMASK, &old, NULL);
+    signals_real_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void sampler_forget(coll_proc_t *p)

@@ -10,7 +10,7 @@
  *    calls or uninterruptible sleep: I/O; anything else: sleep), charged with the wall time since
  *    the previous wake-up. It never sends a signal, so no system call of the program is ever
  *    interrupted. The call stack of a state event is the thread's stack at its last clock sample
- *    (clock_last_stack): the code that ran just before the thread blocked or was preempted.
+ *    (threads_last_stack): the code that ran just before the thread blocked or was preempted.
  * It only makes system calls and writes through the async-signal-safe writer: no malloc, no locks
  * the program could hold.
  *
@@ -18,7 +18,7 @@
  * resumes collection. The API (exported): tally_collector_sample(label), tally_collector_pause(),
  * tally_collector_resume(), reached from programs through include/tally.h.
  *
- * Depends on: collector.h, clock.h, evwriter, logfile.
+ * Depends on: collector.h, threads.h, signals.h, evwriter, logfile.
  */
 #ifndef TALLY_COLLECTOR_SAMPLER_H
 #define TALLY_COLLECTOR_SAMPLER_H

@@ -34,6 +34,7 @@
 
 #include "collector.h"
 #include "fastunwind.h"
+#include "signals.h"
 
 typedef struct trace_cfg {
     int heap, io, sync;        /* what is traced */
@@ -89,13 +90,12 @@ static inline trace_thr_t *trace_enter(unsigned k, int on, uint64_t ra)
 
 static inline void trace_leave(trace_thr_t *t, unsigned k) { t->busy &= ~k; }
 
-int clock_in_core(void); /* clock.h */
 
 /* trace_enter for the calls libunwind makes (mappings, locks, a pipe to probe memory): not
  * traced either while the collector's signal handler runs. */
 static inline trace_thr_t *trace_enter_core(unsigned k, int on, uint64_t ra)
 {
-    if (!on || clock_in_core())
+    if (!on || signals_in_core())
         return NULL;
     return trace_enter(k, on, ra);
 }

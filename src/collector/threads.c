@@ -1,0 +1,377 @@
+/*
+ * threads.c - the profiled threads: lifecycle, per-thread context, registry; see threads.h.
+ *
+ * threads_stop, threads_end_others, threads_publish_stack, threads_last_stack and
+ * threads_stack_room are async-signal-safe: system calls and the AS-safe evwriter/logfile
+ * functions only.
+ */
+#define _GNU_SOURCE
+#include "threads.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "perfev.h"
+#include "signals.h"
+#include "source.h"
+#include "unwind.h"
+
+#define NSLOTS 8192
+#define ALTSTACK_SIZE (64 * 1024)
+
+__thread coll_thread_t coll_thr __attribute__((tls_model("initial-exec")));
+static coll_slot_t slots[NSLOTS];
+
+/* ---- small helpers --------------------------------------------------------------------------- */
+
+uint64_t threads_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t tv_ns(struct timeval tv)
+{
+    return (uint64_t)tv.tv_sec * 1000000000u + (uint64_t)tv.tv_usec * 1000u;
+}
+
+static void *map_anon(size_t len)
+{
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+/* ---- the registry ---------------------------------------------------------------------------- */
+
+static coll_slot_t *slot_claim(pid_t tid)
+{
+    for (int i = 0; i < NSLOTS; i++) {
+        int zero = 0;
+        if (slots[i].tid == 0 &&
+            __atomic_compare_exchange_n(&slots[i].tid, &zero, (int)tid, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            slots[i].samples = 0;
+            __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
+            slots[i].last_n = 0;
+            __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
+            return &slots[i];
+        }
+    }
+    return NULL;
+}
+
+static void slot_release(coll_slot_t *s)
+{
+    if (s)
+        __atomic_store_n(&s->tid, 0, __ATOMIC_RELEASE);
+}
+
+void threads_publish_stack(coll_slot_t *sl, const uint64_t *pcs, uint32_t n, uint32_t flags)
+{
+    if (n > THREADS_LAST_MAX) {
+        n = THREADS_LAST_MAX;
+        flags |= EXP_STACK_TRUNCATED;
+    }
+    __atomic_add_fetch(&sl->seq, 1, __ATOMIC_ACQ_REL);
+    for (uint32_t i = 0; i < n; i++)
+        __atomic_store_n(&sl->last_pcs[i], pcs[i], __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->last_n, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->last_flags, flags, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&sl->seq, 1, __ATOMIC_ACQ_REL);
+}
+
+uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
+{
+    coll_slot_t *sl = NULL;
+    if (*hint >= 0 && *hint < NSLOTS && __atomic_load_n(&slots[*hint].tid, __ATOMIC_ACQUIRE) == tid)
+        sl = &slots[*hint];
+    if (!sl && *hint < -1) { /* recently searched in vain: count down before searching again */
+        (*hint)++;
+        return 0;
+    }
+    if (!sl)
+        *hint = -64;
+    for (int i = 0; !sl && i < NSLOTS; i++)
+        if (__atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE) == tid) {
+            sl = &slots[i];
+            *hint = i;
+        }
+    if (!sl)
+        return 0;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint32_t s0 = __atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE);
+        if (s0 & 1)
+            continue;
+        uint32_t n = __atomic_load_n(&sl->last_n, __ATOMIC_RELAXED);
+        if (n > max)
+            n = max;
+        for (uint32_t i = 0; i < n; i++)
+            pcs[i] = __atomic_load_n(&sl->last_pcs[i], __ATOMIC_RELAXED);
+        *flags = __atomic_load_n(&sl->last_flags, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copies before the second look at seq */
+        if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) == s0)
+            return n;
+    }
+    return 0;
+}
+
+/* Bytes left below the handler's frame on the stack it runs on: the thread's own stack (bounds
+ * known from its start), or an alternate signal stack (the program's small one, when the signal
+ * lands while one of its handlers runs there). On a stack of neither kind (a coroutine's), the
+ * room is unknown and assumed. */
+size_t threads_stack_room(const coll_thread_t *t)
+{
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+    if (t->stack_lo && sp > t->stack_lo && sp <= t->stack_hi)
+        return sp - t->stack_lo;
+    stack_t cur;
+    if (syscall(SYS_sigaltstack, NULL, &cur) == 0 && (cur.ss_flags & SS_ONSTACK)) {
+        uintptr_t lo = (uintptr_t)cur.ss_sp;
+        return sp > lo ? sp - lo : 0;
+    }
+    return SIZE_MAX;
+}
+
+/* ---- start ----------------------------------------------------------------------------------- */
+
+static void log_thread(uint64_t now, const char *how)
+{
+    char buf[512], name[17] = { 0 };
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "thread");
+    exp_line_u64(&l, "t", now);
+    exp_line_u64(&l, "tid", (uint64_t)coll_thr.tid);
+    exp_line_str(&l, "name", name);
+    exp_line_str(&l, "how", how);
+    coll_log_write(&l);
+}
+
+static void altstack_setup(void)
+{
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
+        return; /* the program has its own */
+    void *m = map_anon(ALTSTACK_SIZE);
+    if (!m)
+        return;
+    stack_t ss = { .ss_sp = m, .ss_flags = 0, .ss_size = ALTSTACK_SIZE };
+    if (sigaltstack(&ss, NULL) == 0)
+        coll_thr.altstack = m;
+    else
+        munmap(m, ALTSTACK_SIZE);
+}
+
+/* The thread's own stack, for threads_stack_room. Normal context. */
+static void stack_bounds(void)
+{
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+        coll_thr.stack_lo = (uintptr_t)addr;
+        coll_thr.stack_hi = (uintptr_t)addr + size;
+    }
+    pthread_attr_destroy(&a);
+}
+
+void threads_start(coll_proc_t *p, const char *how)
+{
+    coll_thread_t *t = &coll_thr;
+    if (t->state != TH_NONE || !p->enabled)
+        return;
+    int saved = errno;
+    memset(t, 0, sizeof *t);
+    t->tid = (pid_t)syscall(SYS_gettid);
+    t->cpu_num = UINT32_MAX;
+    uint64_t now = coll_now();
+    log_thread(now, how);
+    altstack_setup();
+    stack_bounds();
+    if (p->ev_ok && sources_active()) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        size_t nframes = p->max_depth + UNWIND_SKIP_MAX;
+        t->bufs_len = (nframes * 2 * 8 + page - 1) & ~(page - 1);
+        void *b = map_anon(t->bufs_len);
+        if (b) {
+            t->scratch = b;
+            t->pcs = (uint64_t *)((char *)b + nframes * 8);
+            exp_stream_init(&t->stream, &p->evfile, (uint32_t)t->tid);
+            t->stream.last_t = now; /* so that a chunk opened by a STACK record gets a real t0 */
+            t->slot = slot_claim(t->tid);
+            if (t->slot)
+                pthread_getcpuclockid(pthread_self(), &t->slot->cpuclock);
+            sigset_t old;
+            signals_core_enter();
+            signals_block(p, &old);
+            unwind_prime();
+            signals_unblock(&old);
+            signals_core_leave();
+            signals_prime(p);
+            __atomic_store_n(&t->state, TH_ON, __ATOMIC_SEQ_CST);
+            if (sources_thread_start(p, t) < 0)
+                coll_warn("a thread could not start its profiling timer");
+        }
+    }
+    if (t->state != TH_ON)
+        __atomic_store_n(&t->state, TH_ON, __ATOMIC_SEQ_CST); /* logged; ends with thread-end */
+    errno = saved;
+}
+
+/* ---- stop ------------------------------------------------------------------------------------ */
+
+void threads_stop(coll_proc_t *p)
+{
+    coll_thread_t *t = &coll_thr;
+    if (t->state != TH_ON)
+        return;
+    int saved = errno;
+    __atomic_store_n(&t->state, TH_ENDED, __ATOMIC_SEQ_CST);
+    uint64_t now = coll_now();
+    uint64_t cpu = threads_cpu_ns();
+    if (t->scratch)
+        sources_thread_stop(p, t, now, cpu);
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    char buf[512];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "thread-end");
+    exp_line_u64(&l, "t", now);
+    exp_line_u64(&l, "tid", (uint64_t)t->tid);
+    exp_line_u64(&l, "cpu", cpu);
+    exp_line_u64(&l, "user", tv_ns(ru.ru_utime));
+    exp_line_u64(&l, "system", tv_ns(ru.ru_stime));
+    exp_line_u64(&l, "samples", t->slot ? t->slot->samples : 0);
+    coll_log_write(&l);
+    if (t->scratch) {
+        exp_stream_finish(&t->stream, now);
+        munmap(t->scratch, t->bufs_len);
+        t->scratch = NULL;
+        t->pcs = NULL;
+    }
+    slot_release(t->slot);
+    t->slot = NULL;
+    errno = saved;
+}
+
+void threads_exit(coll_proc_t *p)
+{
+    coll_thread_t *t = &coll_thr;
+    if (getpid() != p->pid)
+        return;
+    threads_stop(p);
+    if (t->altstack) {
+        stack_t ss = { .ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0 };
+        stack_t cur;
+        if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == t->altstack && sigaltstack(&ss, NULL) == 0)
+            munmap(t->altstack, ALTSTACK_SIZE);
+        t->altstack = NULL;
+    }
+}
+
+/* ---- other threads at the end of the image --------------------------------------------------- */
+
+/* utime and stime (clock ticks) of a thread from /proc/self/task/<tid>/stat; 0 on failure. */
+static int task_ticks(pid_t tid, uint64_t *ut, uint64_t *st)
+{
+    char path[64] = "/proc/self/task/";
+    size_t n = strlen(path);
+    n += coll_fmt_u64(path + n, (uint64_t)tid);
+    memcpy(path + n, "/stat", 6);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char b[1024];
+    ssize_t r = read(fd, b, sizeof b - 1);
+    close(fd);
+    if (r <= 0)
+        return -1;
+    b[r] = 0;
+    char *q = strrchr(b, ')'); /* the name may contain spaces */
+    if (!q)
+        return -1;
+    /* after ") " come fields 3.. ; utime is field 14, stime 15 */
+    int field = 2;
+    uint64_t v[2] = { 0, 0 };
+    for (q++; *q; q++) {
+        if (*q == ' ') {
+            field++;
+            continue;
+        }
+        if (field == 14 || field == 15)
+            v[field - 14] = v[field - 14] * 10 + (uint64_t)(*q - '0');
+    }
+    *ut = v[0];
+    *st = v[1];
+    return 0;
+}
+
+void threads_end_others(coll_proc_t *p)
+{
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    uint64_t now = coll_now();
+    for (int i = 0; i < NSLOTS; i++) {
+        coll_slot_t *s = &slots[i];
+        pid_t tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
+        if (!tid || tid == self)
+            continue;
+        struct timespec ts;
+        if (clock_gettime(s->cpuclock, &ts) < 0)
+            continue; /* it ended meanwhile */
+        uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+        if (source_in_window(p, now) && cpu > s->last_cpu)
+            source_count(&p->st.profiled_ns, cpu - s->last_cpu);
+        uint64_t ut = 0, st = 0;
+        task_ticks(tid, &ut, &st);
+        char buf[512];
+        exp_line_t l;
+        exp_line_begin(&l, buf, sizeof buf, "thread-end");
+        exp_line_u64(&l, "t", now);
+        exp_line_u64(&l, "tid", (uint64_t)tid);
+        exp_line_u64(&l, "cpu", cpu);
+        if (ut + st) { /* tick counts, scaled to the precise CPU time */
+            uint64_t user = (uint64_t)((double)cpu * (double)ut / (double)(ut + st));
+            exp_line_u64(&l, "user", user);
+            exp_line_u64(&l, "system", cpu - user);
+        } else {
+            exp_line_u64(&l, "user", cpu);
+            exp_line_u64(&l, "system", 0);
+        }
+        exp_line_u64(&l, "samples", s->samples);
+        exp_line_str(&l, "alive", "1");
+        coll_log_write(&l);
+    }
+}
+
+/* ---- fork ------------------------------------------------------------------------------------ */
+
+void threads_after_fork_child(coll_proc_t *p)
+{
+    /* Every inherited event belongs to a thread of the parent: closed without disabling (the
+     * parent keeps its events), the shared rings unmapped. */
+    perfev_after_fork_child();
+    for (int i = 0; i < NSLOTS; i++)
+        if (slots[i].tid)
+            memset(&slots[i], 0, sizeof slots[i]);
+    coll_thread_t *t = &coll_thr;
+    if (t->state == TH_ON || t->state == TH_ENDED) {
+        if (t->scratch) {
+            exp_stream_forget(&t->stream);
+            munmap(t->scratch, t->bufs_len);
+        }
+        void *alt = t->altstack;
+        memset(t, 0, sizeof *t);
+        t->altstack = alt;
+    }
+    sources_fork_child(p);
+}

@@ -1,0 +1,102 @@
+/*
+ * threads.h - the profiled threads: their lifecycle (start, stop, exit, the end of the image, a
+ * fork child), their per-thread context for the sampling sources, and the registry through which
+ * other threads see them.
+ *
+ * A thread is started once (the main thread at initialization, a new thread in the interposed
+ * pthread_create's trampoline, the forking thread in a fork child): `thread` is logged, an
+ * alternate signal stack is set up when the program has none, its stack bounds are noted (the
+ * handler's stack-room check), and, when a source samples, it gets its unwinding buffers (mmap'd
+ * now: the handler allocates nothing), its events stream, a registry slot, one priming unwind in a
+ * real delivery of the profiling signal (signals.h), and then each active source's thread_start
+ * (source.h). It stops (AS-safe: also on fatal signals and at exec, through coll_finalize) with
+ * each source's thread_stop and `thread-end`. Threads still running at the end of the image get
+ * their `thread-end` from the registry (CPU time from their CPU clocks, user/system from /proc).
+ *
+ * Registry: a fixed array of slots claimed with CAS by tid. A slot holds what other threads need
+ * about a thread: its CPU clock, the CPU time up to which its samples account and their number
+ * (written by its sampling source), and the stack of its last sample (a seqlock), which the
+ * sampler thread attributes thread states to (sampler.c).
+ *
+ * Per-thread context lives in initial-exec TLS (coll_thr); sources keep their own per-thread state
+ * in their own TLS.
+ *
+ * Depends on: collector.h, signals.h, source.h, unwind.h, evwriter.
+ */
+#ifndef TALLY_COLLECTOR_THREADS_H
+#define TALLY_COLLECTOR_THREADS_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "collector.h"
+
+/* Frames of a thread's last sample kept for the sampler thread (deeper stacks are cut). */
+#define THREADS_LAST_MAX 128
+
+enum { TH_NONE = 0, TH_ON = 1, TH_ENDED = 2 };
+
+/* Registry entry of a profiled thread. */
+typedef struct coll_slot {
+    int tid; /* 0: free; claimed with CAS */
+    clockid_t cpuclock;
+    uint64_t samples;  /* samples written for the thread (its sampling source) */
+    uint64_t last_cpu; /* thread CPU time its samples account for so far (its sampling source) */
+    /* the stack of the thread's last sample, for the sampler thread (seqlock: odd = writing) */
+    uint32_t seq, last_n, last_flags;
+    uint64_t last_pcs[THREADS_LAST_MAX];
+} coll_slot_t;
+
+/* The calling thread as the sources see it. */
+typedef struct coll_thread {
+    int state; /* TH_*; TH_ON from before the sources start until the thread stops */
+    pid_t tid;
+    coll_slot_t *slot; /* NULL: none (no source samples, or the registry is full) */
+    /* unwinding buffers (NULL: the thread does not sample) */
+    void **scratch;
+    uint64_t *pcs;
+    size_t bufs_len;
+    void *altstack;
+    uintptr_t stack_lo, stack_hi; /* the thread's own stack, above its guard (0: unknown) */
+    uint32_t cpu_num; /* CPU of the last sample (a CPU record is written when it changes) */
+    exp_stream_t stream; /* valid while scratch is set */
+} coll_thread_t;
+
+extern __thread coll_thread_t coll_thr __attribute__((tls_model("initial-exec"))) COLL_HIDDEN;
+
+/* Starts the calling thread and logs `thread` (how: main, pthread_create, fork-child). Normal
+ * context. Safe to call twice (the second call does nothing). */
+void threads_start(coll_proc_t *p, const char *how) COLL_HIDDEN;
+
+/* Stops the calling thread's sources and logs `thread-end`. AS-safe (used on fatal signals). */
+void threads_stop(coll_proc_t *p) COLL_HIDDEN;
+/* The thread is exiting (TLS destructor): threads_stop, then frees its alternate stack. */
+void threads_exit(coll_proc_t *p) COLL_HIDDEN;
+
+/* At the end of the image: logs `thread-end` for every other thread still registered. AS-safe. */
+void threads_end_others(coll_proc_t *p) COLL_HIDDEN;
+
+/* In a fork child: forgets every thread of the parent (slots, events, streams) without touching
+ * the parent's, then each source's fork_child. Normal context (the child has one thread). */
+void threads_after_fork_child(coll_proc_t *p) COLL_HIDDEN;
+
+/* Records the stack of the thread's latest sample in its slot (for the sampler thread). AS-safe. */
+void threads_publish_stack(coll_slot_t *sl, const uint64_t *pcs, uint32_t n, uint32_t flags)
+    COLL_HIDDEN;
+
+/* The stack (leaf first) of thread tid's last sample: copies up to max frames into pcs and
+ * returns their number, 0 when the thread has none. *hint caches the registry slot (start with
+ * -1; after a search in vain it holds a count-down so that the registry is not searched again on
+ * every call). Any thread, any context; never blocks (a stack being written is retried, then
+ * skipped). */
+uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
+    COLL_HIDDEN;
+
+/* Bytes left below the caller's frame on the stack it runs on: the thread's own stack, or an
+ * alternate signal stack; SIZE_MAX when unknown (a coroutine's stack). AS-safe. */
+size_t threads_stack_room(const coll_thread_t *t) COLL_HIDDEN;
+
+/* CLOCK_THREAD_CPUTIME_ID of the calling thread, in ns. AS-safe. */
+uint64_t threads_cpu_ns(void) COLL_HIDDEN;
+
+#endif
