@@ -11,13 +11,17 @@
  * An image started by libc without the interposers (system(), popen()) inherits the variable
  * its parent image started with.
  *
- * Modules: collector.c (process lifecycle, log records, descendants), clock.c (the async-signal-
- * safe core: per-thread profiling and the signal handlers), unwind.c (libunwind behind one hook),
- * maps.c (load objects), interpose.c (the exported interposers), sampler.c (the sampler thread:
- * periodic sample packets and thread states; the -l/-y signals; the collector API), trace.c (the
- * tracing core: settings, per-thread trace streams, records) with its interposers sync.c,
- * heap.c and iotrace.c, fastunwind.c (their stacks), and api.c (the versioned collector API
- * for separate libraries, include/tally_collector_api.h: declarations and TRACE records).
+ * Modules: collector.c (process lifecycle, log records, descendants); the async-signal-safe
+ * core: threads.c (the profiled threads: lifecycle, per-thread context, registry), signals.c
+ * (the profiling and fatal-signal handlers, the program's view of the signals the collector
+ * owns), source.h/source.c (the sampling-source interface and what sources share), clock.c
+ * (clock profiling, the first source) and perfev.c (perf_event_open: events of a thread, their
+ * ring and signal routing); unwind.c (libunwind behind one hook), maps.c (load objects),
+ * interpose.c (the exported interposers), sampler.c (the sampler thread: periodic sample
+ * packets and thread states; the -l/-y signals; the collector API), trace.c (the tracing core:
+ * settings, per-thread trace streams, records) with its interposers sync.c, heap.c and
+ * iotrace.c, fastunwind.c (their stacks), and api.c (the versioned collector API for separate
+ * libraries, include/tally_collector_api.h: declarations and TRACE records).
  *
  * There is exactly one coll_proc_t, `coll_proc`: signal handlers and interposers have no other way
  * to reach the collector's state. Its settings are written once during initialization (or in a
