@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "archive.h"
+#include "base/monotime.h"
 #include "cli.h"
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
@@ -507,13 +508,6 @@ static int create_experiment(const struct collect_opts *o, const char *prog, cha
 
 /* ---- running -------------------------------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static pid_t child_pid;
 
 static void forward_signal(int sig)
@@ -569,7 +563,7 @@ static int record_end(const char *exp, int status, const char *why, int *collect
         exp_line_write(&l, fd);
     }
     exp_line_begin(&l, buf, sizeof buf, "end");
-    exp_line_u64(&l, "t", now_ns());
+    exp_line_u64(&l, "t", mono_ns());
     if (WIFEXITED(status)) {
         exp_line_str(&l, "how", "exit");
         exp_line_u64(&l, "status", (uint64_t)WEXITSTATUS(status));
@@ -908,7 +902,7 @@ int cmd_collect(int argc, char **argv)
         close(errpipe[0]);
         set.root_pid = set.owner_pid = (uint64_t)getpid();
         set.driver_pid = (uint64_t)getppid(); /* reports a log the root cannot write */
-        set.root_t0 = now_ns(); /* the origin of -t: the program's start */
+        set.root_t0 = mono_ns(); /* the origin of -t: the program's start */
         snprintf(set.dir.s, sizeof set.dir.s, "%s", expabs);
         if (exp_settings_encode(&set, enc, sizeof enc) < 0 ||
             setenv(EXP_SETTINGS_ENV, enc, 1) || setenv("LD_PRELOAD", preload, 1))
@@ -941,7 +935,7 @@ int cmd_collect(int argc, char **argv)
     if (got == (ssize_t)sizeof exec_errno) {
         if (exec_errno == E2BIG) {
             set.root_pid = set.owner_pid = (uint64_t)child_pid;
-            set.root_t0 = now_ns();
+            set.root_t0 = mono_ns();
             snprintf(set.dir.s, sizeof set.dir.s, "%s", expabs);
             explain_e2big(prog, prog_argv, exp_settings_encode(&set, enc, sizeof enc) < 0 ? ""
                           : enc, lib);

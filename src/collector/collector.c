@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/spinlock.h"
 #include "signals.h"
 #include "source.h"
 #include "threads.h"
@@ -38,13 +39,6 @@ static const int high_fd_base = 900;
 static pid_t init_tid;
 
 /* ---- helpers --------------------------------------------------------------------------------- */
-
-uint64_t coll_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 size_t coll_fmt_u64(char *b, uint64_t v)
 {
@@ -135,8 +129,7 @@ static rlim_t fd_room_saved;
 
 void coll_fd_room_enter(void)
 {
-    while (__atomic_exchange_n(&fd_room_lock, 1, __ATOMIC_ACQUIRE))
-        sched_yield();
+    spin_lock(&fd_room_lock);
     struct rlimit rl;
     fd_room_raised = 0;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max &&
@@ -156,7 +149,7 @@ void coll_fd_room_leave(void)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     fd_room_raised = 0;
-    __atomic_store_n(&fd_room_lock, 0, __ATOMIC_RELEASE);
+    spin_unlock(&fd_room_lock);
 }
 
 void coll_fd_evacuate(int fd)

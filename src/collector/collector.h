@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/monotime.h"
 #include "experiment/evwriter.h"
 #include "experiment/logfile.h"
 #include "experiment/settings.h"
@@ -118,7 +119,10 @@ void coll_log_write(exp_line_t *l) COLL_HIDDEN;
 void coll_warn(const char *what) COLL_HIDDEN;
 
 /* CLOCK_MONOTONIC now, in ns; AS-safe. */
-uint64_t coll_now(void) COLL_HIDDEN;
+static inline uint64_t coll_now(void)
+{
+    return mono_ns();
+}
 /* Moves fd to a high number (close-on-exec), out of the range the program uses: from 900 up, or,
  * when RLIMIT_NOFILE is lower, the highest free number below it. Passes a negative fd through. */
 int coll_high_fd(int fd) COLL_HIDDEN;

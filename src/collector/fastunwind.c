@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/spinlock.h"
 #include "experiment/evformat.h"
 
 extern void *__libc_stack_end; /* the main thread's stack pointer at process start (ld.so) */
@@ -140,15 +141,6 @@ typedef struct fu_obj {
 static fu_obj_t *objs;   /* append-only; a full table is replaced (the old one is kept) */
 static uint32_t nobjs;   /* atomic: published entries */
 static int objs_lock;    /* spinlock for appending */
-
-static void spin_lock(int *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(l, __ATOMIC_RELAXED))
-            __builtin_ia32_pause();
-}
-
-static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
 static const fu_obj_t *obj_find(uint64_t pc, uint32_t gen)
 {

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "trace.h"
 
+#include "base/spinlock.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
@@ -37,28 +39,12 @@ static struct {
     uint64_t pcs[1025];
 } late;
 
-static void spin_lock(int *l)
-{
-    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(l, __ATOMIC_RELAXED))
-            __builtin_ia32_pause();
-}
-
-static void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
-
 /* ---- the clock -------------------------------------------------------------------------------- */
 
 static int tsc_usable;          /* the kernel's clocksource is the TSC */
 static uint64_t tsc0, ns0;      /* the anchor taken at the start */
 static uint64_t tsc_rate;       /* atomic: ns per tick << 32; 0 while unknown */
 static uint64_t tsc_limit;      /* ticks in about a millisecond */
-
-static uint64_t mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void clock_start(void)
 {
@@ -72,7 +58,7 @@ static void clock_start(void)
     }
     tsc_usable = !strcmp(b, "tsc\n");
     tsc0 = __builtin_ia32_rdtsc();
-    ns0 = mono_now();
+    ns0 = mono_ns();
     __atomic_store_n(&tsc_rate, 0, __ATOMIC_RELAXED);
 }
 
@@ -97,7 +83,7 @@ uint64_t trace_now(void)
         if (__builtin_expect(d < tsc_limit && (++t->tsc_n & 4095), 1))
             return t->ns_base + ((d * rate) >> 32);
     }
-    uint64_t ns = mono_now(), c = __builtin_ia32_rdtsc();
+    uint64_t ns = mono_ns(), c = __builtin_ia32_rdtsc();
     t->tsc_base = c;
     t->ns_base = ns;
     t->tsc_n = 1;
