@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include "heap.h"
+#include "realfn.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -80,42 +81,30 @@ static size_t boot_size(const void *p)
     return n;
 }
 
-#define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+/* Exclusive (realfn.h): while the lookup runs, its own allocations and any other thread's come
+ * from the bootstrap arena. */
+static const realfn_t real_fns[] = {
+    REALFN(real.malloc, "malloc"),
+    REALFN(real.free, "free"),
+    REALFN(real.calloc, "calloc"),
+    REALFN(real.realloc, "realloc"),
+    REALFN(real.reallocarray, "reallocarray"),
+    REALFN(real.memalign, "memalign"),
+    REALFN(real.posix_memalign, "posix_memalign"),
+    REALFN(real.aligned_alloc, "aligned_alloc"),
+    REALFN(real.valloc, "valloc"),
+    REALFN(real.pvalloc, "pvalloc"),
+    REALFN(real.mmap, "mmap"),
+    REALFN(real.munmap, "munmap"),
+    REALFN(real.mremap, "mremap"),
+};
+static const realfn_table_t real_table = { real_fns, sizeof real_fns / sizeof *real_fns,
+                                           &resolved, 1 };
 
-/* Looks up the real functions; returns 0 once they are known, -1 while the lookup runs (its
- * own allocations then come from the bootstrap arena). */
-static int resolve_slow(void)
-{
-    int s = __atomic_load_n(&resolved, __ATOMIC_ACQUIRE);
-    if (s == 2)
-        return 0;
-    int zero = 0;
-    if (s == 1 || !__atomic_compare_exchange_n(&resolved, &zero, 1, 0, __ATOMIC_ACQ_REL,
-                                               __ATOMIC_ACQUIRE))
-        return __atomic_load_n(&resolved, __ATOMIC_ACQUIRE) == 2 ? 0 : -1;
-    int saved = errno;
-    RESOLVE(malloc);
-    RESOLVE(free);
-    RESOLVE(calloc);
-    RESOLVE(realloc);
-    RESOLVE(reallocarray);
-    RESOLVE(memalign);
-    RESOLVE(posix_memalign);
-    RESOLVE(aligned_alloc);
-    RESOLVE(valloc);
-    RESOLVE(pvalloc);
-    RESOLVE(mmap);
-    RESOLVE(munmap);
-    RESOLVE(mremap);
-    errno = saved;
-    __atomic_store_n(&resolved, 2, __ATOMIC_RELEASE);
-    return 0;
-}
-
+/* 0 once the real functions are known, -1 while the lookup runs. */
 static inline int resolve(void)
 {
-    return __builtin_expect(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE) == 2, 1) ? 0
-                                                                                   : resolve_slow();
+    return realfn_ready(&real_table);
 }
 
 /* ---- allocations before the start -------------------------------------------------------------- */

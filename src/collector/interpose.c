@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "interpose.h"
+#include "realfn.h"
 #include "sampler.h"
 
 #include <dlfcn.h>
@@ -31,7 +32,7 @@ int coll_preload_has_self(const char *v, const char *self);
 /* ---- real functions -------------------------------------------------------------------------- */
 
 static struct {
-    int done;
+    int done; /* realfn.h: 2 once looked up */
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     void *(*dlopen)(const char *, int);
     void *(*dlmopen)(Lmid_t, const char *, int);
@@ -57,38 +58,38 @@ static struct {
     int (*pipe)(int[2]);
 } real;
 
-#define RESOLVE(name) real.name = (__typeof__(real.name))dlsym(RTLD_NEXT, #name)
+static const realfn_t real_fns[] = {
+    REALFN(real.pthread_create, "pthread_create"),
+    REALFN(real.dlopen, "dlopen"),
+    REALFN(real.dlmopen, "dlmopen"),
+    REALFN(real.dlclose, "dlclose"),
+    REALFN(real.execve, "execve"),
+    REALFN(real.execvpe, "execvpe"),
+    REALFN(real.fexecve, "fexecve"),
+    REALFN(real.posix_spawn, "posix_spawn"),
+    REALFN(real.posix_spawnp, "posix_spawnp"),
+    REALFN(real._exit, "_exit"),
+    REALFN(real._Exit, "_Exit"),
+    REALFN(real.sigaction, "sigaction"),
+    REALFN(real.signal, "signal"),
+    REALFN(real.sysv_signal, "sysv_signal"),
+    REALFN(real.sigprocmask, "sigprocmask"),
+    REALFN(real.pthread_sigmask, "pthread_sigmask"),
+    REALFN(real.sigsuspend, "sigsuspend"),
+    REALFN(real.pipe2, "pipe2"),
+    REALFN(real.pipe, "pipe"),
+    REALFN(real.unshare, "unshare"),
+    REALFN(real.setns, "setns"),
+    /* the signal module's own copies (signals.h) */
+    REALFN(signals_real_sigmask, "pthread_sigmask"),
+    REALFN(signals_real_sigaction, "sigaction"),
+};
+static const realfn_table_t real_table = { real_fns, sizeof real_fns / sizeof *real_fns,
+                                           &real.done, 0 };
 
 void interpose_resolve(void)
 {
-    if (__atomic_load_n(&real.done, __ATOMIC_ACQUIRE))
-        return;
-    int saved = errno;
-    RESOLVE(pthread_create);
-    RESOLVE(dlopen);
-    RESOLVE(dlmopen);
-    RESOLVE(dlclose);
-    RESOLVE(execve);
-    RESOLVE(execvpe);
-    RESOLVE(fexecve);
-    RESOLVE(posix_spawn);
-    RESOLVE(posix_spawnp);
-    RESOLVE(_exit);
-    RESOLVE(_Exit);
-    RESOLVE(sigaction);
-    RESOLVE(signal);
-    RESOLVE(sysv_signal);
-    RESOLVE(sigprocmask);
-    RESOLVE(pthread_sigmask);
-    RESOLVE(sigsuspend);
-    RESOLVE(pipe2);
-    RESOLVE(pipe);
-    RESOLVE(unshare);
-    RESOLVE(setns);
-    signals_real_sigmask = real.pthread_sigmask;
-    signals_real_sigaction = real.sigaction;
-    __atomic_store_n(&real.done, 1, __ATOMIC_RELEASE);
-    errno = saved;
+    realfn_ready(&real_table);
 }
 
 /* Is the collector recording this process (and is the caller this process, not a vfork child)? */

@@ -4,8 +4,8 @@
  */
 #define _GNU_SOURCE
 #include "iotrace.h"
+#include "realfn.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -19,7 +19,7 @@
 /* ---- real functions --------------------------------------------------------------------------- */
 
 static struct {
-    int done;
+    int done; /* realfn.h: 2 once looked up */
     ssize_t (*read)(int, void *, size_t);
     ssize_t (*write)(int, const void *, size_t);
     ssize_t (*pread)(int, void *, size_t, off_t);
@@ -62,59 +62,54 @@ static struct {
     int (*openat_2)(int, const char *, int);
 } real;
 
-#define RESOLVE(field, name) real.field = (__typeof__(real.field))dlsym(RTLD_NEXT, name)
-
-static void resolve_all(void)
-{
-    int saved = errno;
-    RESOLVE(read, "read");
-    RESOLVE(write, "write");
-    RESOLVE(pread, "pread");
-    RESOLVE(pwrite, "pwrite");
-    RESOLVE(readv, "readv");
-    RESOLVE(writev, "writev");
-    RESOLVE(preadv, "preadv");
-    RESOLVE(pwritev, "pwritev");
-    RESOLVE(open, "open");
-    RESOLVE(openat, "openat");
-    RESOLVE(creat, "creat");
-    RESOLVE(close, "close");
-    RESOLVE(fsync, "fsync");
-    RESOLVE(fdatasync, "fdatasync");
-    RESOLVE(lseek, "lseek");
-    RESOLVE(dup2, "dup2");
-    RESOLVE(dup3, "dup3");
-    RESOLVE(fopen, "fopen");
-    RESOLVE(freopen, "freopen");
-    RESOLVE(fdopen, "fdopen");
-    RESOLVE(fclose, "fclose");
-    RESOLVE(fread, "fread");
-    RESOLVE(fwrite, "fwrite");
-    RESOLVE(fgets, "fgets");
-    RESOLVE(fputs, "fputs");
-    RESOLVE(puts, "puts");
-    RESOLVE(getdelim, "getdelim");
-    RESOLVE(vfprintf, "vfprintf");
-    RESOLVE(vdprintf, "vdprintf");
-    RESOLVE(fflush, "fflush");
-    RESOLVE(fseeko, "fseeko");
-    RESOLVE(rewind, "rewind");
-    RESOLVE(read_chk, "__read_chk");
-    RESOLVE(pread_chk, "__pread_chk");
-    RESOLVE(fread_chk, "__fread_chk");
-    RESOLVE(fgets_chk, "__fgets_chk");
-    RESOLVE(vfprintf_chk, "__vfprintf_chk");
-    RESOLVE(vdprintf_chk, "__vdprintf_chk");
-    RESOLVE(open_2, "__open_2");
-    RESOLVE(openat_2, "__openat_2");
-    __atomic_store_n(&real.done, 1, __ATOMIC_RELEASE);
-    errno = saved;
-}
+static const realfn_t real_fns[] = {
+    REALFN(real.read, "read"),
+    REALFN(real.write, "write"),
+    REALFN(real.pread, "pread"),
+    REALFN(real.pwrite, "pwrite"),
+    REALFN(real.readv, "readv"),
+    REALFN(real.writev, "writev"),
+    REALFN(real.preadv, "preadv"),
+    REALFN(real.pwritev, "pwritev"),
+    REALFN(real.open, "open"),
+    REALFN(real.openat, "openat"),
+    REALFN(real.creat, "creat"),
+    REALFN(real.close, "close"),
+    REALFN(real.fsync, "fsync"),
+    REALFN(real.fdatasync, "fdatasync"),
+    REALFN(real.lseek, "lseek"),
+    REALFN(real.dup2, "dup2"),
+    REALFN(real.dup3, "dup3"),
+    REALFN(real.fopen, "fopen"),
+    REALFN(real.freopen, "freopen"),
+    REALFN(real.fdopen, "fdopen"),
+    REALFN(real.fclose, "fclose"),
+    REALFN(real.fread, "fread"),
+    REALFN(real.fwrite, "fwrite"),
+    REALFN(real.fgets, "fgets"),
+    REALFN(real.fputs, "fputs"),
+    REALFN(real.puts, "puts"),
+    REALFN(real.getdelim, "getdelim"),
+    REALFN(real.vfprintf, "vfprintf"),
+    REALFN(real.vdprintf, "vdprintf"),
+    REALFN(real.fflush, "fflush"),
+    REALFN(real.fseeko, "fseeko"),
+    REALFN(real.rewind, "rewind"),
+    REALFN(real.read_chk, "__read_chk"),
+    REALFN(real.pread_chk, "__pread_chk"),
+    REALFN(real.fread_chk, "__fread_chk"),
+    REALFN(real.fgets_chk, "__fgets_chk"),
+    REALFN(real.vfprintf_chk, "__vfprintf_chk"),
+    REALFN(real.vdprintf_chk, "__vdprintf_chk"),
+    REALFN(real.open_2, "__open_2"),
+    REALFN(real.openat_2, "__openat_2"),
+};
+static const realfn_table_t real_table = { real_fns, sizeof real_fns / sizeof *real_fns,
+                                           &real.done, 0 };
 
 static inline void resolve(void)
 {
-    if (__builtin_expect(!__atomic_load_n(&real.done, __ATOMIC_ACQUIRE), 0))
-        resolve_all();
+    realfn_ready(&real_table);
 }
 
 /* ---- descriptors and their names -------------------------------------------------------------- */

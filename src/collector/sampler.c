@@ -6,7 +6,6 @@
 #include "sampler.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -18,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "realfn.h"
 #include "signals.h"
 #include "threads.h"
 #include "trace.h"
@@ -464,9 +464,12 @@ void sampler_start(coll_proc_t *p)
         exp_stream_init(&s->stream, &p->evfile, 0);
         s->stream.last_t = coll_now();
     }
-    int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
-        (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(
-            RTLD_NEXT, "pthread_create");
+    /* the real pthread_create: the sampler thread is not the program's (not profiled) */
+    static int (*create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    static int create_state;
+    static const realfn_t create_fn[] = { REALFN(create, "pthread_create") };
+    static const realfn_table_t create_table = { create_fn, 1, &create_state, 0 };
+    realfn_ready(&create_table);
     if (!create) {
         coll_warn("cannot start the sampler thread: no periodic samples or thread states");
         return;

@@ -5,8 +5,8 @@
  */
 #define _GNU_SOURCE
 #include "sync.h"
+#include "realfn.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -17,7 +17,7 @@
 /* ---- real functions --------------------------------------------------------------------------- */
 
 static struct {
-    int done;
+    int done; /* realfn.h: 2 once looked up */
     int (*mutex_lock)(pthread_mutex_t *);
     int (*mutex_trylock)(pthread_mutex_t *);
     int (*mutex_unlock)(pthread_mutex_t *);
@@ -47,45 +47,40 @@ static struct {
     int (*spin_trylock)(pthread_spinlock_t *);
 } real;
 
-#define RESOLVE(field, name) real.field = (__typeof__(real.field))dlsym(RTLD_NEXT, name)
-
-static void resolve_all(void)
-{
-    int saved = errno;
-    RESOLVE(mutex_lock, "pthread_mutex_lock");
-    RESOLVE(mutex_trylock, "pthread_mutex_trylock");
-    RESOLVE(mutex_unlock, "pthread_mutex_unlock");
-    RESOLVE(mutex_timedlock, "pthread_mutex_timedlock");
-    RESOLVE(mutex_clocklock, "pthread_mutex_clocklock");
-    RESOLVE(rdlock, "pthread_rwlock_rdlock");
-    RESOLVE(tryrdlock, "pthread_rwlock_tryrdlock");
-    RESOLVE(timedrdlock, "pthread_rwlock_timedrdlock");
-    RESOLVE(clockrdlock, "pthread_rwlock_clockrdlock");
-    RESOLVE(wrlock, "pthread_rwlock_wrlock");
-    RESOLVE(trywrlock, "pthread_rwlock_trywrlock");
-    RESOLVE(timedwrlock, "pthread_rwlock_timedwrlock");
-    RESOLVE(clockwrlock, "pthread_rwlock_clockwrlock");
-    RESOLVE(cond_wait, "pthread_cond_wait");
-    RESOLVE(cond_timedwait, "pthread_cond_timedwait");
-    RESOLVE(cond_clockwait, "pthread_cond_clockwait");
-    RESOLVE(sem_wait, "sem_wait");
-    RESOLVE(sem_trywait, "sem_trywait");
-    RESOLVE(sem_timedwait, "sem_timedwait");
-    RESOLVE(sem_clockwait, "sem_clockwait");
-    RESOLVE(join, "pthread_join");
-    RESOLVE(timedjoin, "pthread_timedjoin_np");
-    RESOLVE(clockjoin, "pthread_clockjoin_np");
-    RESOLVE(barrier_wait, "pthread_barrier_wait");
-    RESOLVE(spin_lock, "pthread_spin_lock");
-    RESOLVE(spin_trylock, "pthread_spin_trylock");
-    __atomic_store_n(&real.done, 1, __ATOMIC_RELEASE);
-    errno = saved;
-}
+static const realfn_t real_fns[] = {
+    REALFN(real.mutex_lock, "pthread_mutex_lock"),
+    REALFN(real.mutex_trylock, "pthread_mutex_trylock"),
+    REALFN(real.mutex_unlock, "pthread_mutex_unlock"),
+    REALFN(real.mutex_timedlock, "pthread_mutex_timedlock"),
+    REALFN(real.mutex_clocklock, "pthread_mutex_clocklock"),
+    REALFN(real.rdlock, "pthread_rwlock_rdlock"),
+    REALFN(real.tryrdlock, "pthread_rwlock_tryrdlock"),
+    REALFN(real.timedrdlock, "pthread_rwlock_timedrdlock"),
+    REALFN(real.clockrdlock, "pthread_rwlock_clockrdlock"),
+    REALFN(real.wrlock, "pthread_rwlock_wrlock"),
+    REALFN(real.trywrlock, "pthread_rwlock_trywrlock"),
+    REALFN(real.timedwrlock, "pthread_rwlock_timedwrlock"),
+    REALFN(real.clockwrlock, "pthread_rwlock_clockwrlock"),
+    REALFN(real.cond_wait, "pthread_cond_wait"),
+    REALFN(real.cond_timedwait, "pthread_cond_timedwait"),
+    REALFN(real.cond_clockwait, "pthread_cond_clockwait"),
+    REALFN(real.sem_wait, "sem_wait"),
+    REALFN(real.sem_trywait, "sem_trywait"),
+    REALFN(real.sem_timedwait, "sem_timedwait"),
+    REALFN(real.sem_clockwait, "sem_clockwait"),
+    REALFN(real.join, "pthread_join"),
+    REALFN(real.timedjoin, "pthread_timedjoin_np"),
+    REALFN(real.clockjoin, "pthread_clockjoin_np"),
+    REALFN(real.barrier_wait, "pthread_barrier_wait"),
+    REALFN(real.spin_lock, "pthread_spin_lock"),
+    REALFN(real.spin_trylock, "pthread_spin_trylock"),
+};
+static const realfn_table_t real_table = { real_fns, sizeof real_fns / sizeof *real_fns,
+                                           &real.done, 0 };
 
 static inline void resolve(void)
 {
-    if (__builtin_expect(!__atomic_load_n(&real.done, __ATOMIC_ACQUIRE), 0))
-        resolve_all();
+    realfn_ready(&real_table);
 }
 
 /* ---- recording -------------------------------------------------------------------------------- */
