@@ -331,9 +331,29 @@ static void dl_leave(const sigset_t *old, int rescan)
     signals_unblock(old);
 }
 
-COLL_EXPORT void *dlopen(const char *file, int mode)
+/* After the loader's call: the profiling signal back as it was, the load objects rescanned when
+ * the call changed them (changed: it succeeded). Keeps errno. */
+static void dl_finish(int on, const sigset_t *old, int changed)
 {
-    void *caller = __builtin_return_address(0);
+    int saved = errno;
+    if (on)
+        dl_leave(old, changed);
+    else if (changed && active())
+        maps_rescan(&coll_proc);
+    errno = saved;
+}
+
+/* dlopen or dlmopen (m), called through a gadget in the caller's object (see above); regs: the
+ * interposer's caller, where the traced calls' stacks go on from the gadget. */
+typedef struct dl_open_call {
+    int m;
+    Lmid_t lmid;
+    const char *file;
+    int mode;
+} dl_open_call_t;
+
+static void *dl_open(void *caller, fu_regs_t regs, const dl_open_call_t *c)
+{
     interpose_resolve();
     int on = coll_proc.enabled && coll_proc.source != COLL_SRC_NONE;
     void *g = gadget_for(caller);
@@ -341,43 +361,30 @@ COLL_EXPORT void *dlopen(const char *file, int mode)
     if (on)
         dl_enter(&old);
     fu_splice_t outer = trace_thr.splice; /* the loader's allocations: stacks skip our frames */
-    trace_thr.splice = (fu_splice_t){ (uint64_t)(uintptr_t)g, FU_REGS() };
-    void *r = g ? tally_dlcall(g, (void *)real.dlopen, (uintptr_t)file, (uintptr_t)mode, 0)
-                : real.dlopen(file, mode);
+    trace_thr.splice = (fu_splice_t){ (uint64_t)(uintptr_t)g, regs };
+    void *r;
+    if (c->m)
+        r = g ? tally_dlcall(g, (void *)real.dlmopen, (uintptr_t)c->lmid, (uintptr_t)c->file,
+                             (uintptr_t)c->mode)
+              : real.dlmopen(c->lmid, c->file, c->mode);
+    else
+        r = g ? tally_dlcall(g, (void *)real.dlopen, (uintptr_t)c->file, (uintptr_t)c->mode, 0)
+              : real.dlopen(c->file, c->mode);
     trace_thr.splice = outer;
-    if (on) {
-        int saved = errno;
-        dl_leave(&old, r != NULL);
-        errno = saved;
-    } else if (r && active()) {
-        maps_rescan(&coll_proc);
-    }
+    dl_finish(on, &old, r != NULL);
     return r;
+}
+
+COLL_EXPORT void *dlopen(const char *file, int mode)
+{
+    dl_open_call_t c = { 0, LM_ID_BASE, file, mode };
+    return dl_open(__builtin_return_address(0), FU_REGS(), &c);
 }
 
 COLL_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
-    void *caller = __builtin_return_address(0);
-    interpose_resolve();
-    int on = coll_proc.enabled && coll_proc.source != COLL_SRC_NONE;
-    void *g = gadget_for(caller);
-    sigset_t old;
-    if (on)
-        dl_enter(&old);
-    fu_splice_t outer = trace_thr.splice;
-    trace_thr.splice = (fu_splice_t){ (uint64_t)(uintptr_t)g, FU_REGS() };
-    void *r = g ? tally_dlcall(g, (void *)real.dlmopen, (uintptr_t)lmid, (uintptr_t)file,
-                               (uintptr_t)mode)
-                : real.dlmopen(lmid, file, mode);
-    trace_thr.splice = outer;
-    if (on) {
-        int saved = errno;
-        dl_leave(&old, r != NULL);
-        errno = saved;
-    } else if (r && active()) {
-        maps_rescan(&coll_proc);
-    }
-    return r;
+    dl_open_call_t c = { 1, lmid, file, mode };
+    return dl_open(__builtin_return_address(0), FU_REGS(), &c);
 }
 
 COLL_EXPORT int dlclose(void *h)
@@ -390,12 +397,7 @@ COLL_EXPORT int dlclose(void *h)
     int r = real.dlclose(h);
     if (r == 0)
         fu_forget(); /* the traced calls' unwinder: an address may now be another object's */
-    int saved = errno;
-    if (on)
-        dl_leave(&old, r == 0);
-    else if (r == 0 && active())
-        maps_rescan(&coll_proc);
-    errno = saved;
+    dl_finish(on, &old, r == 0);
     return r;
 }
 
@@ -640,69 +642,88 @@ static void warn_e2big(const char *what)
               "without tally: ", what, E2BIG);
 }
 
-/* One exec call of any kind (the real function chosen by how). */
-typedef struct exec_call {
-    enum { EC_EXECVE, EC_EXECVPE, EC_FEXECVE } how;
+/* One call that starts a new image, of any kind: exec (the process becomes it) or spawn (a child
+ * does). */
+typedef struct launch {
+    enum { L_EXECVE, L_EXECVPE, L_FEXECVE, L_SPAWN, L_SPAWNP } how;
     const char *file; /* path, file or a name for messages */
     int fd;
     char *const *argv;
-} exec_call_t;
+    pid_t *pid; /* spawn */
+    const posix_spawn_file_actions_t *fa;
+    const posix_spawnattr_t *attr;
+} launch_t;
 
-static int exec_real(const exec_call_t *c, char *const *env)
+/* The real call with env: 0 (a spawn started; an exec does not return) or an error number. */
+static int launch_real(const launch_t *c, char *const *env)
 {
     switch (c->how) {
-    case EC_EXECVE:
-        return real.execve(c->file, c->argv, env);
-    case EC_EXECVPE:
-        return real.execvpe(c->file, c->argv, env);
+    case L_EXECVE:
+        return real.execve(c->file, c->argv, env) < 0 ? errno : 0;
+    case L_EXECVPE:
+        return real.execvpe(c->file, c->argv, env) < 0 ? errno : 0;
+    case L_FEXECVE:
+        return real.fexecve(c->fd, c->argv, env) < 0 ? errno : 0;
+    case L_SPAWN:
+        return real.posix_spawn(c->pid, c->file, c->fa, c->attr, c->argv, env);
     default:
-        return real.fexecve(c->fd, c->argv, env);
+        return real.posix_spawnp(c->pid, c->file, c->fa, c->attr, c->argv, env);
     }
 }
 
-/* The exec with the environment this process passes on; when it is too long only because of
- * what tally adds (E2BIG), the warning goes to this process's log and the exec is made again
- * without tally's additions, as the program would have made it. */
-static int exec_with_env(const exec_call_t *c, char *const envp[])
+/* The call with the environment this process passes on; when it is too long only because of what
+ * tally adds (E2BIG), the warning goes to this process's log and the call is made again without
+ * tally's additions, as the program would have made it. An exec logs the end of this image first
+ * (and, failing, says so). Returns 0 or an error number. */
+static int launch(const launch_t *c, char *const envp[])
 {
     interpose_resolve();
+    int is_exec = c->how == L_EXECVE || c->how == L_EXECVPE || c->how == L_FEXECVE;
     int mode = env_mode();
     if (mode == ENV_KEEP)
-        return exec_real(c, envp);
+        return launch_real(c, envp);
     envbuf_t eb;
     char *const *env = env_build(&eb, envp, mode);
-    int was = exec_begin();
-    int rc = exec_real(c, env);
-    int saved = errno;
+    int was = is_exec ? exec_begin() : 0;
+    int err = launch_real(c, env);
     env_done(&eb);
-    if (saved == E2BIG && mode == ENV_ADD) {
+    if (err == E2BIG && mode == ENV_ADD) {
         warn_e2big(c->file);
         env = env_build(&eb, envp, ENV_STRIP);
-        rc = exec_real(c, env);
-        saved = errno;
+        err = launch_real(c, env);
         env_done(&eb);
     }
-    errno = saved;
-    exec_failed(was, c->file);
-    return rc;
+    if (is_exec) {
+        errno = err;
+        exec_failed(was, c->file);
+    }
+    return err;
+}
+
+/* An exec's return: -1 with errno. */
+static int exec_launch(const launch_t *c, char *const envp[])
+{
+    int err = launch(c, envp);
+    errno = err;
+    return -1;
 }
 
 COLL_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    exec_call_t c = { EC_EXECVE, path, -1, argv };
-    return exec_with_env(&c, envp);
+    launch_t c = { L_EXECVE, path, -1, argv, NULL, NULL, NULL };
+    return exec_launch(&c, envp);
 }
 
 COLL_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    exec_call_t c = { EC_EXECVPE, file, -1, argv };
-    return exec_with_env(&c, envp);
+    launch_t c = { L_EXECVPE, file, -1, argv, NULL, NULL, NULL };
+    return exec_launch(&c, envp);
 }
 
 COLL_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 {
-    exec_call_t c = { EC_FEXECVE, "fexecve", fd, argv };
-    return exec_with_env(&c, envp);
+    launch_t c = { L_FEXECVE, "fexecve", fd, argv, NULL, NULL, NULL };
+    return exec_launch(&c, envp);
 }
 
 COLL_EXPORT int execv(const char *path, char *const argv[])
@@ -715,94 +736,63 @@ COLL_EXPORT int execvp(const char *file, char *const argv[])
     return execvpe(file, argv, environ);
 }
 
-/* execl, execle, execlp: gather the variadic arguments into an array on the stack. */
-#define COUNT_ARGS(ap, n_out)                                                                      \
-    do {                                                                                           \
-        va_list cnt;                                                                               \
-        va_copy(cnt, ap);                                                                          \
-        n_out = 1;                                                                                 \
-        while (va_arg(cnt, char *))                                                                \
-            n_out++;                                                                               \
-        va_end(cnt);                                                                               \
-    } while (0)
-
-COLL_EXPORT int execl(const char *path, const char *arg, ...)
+/* execl, execlp, execle: the variadic arguments (after arg, up to the NULL; then, with has_env,
+ * the environment) gathered into an array on the stack, then execve or execvpe (path). */
+static int exec_list(int path, const char *file, const char *arg, va_list ap, int has_env)
 {
-    va_list ap;
-    size_t n;
-    va_start(ap, arg);
-    COUNT_ARGS(ap, n);
+    va_list cnt;
+    va_copy(cnt, ap);
+    size_t n = 1;
+    while (va_arg(cnt, char *))
+        n++;
+    va_end(cnt);
     char *argv[n + 1];
     argv[0] = (char *)arg;
     for (size_t i = 1; i <= n; i++)
         argv[i] = va_arg(ap, char *);
+    char *const *envp = has_env ? va_arg(ap, char *const *) : environ;
+    return path ? execvpe(file, argv, envp) : execve(file, argv, envp);
+}
+
+COLL_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = exec_list(0, path, arg, ap, 0);
     va_end(ap);
-    return execve(path, argv, environ);
+    return rc;
 }
 
 COLL_EXPORT int execlp(const char *file, const char *arg, ...)
 {
     va_list ap;
-    size_t n;
     va_start(ap, arg);
-    COUNT_ARGS(ap, n);
-    char *argv[n + 1];
-    argv[0] = (char *)arg;
-    for (size_t i = 1; i <= n; i++)
-        argv[i] = va_arg(ap, char *);
+    int rc = exec_list(1, file, arg, ap, 0);
     va_end(ap);
-    return execvpe(file, argv, environ);
+    return rc;
 }
 
 COLL_EXPORT int execle(const char *path, const char *arg, ...)
 {
     va_list ap;
-    size_t n;
     va_start(ap, arg);
-    COUNT_ARGS(ap, n);
-    char *argv[n + 1];
-    argv[0] = (char *)arg;
-    for (size_t i = 1; i <= n; i++)
-        argv[i] = va_arg(ap, char *);
-    char *const *envp = va_arg(ap, char *const *);
+    int rc = exec_list(0, path, arg, ap, 1);
     va_end(ap);
-    return execve(path, argv, envp);
-}
-
-/* posix_spawn[p] with the environment this process passes on (E2BIG: as exec_with_env). */
-static int spawn_with_env(int p, pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
-                          const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
-{
-    interpose_resolve();
-    int (*fn)(pid_t *, const char *, const posix_spawn_file_actions_t *,
-              const posix_spawnattr_t *, char *const[], char *const[]) =
-        p ? real.posix_spawnp : real.posix_spawn;
-    int mode = env_mode();
-    if (mode == ENV_KEEP)
-        return fn(pid, path, fa, attr, argv, envp);
-    envbuf_t eb;
-    char *const *env = env_build(&eb, envp, mode);
-    int rc = fn(pid, path, fa, attr, argv, env);
-    env_done(&eb);
-    if (rc == E2BIG && mode == ENV_ADD) {
-        warn_e2big(path);
-        env = env_build(&eb, envp, ENV_STRIP);
-        rc = fn(pid, path, fa, attr, argv, env);
-        env_done(&eb);
-    }
     return rc;
 }
 
 COLL_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    return spawn_with_env(0, pid, path, fa, attr, argv, envp);
+    launch_t c = { L_SPAWN, path, -1, argv, pid, fa, attr };
+    return launch(&c, envp);
 }
 
 COLL_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                              const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
-    return spawn_with_env(1, pid, file, fa, attr, argv, envp);
+    launch_t c = { L_SPAWNP, file, -1, argv, pid, fa, attr };
+    return launch(&c, envp);
 }
 
 /* ---- signals --------------------------------------------------------------------------------- */
