@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include "analyzer/symbols.h"
+#include "base/ehframe.h"
 #include "base/fsafe.h"
 
 #include <dwarf.h>
@@ -636,110 +637,6 @@ static void read_plt(symtab_build_t *b, Elf *elf)
 
 /* ---- call-frame ranges ---------------------------------------------------------------------- */
 
-static int read_uleb(const unsigned char **p, const unsigned char *end, uint64_t *v)
-{
-    uint64_t r = 0;
-    for (int shift = 0; *p < end && shift < 64; shift += 7) {
-        unsigned char c = *(*p)++;
-        r |= (uint64_t)(c & 0x7f) << shift;
-        if (!(c & 0x80)) {
-            *v = r;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* Reads a DW_EH_PE-encoded value's bytes (format only: the caller applies pc/data-relative
- * bases); returns 0, or -1 on an encoding this reader does not know or the end of the data. */
-static int read_encoded(const unsigned char **p, const unsigned char *end, unsigned enc,
-                        int ptrsize, int64_t *v)
-{
-    uint64_t u;
-    size_t n;
-    switch (enc & 0x0f) {
-    case 0x00: n = (size_t)ptrsize; break; /* absptr */
-    case 0x02: case 0x0a: n = 2; break;
-    case 0x03: case 0x0b: n = 4; break;
-    case 0x04: case 0x0c: n = 8; break;
-    case 0x01: return read_uleb(p, end, (uint64_t *)v);
-    case 0x09: {
-        const unsigned char *q = *p;
-        if (read_uleb(p, end, &u))
-            return -1;
-        int bits = (int)(*p - q) * 7;
-        if (bits < 64 && (u >> (bits - 1)) & 1)
-            u |= ~(uint64_t)0 << bits;
-        *v = (int64_t)u;
-        return 0;
-    }
-    default: return -1;
-    }
-    if ((size_t)(end - *p) < n)
-        return -1;
-    unsigned char raw[8] = { 0 };
-    memcpy(raw, *p, n);
-    *p += n;
-    if (n == 2) {
-        uint16_t x; memcpy(&x, raw, 2);
-        *v = (enc & 0x08) ? (int16_t)x : (int64_t)x;
-    } else if (n == 4) {
-        uint32_t x; memcpy(&x, raw, 4);
-        *v = (enc & 0x08) ? (int32_t)x : (int64_t)x;
-    } else {
-        memcpy(&u, raw, 8);
-        *v = (int64_t)u;
-    }
-    return 0;
-}
-
-/* The FDE pointer encoding of the CIE at offset off of .eh_frame; -1 if it cannot be read. */
-static int cie_fde_encoding(const unsigned char *ehf, size_t size, size_t off, int ptrsize)
-{
-    if (off + 9 > size)
-        return -1;
-    uint32_t len, id;
-    memcpy(&len, ehf + off, 4);
-    memcpy(&id, ehf + off + 4, 4);
-    if (len == 0xffffffffu || id != 0 || len > size - off - 4)
-        return -1;
-    const unsigned char *p = ehf + off + 8, *end = ehf + off + 4 + len;
-    unsigned version = *p++;
-    const char *aug = (const char *)p;
-    size_t al = strnlen(aug, (size_t)(end - p));
-    if (p + al >= end)
-        return -1;
-    p += al + 1;
-    uint64_t u;
-    if (strstr(aug, "eh"))
-        p += ptrsize;
-    if (read_uleb(&p, end, &u) || read_uleb(&p, end, &u)) /* code and data alignment */
-        return -1;
-    if (version == 1)
-        p++;
-    else if (read_uleb(&p, end, &u))
-        return -1;
-    if (aug[0] != 'z')
-        return 0x00; /* absptr */
-    if (read_uleb(&p, end, &u))
-        return -1;
-    for (const char *a = aug + 1; *a; a++) {
-        if (*a == 'R')
-            return p < end ? *p : -1;
-        if (*a == 'P') {
-            int64_t v;
-            unsigned penc = p < end ? *p++ : 0xff;
-            if (read_encoded(&p, end, penc & 0x0f, ptrsize, &v))
-                return -1;
-        } else if (*a == 'L') {
-            p++;
-        } else if (*a != 'S' && *a != 'B' && *a != 'G') {
-            return -1;
-        }
-    }
-    return 0x00;
-}
-
 /* Reads every FDE's range [initial location, + range length) through .eh_frame_hdr's sorted
  * search table and the FDEs in .eh_frame. */
 static int read_cfi(object_t *o, Elf *elf)
@@ -751,29 +648,21 @@ static int read_cfi(object_t *o, Elf *elf)
     Elf_Data *hd = elf_getdata(hscn, NULL);
     if (!hd || hd->d_size < 12)
         return 0;
-    const unsigned char *h = hd->d_buf, *hend = h + hd->d_size;
+    const unsigned char *h = hd->d_buf;
     int ptrsize = gelf_getclass(elf) == ELFCLASS32 ? 4 : 8;
-    /* version 1, the table as datarel sdata4 pairs (0x3b): what every linker emits */
-    if (h[0] != 1 || h[3] != 0x3b || !native_order(elf))
+    if (!native_order(elf))
         return 0;
-    const unsigned char *p = h + 4;
-    int64_t ehf_ptr, count;
-    if (read_encoded(&p, hend, h[1], ptrsize, &ehf_ptr) ||
-        read_encoded(&p, hend, h[2], ptrsize, &count) || count <= 0)
+    uint64_t ehf_ptr, count;
+    long table_l = eh_hdr_parse(h, hd->d_size, hsh.sh_addr, ptrsize, &ehf_ptr, &count);
+    if (table_l < 0)
         return 0;
-    if ((h[1] & 0x70) == 0x10) /* pc-relative: to the field, 4 bytes into the header */
-        ehf_ptr += (int64_t)hsh.sh_addr + 4;
-    else if ((h[1] & 0x70) == 0x30) /* data-relative: to the header */
-        ehf_ptr += (int64_t)hsh.sh_addr;
-    size_t table = (size_t)(p - h);
-    if ((uint64_t)count > (hd->d_size - table) / 8)
-        return 0;
+    size_t table = (size_t)table_l;
     /* the section that holds the FDEs (normally .eh_frame) */
     Elf_Scn *escn = NULL;
     Elf_Data *ed = NULL;
     while ((escn = elf_nextscn(elf, escn))) {
         if (gelf_getshdr(escn, &esh) && esh.sh_type != SHT_NOBITS &&
-            (uint64_t)ehf_ptr >= esh.sh_addr && (uint64_t)ehf_ptr < esh.sh_addr + esh.sh_size) {
+            ehf_ptr >= esh.sh_addr && ehf_ptr < esh.sh_addr + esh.sh_size) {
             ed = elf_getdata(escn, NULL);
             break;
         }
@@ -787,38 +676,37 @@ static int read_cfi(object_t *o, Elf *elf)
     const unsigned char *ehf = ed->d_buf;
     size_t esize = ed->d_size, n = 0;
     size_t cie_off = SIZE_MAX;
-    int fde_enc = -1;
-    for (int64_t i = 0; i < count; i++) {
+    int cie_ok = 0;
+    eh_cie_t ci;
+    for (uint64_t i = 0; i < count; i++) {
         int32_t loc, fde;
         memcpy(&loc, h + table + (size_t)i * 8, 4);
         memcpy(&fde, h + table + (size_t)i * 8 + 4, 4);
         uint64_t start = hsh.sh_addr + (uint64_t)(int64_t)loc;
         uint64_t foff = hsh.sh_addr + (uint64_t)(int64_t)fde - esh.sh_addr;
-        uint32_t len, cptr;
-        if (foff + 8 > esize)
+        const unsigned char *q, *fend;
+        uint32_t back;
+        if (foff >= esize || eh_fde_head(ehf + foff, esize - foff, &back, &q, &fend) ||
+            back > foff + 4)
             continue;
-        memcpy(&len, ehf + foff, 4);
-        memcpy(&cptr, ehf + foff + 4, 4);
-        if (len == 0xffffffffu || len < 4 || len > esize - foff - 4 || cptr > foff + 4)
-            continue;
-        size_t coff = foff + 4 - cptr;
+        size_t coff = foff + 4 - back;
         if (coff != cie_off) { /* consecutive FDEs nearly always share their CIE */
             cie_off = coff;
-            fde_enc = cie_fde_encoding(ehf, esize, coff, ptrsize);
+            cie_ok = eh_cie_parse(ehf + coff, esize - coff, ptrsize, &ci) == 0;
         }
-        if (fde_enc < 0)
+        if (!cie_ok)
             continue;
-        const unsigned char *q = ehf + foff + 8, *fend = ehf + foff + 4 + len;
-        int64_t pc_begin, pc_range;
-        if (read_encoded(&q, fend, (unsigned)fde_enc, ptrsize, &pc_begin) ||
-            read_encoded(&q, fend, (unsigned)fde_enc & 0x0f, ptrsize, &pc_range) || pc_range <= 0)
+        uint64_t pc_begin, pc_range;
+        if (eh_fde_range(&q, fend, &ci, ptrsize, esh.sh_addr + (uint64_t)(q - ehf), &pc_begin,
+                         &pc_range) ||
+            (int64_t)pc_range <= 0)
             continue;
         if (n && start < o->fde_hi[n - 1]) { /* the table is sorted: a broken one is not used */
             n = 0;
             break;
         }
         o->fde_lo[n] = start;
-        o->fde_hi[n] = start + (uint64_t)pc_range;
+        o->fde_hi[n] = start + pc_range;
         n++;
     }
     o->nfde = n;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "base/ehframe.h"
 #include "base/spinlock.h"
 #include "experiment/evformat.h"
 
@@ -32,101 +33,22 @@ enum { DW_RBP = 6, DW_RSP = 7, DW_RA = 16 };
 
 uint32_t fu_gen = 1; /* atomic: bumped by fu_forget */
 
-/* ---- encoded values --------------------------------------------------------------------------- */
+/* ---- encoded values (base/ehframe.h) --------------------------------------------------------- */
 
+/* LEB128 numbers of CFA instructions: a truncated one reads as what was there (the instruction
+ * loop then ends at end). */
 static uint64_t uleb(const uint8_t **p, const uint8_t *end)
 {
-    uint64_t v = 0;
-    for (unsigned shift = 0; *p < end && shift < 64; shift += 7) {
-        uint8_t b = *(*p)++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
-    }
+    uint64_t v;
+    eh_uleb(p, end, &v);
     return v;
 }
 
 static int64_t sleb(const uint8_t **p, const uint8_t *end)
 {
-    int64_t v = 0;
-    unsigned shift = 0;
-    uint8_t b = 0;
-    while (*p < end && shift < 64) {
-        b = *(*p)++;
-        v |= (int64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80))
-            break;
-    }
-    if (shift < 64 && (b & 0x40))
-        v |= -((int64_t)1 << shift);
+    int64_t v;
+    eh_sleb(p, end, &v);
     return v;
-}
-
-/* Reads a DW_EH_PE-encoded pointer at *p (pc-relative ones relative to where they are stored;
- * data-relative ones to datarel). Returns -1 for encodings it does not handle. */
-/* A little-endian fixed-size value of size bytes at *q, sign-extended when is_signed. */
-static int read_fixed(const uint8_t **q, const uint8_t *end, int size, int is_signed, uint64_t *v)
-{
-    if (end - *q < size)
-        return -1;
-    uint64_t x = 0;
-    memcpy(&x, *q, (size_t)size);
-    if (is_signed && size < 8 && (x >> (8 * size - 1)) & 1)
-        x |= ~0ull << (8 * size);
-    *q += size;
-    *v = x;
-    return 0;
-}
-
-static int read_enc(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t datarel,
-                    uint64_t *out)
-{
-    if (enc == 0xff) /* DW_EH_PE_omit */
-        return -1;
-    const uint8_t *q = *p;
-    uint64_t v;
-    int bad = 0;
-    switch (enc & 0x0f) {
-    case 0x00: /* absptr */
-    case 0x04: /* udata8 */
-    case 0x0c: /* sdata8 */
-        bad = read_fixed(&q, end, 8, 0, &v);
-        break;
-    case 0x01:
-        v = uleb(&q, end);
-        break;
-    case 0x09:
-        v = (uint64_t)sleb(&q, end);
-        break;
-    case 0x02: /* udata2, sdata2 */
-    case 0x0a:
-        bad = read_fixed(&q, end, 2, enc & 0x08, &v);
-        break;
-    case 0x03: /* udata4, sdata4 */
-    case 0x0b:
-        bad = read_fixed(&q, end, 4, enc & 0x08, &v);
-        break;
-    default:
-        return -1;
-    }
-    if (bad)
-        return -1;
-    switch (enc & 0x70) {
-    case 0x00:
-        break;
-    case 0x10: /* pcrel */
-        v += (uint64_t)(uintptr_t)*p;
-        break;
-    case 0x30: /* datarel */
-        v += datarel;
-        break;
-    default:
-        return -1;
-    }
-    *p = q;
-    *out = v;
-    return 0;
 }
 
 /* ---- load objects ----------------------------------------------------------------------------- */
@@ -134,6 +56,7 @@ static int read_enc(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t
 typedef struct fu_obj {
     uint64_t lo, hi;    /* an executable segment */
     const uint8_t *hdr; /* its object's .eh_frame_hdr, or NULL */
+    size_t hdr_size;
     uint32_t gen;
 } fu_obj_t;
 
@@ -163,15 +86,18 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     scan_t *s = arg;
     (void)size;
     const uint8_t *hdr = NULL;
+    size_t hdr_size = 0;
     for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+        if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) {
             hdr = (const uint8_t *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+            hdr_size = info->dlpi_phdr[i].p_memsz;
+        }
     for (int i = 0; i < info->dlpi_phnum && s->n < MAX_OBJS; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
             continue;
         uint64_t lo = info->dlpi_addr + ph->p_vaddr;
-        s->found[s->n++] = (fu_obj_t){ lo, lo + ph->p_memsz, hdr, s->gen };
+        s->found[s->n++] = (fu_obj_t){ lo, lo + ph->p_memsz, hdr, hdr_size, s->gen };
     }
     return 0;
 }
@@ -215,75 +141,19 @@ static void objs_refresh(uint32_t gen)
 
 /* ---- CFI: the FDE of a pc, its CFA program as a rule ------------------------------------------ */
 
-/* What an FDE needs from its CIE. */
-typedef struct cie_info {
-    uint64_t code_align, ra_col;
-    int64_t data_align;
-    uint8_t enc;            /* of the FDE's addresses */
-    int zaug, signal_frame; /* 'z' augmentation data present; 'S' */
-    const uint8_t *insns, *end; /* initial instructions */
-} cie_info_t;
-
-static int cie_parse(const uint8_t *cie, cie_info_t *ci)
+/* The FDE covering pc, from the object's .eh_frame_hdr search table (hdr_size bytes): returns
+ * its instructions and sets *end, *pc_begin and its CIE, or returns NULL. The FDEs and CIEs are
+ * read in the loaded object, bounded by their own lengths. */
+static const uint8_t *fde_find(const uint8_t *hdr, size_t hdr_size, uint64_t pc,
+                               const uint8_t **fde_end, uint64_t *pc_begin, eh_cie_t *ci)
 {
-    uint32_t clen;
-    memcpy(&clen, cie, 4);
-    if (clen == 0 || clen == 0xffffffffu) /* 64-bit DWARF: not emitted on x86-64 Linux */
-        return -1;
-    const uint8_t *c = cie + 8, *cend = cie + 4 + clen;
-    int version = *c;
-    if (version != 1 && version != 3)
-        return -1;
-    const char *aug = (const char *)(c + 1);
-    size_t alen = strnlen(aug, (size_t)(cend - c - 1));
-    c += 2 + alen;
-    ci->code_align = uleb(&c, cend);
-    ci->data_align = sleb(&c, cend);
-    ci->ra_col = version == 1 ? *c++ : uleb(&c, cend);
-    ci->enc = 0;
-    ci->zaug = aug[0] == 'z';
-    ci->signal_frame = 0;
-    if (ci->zaug) {
-        uint64_t zl = uleb(&c, cend);
-        const uint8_t *zend = c + zl;
-        for (size_t i = 1; i < alen && c < zend; i++) {
-            if (aug[i] == 'R') {
-                ci->enc = *c++;
-            } else if (aug[i] == 'P') {
-                uint8_t penc = *c++;
-                uint64_t dummy;
-                if (read_enc(&c, zend, penc & 0x7f, 0, &dummy))
-                    return -1;
-            } else if (aug[i] == 'L') {
-                c++;
-            } else if (aug[i] == 'S') {
-                ci->signal_frame = 1;
-            } else if (aug[i] != 'B' && aug[i] != 'G') {
-                return -1;
-            }
-        }
-        c = zend;
-    }
-    ci->insns = c;
-    ci->end = cend;
-    return c <= cend ? 0 : -1;
-}
-
-/* The FDE covering pc, from the object's .eh_frame_hdr search table: returns its instructions
- * and sets *end, *pc_begin and its CIE, or returns NULL. */
-static const uint8_t *fde_find(const uint8_t *hdr, uint64_t pc, const uint8_t **fde_end,
-                               uint64_t *pc_begin, cie_info_t *ci)
-{
-    if (!hdr || hdr[0] != 1 || hdr[3] != 0x3b) /* version 1, table of datarel sdata4 pairs */
+    if (!hdr)
         return NULL;
-    const uint8_t *p = hdr + 4, *lim = hdr + 4 + 16;
-    uint64_t eh_frame, count;
-    if (read_enc(&p, lim, hdr[1], (uint64_t)(uintptr_t)hdr, &eh_frame) ||
-        read_enc(&p, lim, hdr[2], (uint64_t)(uintptr_t)hdr, &count) || count == 0 ||
-        count > (1u << 26))
+    uint64_t base = (uint64_t)(uintptr_t)hdr, eh_frame, count;
+    long table_off = eh_hdr_parse(hdr, hdr_size, base, 8, &eh_frame, &count);
+    if (table_off < 0)
         return NULL;
-    const int32_t *table = (const int32_t *)p;
-    uint64_t base = (uint64_t)(uintptr_t)hdr;
+    const int32_t *table = (const int32_t *)(hdr + table_off);
     size_t lo = 0, hi = count;
     while (hi - lo > 1) { /* last entry with initial location <= pc */
         size_t mid = (lo + hi) / 2;
@@ -295,28 +165,16 @@ static const uint8_t *fde_find(const uint8_t *hdr, uint64_t pc, const uint8_t **
     if (base + (uint64_t)(int64_t)table[2 * lo] > pc)
         return NULL;
     const uint8_t *fde = (const uint8_t *)(uintptr_t)(base + (uint64_t)(int64_t)table[2 * lo + 1]);
-    uint32_t len32;
-    memcpy(&len32, fde, 4);
-    if (len32 == 0 || len32 == 0xffffffffu) /* 64-bit DWARF: not emitted on x86-64 Linux */
-        return NULL;
-    const uint8_t *q = fde + 4, *end = fde + 4 + len32;
-    int32_t cie_off;
-    memcpy(&cie_off, q, 4);
-    if (cie_off == 0)
-        return NULL; /* a CIE, not an FDE */
-    const uint8_t *cie = q - cie_off;
-    q += 4;
-    if (cie_parse(cie, ci))
+    const uint8_t *q, *end;
+    uint32_t back;
+    if (eh_fde_head(fde, SIZE_MAX, &back, &q, &end) ||
+        eh_cie_parse(fde + 4 - back, SIZE_MAX, 8, ci))
         return NULL;
     uint64_t begin, range;
-    if (read_enc(&q, end, ci->enc, 0, &begin) || read_enc(&q, end, ci->enc & 0x0f, 0, &range))
+    if (eh_fde_range(&q, end, ci, 8, (uint64_t)(uintptr_t)q, &begin, &range))
         return NULL;
     if (pc < begin || pc >= begin + range)
         return NULL;
-    if (ci->zaug) {
-        uint64_t zl = uleb(&q, end);
-        q += zl;
-    }
     *fde_end = end;
     *pc_begin = begin;
     return q;
@@ -396,7 +254,7 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uint64_t *loc, uint64_t
                 continue;
             case 0x01: { /* set_loc */
                 uint64_t nl;
-                if (read_enc(&p, end, enc, 0, &nl))
+                if (eh_read_encoded(&p, end, enc, 8, (uint64_t)(uintptr_t)p, 0, &nl))
                     return -1;
                 if (nl > target)
                     return 0;
@@ -407,7 +265,7 @@ static int run_cfa(const uint8_t *p, const uint8_t *end, uint64_t *loc, uint64_t
             case 0x03:
             case 0x04: {
                 uint64_t d;
-                if (read_fixed(&p, end, op == 0x02 ? 1 : op == 0x03 ? 2 : 4, 0, &d))
+                if (eh_read_fixed(&p, end, op == 0x02 ? 1 : op == 0x03 ? 2 : 4, 0, &d))
                     return -1;
                 delta = d * code_align;
                 advance = 1;
@@ -552,18 +410,18 @@ static uint64_t rule_compute(uint64_t pc, uint32_t gen)
         return R_FAIL;
     const uint8_t *fde_end;
     uint64_t begin;
-    cie_info_t ci;
-    const uint8_t *q = fde_find(o->hdr, pc, &fde_end, &begin, &ci);
+    eh_cie_t ci;
+    const uint8_t *q = fde_find(o->hdr, o->hdr_size, pc, &fde_end, &begin, &ci);
     if (!q || ci.ra_col != DW_RA || ci.signal_frame)
         return R_FAIL;
     cfa_state_t st = { .cfa_reg = DW_RSP, .cfa_off = 8 }, initial;
     uint64_t loc = begin;
-    if (run_cfa(ci.insns, ci.end, &loc, UINT64_MAX, ci.code_align, ci.data_align, ci.enc, &st,
+    if (run_cfa(ci.insns, ci.end, &loc, UINT64_MAX, ci.code_align, ci.data_align, ci.fde_enc, &st,
                 &st) < 0)
         return R_FAIL;
     initial = st;
     loc = begin;
-    if (run_cfa(q, fde_end, &loc, pc, ci.code_align, ci.data_align, ci.enc, &st, &initial) < 0)
+    if (run_cfa(q, fde_end, &loc, pc, ci.code_align, ci.data_align, ci.fde_enc, &st, &initial) < 0)
         return R_FAIL;
     if (st.ra_undef)
         return R_VALID | R_END;
