@@ -15,6 +15,7 @@
 #include <ucontext.h>
 
 #include "../../include/tally_collector_api.h"
+#include "base/spinlock.h"
 #include "trace.h"
 #include "unwind.h"
 
@@ -38,15 +39,6 @@ static struct {
     api_kind_t kinds[TALLY_API_MAX_KINDS]; /* the kind's id is its index */
     uint32_t nkinds;                       /* atomic for emit's check */
 } reg;
-
-static void lock(void)
-{
-    while (__atomic_exchange_n(&reg.lock, 1, __ATOMIC_ACQUIRE))
-        while (__atomic_load_n(&reg.lock, __ATOMIC_RELAXED))
-            __builtin_ia32_pause();
-}
-
-static void unlock(void) { __atomic_store_n(&reg.lock, 0, __ATOMIC_RELEASE); }
 
 static int good_name(const char *s)
 {
@@ -115,12 +107,12 @@ static void log_kind(uint32_t id)
 void api_log_declarations(void)
 {
     reg.lock = 0; /* a fork child has one thread: a lock another thread of the parent held is free */
-    lock();
+    spin_lock(&reg.lock);
     for (uint32_t i = 0; i < reg.nmetrics; i++)
         log_metric(&reg.metrics[i]);
     for (uint32_t i = 0; i < reg.nkinds; i++)
         log_kind(i);
-    unlock();
+    spin_unlock(&reg.lock);
 }
 
 static long find_metric(const char *name)
@@ -139,7 +131,7 @@ static int declare_metric(const char *name, const char *title, const char *unit,
     copy(m.name, sizeof m.name, name);
     copy(m.title, sizeof m.title, title && *title ? title : name);
     copy(m.unit, sizeof m.unit, m.time ? "s" : unit && *unit ? unit : "count");
-    lock();
+    spin_lock(&reg.lock);
     long i = find_metric(name);
     int rc = 0;
     if (i >= 0) {
@@ -152,7 +144,7 @@ static int declare_metric(const char *name, const char *title, const char *unit,
         reg.metrics[reg.nmetrics] = m;
         log_metric(&reg.metrics[reg.nmetrics++]);
     }
-    unlock();
+    spin_unlock(&reg.lock);
     return rc;
 }
 
@@ -162,7 +154,7 @@ static int declare_kind(const char *name, const char *const *metrics, uint32_t n
         return -EINVAL;
     api_kind_t k = { .n = n };
     copy(k.name, sizeof k.name, name);
-    lock();
+    spin_lock(&reg.lock);
     int rc = 0;
     for (uint32_t i = 0; i < n && !rc; i++) {
         long m = metrics[i] ? find_metric(metrics[i]) : -1;
@@ -188,7 +180,7 @@ static int declare_kind(const char *name, const char *const *metrics, uint32_t n
         rc = (int)reg.nkinds;
         __atomic_store_n(&reg.nkinds, reg.nkinds + 1, __ATOMIC_RELEASE);
     }
-    unlock();
+    spin_unlock(&reg.lock);
     return rc;
 }
 
