@@ -17,7 +17,8 @@
  * owns), source.h/source.c (the sampling-source interface and what sources share), clock.c
  * (clock profiling, the first source) and perfev.c (perf_event_open: events of a thread, their
  * ring and signal routing); unwind.c (libunwind behind one hook), maps.c (load objects),
- * interpose.c (the exported interposers), sampler.c (the sampler thread: periodic sample
+ * interpose.c (the exported interposers; realfn.c finds the real functions behind every
+ * interposer), sampler.c (the sampler thread: periodic sample
  * packets and thread states; the -l/-y signals; the collector API), trace.c (the tracing core:
  * settings, per-thread trace streams, records) with its interposers sync.c, heap.c and
  * iotrace.c, fastunwind.c (their stacks), and api.c (the versioned collector API for separate
