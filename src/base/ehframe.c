@@ -31,11 +31,11 @@ int eh_read_encoded(const uint8_t **p, const uint8_t *end, unsigned enc, int ptr
         bad = eh_read_fixed(&q, end, (size_t)ptrsize, 0, &v);
         break;
     case 0x01: /* uleb128 */
-        bad = eh_uleb(&q, end, &v);
+        bad = leb128_get(&q, end, &v);
         break;
     case 0x09: { /* sleb128 */
         int64_t s;
-        bad = eh_sleb(&q, end, &s);
+        bad = leb128_get_sleb(&q, end, &s);
         v = (uint64_t)s;
         break;
     }
@@ -115,13 +115,13 @@ int eh_cie_parse(const uint8_t *cie, size_t avail, int ptrsize, eh_cie_t *ci)
         c += ptrsize;
         aug += 2;
     }
-    if (eh_uleb(&c, end, &ci->code_align) || eh_sleb(&c, end, &ci->data_align))
+    if (leb128_get(&c, end, &ci->code_align) || leb128_get_sleb(&c, end, &ci->data_align))
         return -1;
     if (version == 1) {
         if (c >= end)
             return -1;
         ci->ra_col = *c++;
-    } else if (eh_uleb(&c, end, &ci->ra_col)) {
+    } else if (leb128_get(&c, end, &ci->ra_col)) {
         return -1;
     }
     ci->fde_enc = 0x00; /* absptr */
@@ -129,7 +129,7 @@ int eh_cie_parse(const uint8_t *cie, size_t avail, int ptrsize, eh_cie_t *ci)
     ci->signal_frame = 0;
     if (ci->zaug) {
         uint64_t zl;
-        if (eh_uleb(&c, end, &zl) || zl > (uint64_t)(end - c))
+        if (leb128_get(&c, end, &zl) || zl > (uint64_t)(end - c))
             return -1;
         const uint8_t *zend = c + zl;
         for (const char *a = aug + 1; *a; a++) {
@@ -186,7 +186,7 @@ int eh_fde_range(const uint8_t **p, const uint8_t *end, const eh_cie_t *ci, int 
         return -1;
     if (ci->zaug) {
         uint64_t zl;
-        if (eh_uleb(&q, end, &zl) || zl > (uint64_t)(end - q))
+        if (leb128_get(&q, end, &zl) || zl > (uint64_t)(end - q))
             return -1;
         q += zl;
     }

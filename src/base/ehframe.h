@@ -1,7 +1,7 @@
 /*
  * ehframe.h - reading call-frame information as it is laid out in .eh_frame and .eh_frame_hdr
- * (the LSB's exception-frame format over DWARF's CIE/FDE): LEB128 numbers, DW_EH_PE-encoded
- * values, the header of .eh_frame_hdr, CIEs, and the head of an FDE.
+ * (the LSB's exception-frame format over DWARF's CIE/FDE): DW_EH_PE-encoded values, the header of .eh_frame_hdr, CIEs, and the head of an FDE. LEB128 numbers are read
+ * with base/leb128.h.
  *
  * One reader for the two users: the tracing interposers' unwinder (collector/fastunwind.c, on the
  * loaded objects in memory) and the analyzer's symbol reader (analyzer/symbols.c, on the files'
@@ -12,7 +12,7 @@
  *
  * Only what x86-64 Linux objects contain is understood: 32-bit lengths (a 64-bit DWARF length is
  * refused), CIE versions 1 and 3, the augmentations z, R, P, L, S, B, G and the old "eh". Pure
- * functions over caller memory: async-signal-safe, no allocation. Depends on nothing.
+ * functions over caller memory: async-signal-safe, no allocation. Depends on leb128.h.
  */
 #ifndef TALLY_BASE_EHFRAME_H
 #define TALLY_BASE_EHFRAME_H
@@ -20,46 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/leb128.h"
+
 #define EH_PE_OMIT 0xff
-
-/* An unsigned / signed (two's complement, DWARF) LEB128 number at *p, not past end; advances *p
- * (bits beyond 64 are dropped). 0, or -1 when it does not end before end (then *p is at end and
- * *v holds what was read). Inline: the unwinder's interpreter reads many. */
-static inline int eh_uleb(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    uint64_t r = 0;
-    for (unsigned shift = 0; *p < end; shift += 7) {
-        uint8_t b = *(*p)++;
-        if (shift < 64)
-            r |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = r;
-            return 0;
-        }
-    }
-    *v = r;
-    return -1;
-}
-
-static inline int eh_sleb(const uint8_t **p, const uint8_t *end, int64_t *v)
-{
-    uint64_t r = 0;
-    unsigned shift = 0;
-    while (*p < end) {
-        uint8_t b = *(*p)++;
-        if (shift < 64)
-            r |= (uint64_t)(b & 0x7f) << shift;
-        shift += 7;
-        if (!(b & 0x80)) {
-            if (shift < 64 && (b & 0x40))
-                r |= ~(uint64_t)0 << shift;
-            *v = (int64_t)r;
-            return 0;
-        }
-    }
-    *v = (int64_t)r;
-    return -1;
-}
 
 /* A little-endian value of size (1 to 8) bytes at *q, sign-extended when is_signed; advances
  * *q. 0, or -1 past end. */

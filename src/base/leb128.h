@@ -1,5 +1,7 @@
 /*
- * leb128.h - unsigned and zig-zag signed LEB128 varints (docs/FORMAT.md, "events").
+ * leb128.h - LEB128 varints: unsigned and zig-zag signed (the events format, docs/FORMAT.md,
+ * "events"), and reading DWARF's two's-complement signed ones (call-frame information,
+ * base/ehframe.h).
  *
  * Header-only, depends on nothing, async-signal-safe (pure functions on caller buffers).
  */
@@ -54,6 +56,30 @@ static inline int leb128_get_signed(const uint8_t **p, const uint8_t *end, int64
         return -1;
     *v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
     return 0;
+}
+
+/* Reads a two's-complement signed value (DWARF's SLEB128) from [*p, end); advances *p. Returns 0
+ * on success, -1 if truncated or too long. */
+static inline int leb128_get_sleb(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+    const uint8_t *q = *p;
+    uint64_t r = 0;
+    for (unsigned shift = 0; shift < 70;) {
+        if (q >= end)
+            return -1;
+        uint8_t b = *q++;
+        if (shift < 64)
+            r |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80)) {
+            if (shift < 64 && (b & 0x40))
+                r |= ~(uint64_t)0 << shift;
+            *p = q;
+            *v = (int64_t)r;
+            return 0;
+        }
+    }
+    return -1;
 }
 
 #endif

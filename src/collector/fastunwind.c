@@ -35,20 +35,24 @@ uint32_t fu_gen = 1; /* atomic: bumped by fu_forget */
 
 /* ---- encoded values (base/ehframe.h) --------------------------------------------------------- */
 
-/* LEB128 numbers of CFA instructions: a truncated one reads as what was there (the instruction
- * loop then ends at end). */
+/* LEB128 numbers of CFA instructions: a truncated or overlong one reads as 0 and ends the
+ * instructions (*p at end). */
 static uint64_t uleb(const uint8_t **p, const uint8_t *end)
 {
     uint64_t v;
-    eh_uleb(p, end, &v);
-    return v;
+    if (leb128_get(p, end, &v) == 0)
+        return v;
+    *p = end;
+    return 0;
 }
 
 static int64_t sleb(const uint8_t **p, const uint8_t *end)
 {
     int64_t v;
-    eh_sleb(p, end, &v);
-    return v;
+    if (leb128_get_sleb(p, end, &v) == 0)
+        return v;
+    *p = end;
+    return 0;
 }
 
 /* ---- load objects ----------------------------------------------------------------------------- */

@@ -19,36 +19,49 @@
 
 #include "base/ehframe.h"
 
+/* DWARF's LEB128 through base/leb128.h (the unsigned reader is the format's; the signed one is
+ * two's complement, not the format's zig-zag). */
 static void test_leb128(void **state)
 {
     (void)state;
     const uint8_t u[] = { 0xe5, 0x8e, 0x26 }; /* 624485 */
     const uint8_t *p = u;
     uint64_t v;
-    assert_int_equal(eh_uleb(&p, u + sizeof u, &v), 0);
+    assert_int_equal(leb128_get(&p, u + sizeof u, &v), 0);
     assert_int_equal(v, 624485);
     assert_ptr_equal(p, u + 3);
     const uint8_t s[] = { 0xc0, 0xbb, 0x78 }; /* -123456 */
     int64_t sv;
     p = s;
-    assert_int_equal(eh_sleb(&p, s + sizeof s, &sv), 0);
+    assert_int_equal(leb128_get_sleb(&p, s + sizeof s, &sv), 0);
     assert_int_equal(sv, -123456);
+    assert_ptr_equal(p, s + 3);
     const uint8_t m8[] = { 0x78 }; /* -8 */
     p = m8;
-    assert_int_equal(eh_sleb(&p, m8 + 1, &sv), 0);
+    assert_int_equal(leb128_get_sleb(&p, m8 + 1, &sv), 0);
     assert_int_equal(sv, -8);
-    /* truncated: -1, *p at the end */
+    const uint8_t p63[] = { 0x3f }; /* 63: bit 6 clear, positive */
+    p = p63;
+    assert_int_equal(leb128_get_sleb(&p, p63 + 1, &sv), 0);
+    assert_int_equal(sv, 63);
+    const uint8_t min[] = { 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f };
+    p = min; /* INT64_MIN: ten bytes */
+    assert_int_equal(leb128_get_sleb(&p, min + sizeof min, &sv), 0);
+    assert_true(sv == INT64_MIN);
+    /* truncated: -1, *p unchanged */
     p = u;
-    assert_int_equal(eh_uleb(&p, u + 2, &v), -1);
-    assert_ptr_equal(p, u + 2);
-    /* longer than 64 bits: read to its end, the high bits dropped */
+    assert_int_equal(leb128_get(&p, u + 2, &v), -1);
+    assert_ptr_equal(p, u);
+    p = s;
+    assert_int_equal(leb128_get_sleb(&p, s + 2, &sv), -1);
+    assert_ptr_equal(p, s);
+    /* longer than ten bytes: refused */
     uint8_t lng[12];
     memset(lng, 0xff, sizeof lng);
     lng[11] = 0x01;
     p = lng;
-    assert_int_equal(eh_uleb(&p, lng + sizeof lng, &v), 0);
-    assert_ptr_equal(p, lng + 12);
-    assert_true(v == UINT64_MAX);
+    assert_int_equal(leb128_get(&p, lng + sizeof lng, &v), -1);
+    assert_int_equal(leb128_get_sleb(&p, lng + sizeof lng, &sv), -1);
 }
 
 static void test_encoded(void **state)
