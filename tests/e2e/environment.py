@@ -5,6 +5,8 @@
 - a launcher chain (a bash script that execs Python, which runs a command) runs and is recorded;
 - the program sees exactly its own environment, apart from LD_PRELOAD and TALLY_SETTINGS, in the
   root and in every descendant (fork, execle, posix_spawn, vfork + execve, system);
+- every exec and spawn call and the loader's dlopen, dlmopen and dlclose work as without tally and
+  are recorded (each new image followed, the plugin's load and unload logged);
 - every setting reaches every descendant: each descendant's settings record equals the root's,
   with non-default values for every setting (through the driver and through TALLY_SETTINGS
   written here, independently of the driver);
@@ -135,6 +137,34 @@ def test_environment(d):
     # system(): its shell is a spawn, and the shell (dash) vforks and execs the command
     check(kinds == ["exec", "fork", "fork", "spawn", "spawn", "spawn", "spawn"],
           "envdesc: descendants %s" % kinds)
+
+
+def test_launchers(d):
+    """Every exec and spawn call the collector interposes (execl, execlp, execv, execvp, execvpe,
+    execle, fexecve after a fork; posix_spawn, posix_spawnp) and dlopen, dlmopen, dlclose: the
+    program's output is the same as without tally, every new image is followed, and the plugin's
+    load and unload are logged."""
+    plugin = os.path.join(WL, "libwl_plugin.so")
+    bare = subprocess.run([wl("launchers"), plugin], capture_output=True, text=True, timeout=60)
+    check(bare.returncode == 0 and "status=0" in bare.stdout and "LAUNCHER=own" in bare.stdout,
+          "launchers bare: %r %r" % (bare.stdout, bare.stderr))
+    p, exp = collect(d, "launchers", [wl("launchers"), plugin])
+    check(p.returncode == 0 and p.stdout == bare.stdout,
+          "launchers: the output under tally differs:\n%s\nvs bare:\n%s\n%s" %
+          (p.stdout, bare.stdout, p.stderr[-600:]))
+    exps = experiments(exp)
+    kinds = sorted(f["kind"] for e in exps for _, f in log_records(e, "descendant"))
+    check(kinds == ["exec"] * 7 + ["fork"] * 7 + ["spawn"] * 2,
+          "launchers: descendants %s" % kinds)
+    check(len(exps) == 17, "launchers: %d experiments, expected 17 (the root, 7 forks, the 7 images "
+          "they exec, 2 spawns)" % len(exps))
+    for e in exps:
+        check(os.path.basename(start_exe(e)) == "wl_launchers",
+              "launchers: %s runs %r" % (e, start_exe(e)))
+    loads = [f for _, f in log_records(exp, "load") if "wl_plugin" in unquote(f.get("path", ""))]
+    unloads = [f["id"] for _, f in log_records(exp, "unload")]
+    check(len(loads) == 1 and loads[0]["id"] in unloads,
+          "launchers: plugin loads %s, unloads %s" % (loads, unloads))
 
 
 # ---- every setting reaches every descendant -------------------------------------------------
@@ -307,7 +337,8 @@ def main():
         test_setuid()
         return
     d = workdir("environment")
-    for t in (test_bash, test_launcher, test_environment, test_settings, test_e2big, test_static):
+    for t in (test_bash, test_launcher, test_environment, test_launchers, test_settings,
+              test_e2big, test_static):
         t(d)
     done(d)
 
