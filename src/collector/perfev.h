@@ -14,8 +14,10 @@
  *  - gets a ring of 1 + data_pages pages (data_pages a power of two) when data_pages > 0;
  *  - signals its overflows to that thread only: O_ASYNC, F_SETSIG = the given signal (so the
  *    siginfo carries si_fd and POLL_IN/POLL_HUP), F_SETOWN_EX F_OWNER_TID;
- *  - is recorded in a process-wide table, so that a fork child can drop every event of its
- *    parent's threads (perfev_after_fork_child) without disabling them for the parent.
+ *  - is recorded in a process-wide table (16384 events), so that a fork child can drop every
+ *    event of its parent's threads (perfev_after_fork_child) without disabling them for the
+ *    parent. An event opened while the table is full works, but a fork child keeps its
+ *    descriptor and ring mapped (the event goes on counting for the parent's thread only).
  * It starts disabled; perfev_arm enables it for n more overflows (PERF_EVENT_IOC_REFRESH).
  *
  * Contexts: perfev_probe, perfev_open_thread and perfev_after_fork_child run in normal context;
