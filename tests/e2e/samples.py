@@ -39,9 +39,12 @@ WALL_SLEEP, WALL_IO, WALL_LOCK = (walls.get(k, 0.0) for k in ("sleep_ns", "io_ns
 
 def waited(actual, wall, what):
     """A wait of S seconds in a phase that took wall seconds by the program's own clock."""
-    # at most 2% above the wall: the states are charged per sampler period and rounded
+    # no more than the wall, but for one look: a look that finds the thread blocked charges it
+    # the off-CPU time since the previous look, and when that look fell in the previous wait
+    # (another state, just before the phase) its tail is charged to this one (seen: 44 ms
+    # under load average 16). So at most LATE above the wall, in seconds, and 2% for rounding.
     return bounded(actual, S, LATE / S, None, what) and \
-        at_most(actual, wall, 0.02, what + " vs wall")
+        at_most(actual, wall + LATE, 0.02, what + " vs wall (+ one late look)")
 
 
 
