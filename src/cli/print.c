@@ -41,14 +41,14 @@ static int object_mode(pstate_t *ps, const char *a, int mode)
     if (!pr_table(ps, ENG_KIND_LOADOBJECT, 0)) /* every object of the data is known */
         return 1;
     int found = 0;
-    size_t n = sym_nobjects(ps->sym);
+    size_t n = sym_nobjects(ps->ses->sym);
     const char **names = calloc(n + 1, sizeof *names);
     for (size_t o = 0; o < n; o++) {
-        const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
+        const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
         if (names)
             names[o] = so->name;
         if (!strcmp(a, "all") || !strcmp(a, so->name) || !strcmp(a, so->path)) {
-            eng_set_object_mode(ps->eng, (uint32_t)o, mode);
+            eng_set_object_mode(ps->ses->eng, (uint32_t)o, mode);
             found = 1;
         }
     }
@@ -72,12 +72,12 @@ static int c_inlines(pstate_t *ps, const char *a)
                         "own) or off (folded into the function they are inlined in)\n", a);
         return 2;
     }
-    eng_set_inlines(ps->eng, on);
+    eng_set_inlines(ps->ses->eng, on);
     return 0;
 }
 static int c_objects_default(pstate_t *ps, const char *a)
 {
-    eng_reset_object_modes(ps->eng);
+    eng_reset_object_modes(ps->ses->eng);
     return 0;
 }
 static int c_pcs(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_PC); }
@@ -118,7 +118,7 @@ static int c_metrics(pstate_t *ps, const char *a)
 {
     tally_err_t err = { 0 };
     mspec_t ms;
-    if (pr_parse_mspec(ps->eng, a, &ms, FL_E | FL_I, &err))
+    if (pr_parse_mspec(ps->ses->eng, a, &ms, FL_E | FL_I, &err))
         return pr_report(&err);
     ps->metrics = ms;
     set_sort_from(ps, &ms);
@@ -129,7 +129,7 @@ static int c_cmetrics(pstate_t *ps, const char *a)
 {
     tally_err_t err = { 0 };
     mspec_t ms;
-    if (pr_parse_mspec(ps->eng, a, &ms, FL_A, &err))
+    if (pr_parse_mspec(ps->ses->eng, a, &ms, FL_A, &err))
         return pr_report(&err);
     ps->cmetrics = ms;
     return 0;
@@ -143,7 +143,7 @@ static int c_sort(pstate_t *ps, const char *a)
     }
     tally_err_t err = { 0 };
     mspec_t ms;
-    if (pr_parse_mspec(ps->eng, a, &ms, FL_E | FL_I, &err))
+    if (pr_parse_mspec(ps->ses->eng, a, &ms, FL_E | FL_I, &err))
         return pr_report(&err);
     if (ms.ncols == 0) {
         esc_fprintf(stderr, "tally: -sort needs one metric such as e.totalcpu or name\n");
@@ -190,7 +190,7 @@ static int c_name(pstate_t *ps, const char *a)
 static int c_thread_select(pstate_t *ps, const char *a)
 {
     tally_err_t err = { 0 };
-    if (eng_select_threads(ps->eng, a, &err))
+    if (eng_select_threads(ps->ses->eng, a, &err))
         return pr_report(&err);
     return 0;
 }
@@ -200,16 +200,16 @@ static int c_experiment_list(pstate_t *ps, const char *a)
     if (ps->json) {
         pr_json_open(ps);
         esc_printf("\"view\":\"experiment_list\",\"experiments\":[");
-        for (size_t x = 0; x < ps->nexps; x++) {
+        for (size_t x = 0; x < ps->ses->nexps; x++) {
             esc_printf(x ? "," : "");
-            pr_json_str(stdout, ps->exps[x]->path);
+            pr_json_str(stdout, ps->ses->exps[x]->path);
         }
         esc_printf("]}\n");
         return 0;
     }
-    for (size_t x = 0; x < ps->nexps; x++)
-        esc_printf("%zu  %s  (%zu process%s)\n", x + 1, ps->exps[x]->path, ps->exps[x]->nprocs,
-               ps->exps[x]->nprocs == 1 ? "" : "es");
+    for (size_t x = 0; x < ps->ses->nexps; x++)
+        esc_printf("%zu  %s  (%zu process%s)\n", x + 1, ps->ses->exps[x]->path, ps->ses->exps[x]->nprocs,
+               ps->ses->exps[x]->nprocs == 1 ? "" : "es");
     esc_printf("\n");
     return 0;
 }
@@ -221,9 +221,9 @@ static int c_help(pstate_t *ps, const char *a);
 static void default_metrics(pstate_t *ps)
 {
     int clock = 0, sync = 0, heap = 0, io = 0;
-    for (size_t x = 0; x < ps->nexps; x++)
-        for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
-            const exp_process_t *p = ps->exps[x]->procs[i];
+    for (size_t x = 0; x < ps->ses->nexps; x++)
+        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
+            const exp_process_t *p = ps->ses->exps[x]->procs[i];
             clock |= p->clock_ns != 0;
             sync |= p->sync_on;
             heap |= p->heap_on;
@@ -238,7 +238,7 @@ static void default_metrics(pstate_t *ps)
         { 2, "heapleakbytes:heapleakcnt:heapallocbytes:heapalloccnt" },
         { 3, "ioreadtime:iowritetime:ioothertime:ioerrortime" },
     };
-    int declared = eng_nmetrics(ps->eng) > ENG_NBUILTIN;
+    int declared = eng_nmetrics(ps->ses->eng) > ENG_NBUILTIN;
     const int have[4] = { clock || !(sync || heap || io || declared), sync, heap, io };
     char m[512] = "", cm[512] = "";
     size_t n = 0, cn = 0;
@@ -259,8 +259,8 @@ static void default_metrics(pstate_t *ps)
     }
     /* metrics the experiments declared: exclusive and inclusive, and attributed, while the
      * specification has room */
-    for (int k = ENG_NBUILTIN; k < eng_nmetrics(ps->eng); k++) {
-        const char *t = eng_metric(ps->eng, k)->name;
+    for (int k = ENG_NBUILTIN; k < eng_nmetrics(ps->ses->eng); k++) {
+        const char *t = eng_metric(ps->ses->eng, k)->name;
         if (n + 2 * strlen(t) + 16 > 400 || cn + strlen(t) + 16 > 400)
             break;
         n += (size_t)snprintf(m + n, sizeof m - n, "e.%s:i.%s:", t, t);
@@ -269,8 +269,8 @@ static void default_metrics(pstate_t *ps)
     snprintf(m + n, sizeof m - n, "name");
     snprintf(cm + cn, sizeof cm - cn, "name");
     tally_err_t err = { 0 };
-    pr_parse_mspec(ps->eng, m, &ps->metrics, FL_E | FL_I, &err);
-    pr_parse_mspec(ps->eng, cm, &ps->cmetrics, FL_A, &err);
+    pr_parse_mspec(ps->ses->eng, m, &ps->metrics, FL_E | FL_I, &err);
+    pr_parse_mspec(ps->ses->eng, cm, &ps->cmetrics, FL_A, &err);
     ps->sort_flavor = ps->metrics.cols[0].flavor;
     ps->sort_metric = ps->metrics.cols[0].metric;
 }
@@ -417,7 +417,7 @@ static int run_line(pstate_t *ps, char *line, const char *where)
 static void note_saturation(pstate_t *ps)
 {
     static int said;
-    if (ps->eng && !said && eng_saturated(ps->eng)) {
+    if (ps->ses->eng && !said && eng_saturated(ps->ses->eng)) {
         said = 1;
         esc_fprintf(stderr, "tally: warning: some sums reached 2^64-1 and were saturated (shown as "
                         "the largest value) instead of wrapping around: the experiment's weights "
@@ -462,7 +462,7 @@ static void interactive(pstate_t *ps)
     int tty = isatty(0);
     if (tty)
         esc_printf("tally print: %zu experiment%s loaded; 'help' lists the commands, 'quit' "
-               "leaves.\n", ps->nexps, ps->nexps == 1 ? "" : "s");
+               "leaves.\n", ps->ses->nexps, ps->ses->nexps == 1 ? "" : "s");
     char *line = NULL;
     size_t cap = 0;
     while (!ps->quit) {
@@ -555,45 +555,37 @@ int cmd_print(int argc, char **argv)
         goto out;
     }
     ps.json = json;
-    set_addpath(&ps, "."); /* sources are also looked for in the current directory */
     tally_err_t err = { 0 };
-    ps.exps = calloc(npaths, sizeof *ps.exps);
-    if (!ps.exps) {
+    ps.ses = ses_new();
+    /* sources are also looked for in the current directory */
+    if (!ps.ses || ses_add_paths(ps.ses, ".", &err)) {
+        esc_fprintf(stderr, "tally: out of memory\n");
         rc = 1;
         goto out;
     }
-    for (size_t i = 0; i < npaths && !rc; i++) {
-        if (exp_open(paths[i], &ps.exps[i], &err))
+    for (size_t i = 0; i < npaths && !rc; i++)
+        if (ses_open(ps.ses, paths[i], &err))
             rc = cli_report(&err);
-        else
-            ps.nexps++;
-    }
-    if (!rc) {
-        ps.sym = sym_new();
-        for (size_t i = 0; ps.sym && i < ps.nexps; i++) { /* binaries archived in them */
-            char dir[PATH_MAX];
-            snprintf(dir, sizeof dir, "%s/archive", ps.exps[i]->path);
-            int d = fs_open_dir(dir);
-            if (d >= 0)
-                close(d);
-            else if (d != -ENOENT)
-                esc_fprintf(stderr, "tally: note: '%s' is not used: %s\n", dir, fs_strerror(d));
-            sym_add_archive(ps.sym, dir);
-            for (size_t p = 0; p < ps.exps[i]->nprocs; p++) {
-                const exp_process_t *pr = ps.exps[i]->procs[p];
-                for (size_t k = 0; k < pr->nnotes; k++)
-                    esc_fprintf(stderr, "tally: warning: %s%s%s\n", pr->name, *pr->name ? ": " : "",
-                            pr->notes[k]);
-            }
-        }
-        ps.eng = ps.sym ? eng_new(ps.exps, ps.nexps, ps.sym) : NULL;
-        if (!ps.eng) {
-            esc_fprintf(stderr, "tally: out of memory\n");
-            rc = 1;
-        } else {
-            default_metrics(&ps);
+    for (size_t i = 0; !rc && i < ps.ses->nexps; i++) { /* what the session will use, and notes */
+        const exp_experiment_t *x = ps.ses->exps[i];
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/archive", x->path);
+        int d = fs_open_dir(dir);
+        if (d >= 0)
+            close(d);
+        else if (d != -ENOENT)
+            esc_fprintf(stderr, "tally: note: '%s' is not used: %s\n", dir, fs_strerror(d));
+        for (size_t p = 0; p < x->nprocs; p++) {
+            const exp_process_t *pr = x->procs[p];
+            for (size_t k = 0; k < pr->nnotes; k++)
+                esc_fprintf(stderr, "tally: warning: %s%s%s\n", pr->name, *pr->name ? ": " : "",
+                        pr->notes[k]);
         }
     }
+    if (!rc && ses_start(ps.ses, &err))
+        rc = cli_report(&err);
+    if (!rc)
+        default_metrics(&ps);
     if (!rc) {
         if (nsteps == 0) {
             interactive(&ps);
@@ -611,14 +603,10 @@ int cmd_print(int argc, char **argv)
             }
         }
     }
-    pr_binary_notes(&ps);
+    if (ps.ses && ps.ses->sym)
+        pr_binary_notes(&ps);
 out:
-    pr_paths_free(&ps);
-    eng_free(ps.eng);
-    sym_free(ps.sym);
-    for (size_t i = 0; i < ps.nexps; i++)
-        exp_close(ps.exps[i]);
-    free(ps.exps);
+    ses_free(ps.ses);
     free(steps);
     free(paths);
     return rc;

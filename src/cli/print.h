@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "analyzer/engine.h"
+#include "analyzer/session.h"
 #include "analyzer/symbols.h"
 #include "base/err.h"
 #include "cli.h"
@@ -43,10 +44,7 @@ typedef struct mspec {
 } mspec_t;
 
 typedef struct pstate {
-    exp_experiment_t **exps;
-    size_t nexps;
-    sym_ctx_t *sym;
-    eng_t *eng;
+    ses_t *ses; /* experiments, symbols, engine and its selections, source paths */
     int json;
     mspec_t metrics, cmetrics;
     int sort_flavor, sort_metric; /* sort_metric -1: by name */
@@ -55,11 +53,6 @@ typedef struct pstate {
     int depth;                    /* -script nesting */
     int data;                     /* PR_DATA_* of the command running (what its losses are) */
     int quit;
-    /* where sources are looked for (-setpath, -addpath) and how moved trees map (-pathmap) */
-    char **paths;
-    size_t npaths;
-    char **map_from, **map_to;
-    size_t nmaps;
 } pstate_t;
 
 /* A row of a table: values by flavor (NULL when the row has none of that flavor). */
@@ -162,7 +155,6 @@ int view_disasm(pstate_t *ps, const char *arg);
 int set_setpath(pstate_t *ps, const char *arg);
 int set_addpath(pstate_t *ps, const char *arg);
 int set_pathmap(pstate_t *ps, const char *arg);
-void pr_paths_free(pstate_t *ps);
 /* Tells (on stderr) of every binary read that is not the one profiled: an archived copy used in
  * its place, a file changed or gone. */
 void pr_binary_notes(pstate_t *ps);

@@ -88,7 +88,7 @@ void pr_names_build(pstate_t *ps, names_t *nm, const eng_table_t *t)
     for (size_t id = 0; id < nm->n; id++) {
         if (!t->present[id])
             continue;
-        nm->name[id] = eng_object_name(ps->eng, t->kind, (uint32_t)id, ps->namefmt);
+        nm->name[id] = eng_object_name(ps->ses->eng, t->kind, (uint32_t)id, ps->namefmt);
         if (t->kind == ENG_KIND_PC || t->kind == ENG_KIND_LINE) { /* made in one buffer */
             nm->owned[id] = strdup(nm->name[id]);
             if (!nm->owned[id]) {
@@ -108,9 +108,9 @@ void pr_names_build(pstate_t *ps, names_t *nm, const eng_table_t *t)
             if (j - i > 1) {
                 for (size_t m = i; m < j; m++) {
                     size_t id = (size_t)(order[m] - nm->name);
-                    uint32_t o = eng_function_object(ps->eng, (uint32_t)id);
+                    uint32_t o = eng_function_object(ps->ses->eng, (uint32_t)id);
                     const char *on = o == UINT32_MAX ? "<Unknown>"
-                                                     : eng_object_name(ps->eng, ENG_KIND_LOADOBJECT,
+                                                     : eng_object_name(ps->ses->eng, ENG_KIND_LOADOBJECT,
                                                                        o, 0);
                     if (asprintf(&nm->owned[id], "%s (%s)", nm->name[id], on) < 0)
                         exit(1);
@@ -438,7 +438,7 @@ const char *pr_sort_title(pstate_t *ps, char *buf, size_t n)
         snprintf(buf, n, "Name");
     else
         snprintf(buf, n, "%s %s", pr_flavor_word(ps->sort_flavor, 0),
-                 eng_metric(ps->eng, ps->sort_metric)->title);
+                 eng_metric(ps->ses->eng, ps->sort_metric)->title);
     return buf;
 }
 
@@ -447,9 +447,9 @@ const char *pr_sort_title(pstate_t *ps, char *buf, size_t n)
 int pr_lost(const pstate_t *ps, int data, pr_lost_t *l)
 {
     memset(l, 0, sizeof *l);
-    for (size_t e = 0; e < ps->nexps; e++)
-        for (size_t i = 0; i < ps->exps[e]->nprocs; i++) {
-            const exp_process_t *p = ps->exps[e]->procs[i];
+    for (size_t e = 0; e < ps->ses->nexps; e++)
+        for (size_t i = 0; i < ps->ses->exps[e]->nprocs; i++) {
+            const exp_process_t *p = ps->ses->exps[e]->procs[i];
             if (data & PR_DATA_CLOCK)
                 l->clock += p->st_dropped_disk + p->st_dropped_busy;
             if (data & PR_DATA_HEAP)

@@ -46,9 +46,9 @@ typedef struct trust {
 static void pr_trust_sum(pstate_t *ps, trust_t *tr)
 {
     memset(tr, 0, sizeof *tr);
-    for (size_t x = 0; x < ps->nexps; x++)
-        for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
-            const exp_process_t *p = ps->exps[x]->procs[i];
+    for (size_t x = 0; x < ps->ses->nexps; x++)
+        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
+            const exp_process_t *p = ps->ses->exps[x]->procs[i];
             if (!p->has_stats) {
                 tr->nostats++;
                 continue;
@@ -67,16 +67,16 @@ int view_header(pstate_t *ps)
     /* the binaries' state is known once their frames were looked up */
     if (!pr_table(ps, ENG_KIND_FUNCTION, 0))
         return 1;
-    const exp_scan_stats_t *st = eng_scan_stats(ps->eng);
+    const exp_scan_stats_t *st = eng_scan_stats(ps->ses->eng);
     if (ps->json) {
         pr_json_open(ps);
         esc_printf("\"view\":\"header\",\"experiments\":[");
-        for (size_t x = 0; x < ps->nexps; x++) {
+        for (size_t x = 0; x < ps->ses->nexps; x++) {
             esc_printf("%s{\"path\":", x ? "," : "");
-            pr_json_str(stdout, ps->exps[x]->path);
+            pr_json_str(stdout, ps->ses->exps[x]->path);
             esc_printf(",\"processes\":[");
-            for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
-                const exp_process_t *p = ps->exps[x]->procs[i];
+            for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
+                const exp_process_t *p = ps->ses->exps[x]->procs[i];
                 char end[256];
                 pr_end_text(p, end, sizeof end);
                 esc_printf("%s{\"name\":", i ? "," : "");
@@ -115,8 +115,8 @@ int view_header(pstate_t *ps)
         }
         esc_printf("],\"events\":%llu,\"binaries\":[", (unsigned long long)st->events);
         int first = 1;
-        for (size_t o = 0; o < sym_nobjects(ps->sym); o++) {
-            const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
+        for (size_t o = 0; o < sym_nobjects(ps->ses->sym); o++) {
+            const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
             if (!*so->message)
                 continue;
             esc_printf("%s{\"path\":", first ? "" : ",");
@@ -129,8 +129,8 @@ int view_header(pstate_t *ps)
         esc_printf("]}\n");
         return 0;
     }
-    for (size_t x = 0; x < ps->nexps; x++) {
-        const exp_experiment_t *e = ps->exps[x];
+    for (size_t x = 0; x < ps->ses->nexps; x++) {
+        const exp_experiment_t *e = ps->ses->exps[x];
         uint64_t *counted = NULL; /* samples in the events, for processes without statistics */
         int count_failed = 0;
         esc_printf("Experiment: %s\n", e->path);
@@ -193,9 +193,9 @@ int view_header(pstate_t *ps)
             } else {
                 esc_printf("    Statistics:       none (the process ended before writing them)\n");
                 if (!counted && !count_failed) {
-                    counted = calloc(ps->exps[x]->nprocs, sizeof *counted);
+                    counted = calloc(ps->ses->exps[x]->nprocs, sizeof *counted);
                     tally_err_t err = { 0 };
-                    if (!counted || exp_count_samples(ps->exps[x], counted, &err))
+                    if (!counted || exp_count_samples(ps->ses->exps[x], counted, &err))
                         count_failed = 1;
                 }
                 if (counted && !count_failed)
@@ -218,8 +218,8 @@ int view_header(pstate_t *ps)
                (unsigned long long)st->bad_chunks, (unsigned long long)st->bad_records,
                (unsigned long long)st->seq_gaps);
     esc_printf("\n");
-    for (size_t o = 0; o < sym_nobjects(ps->sym); o++) {
-        const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
+    for (size_t o = 0; o < sym_nobjects(ps->ses->sym); o++) {
+        const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
         if (*so->message)
             esc_printf("Binary: %s\n", so->message);
     }
@@ -231,14 +231,14 @@ int view_overview(pstate_t *ps)
 {
     if (!pr_table(ps, ENG_KIND_FUNCTION, 0))
         return 1;
-    const uint64_t *total = eng_total(ps->eng);
+    const uint64_t *total = eng_total(ps->ses->eng);
     trust_t tr;
     pr_trust_sum(ps, &tr);
     uint64_t t0 = UINT64_MAX, t1 = 0;
     size_t nprocs = 0;
-    for (size_t x = 0; x < ps->nexps; x++)
-        for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
-            const exp_process_t *p = ps->exps[x]->procs[i];
+    for (size_t x = 0; x < ps->ses->nexps; x++)
+        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
+            const exp_process_t *p = ps->ses->exps[x]->procs[i];
             nprocs++;
             if (p->t_start && p->t_start < t0) /* (0: unknown) */
                 t0 = p->t_start;
@@ -246,18 +246,18 @@ int view_overview(pstate_t *ps)
                 t1 = p->t_end;
         }
     double dur = t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0;
-    const exp_process_t *root = ps->exps[0]->procs[0];
+    const exp_process_t *root = ps->ses->exps[0]->procs[0];
     char end[256];
     pr_end_text(root, end, sizeof end);
     if (ps->json) {
         pr_json_open(ps);
         esc_printf("\"view\":\"overview\",\"duration\":");
         pr_json_num(stdout, dur);
-        esc_printf(",\"processes\":%zu,\"threads\":%zu,\"ended\":", nprocs, eng_nthreads(ps->eng));
+        esc_printf(",\"processes\":%zu,\"threads\":%zu,\"ended\":", nprocs, eng_nthreads(ps->ses->eng));
         pr_json_str(stdout, end);
-        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
-            esc_printf(",\"%s\":", eng_metric(ps->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(ps->eng, m, total[m]));
+        for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
+            esc_printf(",\"%s\":", eng_metric(ps->ses->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->ses->eng, m, total[m]));
         }
         esc_printf(",\"samples\":%llu,\"expected\":%llu,\"unwind_failures\":%llu,\"dropped\":%llu}\n",
                (unsigned long long)tr.samples, (unsigned long long)tr.expected,
@@ -266,15 +266,15 @@ int view_overview(pstate_t *ps)
     }
     esc_printf("Overview\n\n");
     esc_printf("  Duration:        %.3f s, %zu process%s, %zu thread%s\n", dur, nprocs,
-           nprocs == 1 ? "" : "es", eng_nthreads(ps->eng), eng_nthreads(ps->eng) == 1 ? "" : "s");
+           nprocs == 1 ? "" : "es", eng_nthreads(ps->ses->eng), eng_nthreads(ps->ses->eng) == 1 ? "" : "s");
     esc_printf("  Run:             %s\n", end);
-    double tot = pr_scaled(ps->eng, ENG_M_TOTALCPU, total[ENG_M_TOTALCPU]);
+    double tot = pr_scaled(ps->ses->eng, ENG_M_TOTALCPU, total[ENG_M_TOTALCPU]);
     esc_printf("  Total CPU Time:  %.3f s", tot);
     if (dur > 0)
         esc_printf(" (%.2f CPUs busy on average)", tot / dur);
     esc_printf("\n");
     for (int m = ENG_M_USER; m <= ENG_M_SYSTEM; m++)
-        esc_printf("    %-16s %8.3f s  %6.2f%%\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, total[m]),
+        esc_printf("    %-16s %8.3f s  %6.2f%%\n", eng_metric(ps->ses->eng, m)->title, pr_scaled(ps->ses->eng, m, total[m]),
                total[ENG_M_TOTALCPU] ? 100.0 * (double)total[m] / (double)total[ENG_M_TOTALCPU]
                                      : 0.0);
     pr_trace_overview(ps, total);
@@ -295,23 +295,23 @@ int view_overview(pstate_t *ps)
 int view_thread_list(pstate_t *ps)
 {
     tally_err_t err = { 0 };
-    if (eng_aggregate(ps->eng, &err))
+    if (eng_aggregate(ps->ses->eng, &err))
         return pr_report(&err);
-    size_t n = eng_nthreads(ps->eng);
+    size_t n = eng_nthreads(ps->ses->eng);
     /* which threads are selected: aggregate counted events of all, values only for selected */
     if (ps->json) {
         pr_json_open(ps);
         esc_printf("\"view\":\"thread_list\",\"selection\":");
-        pr_json_str(stdout, eng_thread_selection(ps->eng));
+        pr_json_str(stdout, eng_thread_selection(ps->ses->eng));
         esc_printf(",\"threads\":[");
     } else {
-        esc_printf("Threads (selected: %s)\n\n", eng_thread_selection(ps->eng));
+        esc_printf("Threads (selected: %s)\n\n", eng_thread_selection(ps->ses->eng));
         esc_printf("%6s  %8s  %8s  %-16s %-15s %9s %10s %10s  %s\n", "Thread", "TID", "PID", "Name",
                "Created by", "Events", "CPU sec.", "Wall sec.", "Process");
     }
     for (size_t i = 0; i < n; i++) {
-        const eng_thread_t *t = eng_thread(ps->eng, i);
-        const exp_process_t *p = ps->exps[t->exp]->procs[t->proc];
+        const eng_thread_t *t = eng_thread(ps->ses->eng, i);
+        const exp_process_t *p = ps->ses->exps[t->exp]->procs[t->proc];
         const char *name = t->info && t->info->name ? t->info->name : "";
         const char *how = t->info && t->info->how ? t->info->how : "";
         /* wall time: from the thread's start to its end (or the end of its process) */
@@ -325,7 +325,7 @@ int view_thread_list(pstate_t *ps)
             esc_printf(",\"how\":");
             pr_json_str(stdout, how);
             esc_printf(",\"events\":%llu,\"totalcpu\":", (unsigned long long)t->events);
-            pr_json_num(stdout, pr_scaled(ps->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]));
+            pr_json_num(stdout, pr_scaled(ps->ses->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]));
             esc_printf(",\"wall\":");
             pr_json_num(stdout, wall);
             esc_printf(",\"process\":");
@@ -334,7 +334,7 @@ int view_thread_list(pstate_t *ps)
         } else {
             esc_printf("%6u  %8u  %8u  %-16s %-15s %9llu %10.3f %10.3f  %s\n", t->number, t->tid,
                    p->pid, name, how, (unsigned long long)t->events,
-                   pr_scaled(ps->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]), wall,
+                   pr_scaled(ps->ses->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]), wall,
                    *p->name ? p->name : "(root)");
         }
     }
@@ -348,17 +348,17 @@ int view_thread_list(pstate_t *ps)
 int view_metric_list(pstate_t *ps)
 {
     tally_err_t err = { 0 };
-    if (eng_aggregate(ps->eng, &err))
+    if (eng_aggregate(ps->ses->eng, &err))
         return pr_report(&err);
     if (ps->json) {
         pr_json_open(ps);
         esc_printf("\"view\":\"metric_list\",\"available\":[");
         int first = 1;
-        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
-            if (!eng_has_metric(ps->eng, m))
+        for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
+            if (!eng_has_metric(ps->ses->eng, m))
                 continue;
             esc_printf("%s{\"name\":\"%s\",\"title\":\"%s\",\"unit\":\"%s\"}", first ? "" : ",",
-                   eng_metric(ps->eng, m)->name, eng_metric(ps->eng, m)->title, eng_metric(ps->eng, m)->unit);
+                   eng_metric(ps->ses->eng, m)->name, eng_metric(ps->ses->eng, m)->title, eng_metric(ps->ses->eng, m)->unit);
             first = 0;
         }
         esc_printf("],\"metrics\":");
@@ -372,10 +372,10 @@ int view_metric_list(pstate_t *ps)
            ps->cmetrics.text);
     char st[160];
     esc_printf("Current sort: %s\n\nAvailable metrics:\n", pr_sort_title(ps, st, sizeof st));
-    for (int m = 0; m < eng_nmetrics(ps->eng); m++)
-        if (eng_has_metric(ps->eng, m))
+    for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++)
+        if (eng_has_metric(ps->ses->eng, m))
             esc_printf("  %-10s %s (%s); flavors e (exclusive), i (inclusive), a (attributed)\n",
-                   eng_metric(ps->eng, m)->name, eng_metric(ps->eng, m)->title, eng_metric(ps->eng, m)->unit);
+                   eng_metric(ps->ses->eng, m)->name, eng_metric(ps->ses->eng, m)->title, eng_metric(ps->ses->eng, m)->unit);
     esc_printf("\nSpec: [e|i|a][.|%%|+|!]NAME joined by ':', 'name' for the name column; e.g.\n"
            "  e.%%totalcpu:i.%%totalcpu:e.user:e.system:name\n\n");
     return 0;

@@ -24,13 +24,13 @@ static int bucket_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uin
 {
     buckets_t *b = ctx;
     (void)leaf, (void)thread;
-    const eng_thread_t *t = eng_thread(b->ps->eng, thread);
+    const eng_thread_t *t = eng_thread(b->ps->ses->eng, thread);
     if (t->exp != 0 || ev->proc != 0)
         return 0; /* sample numbers are per process: these totals are the root process's */
-    uint32_t k = eng_sample_of(b->ps->eng, t->exp, ev->proc, ev->t);
+    uint32_t k = eng_sample_of(b->ps->ses->eng, t->exp, ev->proc, ev->t);
     if (k >= b->n)
         k = (uint32_t)b->n - 1;
-    size_t nm = (size_t)eng_nmetrics(b->ps->eng);
+    size_t nm = (size_t)eng_nmetrics(b->ps->ses->eng);
     for (size_t m = 0; m < nm; m++)
         b->v[(size_t)k * nm + m] += v[m];
     return 0;
@@ -42,15 +42,15 @@ static int sample_totals(pstate_t *ps, buckets_t *b)
 {
     b->ps = ps;
     b->n = 1;
-    for (size_t x = 0; x < ps->nexps; x++)
-        for (size_t i = 0; i < ps->exps[x]->nprocs; i++)
-            if (ps->exps[x]->procs[i]->nsamples + 1 > b->n)
-                b->n = ps->exps[x]->procs[i]->nsamples + 1;
-    b->v = calloc(b->n * eng_nmetrics(ps->eng), sizeof *b->v);
+    for (size_t x = 0; x < ps->ses->nexps; x++)
+        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++)
+            if (ps->ses->exps[x]->procs[i]->nsamples + 1 > b->n)
+                b->n = ps->ses->exps[x]->procs[i]->nsamples + 1;
+    b->v = calloc(b->n * eng_nmetrics(ps->ses->eng), sizeof *b->v);
     if (!b->v)
         return 1;
     tally_err_t err = { 0 };
-    if (eng_foreach_event(ps->eng, bucket_event, b, &err)) {
+    if (eng_foreach_event(ps->ses->eng, bucket_event, b, &err)) {
         free(b->v);
         return pr_report(&err);
     }
@@ -61,7 +61,7 @@ static int sample_totals(pstate_t *ps, buckets_t *b)
 
 static double secs_since(pstate_t *ps, uint64_t t)
 {
-    uint64_t t0 = eng_run_start(ps->eng);
+    uint64_t t0 = eng_run_start(ps->ses->eng);
     return t > t0 ? (double)(t - t0) * 1e-9 : 0.0;
 }
 
@@ -101,11 +101,11 @@ static void json_sample(pstate_t *ps, const exp_process_t *p, size_t k, const ui
     esc_printf(",\"rss_kb\":%llu,\"maxrss_kb\":%llu", (unsigned long long)(e ? e->rss : s->rss),
            (unsigned long long)(e ? e->maxrss : s->maxrss));
     if (v)
-        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
-            if (!eng_has_metric(ps->eng, m))
+        for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
+            if (!eng_has_metric(ps->ses->eng, m))
                 continue;
-            esc_printf(",\"%s\":", eng_metric(ps->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(ps->eng, m, v[m]));
+            esc_printf(",\"%s\":", eng_metric(ps->ses->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->ses->eng, m, v[m]));
         }
     esc_printf("}");
 }
@@ -119,19 +119,19 @@ int view_sample_list(pstate_t *ps)
     if (ps->json) {
         pr_json_open(ps);
         esc_printf("\"view\":\"sample_list\",\"selection\":");
-        pr_json_str(stdout, eng_sample_selection(ps->eng));
+        pr_json_str(stdout, eng_sample_selection(ps->ses->eng));
         esc_printf(",\"samples\":[");
     } else {
         esc_printf("Samples (selected: %s)\n\n%4s %-12s %9s %9s %9s %9s %9s %8s %8s  %s\n",
-               eng_sample_selection(ps->eng), "#", "Process", "Start s", "Length s", "User s",
+               eng_sample_selection(ps->ses->eng), "#", "Process", "Start s", "Length s", "User s",
                "System s", "Lock+I/O", "Faults", "RSS MB", "Reason / label");
     }
-    for (size_t x = 0; x < ps->nexps; x++)
-        for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
-            const exp_process_t *p = ps->exps[x]->procs[i];
+    for (size_t x = 0; x < ps->ses->nexps; x++)
+        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
+            const exp_process_t *p = ps->ses->exps[x]->procs[i];
             for (size_t k = 0; k < p->nsamples; k++) {
                 const exp_sample_t *s = &p->samples[k], *e = next_packet(p, k);
-                const uint64_t *v = x == 0 && i == 0 && k + 1 < b.n ? b.v + (k + 1) * eng_nmetrics(ps->eng)
+                const uint64_t *v = x == 0 && i == 0 && k + 1 < b.n ? b.v + (k + 1) * eng_nmetrics(ps->ses->eng)
                                                                     : NULL;
                 if (ps->json) {
                     esc_printf(first ? "" : ",");
@@ -144,7 +144,7 @@ int view_sample_list(pstate_t *ps)
                        e ? (double)delta(s->t, e->t) * 1e-9 : 0.0,
                        e ? (double)delta(s->utime, e->utime) * 1e-9 : 0.0,
                        e ? (double)delta(s->stime, e->stime) * 1e-9 : 0.0,
-                       v ? pr_scaled(ps->eng, ENG_M_LOCK, v[ENG_M_LOCK] + v[ENG_M_IO]) : 0.0,
+                       v ? pr_scaled(ps->ses->eng, ENG_M_LOCK, v[ENG_M_LOCK] + v[ENG_M_IO]) : 0.0,
                        e ? (unsigned long long)(delta(s->minflt, e->minflt) +
                                                 delta(s->majflt, e->majflt))
                          : 0ULL,
@@ -165,7 +165,7 @@ int view_sample_detail(pstate_t *ps, const char *arg)
 {
     char *end;
     long k = strtol(arg, &end, 10);
-    const exp_process_t *root = ps->exps[0]->procs[0];
+    const exp_process_t *root = ps->ses->exps[0]->procs[0];
     if (*end || k < 1 || (size_t)k > root->nsamples) {
         esc_fprintf(stderr, "tally: -sample_detail '%s': samples are numbered 1 to %zu (see "
                         "-sample_list)\n", arg, root->nsamples);
@@ -174,7 +174,7 @@ int view_sample_detail(pstate_t *ps, const char *arg)
     buckets_t b;
     if (sample_totals(ps, &b))
         return 1;
-    const uint64_t *v = (size_t)k < b.n ? b.v + (size_t)k * eng_nmetrics(ps->eng) : NULL;
+    const uint64_t *v = (size_t)k < b.n ? b.v + (size_t)k * eng_nmetrics(ps->ses->eng) : NULL;
     if (ps->json) {
         pr_json_open(ps);
         esc_printf("\"view\":\"sample_detail\",\"sample\":");
@@ -208,10 +208,10 @@ int view_sample_detail(pstate_t *ps, const char *arg)
            (double)e->maxrss / 1024.0);
     if (v) {
         esc_printf("\n  Recorded in this sample (all threads):\n");
-        for (int m = 0; m < eng_nmetrics(ps->eng); m++)
-            if (eng_has_metric(ps->eng, m))
-                esc_printf("    %-26s %.3f %s\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, v[m]),
-                       eng_metric(ps->eng, m)->unit);
+        for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++)
+            if (eng_has_metric(ps->ses->eng, m))
+                esc_printf("    %-26s %.3f %s\n", eng_metric(ps->ses->eng, m)->title, pr_scaled(ps->ses->eng, m, v[m]),
+                       eng_metric(ps->ses->eng, m)->unit);
     }
     esc_printf("\n");
     free(b.v);
@@ -221,18 +221,18 @@ int view_sample_detail(pstate_t *ps, const char *arg)
 /* The states part of -overview (text): each state's share of the thread time, and per sample. */
 void pr_overview_states(pstate_t *ps)
 {
-    const uint64_t *total = eng_total(ps->eng);
+    const uint64_t *total = eng_total(ps->ses->eng);
     if (!total[ENG_M_TOTAL])
         return;
     static const int states[] = { ENG_M_USER, ENG_M_SYSTEM, ENG_M_WAIT, ENG_M_LOCK, ENG_M_IO,
                                   ENG_M_SLEEP };
     esc_printf("  Thread time:     %.3f s over all threads, by state:\n",
-           pr_scaled(ps->eng, ENG_M_TOTAL, total[ENG_M_TOTAL]));
+           pr_scaled(ps->ses->eng, ENG_M_TOTAL, total[ENG_M_TOTAL]));
     for (size_t i = 0; i < sizeof states / sizeof states[0]; i++) {
         int m = states[i];
         double share = 100.0 * (double)total[m] / (double)total[ENG_M_TOTAL];
         int bar = (int)(share / 2.5 + 0.5);
-        esc_printf("    %-16s %8.3f s  %6.2f%%  %.*s\n", eng_metric(ps->eng, m)->title, pr_scaled(ps->eng, m, total[m]),
+        esc_printf("    %-16s %8.3f s  %6.2f%%  %.*s\n", eng_metric(ps->ses->eng, m)->title, pr_scaled(ps->ses->eng, m, total[m]),
                share, bar, "########################################");
     }
     buckets_t b;
@@ -240,9 +240,9 @@ void pr_overview_states(pstate_t *ps)
         return;
     esc_printf("\n  %4s %-10s %8s %8s %8s %8s %8s %8s  (seconds, all threads)\n", "#", "Label", "User",
            "System", "Wait", "Lock", "I/O", "Sleep");
-    const exp_process_t *root = ps->exps[0]->procs[0];
+    const exp_process_t *root = ps->ses->exps[0]->procs[0];
     for (size_t k = 1; k < b.n; k++) {
-        const uint64_t *v = b.v + k * eng_nmetrics(ps->eng);
+        const uint64_t *v = b.v + k * eng_nmetrics(ps->ses->eng);
         if (!v[ENG_M_TOTAL])
             continue;
         const char *label = k - 1 < root->nsamples && root->samples[k - 1].label
@@ -250,7 +250,7 @@ void pr_overview_states(pstate_t *ps)
                                 : "";
         esc_printf("  %4zu %-10.10s", k, label);
         for (size_t i = 0; i < sizeof states / sizeof states[0]; i++)
-            esc_printf(" %8.3f", pr_scaled(ps->eng, states[i], v[states[i]]));
+            esc_printf(" %8.3f", pr_scaled(ps->ses->eng, states[i], v[states[i]]));
         esc_printf("\n");
     }
     free(b.v);
@@ -309,10 +309,10 @@ int view_timeline(pstate_t *ps)
     const eng_table_t *t = pr_table(ps, ENG_KIND_FUNCTION, 0);
     if (!t)
         return 1;
-    timeline_t tl = { .ps = ps, .t0 = UINT64_MAX, .t1 = 0, .nthreads = eng_nthreads(ps->eng) };
-    for (size_t x = 0; x < ps->nexps; x++)
-        for (size_t i = 0; i < ps->exps[x]->nprocs; i++) {
-            const exp_process_t *p = ps->exps[x]->procs[i];
+    timeline_t tl = { .ps = ps, .t0 = UINT64_MAX, .t1 = 0, .nthreads = eng_nthreads(ps->ses->eng) };
+    for (size_t x = 0; x < ps->ses->nexps; x++)
+        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
+            const exp_process_t *p = ps->ses->exps[x]->procs[i];
             if (p->t_start && p->t_start < tl.t0)
                 tl.t0 = p->t_start;
             if (p->t_end != EXP_T_NEVER && p->t_end > tl.t1)
@@ -329,7 +329,7 @@ int view_timeline(pstate_t *ps)
     if (!tl.cpu || !tl.fn || !tl.state)
         return 1;
     tally_err_t err = { 0 };
-    int rc = eng_foreach_event(ps->eng, timeline_event, &tl, &err);
+    int rc = eng_foreach_event(ps->ses->eng, timeline_event, &tl, &err);
     if (rc) {
         free(tl.cpu);
         free(tl.fn);
@@ -339,7 +339,7 @@ int view_timeline(pstate_t *ps)
     names_t nm;
     pr_names_build(ps, &nm, t);
     /* legend: the functions that win a cell, lettered by how many cells they win */
-    size_t nf = eng_nobjects(ps->eng, ENG_KIND_FUNCTION);
+    size_t nf = eng_nobjects(ps->ses->eng, ENG_KIND_FUNCTION);
     uint32_t *wins = calloc(nf + 1, sizeof *wins);
     uint32_t *winner = malloc(cells * sizeof *winner);
     char *glyph = malloc(cells);
@@ -398,7 +398,7 @@ int view_timeline(pstate_t *ps)
         for (size_t i = 0; i < nl; i++) {
             esc_printf("%s\"%c\":", i ? "," : "", letter[order[i]]);
             pr_json_str(stdout, order[i] < nm.n && nm.name[order[i]] ? nm.name[order[i]]
-                                : eng_object_name(ps->eng, ENG_KIND_FUNCTION, order[i], ps->namefmt));
+                                : eng_object_name(ps->ses->eng, ENG_KIND_FUNCTION, order[i], ps->namefmt));
         }
         /* no comma before the states when no function won a cell (a run that only waited) */
         esc_printf("%s\"^\":\"<Wait CPU>\",\"=\":\"<User Lock>\",\"%%\":\"<I/O Wait>\",\".\":\"<Sleep>\"}"
@@ -421,7 +421,7 @@ int view_timeline(pstate_t *ps)
         row[TL_COLS] = 0;
         if (!any)
             continue;
-        const eng_thread_t *et = eng_thread(ps->eng, th);
+        const eng_thread_t *et = eng_thread(ps->ses->eng, th);
         if (ps->json) {
             esc_printf("%s{\"thread\":%u,\"tid\":%u,\"cells\":", firstrow ? "" : ",", et->number,
                    et->tid);
@@ -440,7 +440,7 @@ int view_timeline(pstate_t *ps)
             esc_printf("  %c  %s\n", letter[order[i]],
                    order[i] < nm.n && nm.name[order[i]]
                        ? nm.name[order[i]]
-                       : eng_object_name(ps->eng, ENG_KIND_FUNCTION, order[i], ps->namefmt));
+                       : eng_object_name(ps->ses->eng, ENG_KIND_FUNCTION, order[i], ps->namefmt));
         esc_printf("\n");
     }
     pr_names_free(&nm);
@@ -460,17 +460,17 @@ int view_timeline(pstate_t *ps)
 int set_sample_select(pstate_t *ps, const char *arg)
 {
     tally_err_t err = { 0 };
-    return eng_select_samples(ps->eng, arg, &err) ? pr_report(&err) : 0;
+    return eng_select_samples(ps->ses->eng, arg, &err) ? pr_report(&err) : 0;
 }
 
 int set_cpu_select(pstate_t *ps, const char *arg)
 {
     tally_err_t err = { 0 };
-    return eng_select_cpus(ps->eng, arg, &err) ? pr_report(&err) : 0;
+    return eng_select_cpus(ps->ses->eng, arg, &err) ? pr_report(&err) : 0;
 }
 
 int set_filters(pstate_t *ps, const char *arg)
 {
     tally_err_t err = { 0 };
-    return eng_set_filter(ps->eng, arg, &err) ? pr_report(&err) : 0;
+    return eng_set_filter(ps->ses->eng, arg, &err) ? pr_report(&err) : 0;
 }

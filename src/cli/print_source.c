@@ -42,7 +42,7 @@ static int find_target(pstate_t *ps, const char *name, target_t *t)
     if (id < 0)
         return 1;
     t->func = (uint32_t)id;
-    t->f = sym_func(ps->sym, t->func);
+    t->f = sym_func(ps->ses->sym, t->func);
     t->obj = t->f->object;
     t->addr = t->f->addr;
     t->size = t->f->size;
@@ -66,9 +66,9 @@ static cs_insn *disassemble(pstate_t *ps, const target_t *t, csh *cs, int detail
     uint8_t *code = malloc(t->size);
     if (!code)
         return NULL;
-    long got = sym_read_code(ps->sym, t->obj, t->addr, code, t->size);
+    long got = sym_read_code(ps->ses->sym, t->obj, t->addr, code, t->size);
     if (got != (long)t->size) {
-        const sym_object_t *o = sym_object(ps->sym, t->obj);
+        const sym_object_t *o = sym_object(ps->ses->sym, t->obj);
         esc_fprintf(stderr, "tally: cannot read the code of '%s' from '%s' (%s)\n", t->f->name,
                 o->path, *o->message ? o->message : "the binary does not hold it");
         free(code);
@@ -175,7 +175,7 @@ static void listing_add(listing_t *l, const annot_t *a, const char *fmt, ...)
 
 static void listing_print(pstate_t *ps, listing_t *l)
 {
-    pr_table_text(ps, &ps->metrics, l->rows, l->n, eng_total(ps->eng));
+    pr_table_text(ps, &ps->metrics, l->rows, l->n, eng_total(ps->ses->eng));
     for (size_t i = 0; i < l->n; i++)
         free((char *)l->rows[i].name);
     free(l->rows);
@@ -186,62 +186,25 @@ static void listing_print(pstate_t *ps, listing_t *l)
 /* ,"e.totalcpu":..,"i.totalcpu":.. of an annotation (zeros when it has no code). */
 static void json_values(pstate_t *ps, const annot_t *a)
 {
-    uint64_t *zeros = a->ex ? NULL : calloc((size_t)eng_nmetrics(ps->eng), sizeof *zeros);
+    uint64_t *zeros = a->ex ? NULL : calloc((size_t)eng_nmetrics(ps->ses->eng), sizeof *zeros);
     row_t r = { "", { a->ex ? a->ex : zeros, a->ex ? a->in : zeros, NULL }, 0 };
-    pr_json_values(&ps->metrics, &r, eng_total(ps->eng));
+    pr_json_values(&ps->metrics, &r, eng_total(ps->ses->eng));
     free(zeros);
 }
 
 /* ---- where sources are: -setpath, -addpath, -pathmap ---------------------------------------- */
 
-static int add_path(pstate_t *ps, const char *dir)
-{
-    char **np = realloc(ps->paths, (ps->npaths + 1) * sizeof *np);
-    if (!np || !(np[ps->npaths] = strdup(dir))) {
-        if (np)
-            ps->paths = np;
-        esc_fprintf(stderr, "tally: out of memory\n");
-        return 1;
-    }
-    ps->paths = np;
-    ps->npaths++;
-    return 0;
-}
-
-void pr_paths_free(pstate_t *ps)
-{
-    for (size_t i = 0; i < ps->npaths; i++)
-        free(ps->paths[i]);
-    free(ps->paths);
-    for (size_t i = 0; i < ps->nmaps; i++) {
-        free(ps->map_from[i]);
-        free(ps->map_to[i]);
-    }
-    free(ps->map_from);
-    free(ps->map_to);
-    ps->paths = ps->map_from = ps->map_to = NULL;
-    ps->npaths = ps->nmaps = 0;
-}
-
 /* -setpath DIR[:DIR...]: the directories searched for sources ("." is the current directory). */
 int set_setpath(pstate_t *ps, const char *arg)
 {
-    for (size_t i = 0; i < ps->npaths; i++)
-        free(ps->paths[i]);
-    ps->npaths = 0;
-    return set_addpath(ps, arg);
+    tally_err_t err = { 0 };
+    return ses_set_paths(ps->ses, arg, &err) ? pr_report(&err) : 0;
 }
 
 int set_addpath(pstate_t *ps, const char *arg)
 {
-    char *copy = strdup(arg), *save = NULL;
-    if (!copy)
-        return 1;
-    int rc = 0;
-    for (char *d = strtok_r(copy, ":", &save); d && !rc; d = strtok_r(NULL, ":", &save))
-        rc = add_path(ps, d);
-    free(copy);
-    return rc;
+    tally_err_t err = { 0 };
+    return ses_add_paths(ps->ses, arg, &err) ? pr_report(&err) : 0;
 }
 
 /* -pathmap OLD NEW: a source recorded under OLD is looked for under NEW. */
@@ -253,20 +216,15 @@ int set_pathmap(pstate_t *ps, const char *arg)
                         "'pathmap /old/tree /new/tree'; on the command line quote them)\n");
         return 2;
     }
-    char **nf = realloc(ps->map_from, (ps->nmaps + 1) * sizeof *nf);
-    if (nf)
-        ps->map_from = nf;
-    char **nt = realloc(ps->map_to, (ps->nmaps + 1) * sizeof *nt);
-    if (nt)
-        ps->map_to = nt;
-    if (!nf || !nt)
+    char *from = strndup(arg, (size_t)(sp - arg));
+    if (!from)
         return 1;
     while (sp[1] == ' ')
         sp++;
-    ps->map_from[ps->nmaps] = strndup(arg, (size_t)(strchr(arg, ' ') - arg));
-    ps->map_to[ps->nmaps] = strdup(sp + 1);
-    ps->nmaps++;
-    return 0;
+    tally_err_t err = { 0 };
+    int rc = ses_add_pathmap(ps->ses, from, sp + 1, &err) ? pr_report(&err) : 0;
+    free(from);
+    return rc;
 }
 
 /* Sources are read whole: a bigger file (or one that keeps growing) is not shown. */
@@ -296,40 +254,23 @@ static FILE *open_source(pstate_t *ps, const char *path)
 {
     FILE *f;
     char buf[8192];
-    for (size_t i = 0; i < ps->nexps && path[0] == '/'; i++) { /* archived with tally archive -s */
-        snprintf(buf, sizeof buf, "%s/archive", ps->exps[i]->path);
+    for (size_t i = 0; i < ps->ses->nexps && path[0] == '/'; i++) { /* archived with tally archive -s */
+        snprintf(buf, sizeof buf, "%s/archive", ps->ses->exps[i]->path);
         int d = fs_open_dir(buf);
         if (d < 0)
             continue;
         snprintf(buf, sizeof buf, "src%s", path);
         int fd = fs_name_ok(buf) ? fs_open_read_at(d, buf, SOURCE_MAX) : -ENOENT;
         close(d);
-        snprintf(buf, sizeof buf, "%s/archive/src%s", ps->exps[i]->path, path);
+        snprintf(buf, sizeof buf, "%s/archive/src%s", ps->ses->exps[i]->path, path);
         if ((f = open_candidate(fd, buf)))
             return f;
     }
     if ((f = open_candidate(fs_open_read(path, SOURCE_MAX), path)))
         return f;
-    for (size_t i = 0; i < ps->nmaps; i++) {
-        size_t n = strlen(ps->map_from[i]);
-        if (!strncmp(path, ps->map_from[i], n) && (path[n] == '/' || !path[n])) {
-            snprintf(buf, sizeof buf, "%s%s", ps->map_to[i], path + n);
-            if ((f = open_candidate(fs_open_read(buf, SOURCE_MAX), buf)))
-                return f;
-        }
-    }
-    const char *base = strrchr(path, '/');
-    for (size_t i = 0; i < ps->npaths; i++) {
-        const char *rel = path[0] == '/' ? NULL : path;
-        if (rel) {
-            snprintf(buf, sizeof buf, "%s/%s", ps->paths[i], rel);
-            if ((f = open_candidate(fs_open_read(buf, SOURCE_MAX), buf)))
-                return f;
-        }
-        snprintf(buf, sizeof buf, "%s/%s", ps->paths[i], base ? base + 1 : path);
+    for (size_t i = 0; !ses_source_candidate(ps->ses, path, i, buf, sizeof buf); i++)
         if ((f = open_candidate(fs_open_read(buf, SOURCE_MAX), buf)))
             return f;
-    }
     return NULL;
 }
 
@@ -463,12 +404,12 @@ static int function_lines(pstate_t *ps, const target_t *t, srcview_t *v, cs_insn
     for (size_t i = 0; i < n; i++) {
         const char *f;
         uint32_t line;
-        int r = sym_line_at(ps->sym, t->obj, insn[i].address, &f, &line);
+        int r = sym_line_at(ps->ses->sym, t->obj, insn[i].address, &f, &line);
         code_row(v, r, f, line)->code = 1;
         if (r == 0 && !strcmp(f, v->file))
             widen(v, line);
     }
-    sym_inline_sites(ps->sym, t->obj, t->addr, mark_site, v);
+    sym_inline_sites(ps->ses->sym, t->obj, t->addr, mark_site, v);
     const eng_table_t *pt = pr_table(ps, ENG_KIND_PC, 0);
     if (!pt)
         return 1;
@@ -476,14 +417,14 @@ static int function_lines(pstate_t *ps, const target_t *t, srcview_t *v, cs_insn
         uint32_t obj, line;
         uint64_t addr;
         const char *f;
-        if (!pt->present[id] || eng_pc_info(ps->eng, (uint32_t)id, &obj, &addr) ||
+        if (!pt->present[id] || eng_pc_info(ps->ses->eng, (uint32_t)id, &obj, &addr) ||
             obj != t->obj || addr < t->addr || addr >= t->addr + t->size)
             continue;
-        int r = sym_line_at(ps->sym, obj, addr, &f, &line);
+        int r = sym_line_at(ps->ses->sym, obj, addr, &f, &line);
         annot_add(code_row(v, r, f, line), pt, id, 0);
         annot_add(&v->total, pt, id, 0);
         sym_inline_t inl[64];
-        int k = eng_inlines(ps->eng) ? sym_inlines_at(ps->sym, obj, addr, inl, 64) : 0;
+        int k = eng_inlines(ps->ses->eng) ? sym_inlines_at(ps->ses->sym, obj, addr, inl, 64) : 0;
         for (int j = 0; j < k; j++) { /* each line once per instruction */
             uint32_t cl = inl[j].call_line;
             int seen = r == 0 && cl == line && !strcmp(f, v->file);
@@ -511,7 +452,7 @@ static int file_lines(pstate_t *ps, srcview_t *v, uint64_t *max)
     for (size_t id = 0; id < lt->nobjects; id++) {
         const char *f;
         uint32_t line, fn;
-        if (!lt->present[id] || eng_line_info(ps->eng, (uint32_t)id, &f, &line, &fn) || !f ||
+        if (!lt->present[id] || eng_line_info(ps->ses->eng, (uint32_t)id, &f, &line, &fn) || !f ||
             strcmp(f, v->file) || line > v->limit)
             continue;
         annot_t *a = line ? &v->lv[line] : &v->generated;
@@ -533,7 +474,7 @@ static const char *find_file(pstate_t *ps, const char *arg, uint32_t *maxline)
     for (size_t id = 0; lt && id < lt->nobjects; id++) {
         const char *f, *base;
         uint32_t line, fn;
-        if (!lt->present[id] || eng_line_info(ps->eng, (uint32_t)id, &f, &line, &fn) || !f ||
+        if (!lt->present[id] || eng_line_info(ps->ses->eng, (uint32_t)id, &f, &line, &fn) || !f ||
             (file && strcmp(f, file)))
             continue;
         if (!file && strcmp(f, arg) && (!(base = strrchr(f, '/')) || strcmp(base + 1, arg)))
@@ -585,7 +526,7 @@ static void source_json(pstate_t *ps, const srcview_t *v, char **src, size_t nsr
         esc_printf(",\"function\":");
         pr_json_str(stdout, t->f->name);
         esc_printf(",\"object\":");
-        pr_json_str(stdout, sym_object(ps->sym, t->obj)->name);
+        pr_json_str(stdout, sym_object(ps->ses->sym, t->obj)->name);
         json_values(ps, &v->total);
     }
     esc_printf("}\n");
@@ -596,12 +537,12 @@ static void source_text(pstate_t *ps, const srcview_t *v, char **src, size_t nsr
 {
     esc_printf("Source file: %s\n", v->file);
     if (t)
-        esc_printf("Object file: %s\n", sym_object(ps->sym, t->obj)->path);
+        esc_printf("Object file: %s\n", sym_object(ps->ses->sym, t->obj)->path);
     if (!src)
         esc_printf("(the file cannot be found here: lines with code by number only; see -setpath, "
                "-addpath and -pathmap)\n");
     esc_printf("## marks the hottest lines; lines without metrics have no code\n\n");
-    listing_t l = { .nmetrics = eng_nmetrics(ps->eng) };
+    listing_t l = { .nmetrics = eng_nmetrics(ps->ses->eng) };
     for (uint32_t n = v->lo; n <= v->hi; n++) {
         const annot_t *a = &v->lv[n];
         if (src || a->code) {
@@ -656,7 +597,7 @@ int view_source(pstate_t *ps, const char *arg)
         annot_add(&fn_incl, ft, t.func, 0);
         for (size_t i = 0; i < n; i++) {
             uint32_t line;
-            if (sym_line_at(ps->sym, t.obj, insn[i].address, &f, &line) == 0) {
+            if (sym_line_at(ps->ses->sym, t.obj, insn[i].address, &f, &line) == 0) {
                 if (!file)
                     file = strdup(f);
                 if (!strcmp(f, file) && line > maxline)
@@ -680,8 +621,8 @@ int view_source(pstate_t *ps, const char *arg)
     int rc = !v.lv;
     if (!rc && tp) {
         rc = function_lines(ps, &t, &v, insn, n, &max);
-        if (!annot_alloc(&v.total, eng_nmetrics(ps->eng)) && fn_incl.in)
-            memcpy(v.total.in, fn_incl.in, (size_t)eng_nmetrics(ps->eng) * sizeof *v.total.in);
+        if (!annot_alloc(&v.total, eng_nmetrics(ps->ses->eng)) && fn_incl.in)
+            memcpy(v.total.in, fn_incl.in, (size_t)eng_nmetrics(ps->ses->eng) * sizeof *v.total.in);
         /* (exclusive: its own instructions') */
         v.total.code = 1;
         v.lo = v.lo > 3 && v.lo != UINT32_MAX ? v.lo - 3 : 1;
@@ -769,7 +710,7 @@ int view_disasm(pstate_t *ps, const char *arg)
         uint32_t obj;
         uint64_t addr;
         size_t i;
-        if (!pt->present[id] || eng_pc_info(ps->eng, (uint32_t)id, &obj, &addr) ||
+        if (!pt->present[id] || eng_pc_info(ps->ses->eng, (uint32_t)id, &obj, &addr) ||
             obj != t.obj || (i = insn_at(insn, n, addr)) == n)
             continue;
         annot_add(&a[i], pt, id, 0);
@@ -791,7 +732,7 @@ int view_disasm(pstate_t *ps, const char *arg)
         esc_printf("\"view\":\"disasm\",\"function\":");
         pr_json_str(stdout, t.f->name);
         esc_printf(",\"object\":");
-        pr_json_str(stdout, sym_object(ps->sym, t.obj)->name);
+        pr_json_str(stdout, sym_object(ps->ses->sym, t.obj)->name);
         esc_printf(",");
         pr_json_metrics(ps, &ps->metrics);
         json_values(ps, &a[n]);
@@ -799,10 +740,10 @@ int view_disasm(pstate_t *ps, const char *arg)
     } else {
         esc_printf("Disassembly of %s (%s, 0x%llx, %llu bytes)\n## marks the hottest instructions, "
                "> branch targets; <file:line> the source they come from\n\n", t.f->name,
-               sym_object(ps->sym, t.obj)->path, (unsigned long long)t.addr,
+               sym_object(ps->ses->sym, t.obj)->path, (unsigned long long)t.addr,
                (unsigned long long)t.size);
     }
-    listing_t l = { .nmetrics = eng_nmetrics(ps->eng) };
+    listing_t l = { .nmetrics = eng_nmetrics(ps->ses->eng) };
     const char *last_file = NULL;
     uint32_t last_line = 0;
     size_t nsrc = 0;
@@ -810,12 +751,12 @@ int view_disasm(pstate_t *ps, const char *arg)
     for (size_t i = 0; i < n; i++) {
         const char *file = NULL;
         uint32_t line = 0;
-        int r = sym_line_at(ps->sym, t.obj, insn[i].address, &file, &line);
+        int r = sym_line_at(ps->ses->sym, t.obj, insn[i].address, &file, &line);
         char callee[512] = ""; /* a call's or jump's target outside the function, by name */
         uint64_t to = branch_target(cs, &insn[i]);
         if (to && (to < t.addr || to >= t.addr + t.size))
             snprintf(callee, sizeof callee, "%s",
-                     sym_func(ps->sym, sym_func_at(ps->sym, t.obj, to))->name);
+                     sym_func(ps->ses->sym, sym_func_at(ps->ses->sym, t.obj, to))->name);
         a[i].code = 1;
         if (ps->json) {
             char text[256];
@@ -871,10 +812,10 @@ int view_disasm(pstate_t *ps, const char *arg)
 
 void pr_binary_notes(pstate_t *ps)
 {
-    for (size_t o = 0; ps->sym && o < sym_nobjects(ps->sym); o++) {
-        if (!sym_object_read(ps->sym, (uint32_t)o))
+    for (size_t o = 0; ps->ses->sym && o < sym_nobjects(ps->ses->sym); o++) {
+        if (!sym_object_read(ps->ses->sym, (uint32_t)o))
             continue; /* not needed by what was shown */
-        const sym_object_t *so = sym_object(ps->sym, (uint32_t)o);
+        const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
         if (*so->message && so->status != SYM_OBJ_NOSYMS)
             esc_fprintf(stderr, "tally: note: %s\n", so->message);
     }

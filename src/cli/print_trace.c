@@ -33,7 +33,7 @@ void pr_trace_settings(const exp_process_t *p)
 void pr_trace_overview(pstate_t *ps, const uint64_t *t)
 {
     if (t[ENG_M_SYNCN])
-        esc_printf("  Sync waits:      %.3f s in %llu waits\n", pr_scaled(ps->eng, ENG_M_SYNC, t[ENG_M_SYNC]),
+        esc_printf("  Sync waits:      %.3f s in %llu waits\n", pr_scaled(ps->ses->eng, ENG_M_SYNC, t[ENG_M_SYNC]),
                (unsigned long long)t[ENG_M_SYNCN]);
     if (t[ENG_M_HEAPALLOCCNT])
         esc_printf("  Heap:            %llu allocations (%llu bytes), %llu leaks (%llu bytes)\n",
@@ -45,13 +45,13 @@ void pr_trace_overview(pstate_t *ps, const uint64_t *t)
         esc_printf("  I/O:             %llu bytes read in %llu calls (%.3f s), %llu written in %llu "
                "(%.3f s), %llu other calls (%.3f s), %llu failed (%.3f s)\n",
                (unsigned long long)t[ENG_M_IOREADBYTES], (unsigned long long)t[ENG_M_IOREADCNT],
-               pr_scaled(ps->eng, ENG_M_IOREADTIME, t[ENG_M_IOREADTIME]),
+               pr_scaled(ps->ses->eng, ENG_M_IOREADTIME, t[ENG_M_IOREADTIME]),
                (unsigned long long)t[ENG_M_IOWRITEBYTES], (unsigned long long)t[ENG_M_IOWRITECNT],
-               pr_scaled(ps->eng, ENG_M_IOWRITETIME, t[ENG_M_IOWRITETIME]),
+               pr_scaled(ps->ses->eng, ENG_M_IOWRITETIME, t[ENG_M_IOWRITETIME]),
                (unsigned long long)t[ENG_M_IOOTHERCNT],
-               pr_scaled(ps->eng, ENG_M_IOOTHERTIME, t[ENG_M_IOOTHERTIME]),
+               pr_scaled(ps->ses->eng, ENG_M_IOOTHERTIME, t[ENG_M_IOOTHERTIME]),
                (unsigned long long)t[ENG_M_IOERRORCNT],
-               pr_scaled(ps->eng, ENG_M_IOERRORTIME, t[ENG_M_IOERRORTIME]));
+               pr_scaled(ps->ses->eng, ENG_M_IOERRORTIME, t[ENG_M_IOERRORTIME]));
 }
 
 /* ---- stacks ------------------------------------------------------------------------------- */
@@ -60,15 +60,15 @@ void pr_trace_overview(pstate_t *ps, const uint64_t *t)
 static void print_stack(pstate_t *ps, uint32_t exp, uint32_t proc, const uint64_t *pcs,
                         const uint32_t *fns, uint32_t n)
 {
-    const exp_process_t *p = ps->exps[exp]->procs[proc];
+    const exp_process_t *p = ps->ses->exps[exp]->procs[proc];
     if (ps->json)
         esc_printf("[");
     for (uint32_t i = 0; i < n; i++) {
-        const sym_func_t *f = sym_func(ps->sym, fns[i]);
+        const sym_func_t *f = sym_func(ps->ses->sym, fns[i]);
         const exp_object_t *o = exp_object_at(p, pcs[i], EXP_T_NEVER);
         uint64_t addr = o ? pcs[i] - o->bias : pcs[i];
         uint64_t off = f->size && addr >= f->addr ? addr - f->addr : 0;
-        const char *name = eng_object_name(ps->eng, ENG_KIND_FUNCTION, fns[i], ps->namefmt);
+        const char *name = eng_object_name(ps->ses->eng, ENG_KIND_FUNCTION, fns[i], ps->namefmt);
         if (ps->json) {
             esc_printf("%s{\"function\":", i ? "," : "");
             pr_json_str(stdout, name);
@@ -128,7 +128,7 @@ static int heap_stacks(pstate_t *ps, int leaks)
     heap_rows_t r = { .cnt = leaks ? ENG_M_HEAPLEAKCNT : ENG_M_HEAPALLOCCNT,
                       .bytes = leaks ? ENG_M_HEAPLEAKBYTES : ENG_M_HEAPALLOCBYTES };
     tally_err_t err = { 0 };
-    if (eng_foreach_stack(ps->eng, collect_row, &r, &err) < 0) {
+    if (eng_foreach_stack(ps->ses->eng, collect_row, &r, &err) < 0) {
         free(r.rows);
         return pr_report(&err);
     }
@@ -145,7 +145,7 @@ static int heap_stacks(pstate_t *ps, int leaks)
         esc_printf("\"view\":\"%s\",\"distinct\":%zu,\"instances\":%llu,\"bytes\":%llu,\"entries\":[",
                leaks ? "leaks" : "allocs", r.n, (unsigned long long)instances,
                (unsigned long long)bytes);
-    } else if (!eng_has_metric(ps->eng, ENG_M_HEAPALLOCCNT)) {
+    } else if (!eng_has_metric(ps->ses->eng, ENG_M_HEAPALLOCCNT)) {
         esc_printf("No heap data: collect with -H on (tally collect -H on ...).\n\n");
     } else {
         esc_printf("Summary Results: Distinct %ss = %zu, Total Instances = %llu, Total Bytes %s = "
@@ -183,7 +183,7 @@ int view_heap(pstate_t *ps)
     tr_heap_t h;
     if (!pr_table(ps, ENG_KIND_FUNCTION, 0))
         return 1;
-    if (tr_heap(ps->eng, ps->exps, ps->nexps, &h, &err))
+    if (tr_heap(ps->ses->eng, ps->ses->exps, ps->ses->nexps, &h, &err))
         return pr_report(&err);
     if (ps->json) {
         pr_json_open(ps);
@@ -192,7 +192,7 @@ int view_heap(pstate_t *ps)
         esc_printf("No heap data: collect with -H on (tally collect -H on ...).\n\n");
     for (size_t i = 0; i < h.nprocs; i++) {
         const tr_heap_proc_t *p = &h.procs[i];
-        const exp_process_t *pr = ps->exps[p->exp]->procs[p->proc];
+        const exp_process_t *pr = ps->ses->exps[p->exp]->procs[p->proc];
         double at = p->peak_t > pr->t_start ? (double)(p->peak_t - pr->t_start) * 1e-9 : 0;
         size_t shown = ps->limit > 0 && (size_t)ps->limit < p->nat_peak ? (size_t)ps->limit
                                                                          : p->nat_peak;
@@ -225,12 +225,12 @@ int view_heap(pstate_t *ps)
         for (size_t k = 0; k < shown; k++) {
             const tr_stack_row_t *r = &p->at_peak[k];
             uint32_t n, pn, flags, proc;
-            const uint32_t *fns = eng_stack_functions(ps->eng, r->exp, r->stack, &n, &err);
+            const uint32_t *fns = eng_stack_functions(ps->ses->eng, r->exp, r->stack, &n, &err);
             if (!fns) {
                 tr_free_heap(&h);
                 return pr_report(&err);
             }
-            const uint64_t *pcs = exp_stacks_get(eng_stacks(ps->eng, r->exp), r->stack, &pn,
+            const uint64_t *pcs = exp_stacks_get(eng_stacks(ps->ses->eng, r->exp), r->stack, &pn,
                                                  &flags, &proc);
             if (ps->json)
                 esc_printf("%s{\"blocks\":%llu,\"bytes\":%llu,\"stack\":", k ? "," : "",
@@ -278,8 +278,8 @@ int view_sync_objects(pstate_t *ps)
     tally_err_t err = { 0 };
     tr_sync_row_t *rows;
     size_t n;
-    sym_vars_t *vars = sym_vars_new(ps->sym);
-    if (!vars || tr_sync_objects(ps->eng, ps->exps, ps->nexps, ps->sym, vars, &rows, &n, &err)) {
+    sym_vars_t *vars = sym_vars_new(ps->ses->sym);
+    if (!vars || tr_sync_objects(ps->ses->eng, ps->ses->exps, ps->ses->nexps, ps->ses->sym, vars, &rows, &n, &err)) {
         sym_vars_free(vars);
         return vars ? pr_report(&err) : 1;
     }
@@ -316,7 +316,7 @@ int view_sync_objects(pstate_t *ps)
                    (unsigned long long)r->addr);
             pr_json_num(stdout, (double)r->wait * 1e-9);
             esc_printf(",\"count\":%llu,\"pid\":%u}", (unsigned long long)r->count,
-                   ps->exps[r->exp]->procs[r->proc]->pid);
+                   ps->ses->exps[r->exp]->procs[r->proc]->pid);
         } else {
             char pc[32];
             pr_fmt_percent(pc, sizeof pc, r->wait, total);
@@ -339,7 +339,7 @@ int view_io_files(pstate_t *ps)
     tally_err_t err = { 0 };
     tr_file_row_t *rows;
     size_t n;
-    if (tr_io_files(ps->eng, ps->exps, ps->nexps, &rows, &n, &err))
+    if (tr_io_files(ps->ses->eng, ps->ses->exps, ps->ses->nexps, &rows, &n, &err))
         return pr_report(&err);
     size_t shown = ps->limit > 0 && (size_t)ps->limit < n ? (size_t)ps->limit : n;
     if (ps->json) {

@@ -20,7 +20,7 @@ int pr_report(tally_err_t *err)
 const eng_table_t *pr_table(pstate_t *ps, int kind, int edges)
 {
     tally_err_t err = { 0 };
-    const eng_table_t *t = eng_compute(ps->eng, kind, edges, &err);
+    const eng_table_t *t = eng_compute(ps->ses->eng, kind, edges, &err);
     if (!t)
         pr_report(&err);
     return t;
@@ -31,7 +31,7 @@ int view_list(pstate_t *ps, int kind)
     const eng_table_t *t = pr_table(ps, kind, 0);
     if (!t)
         return 1;
-    const uint64_t *total = eng_total(ps->eng);
+    const uint64_t *total = eng_total(ps->ses->eng);
     names_t nm;
     pr_names_build(ps, &nm, t);
     size_t n = 0;
@@ -41,7 +41,7 @@ int view_list(pstate_t *ps, int kind)
     for (size_t id = 0; id < t->nobjects; id++)
         if (t->present[id])
             rows[n++] = (row_t){ nm.name[id],
-                                 { t->excl + id * eng_nmetrics(ps->eng), t->incl + id * eng_nmetrics(ps->eng), NULL },
+                                 { t->excl + id * eng_nmetrics(ps->ses->eng), t->incl + id * eng_nmetrics(ps->ses->eng), NULL },
                                  0 };
     pr_sort_rows(ps, rows, n, 0);
     if (ps->limit > 0 && (size_t)ps->limit < n)
@@ -89,9 +89,9 @@ long pr_find_function(pstate_t *ps, const eng_table_t *t, const names_t *nm, con
     for (size_t id = 0; id < t->nobjects; id++) {
         if (!t->present[id])
             continue;
-        const char *alts[4] = { nm->name[id], eng_object_name(ps->eng, t->kind, (uint32_t)id, 0),
-                                eng_object_name(ps->eng, t->kind, (uint32_t)id, 1),
-                                eng_object_name(ps->eng, t->kind, (uint32_t)id, 2) };
+        const char *alts[4] = { nm->name[id], eng_object_name(ps->ses->eng, t->kind, (uint32_t)id, 0),
+                                eng_object_name(ps->ses->eng, t->kind, (uint32_t)id, 1),
+                                eng_object_name(ps->ses->eng, t->kind, (uint32_t)id, 2) };
         for (int a = 0; a < 4; a++) {
             if (!strcmp(alts[a], name)) {
                 if (found >= 0 && found != (long)id && a > 0)
@@ -134,7 +134,7 @@ long pr_find_function(pstate_t *ps, const eng_table_t *t, const names_t *nm, con
 static void cc_entry(pstate_t *ps, const eng_table_t *t, const names_t *nm, uint32_t x,
                      int first)
 {
-    const uint64_t *total = eng_total(ps->eng);
+    const uint64_t *total = eng_total(ps->ses->eng);
     size_t c0 = t->caller_start[x], c1 = t->caller_start[x + 1];
     size_t e0 = t->callee_start[x], e1 = t->callee_start[x + 1];
     row_t *callers = malloc((c1 - c0 + 1) * sizeof *callers);
@@ -149,7 +149,7 @@ static void cc_entry(pstate_t *ps, const eng_table_t *t, const names_t *nm, uint
                                    t->callees[i].value }, 0 };
     pr_sort_rows(ps, callers, c1 - c0, 1);
     pr_sort_rows(ps, callees, e1 - e0, 1);
-    const uint64_t *ex = t->excl + (size_t)x * eng_nmetrics(ps->eng), *in = t->incl + (size_t)x * eng_nmetrics(ps->eng);
+    const uint64_t *ex = t->excl + (size_t)x * eng_nmetrics(ps->ses->eng), *in = t->incl + (size_t)x * eng_nmetrics(ps->ses->eng);
     if (ps->json) {
         esc_printf("%s{\"function\":", first ? "" : ",");
         pr_json_str(stdout, nm->name[x]);
@@ -160,13 +160,13 @@ static void cc_entry(pstate_t *ps, const eng_table_t *t, const names_t *nm, uint
         }
         esc_printf("],\"self\":{\"name\":");
         pr_json_str(stdout, nm->name[x]);
-        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
-            if (!eng_has_metric(ps->eng, m))
+        for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
+            if (!eng_has_metric(ps->ses->eng, m))
                 continue;
-            esc_printf(",\"e.%s\":", eng_metric(ps->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(ps->eng, m, ex[m]));
-            esc_printf(",\"i.%s\":", eng_metric(ps->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(ps->eng, m, in[m]));
+            esc_printf(",\"e.%s\":", eng_metric(ps->ses->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->ses->eng, m, ex[m]));
+            esc_printf(",\"i.%s\":", eng_metric(ps->ses->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->ses->eng, m, in[m]));
         }
         esc_printf("},\"callees\":[");
         for (size_t i = 0; i < e1 - e0; i++) {
@@ -216,8 +216,8 @@ int view_callers_callees(pstate_t *ps, const char *single)
     } else {
         for (size_t id = 0; id < t->nobjects; id++)
             if (t->present[id])
-                rows[n++] = (row_t){ nm.name[id], { t->excl + id * eng_nmetrics(ps->eng),
-                                     t->incl + id * eng_nmetrics(ps->eng), NULL }, (int)id };
+                rows[n++] = (row_t){ nm.name[id], { t->excl + id * eng_nmetrics(ps->ses->eng),
+                                     t->incl + id * eng_nmetrics(ps->ses->eng), NULL }, (int)id };
         pr_sort_rows(ps, rows, n, 0);
         if (ps->limit > 0 && (size_t)ps->limit < n)
             n = (size_t)ps->limit;
@@ -272,18 +272,18 @@ static void tree_node_open(tree_print_t *tp, uint32_t k, size_t depth, int first
     if (tp->ps->json) {
         esc_printf("%s{\"name\":", first ? "" : ",");
         pr_json_str(stdout, name);
-        for (int m = 0; m < eng_nmetrics(tp->ps->eng); m++) {
-            if (!eng_has_metric(tp->ps->eng, m))
+        for (int m = 0; m < eng_nmetrics(tp->ps->ses->eng); m++) {
+            if (!eng_has_metric(tp->ps->ses->eng, m))
                 continue;
-            esc_printf(",\"i.%s\":", eng_metric(tp->ps->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(tp->ps->eng, m, nd->incl[m]));
-            esc_printf(",\"e.%s\":", eng_metric(tp->ps->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(tp->ps->eng, m, nd->excl[m]));
+            esc_printf(",\"i.%s\":", eng_metric(tp->ps->ses->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(tp->ps->ses->eng, m, nd->incl[m]));
+            esc_printf(",\"e.%s\":", eng_metric(tp->ps->ses->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(tp->ps->ses->eng, m, nd->excl[m]));
         }
         esc_printf(",\"children\":[");
     } else {
         char vb[64], pb[32];
-        pr_fmt_value(vb, sizeof vb, eng_metric(tp->ps->eng, tp->metric), nd->incl[tp->metric]);
+        pr_fmt_value(vb, sizeof vb, eng_metric(tp->ps->ses->eng, tp->metric), nd->incl[tp->metric]);
         pr_fmt_percent(pb, sizeof pb, nd->incl[tp->metric], tp->total[tp->metric]);
         int indent = (int)(depth < TREE_INDENT_MAX ? depth : TREE_INDENT_MAX) * 2;
         if (depth > TREE_INDENT_MAX)
@@ -360,21 +360,21 @@ int view_calltree(pstate_t *ps)
     if (!t)
         return 1;
     tally_err_t err = { 0 };
-    const eng_tree_t *tr = eng_calltree(ps->eng, ENG_KIND_FUNCTION, &err);
+    const eng_tree_t *tr = eng_calltree(ps->ses->eng, ENG_KIND_FUNCTION, &err);
     if (!tr)
         return pr_report(&err);
-    tree_print_t tp = { .ps = ps, .tr = tr, .total = eng_total(ps->eng) };
+    tree_print_t tp = { .ps = ps, .tr = tr, .total = eng_total(ps->ses->eng) };
     tp.metric = ps->sort_metric >= 0 ? ps->sort_metric : ENG_M_TOTALCPU;
     pr_names_build(ps, &tp.nm, t);
     int rc;
     if (ps->json) {
         pr_json_open(ps);
-        esc_printf("\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metric(ps->eng, tp.metric)->name);
+        esc_printf("\"view\":\"calltree\",\"metric\":\"i.%s\",\"tree\":", eng_metric(ps->ses->eng, tp.metric)->name);
         rc = tree_print(&tp);
         esc_printf("}\n");
     } else {
-        esc_printf("Functions Call Tree. Metric: Attributed %s\n\n", eng_metric(ps->eng, tp.metric)->title);
-        const char *unit = eng_metric(ps->eng, tp.metric)->unit;
+        esc_printf("Functions Call Tree. Metric: Attributed %s\n\n", eng_metric(ps->ses->eng, tp.metric)->title);
+        const char *unit = eng_metric(ps->ses->eng, tp.metric)->unit;
         esc_printf("%10s %7s   %s\n", !strcmp(unit, "s") ? "sec." : unit, "%", "Name");
         rc = tree_print(&tp);
         esc_printf("\n");
@@ -397,25 +397,25 @@ int view_fsingle(pstate_t *ps, const char *name)
         pr_names_free(&nm);
         return 1;
     }
-    const uint64_t *total = eng_total(ps->eng);
-    const sym_func_t *f = sym_func(ps->sym, (uint32_t)id);
-    const sym_object_t *o = f->object == UINT32_MAX ? NULL : sym_object(ps->sym, f->object);
+    const uint64_t *total = eng_total(ps->ses->eng);
+    const sym_func_t *f = sym_func(ps->ses->sym, (uint32_t)id);
+    const sym_object_t *o = f->object == UINT32_MAX ? NULL : sym_object(ps->ses->sym, f->object);
     const char *file = NULL;
     uint32_t line = 0;
-    if (o && f->size && sym_line_at(ps->sym, f->object, f->addr, &file, &line))
+    if (o && f->size && sym_line_at(ps->ses->sym, f->object, f->addr, &file, &line))
         file = NULL;
-    const uint64_t *ex = t->excl + (size_t)id * eng_nmetrics(ps->eng), *in = t->incl + (size_t)id * eng_nmetrics(ps->eng);
+    const uint64_t *ex = t->excl + (size_t)id * eng_nmetrics(ps->ses->eng), *in = t->incl + (size_t)id * eng_nmetrics(ps->ses->eng);
     if (ps->json) {
         pr_json_open(ps);
         esc_printf("\"view\":\"fsingle\",\"name\":");
         pr_json_str(stdout, nm.name[id]);
-        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
-            if (!eng_has_metric(ps->eng, m))
+        for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
+            if (!eng_has_metric(ps->ses->eng, m))
                 continue;
-            esc_printf(",\"e.%s\":", eng_metric(ps->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(ps->eng, m, ex[m]));
-            esc_printf(",\"i.%s\":", eng_metric(ps->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(ps->eng, m, in[m]));
+            esc_printf(",\"e.%s\":", eng_metric(ps->ses->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->ses->eng, m, ex[m]));
+            esc_printf(",\"i.%s\":", eng_metric(ps->ses->eng, m)->name);
+            pr_json_num(stdout, pr_scaled(ps->ses->eng, m, in[m]));
         }
         esc_printf(",\"size\":%llu,\"address\":\"0x%llx\",\"source_file\":",
                (unsigned long long)f->size, (unsigned long long)f->addr);
@@ -427,17 +427,17 @@ int view_fsingle(pstate_t *ps, const char *name)
         esc_printf("}\n");
     } else {
         esc_printf("%s\n", nm.name[id]);
-        for (int m = 0; m < eng_nmetrics(ps->eng); m++) {
-            if (!eng_has_metric(ps->eng, m))
+        for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
+            if (!eng_has_metric(ps->ses->eng, m))
                 continue;
             char vb[64], pb[32];
             for (int k = 0; k < 2; k++) {
                 const uint64_t *v = k ? in : ex;
-                pr_fmt_value(vb, sizeof vb, eng_metric(ps->eng, m), v[m]);
+                pr_fmt_value(vb, sizeof vb, eng_metric(ps->ses->eng, m), v[m]);
                 pr_fmt_percent(pb, sizeof pb, v[m], total[m]);
                 char label[128];
                 snprintf(label, sizeof label, "%s %s", pr_flavor_word(k ? FL_I : FL_E, 0),
-                         eng_metric(ps->eng, m)->title);
+                         eng_metric(ps->ses->eng, m)->title);
                 esc_printf("  %32s:  %10s (%6s%%)\n", label, vb, pb);
             }
         }
