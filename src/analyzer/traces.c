@@ -10,23 +10,10 @@
 #include <string.h>
 
 #include "analyzer/heapmatch.h"
+#include "base/grow.h"
 #include "base/u64map.h"
 
 /* ---- small helpers ------------------------------------------------------------------------ */
-
-/* A growable array of n elements of size sz: room for one more, or -1. */
-static int grow(void **arr, size_t n, size_t *cap, size_t sz)
-{
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 64;
-    void *p = realloc(*arr, ncap * sz);
-    if (!p)
-        return -1;
-    *arr = p;
-    *cap = ncap;
-    return 0;
-}
 
 static int nomem(tally_err_t *err) { return tally_errf(err, TALLY_ENOMEM, "out of memory"); }
 
@@ -59,7 +46,7 @@ static uint64_t *thread_seq(heap_scan_t *h, uint32_t tid)
     if (!slot)
         return NULL;
     if (!found) {
-        if (grow((void **)&h->seqs, h->nseqs, &h->seqs_cap, sizeof *h->seqs))
+        if (GROW(h->seqs, h->nseqs, h->seqs_cap))
             return NULL;
         h->seqs[h->nseqs] = 0;
         *slot = (uint32_t)h->nseqs++;
@@ -87,7 +74,7 @@ static void proc_begin(heap_scan_t *h, uint32_t proc)
     h->cur = NULL;
     if (h->pass == 1) {
         tr_heap_t *o = h->out;
-        if (grow((void **)&o->procs, o->nprocs, &h->procs_cap, sizeof *o->procs)) {
+        if (GROW(o->procs, o->nprocs, h->procs_cap)) {
             h->err = TALLY_ENOMEM;
             return;
         }
@@ -125,7 +112,7 @@ static void peak_block(void *ctx, const hm_block_t *b)
         return;
     }
     if (!found) {
-        if (grow((void **)&p->at_peak, p->nat_peak, &h->rows_cap, sizeof *p->at_peak)) {
+        if (GROW(p->at_peak, p->nat_peak, h->rows_cap)) {
             h->err = TALLY_ENOMEM;
             return;
         }
@@ -247,7 +234,7 @@ static int sync_cb(void *ctx, const exp_event_t *ev)
     uint64_t key = ev->addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)s->exp << 48 | ev->proc);
     int found;
     uint32_t *slot = u64map_slot(&s->index, key, &found);
-    if (!slot || (!found && grow((void **)&s->rows, s->n, &s->cap, sizeof *s->rows)))
+    if (!slot || (!found && GROW(s->rows, s->n, s->cap)))
         return s->err = TALLY_ENOMEM;
     if (!found) {
         *slot = (uint32_t)s->n;
@@ -334,8 +321,8 @@ static uint32_t file_row(io_scan_t *s, const char *name, size_t n)
     for (uint32_t r = first ? *first : UINT32_MAX; r != UINT32_MAX; r = s->next[r])
         if (strlen(s->rows[r].name) == n && !memcmp(s->rows[r].name, name, n))
             return r;
-    if (grow((void **)&s->rows, s->n, &s->cap, sizeof *s->rows) ||
-        grow((void **)&s->next, s->n, &s->next_cap, sizeof *s->next) ||
+    if (GROW(s->rows, s->n, s->cap) ||
+        GROW(s->next, s->n, s->next_cap) ||
         !(s->rows[s->n].name = strndup(name, n)))
         return UINT32_MAX;
     tr_file_row_t *row = &s->rows[s->n];

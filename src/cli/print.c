@@ -198,19 +198,23 @@ static int c_thread_select(pstate_t *ps, const char *a)
 static int c_experiment_list(pstate_t *ps, const char *a)
 {
     if (ps->json) {
-        pr_json_open(ps);
-        esc_printf("\"view\":\"experiment_list\",\"experiments\":[");
-        for (size_t x = 0; x < ps->ses->nexps; x++) {
-            esc_printf(x ? "," : "");
-            pr_json_str(stdout, ps->ses->exps[x]->path);
-        }
-        esc_printf("]}\n");
+        json_t j;
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, "experiment_list");
+        json_key(&j, "experiments");
+        json_arr_begin(&j);
+        for (size_t x = 0; x < ps->ses->nexps; x++)
+            json_str(&j, ps->ses->exps[x]->path);
+        json_arr_end(&j);
+        json_obj_end(&j);
+        json_end_doc(&j);
         return 0;
     }
     for (size_t x = 0; x < ps->ses->nexps; x++)
-        esc_printf("%zu  %s  (%zu process%s)\n", x + 1, ps->ses->exps[x]->path, ps->ses->exps[x]->nprocs,
-               ps->ses->exps[x]->nprocs == 1 ? "" : "es");
-    esc_printf("\n");
+        sink_printf(&ps->out, "%zu  %s  (%zu process%s)\n", x + 1, ps->ses->exps[x]->path,
+                    ps->ses->exps[x]->nprocs, ps->ses->exps[x]->nprocs == 1 ? "" : "es");
+    sink_printf(&ps->out, "\n");
     return 0;
 }
 
@@ -510,6 +514,7 @@ int cmd_print(int argc, char **argv)
     size_t nsteps = 0, npaths = 0;
     int json = 0, rc = 0;
     pstate_t ps = { .sort_flavor = FL_E, .sort_metric = ENG_M_TOTALCPU };
+    sink_file(&ps.out, stdout);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {

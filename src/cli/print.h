@@ -1,14 +1,20 @@
 /*
  * print.h - what the parts of `tally print` share: the state commands change, metric specs, rows
- * and the formatting helpers (print_format.c), and the views (print_views.c, print_info.c).
+ * and the formatting helpers (print_format.c), and the views (print_views.c, print_info.c,
+ * print_samples.c, print_source.c, print_trace.c).
  *
- * Adding a view: a function `int view_NAME(pstate_t *ps, const char *arg)` in a print_*.c file
- * (one file per family of views), declared here, one line in the command table of print.c, its
- * -h line, its entry in man/tally-print.1, and tests. A view prints text or, with ps->json, one
- * JSON document on one line; it reports errors itself (pr_report) and returns 0, 1 (failed) or
- * 2 (usage error).
+ * A view computes nothing: it asks the analysis session (ps->ses, analyzer/session.h) for a report
+ * model (analyzer/report.h) and formats it to ps->out, as text with sink_printf or, with ps->json,
+ * as one JSON document on one line through the JSON writer (pr_json_begin, base/json.h). Both
+ * escape every string of the experiment (base/esc.h): nothing here writes one raw.
  *
- * Depends on: the analyzer (engine, symbols) and the experiment reader. Not thread-safe.
+ * Adding a view: its model in src/analyzer/report_*.c (with a unit test), a function
+ * `int view_NAME(pstate_t *ps, const char *arg)` in a print_*.c file (one file per family of
+ * views), declared here, one line in the command table of print.c, its -h line, its entry in
+ * man/tally-print.1, and tests. A view reports errors itself (pr_report) and returns 0, 1 (failed)
+ * or 2 (usage error).
+ *
+ * Depends on: the analyzer (session, report models, engine, symbols). Not thread-safe.
  */
 #ifndef TALLY_CLI_PRINT_H
 #define TALLY_CLI_PRINT_H
@@ -17,15 +23,18 @@
 #include <stdio.h>
 
 #include "analyzer/engine.h"
+#include "analyzer/report.h"
 #include "analyzer/session.h"
 #include "analyzer/symbols.h"
 #include "base/err.h"
+#include "base/json.h"
+#include "base/sink.h"
 #include "cli.h"
 #include "experiment/reader.h"
 
 /* ---- state ---------------------------------------------------------------------------------- */
 
-enum { FL_E = 1, FL_I = 2, FL_A = 4 };
+enum { FL_E = REP_FL_E, FL_I = REP_FL_I, FL_A = REP_FL_A };
 
 typedef struct mcol {
     int flavor; /* one of FL_* */
@@ -45,6 +54,7 @@ typedef struct mspec {
 
 typedef struct pstate {
     ses_t *ses; /* experiments, symbols, engine and its selections, source paths */
+    sink_t out; /* where views write (stdout): text with sink_printf, JSON with json_t */
     int json;
     mspec_t metrics, cmetrics;
     int sort_flavor, sort_metric; /* sort_metric -1: by name */
@@ -57,7 +67,7 @@ typedef struct pstate {
 
 /* A row of a table: values by flavor (NULL when the row has none of that flavor). */
 /* The recorded data a view shows: when some of it was lost while recording (a full disk, a busy
- * writer), the view says so at its top, with counts (pr_incomplete_text, pr_json_open). */
+ * writer), the view says so at its top, with counts (pr_incomplete_text, pr_json_begin). */
 enum { PR_DATA_CLOCK = 1, PR_DATA_HEAP = 2, PR_DATA_IO = 4, PR_DATA_SYNC = 8, PR_DATA_ALL = 15 };
 
 typedef struct pr_lost {
@@ -69,26 +79,15 @@ typedef struct pr_lost {
  * returns 1 if anything was. */
 int pr_lost(const pstate_t *ps, int data, pr_lost_t *l);
 /* Text views: a warning line naming what is missing, before the view (nothing when complete). */
-void pr_incomplete_text(const pstate_t *ps);
-/* JSON views: opens the document, `{` and, when data is missing, "incomplete":{...}, */
-void pr_json_open(const pstate_t *ps);
+void pr_incomplete_text(pstate_t *ps);
 
-typedef struct names {
-    const char **name; /* by id; NULL = not listed */
-    char **owned;
-    size_t n;
-} names_t;
-typedef struct row {
-    const char *name;
-    const uint64_t *v[3]; /* by flavor index 0 e, 1 i, 2 a; NULL = not available */
-    int mark;             /* '*' for the focus of callers-callees */
-} row_t;
+/* Display names and rows are the report models' (analyzer/report.h). */
+typedef rep_names_t names_t;
+typedef rep_row_t row_t;
 
 /* ---- formatting (print_format.c) ------------------------------------------------------------ */
 
 double pr_scaled(const eng_t *g, int metric, uint64_t raw); /* raw sum -> the metric's unit */
-void pr_json_str(FILE *out, const char *s);
-void pr_json_num(FILE *out, double v);
 const char *pr_flavor_word(int fl, int abbrev); /* "Exclusive" / "Excl." */
 char pr_flavor_char(int fl);                     /* 'e', 'i', 'a' */
 void pr_fmt_value(char *buf, size_t n, const eng_metric_def_t *d, uint64_t raw);
@@ -104,10 +103,17 @@ uint64_t pr_row_value(const row_t *r, int fl, int metric);
 /* An aligned table with three header lines (er_print's layout). */
 void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
                    const uint64_t *total);
-void pr_json_metrics(pstate_t *ps, const mspec_t *ms); /* "metrics":[...] */
-void pr_json_row(const mspec_t *ms, const row_t *r, const uint64_t *total);
-/* The metric members of a row, each as ,"e.name":value (no braces): for documents of one's own. */
-void pr_json_values(const mspec_t *ms, const row_t *r, const uint64_t *total);
+/* JSON, with the one writer: a view's document opened (`{` and "incomplete":{...} when data is
+ * missing), "metrics":[...], a row object, a row's metric members ("e.name":value, ...). */
+void pr_json_begin(pstate_t *ps, json_t *j);
+void pr_jmetrics(json_t *j, const mspec_t *ms);
+void pr_jrow(json_t *j, const mspec_t *ms, const row_t *r, const uint64_t *total);
+void pr_jvalues(json_t *j, const mspec_t *ms, const row_t *r, const uint64_t *total);
+/* Every metric the data has, as "e.NAME"/"i.NAME" members (in the order given by incl_first). */
+void pr_jall_metrics(pstate_t *ps, json_t *j, const uint64_t *ex, const uint64_t *in,
+                     int incl_first);
+/* The view options of the state, for the report models. */
+rep_opts_t pr_opts(const pstate_t *ps);
 /* Sorts by the sort metric (attributed flavor when attributed != 0), descending, then name. */
 void pr_sort_rows(pstate_t *ps, row_t *rows, size_t n, int attributed);
 const char *pr_sort_title(pstate_t *ps, char *buf, size_t n);
@@ -143,7 +149,7 @@ int view_heap(pstate_t *ps);
 int view_sync_objects(pstate_t *ps);
 int view_io_files(pstate_t *ps);
 /* The tracing settings of a process, lines of -header; the traced totals, lines of -overview. */
-void pr_trace_settings(const exp_process_t *p);
+void pr_trace_settings(pstate_t *ps, const exp_process_t *p);
 void pr_trace_overview(pstate_t *ps, const uint64_t *total);
 void pr_overview_states(pstate_t *ps); /* the states part of -overview (text) */
 int set_sample_select(pstate_t *ps, const char *arg);

@@ -19,18 +19,6 @@ double pr_scaled(const eng_t *g, int metric, uint64_t raw)
     return (double)raw * eng_metric(g, metric)->scale;
 }
 
-void pr_json_str(FILE *out, const char *s) { esc_json(out, s); }
-
-void pr_json_num(FILE *out, double v)
-{
-    if (!isfinite(v))
-        fputs("null", out);
-    else if (v == floor(v) && fabs(v) < 1e15)
-        esc_fprintf(out, "%.0f", v);
-    else
-        esc_fprintf(out, "%.9g", v);
-}
-
 const char *pr_flavor_word(int fl, int abbrev)
 {
     switch (fl) {
@@ -65,138 +53,25 @@ void pr_fmt_percent(char *buf, size_t n, uint64_t raw, uint64_t total)
         snprintf(buf, n, "%.2f", 100.0 * (double)raw / (double)total);
 }
 
-/* Display names: the name in the chosen format, with " (<object>)" added when two objects listed
- * share a name, so every row names one thing. */
-
-static int cmp_name_ptr(const void *a, const void *b)
-{
-    const char *const *x = *(const char *const **)a, *const *y = *(const char *const **)b;
-    return strcmp(*x, *y);
-}
-
 void pr_names_build(pstate_t *ps, names_t *nm, const eng_table_t *t)
 {
-    nm->n = t->nobjects;
-    nm->name = calloc(nm->n + 1, sizeof *nm->name);
-    nm->owned = calloc(nm->n + 1, sizeof *nm->owned);
-    const char ***order = malloc((nm->n + 1) * sizeof *order);
-    if (!nm->name || !nm->owned || !order) {
-        esc_fprintf(stderr, "tally: out of memory\n");
+    tally_err_t err = { 0 };
+    if (rep_names_build(ps->ses->eng, t, ps->namefmt, nm, &err)) {
+        cli_report(&err);
         exit(1);
     }
-    size_t k = 0;
-    for (size_t id = 0; id < nm->n; id++) {
-        if (!t->present[id])
-            continue;
-        nm->name[id] = eng_object_name(ps->ses->eng, t->kind, (uint32_t)id, ps->namefmt);
-        if (t->kind == ENG_KIND_PC || t->kind == ENG_KIND_LINE) { /* made in one buffer */
-            nm->owned[id] = strdup(nm->name[id]);
-            if (!nm->owned[id]) {
-                esc_fprintf(stderr, "tally: out of memory\n");
-                exit(1);
-            }
-            nm->name[id] = nm->owned[id];
-        }
-        order[k++] = &nm->name[id];
-    }
-    if (t->kind == ENG_KIND_FUNCTION) {
-        qsort(order, k, sizeof *order, cmp_name_ptr);
-        for (size_t i = 0; i < k;) {
-            size_t j = i + 1;
-            while (j < k && !strcmp(*order[i], *order[j]))
-                j++;
-            if (j - i > 1) {
-                for (size_t m = i; m < j; m++) {
-                    size_t id = (size_t)(order[m] - nm->name);
-                    uint32_t o = eng_function_object(ps->ses->eng, (uint32_t)id);
-                    const char *on = o == UINT32_MAX ? "<Unknown>"
-                                                     : eng_object_name(ps->ses->eng, ENG_KIND_LOADOBJECT,
-                                                                       o, 0);
-                    if (asprintf(&nm->owned[id], "%s (%s)", nm->name[id], on) < 0)
-                        exit(1);
-                }
-                for (size_t m = i; m < j; m++) {
-                    size_t id = (size_t)(order[m] - nm->name);
-                    nm->name[id] = nm->owned[id];
-                }
-            }
-            i = j;
-        }
-    }
-    free(order);
 }
 
-void pr_names_free(names_t *nm)
-{
-    for (size_t i = 0; i < nm->n; i++)
-        free(nm->owned[i]);
-    free(nm->owned);
-    free(nm->name);
-}
+void pr_names_free(names_t *nm) { rep_names_free(nm); }
 
-static int pr_levenshtein(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return 99;
-    int d[65][65];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int c = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) !=
-                                       tolower((unsigned char)b[j - 1]));
-            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-            d[i][j] = c < del ? (c < ins ? c : ins) : (del < ins ? del : ins);
-        }
-    return d[la][lb];
-}
-
-/* Appends up to 3 nearest candidates to buf ("; did you mean: a, b?"). */
 void pr_suggest(char *buf, size_t n, const char *want, const char **cands, size_t ncands)
 {
-    int best[3] = { 99, 99, 99 };
-    const char *bestc[3] = { 0 };
-    for (size_t i = 0; i < ncands; i++) {
-        if (!cands[i])
-            continue;
-        int d = pr_levenshtein(want, cands[i]);
-        const char *dot = strchr(cands[i], '.');
-        if (dot && dot > cands[i] && dot - cands[i] < 64) { /* gcc clones: "f.constprop.0" */
-            char base[64];
-            memcpy(base, cands[i], (size_t)(dot - cands[i]));
-            base[dot - cands[i]] = 0;
-            int db = pr_levenshtein(want, base);
-            d = db < d ? db : d;
-        }
-        if (strstr(cands[i], want) || strstr(want, cands[i]))
-            d = d < 2 ? d : 2;
-        for (int k = 0; k < 3; k++) {
-            if (d < best[k]) {
-                for (int m = 2; m > k; m--) {
-                    best[m] = best[m - 1];
-                    bestc[m] = bestc[m - 1];
-                }
-                best[k] = d;
-                bestc[k] = cands[i];
-                break;
-            }
-        }
-    }
-    size_t len = strlen(buf);
-    int limit = (int)strlen(want) / 2 + 2;
-    int any = 0;
-    for (int k = 0; k < 3; k++) {
-        if (!bestc[k] || best[k] > limit)
-            continue;
-        len += snprintf(buf + len, len < n ? n - len : 0, "%s%s", any ? ", " : "; did you mean: ",
-                        bestc[k]);
-        any = 1;
-    }
-    if (any && len < n)
-        snprintf(buf + len, n - len, "?");
+    rep_suggest(buf, n, want, cands, ncands);
+}
+
+rep_opts_t pr_opts(const pstate_t *ps)
+{
+    return (rep_opts_t){ ps->namefmt, ps->sort_flavor, ps->sort_metric, ps->limit };
 }
 
 /* ---- metric specs --------------------------------------------------------------------------- */
@@ -280,11 +155,7 @@ int pr_parse_mspec(const eng_t *g, const char *text, mspec_t *ms, int allowed, t
 
 static int pr_fl_index(int fl) { return fl == FL_E ? 0 : fl == FL_I ? 1 : 2; }
 
-uint64_t pr_row_value(const row_t *r, int fl, int metric)
-{
-    const uint64_t *v = r->v[pr_fl_index(fl)];
-    return v ? v[metric] : 0;
-}
+uint64_t pr_row_value(const row_t *r, int fl, int metric) { return rep_row_value(r, fl, metric); }
 
 typedef struct col_text {
     char h1[64], h2[64], h3[64];
@@ -331,28 +202,28 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
     for (int line = 0; line < 3; line++) {
         for (int c = 0; c <= ms->ncols; c++) {
             if (c == ms->name_pos)
-                esc_printf("  %s", line == 0 ? "Name" : "");
+                sink_printf(&ps->out, "  %s", line == 0 ? "Name" : "");
             if (c == ms->ncols)
                 break;
             const char *h = line == 0 ? ct[c].h1 : line == 1 ? ct[c].h2 : ct[c].h3;
             if (line == 2)
-                esc_printf("%s", h);
+                sink_printf(&ps->out, "%s", h);
             else
-                esc_printf("%-*s", ct[c].width, h);
+                sink_printf(&ps->out, "%-*s", ct[c].width, h);
         }
-        esc_printf("\n");
+        sink_printf(&ps->out, "\n");
     }
     for (size_t r = 0; r < n; r++) {
         for (int c = 0; c <= ms->ncols; c++) {
             if (c == ms->name_pos)
-                esc_printf("  %c%s", rows[r].mark ? rows[r].mark : ' ', rows[r].name);
+                sink_printf(&ps->out, "  %c%s", rows[r].mark ? rows[r].mark : ' ', rows[r].name);
             if (c == ms->ncols)
                 break;
             const mcol_t *mc = &ms->cols[c];
             char vb[64] = "", pb[32] = "";
             uint64_t raw = pr_row_value(&rows[r], mc->flavor, mc->metric);
             if (!rows[r].v[pr_fl_index(mc->flavor)]) {
-                esc_printf("%*s", ct[c].width, "");
+                sink_printf(&ps->out, "%*s", ct[c].width, "");
                 continue;
             }
             if (mc->value)
@@ -360,76 +231,75 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
             if (mc->percent)
                 pr_fmt_percent(pb, sizeof pb, raw, total[mc->metric]);
             if (mc->value && mc->percent)
-                esc_printf("%*s%7s", ct[c].width - 7, vb, pb);
+                sink_printf(&ps->out, "%*s%7s", ct[c].width - 7, vb, pb);
             else
-                esc_printf("%*s", ct[c].width, mc->value ? vb : pb);
+                sink_printf(&ps->out, "%*s", ct[c].width, mc->value ? vb : pb);
         }
-        esc_printf("\n");
+        sink_printf(&ps->out, "\n");
     }
 }
 
-void pr_json_metrics(pstate_t *ps, const mspec_t *ms)
+void pr_jmetrics(json_t *j, const mspec_t *ms)
 {
-    esc_printf("\"metrics\":[");
+    json_key(j, "metrics");
+    json_arr_begin(j);
     for (int c = 0; c < ms->ncols; c++) {
         const mcol_t *mc = &ms->cols[c];
         const eng_metric_def_t *d = mc->def;
-        char title[256];
-        snprintf(title, sizeof title, "%s %s", pr_flavor_word(mc->flavor, 0), d->title);
-        esc_printf("%s{\"name\":\"%c.%s\",\"title\":", c ? "," : "", pr_flavor_char(mc->flavor),
-               d->name);
-        pr_json_str(stdout, title);
-        esc_printf(",\"unit\":");
-        pr_json_str(stdout, d->unit);
-        esc_printf("}");
+        json_obj_begin(j);
+        json_key(j, "name");
+        json_strf(j, "%c.%s", pr_flavor_char(mc->flavor), d->name);
+        json_key(j, "title");
+        json_strf(j, "%s %s", pr_flavor_word(mc->flavor, 0), d->title);
+        json_key(j, "unit");
+        json_str(j, d->unit);
+        json_obj_end(j);
     }
-    esc_printf("]");
+    json_arr_end(j);
 }
 
-void pr_json_row(const mspec_t *ms, const row_t *r, const uint64_t *total)
+void pr_jrow(json_t *j, const mspec_t *ms, const row_t *r, const uint64_t *total)
 {
-    esc_printf("{\"name\":");
-    pr_json_str(stdout, r->name);
-    pr_json_values(ms, r, total);
-    esc_printf("}");
+    json_obj_begin(j);
+    json_key(j, "name");
+    json_str(j, r->name);
+    pr_jvalues(j, ms, r, total);
+    json_obj_end(j);
 }
 
-void pr_json_values(const mspec_t *ms, const row_t *r, const uint64_t *total)
+void pr_jvalues(json_t *j, const mspec_t *ms, const row_t *r, const uint64_t *total)
 {
     for (int c = 0; c < ms->ncols; c++) {
         const mcol_t *mc = &ms->cols[c];
         if (!r->v[pr_fl_index(mc->flavor)])
             continue;
         uint64_t raw = pr_row_value(r, mc->flavor, mc->metric);
-        esc_printf(",\"%c.%s\":", pr_flavor_char(mc->flavor), mc->def->name);
-        pr_json_num(stdout, (double)raw * mc->def->scale);
+        json_keyf(j, "%c.%s", pr_flavor_char(mc->flavor), mc->def->name);
+        json_num(j, (double)raw * mc->def->scale);
         if (mc->percent) {
-            esc_printf(",\"%c.%%%s\":", pr_flavor_char(mc->flavor), mc->def->name);
-            pr_json_num(stdout, total[mc->metric] ? 100.0 * (double)raw / (double)total[mc->metric]
-                                               : 0);
+            json_keyf(j, "%c.%%%s", pr_flavor_char(mc->flavor), mc->def->name);
+            json_num(j, total[mc->metric] ? 100.0 * (double)raw / (double)total[mc->metric] : 0);
         }
     }
 }
 
-/* Sorting rows by the sort metric (descending), then by name. */
-static int g_sort_fl, g_sort_metric;
-static int cmp_rows(const void *a, const void *b)
+void pr_jall_metrics(pstate_t *ps, json_t *j, const uint64_t *ex, const uint64_t *in,
+                     int incl_first)
 {
-    const row_t *x = a, *y = b;
-    if (g_sort_metric >= 0) {
-        uint64_t vx = pr_row_value(x, g_sort_fl, g_sort_metric);
-        uint64_t vy = pr_row_value(y, g_sort_fl, g_sort_metric);
-        if (vx != vy)
-            return vx > vy ? -1 : 1;
+    for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
+        if (!eng_has_metric(ps->ses->eng, m))
+            continue;
+        for (int k = 0; k < 2; k++) {
+            int incl = incl_first ? k == 0 : k == 1;
+            json_keyf(j, "%c.%s", incl ? 'i' : 'e', eng_metric(ps->ses->eng, m)->name);
+            json_num(j, pr_scaled(ps->ses->eng, m, (incl ? in : ex)[m]));
+        }
     }
-    return strcmp(x->name, y->name);
 }
 
 void pr_sort_rows(pstate_t *ps, row_t *rows, size_t n, int attributed)
 {
-    g_sort_fl = attributed ? FL_A : ps->sort_flavor;
-    g_sort_metric = ps->sort_metric;
-    qsort(rows, n, sizeof *rows, cmp_rows);
+    rep_sort_rows(rows, n, attributed ? FL_A : ps->sort_flavor, ps->sort_metric);
 }
 
 const char *pr_sort_title(pstate_t *ps, char *buf, size_t n)
@@ -465,7 +335,7 @@ int pr_lost(const pstate_t *ps, int data, pr_lost_t *l)
     return l->clock + l->heap + l->io + l->sync + l->traced != 0;
 }
 
-void pr_incomplete_text(const pstate_t *ps)
+void pr_incomplete_text(pstate_t *ps)
 {
     pr_lost_t l;
     if (ps->json || !ps->data || !pr_lost(ps, ps->data, &l))
@@ -473,27 +343,34 @@ void pr_incomplete_text(const pstate_t *ps)
     static const char *const what[] = { "clock samples", "heap records", "I/O records",
                                         "sync records", "traced records" };
     const uint64_t n[] = { l.clock, l.heap, l.io, l.sync, l.traced };
-    esc_printf("Warning: incomplete data: ");
+    sink_printf(&ps->out, "Warning: incomplete data: ");
     int first = 1;
     for (size_t k = 0; k < sizeof n / sizeof *n; k++) {
         if (!n[k])
             continue;
-        esc_printf("%s%llu %s", first ? "" : ", ", (unsigned long long)n[k], what[k]);
+        sink_printf(&ps->out, "%s%llu %s", first ? "" : ", ", (unsigned long long)n[k], what[k]);
         first = 0;
     }
-    esc_printf(" were lost while recording%s; the figures below do not include them\n\n",
+    sink_printf(&ps->out, " were lost while recording%s; the figures below do not include them\n\n",
            l.disk_full ? " (the disk was full)" : "");
 }
 
-void pr_json_open(const pstate_t *ps)
+void pr_json_begin(pstate_t *ps, json_t *j)
 {
+    json_init(j, &ps->out);
+    json_obj_begin(j);
     pr_lost_t l;
-    if (!ps->data || !pr_lost(ps, ps->data, &l)) {
-        esc_printf("{");
+    if (!ps->data || !pr_lost(ps, ps->data, &l))
         return;
+    json_key(j, "incomplete");
+    json_obj_begin(j);
+    static const char *const keys[] = { "clock", "heap", "io", "sync", "traced" };
+    const uint64_t n[] = { l.clock, l.heap, l.io, l.sync, l.traced };
+    for (size_t k = 0; k < sizeof n / sizeof *n; k++) {
+        json_key(j, keys[k]);
+        json_u64(j, n[k]);
     }
-    esc_printf("{\"incomplete\":{\"clock\":%llu,\"heap\":%llu,\"io\":%llu,\"sync\":%llu,"
-           "\"traced\":%llu,\"disk_full\":%s},",
-           (unsigned long long)l.clock, (unsigned long long)l.heap, (unsigned long long)l.io,
-           (unsigned long long)l.sync, (unsigned long long)l.traced, l.disk_full ? "true" : "false");
+    json_key(j, "disk_full");
+    json_bool(j, l.disk_full);
+    json_obj_end(j);
 }

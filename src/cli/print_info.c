@@ -23,360 +23,370 @@ const char *pr_fmt_time(uint64_t real_ns, char *buf, size_t n)
     return buf;
 }
 
-void pr_end_text(const exp_process_t *p, char *buf, size_t n)
+void pr_end_text(const exp_process_t *p, char *buf, size_t n) { rep_end_text(p, buf, n); }
+
+/* ---- -header --------------------------------------------------------------------------------- */
+
+static void header_json(pstate_t *ps, const rep_header_t *h)
 {
-    if (!p->has_end)
-        snprintf(buf, n, "ended without a record (killed, e.g. by SIGKILL, or still running)");
-    else if (!strcmp(p->end_how, "exit"))
-        snprintf(buf, n, "exited with status %d", p->end_status);
-    else if (!strcmp(p->end_how, "signal") || !strcmp(p->end_how, "killed"))
-        snprintf(buf, n, "killed by signal %d (%s)", p->end_signal,
-                 p->end_signame ? p->end_signame : "?");
-    else if (!strcmp(p->end_how, "exec"))
-        snprintf(buf, n, "replaced its image by exec");
-    else
-        snprintf(buf, n, "ended: %s", p->end_how);
+    json_t j;
+    pr_json_begin(ps, &j);
+    json_key(&j, "view");
+    json_str(&j, "header");
+    json_key(&j, "experiments");
+    json_arr_begin(&j);
+    for (size_t x = 0; x < h->nexps; x++) {
+        const exp_experiment_t *e = h->exps[x].e;
+        json_obj_begin(&j);
+        json_key(&j, "path");
+        json_str(&j, e->path);
+        json_key(&j, "processes");
+        json_arr_begin(&j);
+        for (size_t i = 0; i < e->nprocs; i++) {
+            const rep_hproc_t *hp = &h->exps[x].procs[i];
+            const exp_process_t *p = hp->p;
+            json_obj_begin(&j);
+            json_key(&j, "name");
+            json_str(&j, p->name);
+            json_key(&j, "pid");
+            json_u64(&j, p->pid);
+            json_key(&j, "exe");
+            json_str(&j, p->exe ? p->exe : "");
+            json_key(&j, "host");
+            json_str(&j, p->host ? p->host : "");
+            json_key(&j, "clock_interval_ns");
+            json_u64(&j, p->clock_ns);
+            json_key(&j, "sync_threshold_ns");
+            if (p->sync_on) {
+                json_u64(&j, p->sync_ns);
+                json_key(&j, "sync_calibration_ns");
+                json_u64(&j, p->sync_calibration);
+            } else {
+                json_null(&j);
+            }
+            json_key(&j, "heap_tracing");
+            json_bool(&j, p->heap_on);
+            json_key(&j, "io_tracing");
+            json_bool(&j, p->io_on);
+            json_key(&j, "threads");
+            json_u64(&j, p->nthreads);
+            json_key(&j, "ended");
+            json_str(&j, hp->ended);
+            json_key(&j, "end_how");
+            json_str(&j, p->has_end ? p->end_how : "");
+            if (p->has_stats) {
+                const char *keys[] = { "samples", "expected", "unwind_failures", "dropped_busy",
+                                       "dropped_disk" };
+                const uint64_t v[] = { p->st_samples, p->st_expected, p->st_unwind_failures,
+                                       p->st_dropped_busy, p->st_dropped_disk };
+                for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
+                    json_key(&j, keys[k]);
+                    json_u64(&j, v[k]);
+                }
+            }
+            json_key(&j, "warnings");
+            json_arr_begin(&j);
+            for (size_t w = 0; w < p->nwarnings; w++)
+                json_str(&j, p->warnings[w]);
+            json_arr_end(&j);
+            json_obj_end(&j);
+        }
+        json_arr_end(&j);
+        json_obj_end(&j);
+    }
+    json_arr_end(&j);
+    json_key(&j, "events");
+    json_u64(&j, h->stats->events);
+    json_key(&j, "binaries");
+    json_arr_begin(&j);
+    for (size_t b = 0; b < h->nbinaries; b++) {
+        json_obj_begin(&j);
+        json_key(&j, "path");
+        json_str(&j, h->binaries[b].path);
+        json_key(&j, "message");
+        json_str(&j, h->binaries[b].message);
+        json_obj_end(&j);
+    }
+    json_arr_end(&j);
+    json_obj_end(&j);
+    json_end_doc(&j);
 }
 
-/* Trustworthiness of the data: expected vs recorded, unwind failures, drops, binaries. */
-typedef struct trust {
-    uint64_t samples, expected, unwind, busy, disk, truncated, nostats;
-} trust_t;
-
-static void pr_trust_sum(pstate_t *ps, trust_t *tr)
+static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
 {
-    memset(tr, 0, sizeof *tr);
-    for (size_t x = 0; x < ps->ses->nexps; x++)
-        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
-            const exp_process_t *p = ps->ses->exps[x]->procs[i];
-            if (!p->has_stats) {
-                tr->nostats++;
-                continue;
-            }
-            tr->samples += p->st_samples;
-            tr->expected += p->st_expected;
-            tr->unwind += p->st_unwind_failures;
-            tr->busy += p->st_dropped_busy;
-            tr->disk += p->st_dropped_disk;
-            tr->truncated += p->st_truncated_stacks;
-        }
+    sink_t *o = &ps->out;
+    const exp_process_t *p = hp->p;
+    char buf[256];
+    if (i)
+        sink_printf(o, "  Descendant %s (pid %u)\n", p->name, p->pid);
+    else
+        sink_printf(o, "  Root process (pid %u)\n", p->pid);
+    sink_printf(o, "    Target command:   ");
+    for (uint32_t a = 0; a < p->argc; a++)
+        sink_printf(o, "%s%s", a ? " " : "", p->argv[a]);
+    sink_printf(o, "\n");
+    if (p->exe)
+        sink_printf(o, "    Executable:       %s\n", p->exe);
+    sink_printf(o, "    Host:             %s, %s, %s, %u CPUs\n", p->host ? p->host : "?",
+                p->kernel ? p->kernel : "?", p->arch ? p->arch : "?", p->ncpus);
+    sink_printf(o, "    Started:          %s\n", pr_fmt_time(p->real_start, buf, sizeof buf));
+    if (hp->duration_known)
+        sink_printf(o, "    Duration:         %.3f s\n", hp->duration);
+    else
+        sink_printf(o, "    Duration:         unknown (no start record and no events)\n");
+    if (p->clock_ns)
+        sink_printf(o, "    Data collected:   clock profiling, interval %.3f ms (%s)\n",
+                    (double)p->clock_ns * 1e-6, p->clock_source ? p->clock_source : "?");
+    else
+        sink_printf(o, "    Data collected:   no clock profiling\n");
+    for (size_t r = 0; r < p->nrecords; r++) {
+        if (strcmp(p->records[r].kind, "settings"))
+            continue;
+        uint64_t st = exp_record_u64(&p->records[r], "states", 0);
+        uint64_t sp = exp_record_u64(&p->records[r], "sample", 0);
+        if (st)
+            sink_printf(o, "                      thread states every %.0f ms\n", (double)st * 1e-6);
+        sink_printf(o, "                      sample packets: %zu", p->nsamples);
+        if (sp)
+            sink_printf(o, " (every %.3f s)", (double)sp * 1e-9);
+        sink_printf(o, "\n");
+        if (p->npauses)
+            sink_printf(o, "                      paused and resumed %zu times\n",
+                        (p->npauses + 1) / 2);
+    }
+    pr_trace_settings(ps, p);
+    sink_printf(o, "    Threads:          %zu\n", p->nthreads);
+    sink_printf(o, "    Ended:            %s\n", hp->ended);
+    if (p->has_stats) {
+        sink_printf(o, "    Clock samples:    %llu recorded of %llu expected (%.1f%%)\n",
+                    (unsigned long long)p->st_samples, (unsigned long long)p->st_expected,
+                    p->st_expected ? 100.0 * (double)p->st_samples / (double)p->st_expected
+                                   : 100.0);
+        sink_printf(o, "    Unwind failures:  %llu; stacks cut at the depth limit: %llu\n",
+                    (unsigned long long)p->st_unwind_failures,
+                    (unsigned long long)p->st_truncated_stacks);
+        sink_printf(o, "    Dropped events:   %llu (signal during a write), %llu (disk full)\n",
+                    (unsigned long long)p->st_dropped_busy, (unsigned long long)p->st_dropped_disk);
+    } else {
+        sink_printf(o, "    Statistics:       none (the process ended before writing them)\n");
+        if (hp->counted_known)
+            sink_printf(o, "    Clock samples:    %llu recorded (counted in the events)\n",
+                        (unsigned long long)hp->counted);
+    }
+    for (size_t w = 0; w < p->nwarnings; w++)
+        sink_printf(o, "    Warning:          %s\n", p->warnings[w]);
 }
 
 int view_header(pstate_t *ps)
 {
-    /* the binaries' state is known once their frames were looked up */
-    if (!pr_table(ps, ENG_KIND_FUNCTION, 0))
-        return 1;
-    const exp_scan_stats_t *st = eng_scan_stats(ps->ses->eng);
+    tally_err_t err = { 0 };
+    rep_header_t h;
+    if (rep_header(ps->ses, &h, &err))
+        return pr_report(&err);
     if (ps->json) {
-        pr_json_open(ps);
-        esc_printf("\"view\":\"header\",\"experiments\":[");
-        for (size_t x = 0; x < ps->ses->nexps; x++) {
-            esc_printf("%s{\"path\":", x ? "," : "");
-            pr_json_str(stdout, ps->ses->exps[x]->path);
-            esc_printf(",\"processes\":[");
-            for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
-                const exp_process_t *p = ps->ses->exps[x]->procs[i];
-                char end[256];
-                pr_end_text(p, end, sizeof end);
-                esc_printf("%s{\"name\":", i ? "," : "");
-                pr_json_str(stdout, *p->name ? p->name : "");
-                esc_printf(",\"pid\":%u,\"exe\":", p->pid);
-                pr_json_str(stdout, p->exe ? p->exe : "");
-                esc_printf(",\"host\":");
-                pr_json_str(stdout, p->host ? p->host : "");
-                esc_printf(",\"clock_interval_ns\":%llu,\"sync_threshold_ns\":",
-                       (unsigned long long)p->clock_ns);
-                if (p->sync_on)
-                    esc_printf("%llu,\"sync_calibration_ns\":%llu", (unsigned long long)p->sync_ns,
-                           (unsigned long long)p->sync_calibration);
-                else
-                    esc_printf("null");
-                esc_printf(",\"heap_tracing\":%s,\"io_tracing\":%s,\"threads\":%zu,\"ended\":",
-                       p->heap_on ? "true" : "false", p->io_on ? "true" : "false", p->nthreads);
-                pr_json_str(stdout, end);
-                esc_printf(",\"end_how\":");
-                pr_json_str(stdout, p->has_end ? p->end_how : "");
-                if (p->has_stats)
-                    esc_printf(",\"samples\":%llu,\"expected\":%llu,\"unwind_failures\":%llu,"
-                           "\"dropped_busy\":%llu,\"dropped_disk\":%llu",
-                           (unsigned long long)p->st_samples, (unsigned long long)p->st_expected,
-                           (unsigned long long)p->st_unwind_failures,
-                           (unsigned long long)p->st_dropped_busy,
-                           (unsigned long long)p->st_dropped_disk);
-                esc_printf(",\"warnings\":[");
-                for (size_t w = 0; w < p->nwarnings; w++) {
-                    esc_printf(w ? "," : "");
-                    pr_json_str(stdout, p->warnings[w]);
-                }
-                esc_printf("]}");
-            }
-            esc_printf("]}");
-        }
-        esc_printf("],\"events\":%llu,\"binaries\":[", (unsigned long long)st->events);
-        int first = 1;
-        for (size_t o = 0; o < sym_nobjects(ps->ses->sym); o++) {
-            const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
-            if (!*so->message)
-                continue;
-            esc_printf("%s{\"path\":", first ? "" : ",");
-            first = 0;
-            pr_json_str(stdout, so->path);
-            esc_printf(",\"message\":");
-            pr_json_str(stdout, so->message);
-            esc_printf("}");
-        }
-        esc_printf("]}\n");
+        header_json(ps, &h);
+        rep_header_free(&h);
         return 0;
     }
-    for (size_t x = 0; x < ps->ses->nexps; x++) {
-        const exp_experiment_t *e = ps->ses->exps[x];
-        uint64_t *counted = NULL; /* samples in the events, for processes without statistics */
-        int count_failed = 0;
-        esc_printf("Experiment: %s\n", e->path);
-        for (size_t i = 0; i < e->nprocs; i++) {
-            const exp_process_t *p = e->procs[i];
-            char buf[256];
-            if (i)
-                esc_printf("  Descendant %s (pid %u)\n", p->name, p->pid);
-            else
-                esc_printf("  Root process (pid %u)\n", p->pid);
-            esc_printf("    Target command:   ");
-            for (uint32_t a = 0; a < p->argc; a++)
-                esc_printf("%s%s", a ? " " : "", p->argv[a]);
-            esc_printf("\n");
-            if (p->exe)
-                esc_printf("    Executable:       %s\n", p->exe);
-            esc_printf("    Host:             %s, %s, %s, %u CPUs\n", p->host ? p->host : "?",
-                   p->kernel ? p->kernel : "?", p->arch ? p->arch : "?", p->ncpus);
-            esc_printf("    Started:          %s\n", pr_fmt_time(p->real_start, buf, sizeof buf));
-            if (p->t_start) /* (0: nothing in the experiment says when it started) */
-                esc_printf("    Duration:         %.3f s\n",
-                       p->t_end > p->t_start ? (double)(p->t_end - p->t_start) * 1e-9 : 0.0);
-            else
-                esc_printf("    Duration:         unknown (no start record and no events)\n");
-            if (p->clock_ns)
-                esc_printf("    Data collected:   clock profiling, interval %.3f ms (%s)\n",
-                       (double)p->clock_ns * 1e-6, p->clock_source ? p->clock_source : "?");
-            else
-                esc_printf("    Data collected:   no clock profiling\n");
-            for (size_t r = 0; r < p->nrecords; r++) {
-                if (strcmp(p->records[r].kind, "settings"))
-                    continue;
-                uint64_t st = exp_record_u64(&p->records[r], "states", 0);
-                uint64_t sp = exp_record_u64(&p->records[r], "sample", 0);
-                if (st)
-                    esc_printf("                      thread states every %.0f ms\n", (double)st * 1e-6);
-                esc_printf("                      sample packets: %zu", p->nsamples);
-                if (sp)
-                    esc_printf(" (every %.3f s)", (double)sp * 1e-9);
-                esc_printf("\n");
-                if (p->npauses)
-                    esc_printf("                      paused and resumed %zu times\n",
-                           (p->npauses + 1) / 2);
-            }
-            pr_trace_settings(p);
-            esc_printf("    Threads:          %zu\n", p->nthreads);
-            pr_end_text(p, buf, sizeof buf);
-            esc_printf("    Ended:            %s\n", buf);
-            if (p->has_stats) {
-                esc_printf("    Clock samples:    %llu recorded of %llu expected (%.1f%%)\n",
-                       (unsigned long long)p->st_samples, (unsigned long long)p->st_expected,
-                       p->st_expected ? 100.0 * (double)p->st_samples / (double)p->st_expected
-                                      : 100.0);
-                esc_printf("    Unwind failures:  %llu; stacks cut at the depth limit: %llu\n",
-                       (unsigned long long)p->st_unwind_failures,
-                       (unsigned long long)p->st_truncated_stacks);
-                esc_printf("    Dropped events:   %llu (signal during a write), %llu (disk full)\n",
-                       (unsigned long long)p->st_dropped_busy,
-                       (unsigned long long)p->st_dropped_disk);
-            } else {
-                esc_printf("    Statistics:       none (the process ended before writing them)\n");
-                if (!counted && !count_failed) {
-                    counted = calloc(ps->ses->exps[x]->nprocs, sizeof *counted);
-                    tally_err_t err = { 0 };
-                    if (!counted || exp_count_samples(ps->ses->exps[x], counted, &err))
-                        count_failed = 1;
-                }
-                if (counted && !count_failed)
-                    esc_printf("    Clock samples:    %llu recorded (counted in the events)\n",
-                           (unsigned long long)counted[i]);
-            }
-            for (size_t w = 0; w < p->nwarnings; w++)
-                esc_printf("    Warning:          %s\n", p->warnings[w]);
-        }
-        free(counted);
+    sink_t *o = &ps->out;
+    for (size_t x = 0; x < h.nexps; x++) {
+        sink_printf(o, "Experiment: %s\n", h.exps[x].e->path);
+        for (size_t i = 0; i < h.exps[x].e->nprocs; i++)
+            header_text_process(ps, &h.exps[x].procs[i], i);
     }
-    esc_printf("Events read: %llu", (unsigned long long)st->events);
-    uint64_t lost = 0;
-    for (int r = 0; r < EXP_LOST_NREASONS; r++)
-        lost += st->lost[r];
-    if (lost)
-        esc_printf(", %llu lost while recording", (unsigned long long)lost);
+    const exp_scan_stats_t *st = h.stats;
+    sink_printf(o, "Events read: %llu", (unsigned long long)st->events);
+    if (h.lost)
+        sink_printf(o, ", %llu lost while recording", (unsigned long long)h.lost);
     if (st->bad_chunks || st->bad_records || st->seq_gaps)
-        esc_printf(", damage: %llu bad chunks, %llu bad records, %llu gaps",
-               (unsigned long long)st->bad_chunks, (unsigned long long)st->bad_records,
-               (unsigned long long)st->seq_gaps);
-    esc_printf("\n");
-    for (size_t o = 0; o < sym_nobjects(ps->ses->sym); o++) {
-        const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
-        if (*so->message)
-            esc_printf("Binary: %s\n", so->message);
-    }
-    esc_printf("\n");
+        sink_printf(o, ", damage: %llu bad chunks, %llu bad records, %llu gaps",
+                    (unsigned long long)st->bad_chunks, (unsigned long long)st->bad_records,
+                    (unsigned long long)st->seq_gaps);
+    sink_printf(o, "\n");
+    for (size_t b = 0; b < h.nbinaries; b++)
+        sink_printf(o, "Binary: %s\n", h.binaries[b].message);
+    sink_printf(o, "\n");
+    rep_header_free(&h);
     return 0;
 }
 
+/* ---- -overview ------------------------------------------------------------------------------- */
+
 int view_overview(pstate_t *ps)
 {
-    if (!pr_table(ps, ENG_KIND_FUNCTION, 0))
-        return 1;
-    const uint64_t *total = eng_total(ps->ses->eng);
-    trust_t tr;
-    pr_trust_sum(ps, &tr);
-    uint64_t t0 = UINT64_MAX, t1 = 0;
-    size_t nprocs = 0;
-    for (size_t x = 0; x < ps->ses->nexps; x++)
-        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
-            const exp_process_t *p = ps->ses->exps[x]->procs[i];
-            nprocs++;
-            if (p->t_start && p->t_start < t0) /* (0: unknown) */
-                t0 = p->t_start;
-            if (p->t_end > t1 && p->t_end != EXP_T_NEVER)
-                t1 = p->t_end;
-        }
-    double dur = t1 > t0 ? (double)(t1 - t0) * 1e-9 : 0;
-    const exp_process_t *root = ps->ses->exps[0]->procs[0];
-    char end[256];
-    pr_end_text(root, end, sizeof end);
+    tally_err_t err = { 0 };
+    rep_overview_t ov;
+    if (rep_overview(ps->ses, &ov, &err))
+        return pr_report(&err);
+    const uint64_t *total = ov.total;
+    const rep_trust_t *tr = &ov.trust;
     if (ps->json) {
-        pr_json_open(ps);
-        esc_printf("\"view\":\"overview\",\"duration\":");
-        pr_json_num(stdout, dur);
-        esc_printf(",\"processes\":%zu,\"threads\":%zu,\"ended\":", nprocs, eng_nthreads(ps->ses->eng));
-        pr_json_str(stdout, end);
+        json_t j;
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, "overview");
+        json_key(&j, "duration");
+        json_num(&j, ov.duration);
+        json_key(&j, "processes");
+        json_u64(&j, ov.nprocs);
+        json_key(&j, "threads");
+        json_u64(&j, ov.nthreads);
+        json_key(&j, "ended");
+        json_str(&j, ov.ended);
         for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
-            esc_printf(",\"%s\":", eng_metric(ps->ses->eng, m)->name);
-            pr_json_num(stdout, pr_scaled(ps->ses->eng, m, total[m]));
+            json_key(&j, eng_metric(ps->ses->eng, m)->name);
+            json_num(&j, pr_scaled(ps->ses->eng, m, total[m]));
         }
-        esc_printf(",\"samples\":%llu,\"expected\":%llu,\"unwind_failures\":%llu,\"dropped\":%llu}\n",
-               (unsigned long long)tr.samples, (unsigned long long)tr.expected,
-               (unsigned long long)tr.unwind, (unsigned long long)(tr.busy + tr.disk));
+        const char *keys[] = { "samples", "expected", "unwind_failures", "dropped" };
+        const uint64_t v[] = { tr->samples, tr->expected, tr->unwind, tr->busy + tr->disk };
+        for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
+            json_key(&j, keys[k]);
+            json_u64(&j, v[k]);
+        }
+        json_obj_end(&j);
+        json_end_doc(&j);
         return 0;
     }
-    esc_printf("Overview\n\n");
-    esc_printf("  Duration:        %.3f s, %zu process%s, %zu thread%s\n", dur, nprocs,
-           nprocs == 1 ? "" : "es", eng_nthreads(ps->ses->eng), eng_nthreads(ps->ses->eng) == 1 ? "" : "s");
-    esc_printf("  Run:             %s\n", end);
+    sink_t *o = &ps->out;
+    double dur = ov.duration;
+    sink_printf(o, "Overview\n\n");
+    sink_printf(o, "  Duration:        %.3f s, %zu process%s, %zu thread%s\n", dur, ov.nprocs,
+                ov.nprocs == 1 ? "" : "es", ov.nthreads, ov.nthreads == 1 ? "" : "s");
+    sink_printf(o, "  Run:             %s\n", ov.ended);
     double tot = pr_scaled(ps->ses->eng, ENG_M_TOTALCPU, total[ENG_M_TOTALCPU]);
-    esc_printf("  Total CPU Time:  %.3f s", tot);
+    sink_printf(o, "  Total CPU Time:  %.3f s", tot);
     if (dur > 0)
-        esc_printf(" (%.2f CPUs busy on average)", tot / dur);
-    esc_printf("\n");
+        sink_printf(o, " (%.2f CPUs busy on average)", tot / dur);
+    sink_printf(o, "\n");
     for (int m = ENG_M_USER; m <= ENG_M_SYSTEM; m++)
-        esc_printf("    %-16s %8.3f s  %6.2f%%\n", eng_metric(ps->ses->eng, m)->title, pr_scaled(ps->ses->eng, m, total[m]),
-               total[ENG_M_TOTALCPU] ? 100.0 * (double)total[m] / (double)total[ENG_M_TOTALCPU]
-                                     : 0.0);
+        sink_printf(o, "    %-16s %8.3f s  %6.2f%%\n", eng_metric(ps->ses->eng, m)->title, pr_scaled(ps->ses->eng, m, total[m]),
+                    total[ENG_M_TOTALCPU]
+                        ? 100.0 * (double)total[m] / (double)total[ENG_M_TOTALCPU]
+                        : 0.0);
     pr_trace_overview(ps, total);
-    esc_printf("  Data quality:    %llu samples recorded of %llu expected",
-           (unsigned long long)tr.samples, (unsigned long long)tr.expected);
-    if (tr.expected)
-        esc_printf(" (%.1f%%)", 100.0 * (double)tr.samples / (double)tr.expected);
-    esc_printf(", %llu unwind failures, %llu events dropped\n", (unsigned long long)tr.unwind,
-           (unsigned long long)(tr.busy + tr.disk));
-    if (tr.nostats)
-        esc_printf("                   %llu process%s ended without statistics (see -header)\n",
-               (unsigned long long)tr.nostats, tr.nostats == 1 ? "" : "es");
+    sink_printf(o, "  Data quality:    %llu samples recorded of %llu expected",
+                (unsigned long long)tr->samples, (unsigned long long)tr->expected);
+    if (tr->expected)
+        sink_printf(o, " (%.1f%%)", 100.0 * (double)tr->samples / (double)tr->expected);
+    sink_printf(o, ", %llu unwind failures, %llu events dropped\n", (unsigned long long)tr->unwind,
+                (unsigned long long)(tr->busy + tr->disk));
+    if (tr->nostats)
+        sink_printf(o, "                   %llu process%s ended without statistics (see -header)\n",
+                    (unsigned long long)tr->nostats, tr->nostats == 1 ? "" : "es");
     pr_overview_states(ps);
-    esc_printf("\n");
+    sink_printf(o, "\n");
     return 0;
 }
+
+/* ---- -thread_list ---------------------------------------------------------------------------- */
 
 int view_thread_list(pstate_t *ps)
 {
     tally_err_t err = { 0 };
-    if (eng_aggregate(ps->ses->eng, &err))
+    rep_threads_t th;
+    if (rep_threads(ps->ses, &th, &err))
         return pr_report(&err);
-    size_t n = eng_nthreads(ps->ses->eng);
-    /* which threads are selected: aggregate counted events of all, values only for selected */
+    sink_t *o = &ps->out;
+    json_t j;
     if (ps->json) {
-        pr_json_open(ps);
-        esc_printf("\"view\":\"thread_list\",\"selection\":");
-        pr_json_str(stdout, eng_thread_selection(ps->ses->eng));
-        esc_printf(",\"threads\":[");
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, "thread_list");
+        json_key(&j, "selection");
+        json_str(&j, th.selection);
+        json_key(&j, "threads");
+        json_arr_begin(&j);
     } else {
-        esc_printf("Threads (selected: %s)\n\n", eng_thread_selection(ps->ses->eng));
-        esc_printf("%6s  %8s  %8s  %-16s %-15s %9s %10s %10s  %s\n", "Thread", "TID", "PID", "Name",
-               "Created by", "Events", "CPU sec.", "Wall sec.", "Process");
+        sink_printf(o, "Threads (selected: %s)\n\n", th.selection);
+        sink_printf(o, "%6s  %8s  %8s  %-16s %-15s %9s %10s %10s  %s\n", "Thread", "TID", "PID",
+                    "Name", "Created by", "Events", "CPU sec.", "Wall sec.", "Process");
     }
-    for (size_t i = 0; i < n; i++) {
-        const eng_thread_t *t = eng_thread(ps->ses->eng, i);
-        const exp_process_t *p = ps->ses->exps[t->exp]->procs[t->proc];
-        const char *name = t->info && t->info->name ? t->info->name : "";
-        const char *how = t->info && t->info->how ? t->info->how : "";
-        /* wall time: from the thread's start to its end (or the end of its process) */
-        uint64_t t0 = t->info ? t->info->t_start : p->t_start;
-        uint64_t t1 = t->info && t->info->t_end != EXP_T_NEVER ? t->info->t_end : p->t_end;
-        double wall = t0 && t1 > t0 && t1 != EXP_T_NEVER ? (double)(t1 - t0) * 1e-9 : 0.0;
+    for (size_t i = 0; i < th.n; i++) {
+        const rep_thread_t *r = &th.threads[i];
+        double cpu = pr_scaled(ps->ses->eng, ENG_M_TOTALCPU, r->t->value[ENG_M_TOTALCPU]);
         if (ps->json) {
-            esc_printf("%s{\"number\":%u,\"tid\":%u,\"pid\":%u,\"name\":", i ? "," : "", t->number,
-                   t->tid, p->pid);
-            pr_json_str(stdout, name);
-            esc_printf(",\"how\":");
-            pr_json_str(stdout, how);
-            esc_printf(",\"events\":%llu,\"totalcpu\":", (unsigned long long)t->events);
-            pr_json_num(stdout, pr_scaled(ps->ses->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]));
-            esc_printf(",\"wall\":");
-            pr_json_num(stdout, wall);
-            esc_printf(",\"process\":");
-            pr_json_str(stdout, *p->name ? p->name : "(root)");
-            esc_printf("}");
+            json_obj_begin(&j);
+            json_key(&j, "number");
+            json_u64(&j, r->t->number);
+            json_key(&j, "tid");
+            json_u64(&j, r->t->tid);
+            json_key(&j, "pid");
+            json_u64(&j, r->p->pid);
+            json_key(&j, "name");
+            json_str(&j, r->name);
+            json_key(&j, "how");
+            json_str(&j, r->how);
+            json_key(&j, "events");
+            json_u64(&j, r->t->events);
+            json_key(&j, "totalcpu");
+            json_num(&j, cpu);
+            json_key(&j, "wall");
+            json_num(&j, r->wall);
+            json_key(&j, "process");
+            json_str(&j, r->process);
+            json_obj_end(&j);
         } else {
-            esc_printf("%6u  %8u  %8u  %-16s %-15s %9llu %10.3f %10.3f  %s\n", t->number, t->tid,
-                   p->pid, name, how, (unsigned long long)t->events,
-                   pr_scaled(ps->ses->eng, ENG_M_TOTALCPU, t->value[ENG_M_TOTALCPU]), wall,
-                   *p->name ? p->name : "(root)");
+            sink_printf(o, "%6u  %8u  %8u  %-16s %-15s %9llu %10.3f %10.3f  %s\n", r->t->number,
+                        r->t->tid, r->p->pid, r->name, r->how, (unsigned long long)r->t->events,
+                        cpu, r->wall, r->process);
         }
     }
-    if (ps->json)
-        esc_printf("]}\n");
-    else
-        esc_printf("\n");
+    if (ps->json) {
+        json_arr_end(&j);
+        json_obj_end(&j);
+        json_end_doc(&j);
+    } else {
+        sink_printf(o, "\n");
+    }
+    rep_threads_free(&th);
     return 0;
 }
+
+/* ---- -metric_list ---------------------------------------------------------------------------- */
 
 int view_metric_list(pstate_t *ps)
 {
     tally_err_t err = { 0 };
     if (eng_aggregate(ps->ses->eng, &err))
         return pr_report(&err);
+    sink_t *o = &ps->out;
     if (ps->json) {
-        pr_json_open(ps);
-        esc_printf("\"view\":\"metric_list\",\"available\":[");
-        int first = 1;
+        json_t j;
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, "metric_list");
+        json_key(&j, "available");
+        json_arr_begin(&j);
         for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
             if (!eng_has_metric(ps->ses->eng, m))
                 continue;
-            esc_printf("%s{\"name\":\"%s\",\"title\":\"%s\",\"unit\":\"%s\"}", first ? "" : ",",
-                   eng_metric(ps->ses->eng, m)->name, eng_metric(ps->ses->eng, m)->title, eng_metric(ps->ses->eng, m)->unit);
-            first = 0;
+            json_obj_begin(&j);
+            json_key(&j, "name");
+            json_str(&j, eng_metric(ps->ses->eng, m)->name);
+            json_key(&j, "title");
+            json_str(&j, eng_metric(ps->ses->eng, m)->title);
+            json_key(&j, "unit");
+            json_str(&j, eng_metric(ps->ses->eng, m)->unit);
+            json_obj_end(&j);
         }
-        esc_printf("],\"metrics\":");
-        pr_json_str(stdout, ps->metrics.text);
-        esc_printf(",\"cmetrics\":");
-        pr_json_str(stdout, ps->cmetrics.text);
-        esc_printf("}\n");
+        json_arr_end(&j);
+        json_key(&j, "metrics");
+        json_str(&j, ps->metrics.text);
+        json_key(&j, "cmetrics");
+        json_str(&j, ps->cmetrics.text);
+        json_obj_end(&j);
+        json_end_doc(&j);
         return 0;
     }
-    esc_printf("Current metrics: %s\nCurrent callers-callees metrics: %s\n", ps->metrics.text,
-           ps->cmetrics.text);
+    sink_printf(o, "Current metrics: %s\nCurrent callers-callees metrics: %s\n", ps->metrics.text,
+                ps->cmetrics.text);
     char st[160];
-    esc_printf("Current sort: %s\n\nAvailable metrics:\n", pr_sort_title(ps, st, sizeof st));
+    sink_printf(o, "Current sort: %s\n\nAvailable metrics:\n", pr_sort_title(ps, st, sizeof st));
     for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++)
         if (eng_has_metric(ps->ses->eng, m))
-            esc_printf("  %-10s %s (%s); flavors e (exclusive), i (inclusive), a (attributed)\n",
-                   eng_metric(ps->ses->eng, m)->name, eng_metric(ps->ses->eng, m)->title, eng_metric(ps->ses->eng, m)->unit);
-    esc_printf("\nSpec: [e|i|a][.|%%|+|!]NAME joined by ':', 'name' for the name column; e.g.\n"
-           "  e.%%totalcpu:i.%%totalcpu:e.user:e.system:name\n\n");
+            sink_printf(o, "  %-10s %s (%s); flavors e (exclusive), i (inclusive), a (attributed)\n",
+                        eng_metric(ps->ses->eng, m)->name, eng_metric(ps->ses->eng, m)->title, eng_metric(ps->ses->eng, m)->unit);
+    sink_printf(o, "\nSpec: [e|i|a][.|%%|+|!]NAME joined by ':', 'name' for the name column; e.g.\n"
+                   "  e.%%totalcpu:i.%%totalcpu:e.user:e.system:name\n\n");
     return 0;
 }

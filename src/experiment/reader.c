@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../base/fsafe.h"
+#include "../base/grow.h"
 #include "../base/leb128.h"
 #include "../base/u64map.h"
 #include "logfile.h"
@@ -25,22 +26,6 @@
 
 static char empty_str[1]; /* the value of absent strings: never written, never freed */
 
-/* Makes room for element n of *arr (capacity *cap, elements of elem bytes). 0 or TALLY_ENOMEM. */
-static int grow_array(void **arr, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? 2 * *cap : 8;
-    if (ncap <= n || ncap > SIZE_MAX / elem)
-        return TALLY_ENOMEM;
-    void *q = realloc(*arr, ncap * elem);
-    if (!q)
-        return TALLY_ENOMEM;
-    *arr = q;
-    *cap = ncap;
-    return 0;
-}
-#define GROW(arr, n, cap) grow_array((void **)&(arr), &(cap), (n), sizeof *(arr))
 
 static char *dupstr(const char *s)
 {

@@ -1,0 +1,406 @@
+/*
+ * test_report.c - the report models (src/analyzer/report_table.c) on a synthetic experiment built
+ * here: its one load object is this test program, its stacks are made of the PCs of three
+ * functions below, with known weights. Checked: the rows of -functions (sorted, limited, named),
+ * callers-callees, the call tree's order, one function's summary, and finding a function by a
+ * misspelt name.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "analyzer/report.h"
+#include "analyzer/session.h"
+#include "experiment/evwriter.h"
+#include "experiment/logfile.h"
+
+/* The functions the stacks are made of (never called: only their addresses are used). */
+__attribute__((noinline, used)) int rp_leaf(int x) { return x * 3 + 1; }
+__attribute__((noinline, used)) int rp_mid(int x) { return rp_leaf(x) + 2; }
+__attribute__((noinline, used)) int rp_top(int x) { return rp_mid(x) + rp_leaf(x); }
+
+static char dir[256];
+#define MS 1000000ull
+
+/* A PC inside f (an address past its entry, as a return address would be). */
+static uint64_t pc_in(void *f) { return (uint64_t)(uintptr_t)f + 1; }
+
+static void write_experiment(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/tally-test-report-%d.tally", getpid());
+    assert_int_equal(mkdir(dir, 0755), 0);
+    Dl_info di;
+    assert_true(dladdr((void *)rp_leaf, &di) != 0);
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    assert_true(n > 0);
+    exe[n] = 0;
+    const Elf64_Ehdr *eh = di.dli_fbase;
+    uint64_t base = (uint64_t)(uintptr_t)di.dli_fbase;
+    uint64_t bias = eh->e_type == ET_DYN ? base : 0;
+
+    char path[512], buf[4096];
+    snprintf(path, sizeof path, "%s/log", dir);
+    int fd = exp_log_create(path);
+    assert_true(fd >= 0);
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "start");
+    exp_line_u64(&l, "t", 1000);
+    exp_line_u64(&l, "pid", 42);
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    exp_line_begin(&l, buf, sizeof buf, "settings");
+    exp_line_u64(&l, "clock", 1000000);
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    exp_line_begin(&l, buf, sizeof buf, "load");
+    exp_line_u64(&l, "t", 1000);
+    exp_line_u64(&l, "id", 0);
+    exp_line_str(&l, "path", exe);
+    exp_line_hex(&l, "lo", base);
+    exp_line_hex(&l, "hi", base + (256u << 20));
+    exp_line_hex(&l, "bias", bias);
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    exp_line_begin(&l, buf, sizeof buf, "end");
+    exp_line_u64(&l, "t", 9000);
+    exp_line_str(&l, "how", "exit");
+    exp_line_u64(&l, "status", 0);
+    assert_int_equal(exp_line_write(&l, fd), 0);
+    close(fd);
+
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t s;
+    exp_stream_init(&s, &f, 42);
+    const uint64_t L = pc_in((void *)rp_leaf), M = pc_in((void *)rp_mid), T = pc_in((void *)rp_top);
+    /* leaf first: leaf<-mid<-top 3 ms, mid<-top 2 ms, top 1 ms, leaf<-top 4 ms */
+    const struct {
+        uint64_t pcs[3];
+        uint32_t n;
+        uint64_t w;
+    } stacks[] = { { { L, M, T }, 3, 3 * MS }, { { M, T }, 2, 2 * MS }, { { T }, 1, 1 * MS },
+                   { { L, T }, 2, 4 * MS } };
+    uint64_t t = 2000;
+    for (size_t i = 0; i < sizeof stacks / sizeof *stacks; i++) {
+        uint32_t id;
+        assert_int_equal(exp_stream_stack(&s, stacks[i].pcs, stacks[i].n, 0, &id), 0);
+        assert_int_equal(exp_stream_clock(&s, t += 1000, id, 0, stacks[i].w), 0);
+    }
+    exp_stream_finish(&s, t + 1000);
+    exp_evfile_close(&f);
+}
+
+static int setup(void **state)
+{
+    write_experiment();
+    ses_t *s = ses_new();
+    tally_err_t err = { 0 };
+    assert_int_equal(ses_open(s, dir, &err), 0);
+    assert_int_equal(ses_start(s, &err), 0);
+    *state = s;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    ses_free(*state);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd);
+}
+
+static const rep_opts_t by_excl = { 0, REP_FL_E, ENG_M_TOTALCPU, 0 };
+
+static void test_table(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_table_t rt;
+    assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &by_excl, &rt, &err), 0);
+    assert_int_equal(rt.total[ENG_M_TOTALCPU], 10 * MS);
+    assert_string_equal(rt.total_row.name, "<Total>");
+    assert_int_equal(rt.n, 3);
+    const char *names[] = { "rp_leaf", "rp_mid", "rp_top" };
+    const uint64_t ex[] = { 7 * MS, 2 * MS, 1 * MS }, in[] = { 7 * MS, 5 * MS, 10 * MS };
+    for (size_t i = 0; i < 3; i++) {
+        assert_string_equal(rt.rows[i].name, names[i]);
+        assert_int_equal(rep_row_value(&rt.rows[i], REP_FL_E, ENG_M_TOTALCPU), ex[i]);
+        assert_int_equal(rep_row_value(&rt.rows[i], REP_FL_I, ENG_M_TOTALCPU), in[i]);
+        assert_int_equal(rep_row_value(&rt.rows[i], REP_FL_A, ENG_M_TOTALCPU), 0); /* none */
+    }
+    rep_table_free(&rt);
+    /* by inclusive, limited to 2 */
+    rep_opts_t o = { 0, REP_FL_I, ENG_M_TOTALCPU, 2 };
+    assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &o, &rt, &err), 0);
+    assert_int_equal(rt.n, 2);
+    assert_string_equal(rt.rows[0].name, "rp_top");
+    assert_string_equal(rt.rows[1].name, "rp_leaf");
+    rep_table_free(&rt);
+    /* by name */
+    o = (rep_opts_t){ 0, REP_FL_E, -1, 0 };
+    assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &o, &rt, &err), 0);
+    assert_string_equal(rt.rows[0].name, "rp_leaf");
+    assert_string_equal(rt.rows[2].name, "rp_top");
+    rep_table_free(&rt);
+    /* load objects: one, holding everything */
+    assert_int_equal(rep_table(s, ENG_KIND_LOADOBJECT, &by_excl, &rt, &err), 0);
+    assert_int_equal(rt.n, 1);
+    assert_int_equal(rep_row_value(&rt.rows[0], REP_FL_E, ENG_M_TOTALCPU), 10 * MS);
+    rep_table_free(&rt);
+}
+
+static void test_callers_callees(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_cc_t cc;
+    assert_int_equal(rep_callers_callees(s, &by_excl, "rp_mid", &cc, &err), 0);
+    assert_int_equal(cc.n, 1);
+    const rep_cc_entry_t *e = &cc.entries[0];
+    assert_string_equal(e->name, "rp_mid");
+    assert_int_equal(e->excl[ENG_M_TOTALCPU], 2 * MS);
+    assert_int_equal(e->incl[ENG_M_TOTALCPU], 5 * MS);
+    assert_int_equal(e->ncallers, 1);
+    assert_string_equal(e->callers[0].name, "rp_top");
+    assert_int_equal(rep_row_value(&e->callers[0], REP_FL_A, ENG_M_TOTALCPU), 5 * MS);
+    assert_int_equal(e->ncallees, 1);
+    assert_string_equal(e->callees[0].name, "rp_leaf");
+    assert_int_equal(rep_row_value(&e->callees[0], REP_FL_A, ENG_M_TOTALCPU), 3 * MS);
+    rep_cc_free(&cc);
+    /* every function, callees of rp_top sorted by attributed value: mid 5, leaf 4 */
+    assert_int_equal(rep_callers_callees(s, &by_excl, NULL, &cc, &err), 0);
+    assert_int_equal(cc.n, 3);
+    assert_string_equal(cc.entries[2].name, "rp_top");
+    assert_int_equal(cc.entries[2].ncallers, 0);
+    assert_int_equal(cc.entries[2].ncallees, 2);
+    assert_string_equal(cc.entries[2].callees[0].name, "rp_mid");
+    assert_string_equal(cc.entries[2].callees[1].name, "rp_leaf");
+    rep_cc_free(&cc);
+    /* a misspelt name: not found, with the suggestion */
+    assert_int_equal(rep_callers_callees(s, &by_excl, "rp_mdi", &cc, &err), TALLY_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "no function named 'rp_mdi'"));
+    assert_non_null(strstr(err.msg, "did you mean: rp_mid"));
+}
+
+static void test_calltree(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_tree_t t;
+    assert_int_equal(rep_calltree(s, &by_excl, &t, &err), 0);
+    assert_int_equal(t.metric, ENG_M_TOTALCPU);
+    assert_string_equal(rep_tree_name(&t, 0), "<Total>");
+    /* <Total> -> rp_top -> { rp_mid -> rp_leaf, rp_leaf } */
+    assert_int_equal(t.kid_start[1] - t.kid_start[0], 1);
+    uint32_t top = t.kids[t.kid_start[0]];
+    assert_string_equal(rep_tree_name(&t, top), "rp_top");
+    assert_int_equal(t.tr->nodes[top].incl[ENG_M_TOTALCPU], 10 * MS);
+    assert_int_equal(t.kid_start[top + 1] - t.kid_start[top], 2);
+    uint32_t a = t.kids[t.kid_start[top]], b = t.kids[t.kid_start[top] + 1];
+    assert_string_equal(rep_tree_name(&t, a), "rp_mid");
+    assert_int_equal(t.tr->nodes[a].incl[ENG_M_TOTALCPU], 5 * MS);
+    assert_string_equal(rep_tree_name(&t, b), "rp_leaf");
+    assert_int_equal(t.tr->nodes[b].incl[ENG_M_TOTALCPU], 4 * MS);
+    assert_int_equal(t.kid_start[b + 1] - t.kid_start[b], 0);
+    rep_tree_free(&t);
+}
+
+static void test_function(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_func_t f;
+    assert_int_equal(rep_function(s, &by_excl, "rp_top", &f, &err), 0);
+    assert_string_equal(f.name, "rp_top");
+    assert_int_equal(f.excl[ENG_M_TOTALCPU], 1 * MS);
+    assert_int_equal(f.incl[ENG_M_TOTALCPU], 10 * MS);
+    assert_true(f.size > 0);
+    assert_non_null(f.file);
+    assert_non_null(strstr(f.file, "test_report.c"));
+    assert_true(f.line > 0);
+    rep_func_free(&f);
+}
+
+static void test_run(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_overview_t ov;
+    assert_int_equal(rep_overview(s, &ov, &err), 0);
+    assert_int_equal(ov.nprocs, 1);
+    assert_int_equal(ov.nthreads, 1);
+    assert_string_equal(ov.ended, "exited with status 0");
+    assert_int_equal(ov.total[ENG_M_TOTALCPU], 10 * MS);
+    uint64_t t0, t1;
+    double d = rep_run_span(s, &t0, &t1);
+    assert_int_equal(t0, 1000);
+    assert_int_equal(t1, 9000);
+    assert_true(d == ov.duration);
+    assert_true(d == (double)(t1 - t0) * 1e-9);
+    rep_header_t h;
+    assert_int_equal(rep_header(s, &h, &err), 0);
+    assert_int_equal(h.nexps, 1);
+    assert_int_equal(h.stats->events, 4);
+    assert_int_equal(h.exps[0].e->nprocs, 1);
+    assert_true(h.exps[0].procs[0].duration_known);
+    assert_true(h.exps[0].procs[0].duration == d); /* one process: its span is the run's */
+    /* no statistics record: the samples are counted in the events */
+    assert_true(h.exps[0].procs[0].counted_known);
+    assert_int_equal(h.exps[0].procs[0].counted, 4);
+    rep_header_free(&h);
+    rep_threads_t th;
+    assert_int_equal(rep_threads(s, &th, &err), 0);
+    assert_int_equal(th.n, 1);
+    assert_string_equal(th.selection, "all");
+    assert_string_equal(th.threads[0].process, "(root)");
+    assert_int_equal(th.threads[0].t->value[ENG_M_TOTALCPU], 10 * MS);
+    rep_threads_free(&th);
+}
+
+static void test_timeline(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_timeline_t tl;
+    assert_int_equal(rep_timeline(s, 0, &tl, &err), 0);
+    assert_false(tl.empty);
+    assert_true(tl.span == 8000 * 1e-9); /* the run's span: 1000 to 9000 ns */
+    assert_int_equal(tl.nrows, 1);
+    /* events at 3000, 4000, 5000, 6000 ns: columns 15, 23, 31, 39 of 64; rp_leaf wins two */
+    assert_int_equal(tl.nlegend, 3);
+    assert_int_equal(tl.legend[0].letter, 'A');
+    assert_string_equal(tl.legend[0].name, "rp_leaf");
+    const char *c = tl.rows[0].cells;
+    assert_int_equal(strlen(c), REP_TL_COLS);
+    assert_int_equal(c[15], 'A');
+    assert_int_equal(c[39], 'A');
+    assert_true(c[23] == 'B' || c[23] == 'C');
+    assert_true(c[31] == 'B' || c[31] == 'C');
+    assert_int_equal(c[0], ' ');
+    assert_int_equal(c[63], ' ');
+    rep_timeline_free(&tl);
+    /* per-sample totals: no sample packets, everything in sample 0 */
+    rep_buckets_t b;
+    assert_int_equal(rep_sample_totals(s, &b, &err), 0);
+    assert_int_equal(b.n, 1);
+    assert_int_equal(b.v[ENG_M_TOTALCPU], 10 * MS);
+    rep_buckets_free(&b);
+}
+
+static void test_source_disasm(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_disasm_t d;
+    assert_int_equal(rep_disasm(s, &by_excl, ENG_M_TOTALCPU, "rp_mid", &d, &err), 0);
+    assert_string_equal(d.function, "rp_mid");
+    assert_true(d.n > 0);
+    assert_int_equal(d.fn.ex[ENG_M_TOTALCPU], 2 * MS);
+    assert_int_equal(d.fn.in[ENG_M_TOTALCPU], 5 * MS);
+    uint64_t sum = 0;
+    int with = 0, calls_leaf = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        uint64_t x = rep_annot_ex(&d.insns[i].a, d.zeros)[ENG_M_TOTALCPU];
+        sum += x;
+        with += x != 0;
+        calls_leaf |= !strcmp(d.insns[i].callee, "rp_leaf");
+    }
+    assert_int_equal(sum, 2 * MS); /* all on the instruction holding the sampled PC */
+    assert_int_equal(with, 1);
+    assert_int_equal(d.max, 2 * MS);
+    assert_true(calls_leaf);
+    rep_disasm_free(&d);
+
+    rep_source_t v;
+    assert_int_equal(rep_source(s, &by_excl, ENG_M_TOTALCPU, "rp_mid", NULL, NULL, &v, &err), 0);
+    assert_true(v.is_function);
+    assert_non_null(strstr(v.file, "test_report.c"));
+    assert_non_null(v.src); /* found where the debug information says */
+    assert_true(v.lo <= v.hi);
+    assert_int_equal(v.total.in[ENG_M_TOTALCPU], 5 * MS);
+    /* the function's rows add up to its exclusive */
+    uint64_t rows = rep_annot_ex(&v.generated, v.zeros)[ENG_M_TOTALCPU] +
+                    rep_annot_ex(&v.nolines, v.zeros)[ENG_M_TOTALCPU];
+    for (uint32_t l = 0; l <= v.limit; l++)
+        rows += rep_annot_ex(&v.lv[l], v.zeros)[ENG_M_TOTALCPU];
+    for (size_t i = 0; i <= REP_MAX_OTHER; i++)
+        rows += rep_annot_ex(&v.other[i], v.zeros)[ENG_M_TOTALCPU];
+    assert_int_equal(rows, 2 * MS);
+    rep_source_free(&v);
+    /* not a function nor a file with data */
+    assert_int_equal(rep_source(s, &by_excl, ENG_M_TOTALCPU, "nosuch", NULL, NULL, &v, &err),
+                     TALLY_ENOTFOUND);
+}
+
+static void test_end_text(void **state)
+{
+    exp_process_t p;
+    memset(&p, 0, sizeof p);
+    char buf[256];
+    rep_end_text(&p, buf, sizeof buf);
+    assert_non_null(strstr(buf, "ended without a record"));
+    p.has_end = 1;
+    p.end_how = (char *)"signal";
+    p.end_signal = 9;
+    p.end_signame = (char *)"SIGKILL";
+    rep_end_text(&p, buf, sizeof buf);
+    assert_string_equal(buf, "killed by signal 9 (SIGKILL)");
+    p.end_how = (char *)"exec";
+    rep_end_text(&p, buf, sizeof buf);
+    assert_string_equal(buf, "replaced its image by exec");
+}
+
+static void test_suggest(void **state)
+{
+    char buf[128] = "no such thing";
+    const char *c[] = { "alpha", NULL, "beta", "hot.constprop.0" };
+    rep_suggest(buf, sizeof buf, "hot", c, 4);
+    assert_string_equal(buf, "no such thing; did you mean: hot.constprop.0, beta?"); /* alpha: too far */
+    strcpy(buf, "x");
+    rep_suggest(buf, sizeof buf, "zzzzzzzz", c, 4);
+    assert_string_equal(buf, "x");
+}
+
+static void test_sync_names(void **state)
+{
+    char buf[64];
+    rep_sync_name("table_lock", 0, EXP_SYNC_MUTEX_LOCK, buf, sizeof buf);
+    assert_string_equal(buf, "table_lock");
+    rep_sync_name("locks", 40, EXP_SYNC_MUTEX_LOCK, buf, sizeof buf);
+    assert_string_equal(buf, "locks+40");
+    rep_sync_name(NULL, 0, EXP_SYNC_JOIN, buf, sizeof buf);
+    assert_string_equal(buf, "<thread>");
+    rep_sync_name(NULL, 0, EXP_SYNC_COND_WAIT, buf, sizeof buf);
+    assert_string_equal(buf, "<unknown>");
+    assert_string_equal(rep_sync_kind(EXP_SYNC_RWLOCK_TIMEDWRLOCK), "rwlock");
+    assert_string_equal(rep_sync_kind(EXP_SYNC_JOIN), "thread");
+    assert_string_equal(rep_sync_kind(9999), "?");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_callers_callees),
+        cmocka_unit_test(test_calltree),
+        cmocka_unit_test(test_function),
+        cmocka_unit_test(test_run),
+        cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_source_disasm),
+        cmocka_unit_test(test_end_text),
+        cmocka_unit_test(test_suggest),
+        cmocka_unit_test(test_sync_names),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
