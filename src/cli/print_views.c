@@ -246,7 +246,8 @@ int view_calltree(pstate_t *ps)
     } else {
         sink_printf(&ps->out, "Functions Call Tree. Metric: Attributed %s\n\n",
                     eng_metric(ps->ses->eng, t.metric)->title);
-        sink_printf(&ps->out, "%10s %7s   %s\n", "sec.", "%", "Name");
+        const char *unit = eng_metric(ps->ses->eng, t.metric)->unit;
+        sink_printf(&ps->out, "%10s %7s   %s\n", !strcmp(unit, "s") ? "sec." : unit, "%", "Name");
         rc = tree_format(ps, NULL, &t);
         sink_printf(&ps->out, "\n");
     }
