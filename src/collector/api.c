@@ -16,6 +16,7 @@
 
 #include "../../include/tally_collector_api.h"
 #include "base/spinlock.h"
+#include "experiment/logfile.h"
 #include "trace.h"
 #include "unwind.h"
 
@@ -39,26 +40,6 @@ static struct {
     api_kind_t kinds[TALLY_API_MAX_KINDS]; /* the kind's id is its index */
     uint32_t nkinds;                       /* atomic for emit's check */
 } reg;
-
-static int good_name(const char *s)
-{
-    size_t n = s ? strnlen(s, 64) : 0;
-    if (n == 0 || n > 63 || !(*s >= 'a' && *s <= 'z'))
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
-            return 0;
-    return 1;
-}
-
-/* Printable text (readers refuse control characters in titles and units). */
-static int good_text(const char *s)
-{
-    for (; s && *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            return 0;
-    return 1;
-}
 
 static void copy(char *dst, size_t cap, const char *src)
 {
@@ -125,7 +106,8 @@ static long find_metric(const char *name)
 
 static int declare_metric(const char *name, const char *title, const char *unit, int time)
 {
-    if (!good_name(name) || !good_text(title) || !good_text(unit))
+    if (!exp_decl_name_ok(name) || !exp_decl_text_ok(title, EXP_DECL_TITLE_MAX) ||
+        !exp_decl_text_ok(unit, EXP_DECL_UNIT_MAX))
         return -EINVAL;
     api_metric_t m = { .time = time != 0 };
     copy(m.name, sizeof m.name, name);
@@ -150,7 +132,7 @@ static int declare_metric(const char *name, const char *title, const char *unit,
 
 static int declare_kind(const char *name, const char *const *metrics, uint32_t n)
 {
-    if (!good_name(name) || !metrics || n == 0 || n > TALLY_API_MAX_VALUES)
+    if (!exp_decl_name_ok(name) || !metrics || n == 0 || n > TALLY_API_MAX_VALUES)
         return -EINVAL;
     api_kind_t k = { .n = n };
     copy(k.name, sizeof k.name, name);

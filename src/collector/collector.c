@@ -40,19 +40,6 @@ static pid_t init_tid;
 
 /* ---- helpers --------------------------------------------------------------------------------- */
 
-size_t coll_fmt_u64(char *b, uint64_t v)
-{
-    char t[24];
-    size_t n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        b[i] = t[n - 1 - i];
-    return n;
-}
-
 /* The descriptors the collector holds (a bit per descriptor number): the program's close() of one
  * of them is ignored, and its dup2() onto one moves the collector's away first. */
 #define OWN_FDS 65536
@@ -686,20 +673,20 @@ static void log_stats(coll_proc_t *p)
     char msg[160];
     if (st->dropped_disk) {
         static const char t[] = " clock events were lost: no disk space for the events file";
-        size_t n = coll_fmt_u64(msg, st->dropped_disk);
+        size_t n = exp_fmt_u64(msg, st->dropped_disk);
         memcpy(msg + n, t, sizeof t);
         coll_warn(msg);
     }
     if (st->unwind_no_room) {
         static const char t[] = " clock samples have only their PC: they landed on a stack too "
                                 "small to unwind on (a program's small alternate signal stack)";
-        size_t n = coll_fmt_u64(msg, st->unwind_no_room);
+        size_t n = exp_fmt_u64(msg, st->unwind_no_room);
         memcpy(msg + n, t, sizeof t);
         coll_warn(msg);
     }
     if (st->dropped_busy + st->ring_lost) {
         static const char t[] = " clock events were dropped (writer busy or kernel ring full)";
-        size_t n = coll_fmt_u64(msg, st->dropped_busy + st->ring_lost);
+        size_t n = exp_fmt_u64(msg, st->dropped_busy + st->ring_lost);
         memcpy(msg + n, t, sizeof t);
         coll_warn(msg);
     }

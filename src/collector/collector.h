@@ -137,7 +137,5 @@ void coll_fd_room_leave(void) COLL_HIDDEN;
 int coll_fd_owned(int fd) COLL_HIDDEN;
 int coll_close(int fd) COLL_HIDDEN;
 void coll_fd_evacuate(int fd) COLL_HIDDEN;
-/* Small AS-safe formatting: decimal of v into b (returns the length, no NUL). */
-size_t coll_fmt_u64(char *b, uint64_t v) COLL_HIDDEN;
 
 #endif

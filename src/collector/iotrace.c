@@ -144,7 +144,7 @@ static const char *fd_name(int fd, char *buf, size_t cap)
 {
     char path[40] = "/proc/self/fd/";
     size_t n = strlen(path);
-    n += coll_fmt_u64(path + n, (uint64_t)fd);
+    n += exp_fmt_u64(path + n, (uint64_t)fd);
     path[n] = 0;
     ssize_t r = readlink(path, buf, cap - 1);
     if (r <= 0)

@@ -158,7 +158,7 @@ static ssize_t read_task(track_t *t, int which, char *buf, size_t cap)
     if (t->fd[which] < 0) {
         char path[64] = "/proc/self/task/";
         size_t n = strlen(path);
-        n += coll_fmt_u64(path + n, (uint64_t)t->tid);
+        n += exp_fmt_u64(path + n, (uint64_t)t->tid);
         path[n++] = '/';
         size_t wl = strlen(track_files[which]);
         memcpy(path + n, track_files[which], wl + 1);

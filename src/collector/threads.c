@@ -286,7 +286,7 @@ static int task_ticks(pid_t tid, uint64_t *ut, uint64_t *st)
 {
     char path[64] = "/proc/self/task/";
     size_t n = strlen(path);
-    n += coll_fmt_u64(path + n, (uint64_t)tid);
+    n += exp_fmt_u64(path + n, (uint64_t)tid);
     memcpy(path + n, "/stat", 6);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)

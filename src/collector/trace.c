@@ -541,7 +541,7 @@ void trace_warn_dropped(int disk_full)
         if (!counts.dropped[k])
             continue;
         char msg[160];
-        size_t n = coll_fmt_u64(msg, counts.dropped[k]);
+        size_t n = exp_fmt_u64(msg, counts.dropped[k]);
         const char *tail = disk_full ? " records were lost: no disk space for the events file"
                                      : " records were lost (no stack could be written)";
         size_t wl = strlen(what[k]), tl = strlen(tail);

@@ -96,6 +96,31 @@ static size_t fmt_u64(char *out, uint64_t v, unsigned base)
     return n;
 }
 
+size_t exp_fmt_u64(char *out, uint64_t v) { return fmt_u64(out, v, 10); }
+
+int exp_decl_name_ok(const char *s)
+{
+    if (!s || !(*s >= 'a' && *s <= 'z'))
+        return 0;
+    size_t n = 0;
+    for (; *s; s++, n++)
+        if (n >= EXP_DECL_NAME_MAX ||
+            !((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            return 0;
+    return 1;
+}
+
+int exp_decl_text_ok(const char *s, size_t max)
+{
+    if (!s)
+        return 1; /* none: empty */
+    size_t n = 0;
+    for (; *s; s++, n++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f || n >= max)
+            return 0;
+    return 1;
+}
+
 void exp_line_u64(exp_line_t *l, const char *key, uint64_t value)
 {
     char b[24];

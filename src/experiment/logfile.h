@@ -40,4 +40,18 @@ int exp_log_create(const char *path);
 /* Percent-decodes s in place (the inverse of the encoding above); returns the new length. */
 size_t exp_pct_decode(char *s);
 
+/* v in decimal into out (at least 20 bytes, not NUL-terminated); returns the length. AS-safe. */
+size_t exp_fmt_u64(char *out, uint64_t v);
+
+/* Declarations of metrics and record kinds (`metric` and `kind` records), checked the same way by
+ * the collector that writes them and the reader: a name is 1 to 63 characters of [a-z0-9_]
+ * starting with a letter; a title (at most EXP_DECL_TITLE_MAX bytes) or unit (at most
+ * EXP_DECL_UNIT_MAX) is text without control characters (they would reach terminals); NULL is
+ * empty text. AS-safe. */
+#define EXP_DECL_NAME_MAX 63
+#define EXP_DECL_TITLE_MAX 127
+#define EXP_DECL_UNIT_MAX 31
+int exp_decl_name_ok(const char *s);
+int exp_decl_text_ok(const char *s, size_t max);
+
 #endif

@@ -336,28 +336,6 @@ static int duplicate(exp_process_t *p, const exp_record_t *r)
 }
 
 /* Interprets one record into the process's typed fields. 0 or TALLY_ENOMEM. */
-/* A declared metric or kind name: 1 to 63 characters of [a-z0-9_], starting with a letter. */
-static int good_name(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > 63 || !(*s >= 'a' && *s <= 'z'))
-        return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
-            return 0;
-    return 1;
-}
-
-/* A declared title or unit: printable text (no control characters: they would reach terminals). */
-static int good_text(const char *s, size_t max)
-{
-    size_t n = 0;
-    for (; *s; s++, n++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f || n >= max)
-            return 0;
-    return 1;
-}
-
 static long find_metric(const exp_process_t *p, const char *name)
 {
     for (size_t i = 0; i < p->nmetrics; i++)
@@ -373,9 +351,9 @@ static int declare_metric(interp_t *in, exp_record_t *r)
     exp_process_t *p = in->p;
     char *name = get_str(r, "name"), *agg = get_str(r, "aggregate");
     const char *why = NULL;
-    if (!good_name(name))
+    if (!exp_decl_name_ok(name))
         why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
-    else if (!good_text(get_str(r, "title"), 127) || !good_text(get_str(r, "unit"), 31))
+    else if (!exp_decl_text_ok(get_str(r, "title"), EXP_DECL_TITLE_MAX) || !exp_decl_text_ok(get_str(r, "unit"), EXP_DECL_UNIT_MAX))
         why = "its title or unit has control characters or is too long (127, 31 bytes)";
     else if (*agg && strcmp(agg, "sum"))
         why = "its aggregation is not 'sum', the only one this version knows";
@@ -406,7 +384,7 @@ static int declare_kind(interp_t *in, exp_record_t *r)
     const char *why = NULL;
     if (!ids || id > EXP_KIND_MAXID)
         why = "its id is not a number from 0 to 65535";
-    else if (!good_name(name))
+    else if (!exp_decl_name_ok(name))
         why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
     for (size_t i = 0; i < p->nkinds && !why; i++)
         if (p->kinds[i].id == k.id)

@@ -4,6 +4,7 @@
  * generated functions. Async-signal-safe throughout: no malloc, no stdio, no locale.
  */
 #include "experiment/settings.h"
+#include "experiment/logfile.h"
 
 #include <string.h>
 
@@ -27,23 +28,10 @@ static void put(out_t *o, const char *s, size_t n)
 
 static void puts_(out_t *o, const char *s) { put(o, s, strlen(s)); }
 
-static size_t fmt_u64(char *b, uint64_t v)
-{
-    char t[24];
-    size_t n = 0;
-    do {
-        t[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        b[i] = t[n - 1 - i];
-    return n;
-}
-
 static void put_u64(out_t *o, uint64_t v)
 {
     char d[24];
-    put(o, d, fmt_u64(d, v));
+    put(o, d, exp_fmt_u64(d, v));
 }
 
 /* A value inside the variable: '%', ',' and bytes outside '!'..'~' as %XX. */
