@@ -602,7 +602,8 @@ static int interpret(exp_process_t *p)
         return TALLY_ENOMEM;
     /* packets from several threads reach the log in the order they were written, which is not
      * always the order of their times: sort by time (then by id, their order of taking) */
-    qsort(p->samples, p->nsamples, sizeof *p->samples, cmp_samples);
+    if (p->nsamples) /* p->samples is NULL when there are none */
+        qsort(p->samples, p->nsamples, sizeof *p->samples, cmp_samples);
     return 0;
 }
 
@@ -851,7 +852,7 @@ static int load_one(exp_experiment_t *e, pending_t *job, int dfd, pending_t **st
         rc = add_damage(p, TALLY_ECORRUPT, "log", UINT64_MAX, "more than %d levels of "
                         "descendants: %zu descendant(s) of %s were not read", EXP_MAX_DEPTH, n,
                         *p->name ? p->name : "the root");
-    else if (!rc)
+    else if (!rc && n) /* names is NULL when there are none */
         qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = n; i-- > 0 && !rc && job->depth + 1 < EXP_MAX_DEPTH;) {
         pending_t c = { .parent = (int32_t)p->index, .depth = job->depth + 1 };
@@ -1094,7 +1095,7 @@ const uint64_t *exp_stacks_get(const exp_stacks_t *s, uint32_t id, uint32_t *n, 
         *flags = m->flags;
     if (proc)
         *proc = m->proc;
-    return s->frames + m->off;
+    return s->frames ? s->frames + m->off : NULL; /* NULL: only empty stacks so far */
 }
 
 uint32_t exp_stacks_gen(const exp_stacks_t *s, uint32_t id)
@@ -1149,7 +1150,7 @@ int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, cons
     for (; s->table[j]; j = (j + 1) & (s->table_size - 1)) {
         const struct stack_meta *m = &s->meta[s->table[j] - 1];
         if (m->n == n && m->flags == flags && m->proc == proc && m->gen == gen &&
-            !memcmp(s->frames + m->off, pcs, (size_t)n * sizeof *pcs))
+            (n == 0 || !memcmp(s->frames + m->off, pcs, (size_t)n * sizeof *pcs)))
             return s->table[j] - 1;
     }
     if (s->count >= UINT32_MAX - 1)
@@ -1166,7 +1167,8 @@ int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, cons
     }
     if (GROW(s->meta, s->count, s->meta_cap))
         return -1;
-    memcpy(s->frames + s->nframes, pcs, (size_t)n * sizeof *pcs);
+    if (n) /* an empty stack first: s->frames and pcs may both be NULL */
+        memcpy(s->frames + s->nframes, pcs, (size_t)n * sizeof *pcs);
     s->meta[s->count] = (struct stack_meta){ s->nframes, n, flags, proc, gen };
     s->nframes += n;
     s->table[j] = (uint32_t)s->count + 1;
@@ -1381,7 +1383,8 @@ static uint32_t in_generation(struct cursor *c, uint64_t id, uint32_t g)
         c->ts.frames = f;
         c->ts.frames_cap = n;
     }
-    memcpy(c->ts.frames, pcs, (size_t)n * sizeof *pcs); /* interning may move the frames */
+    if (n) /* interning may move the frames; an empty stack has no frames, maybe no array */
+        memcpy(c->ts.frames, pcs, (size_t)n * sizeof *pcs);
     int64_t ng = exp_stacks_intern_gen(stacks, proc, gen, c->ts.frames, n, flags);
     if (ng < 0) {
         c->sc->oom = 1;
@@ -1841,7 +1844,8 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         refs[nrefs++] = (struct chunk_ref){ get_le32(m + off + 24), get_le32(m + off + 8),
                                             get_le32(m + off + 4), off };
     }
-    qsort(refs, nrefs, sizeof *refs, cmp_chunks);
+    if (nrefs)
+        qsort(refs, nrefs, sizeof *refs, cmp_chunks);
     for (size_t i = 0; i < nrefs; i++)
         ncs += i == 0 || refs[i].stream != refs[i - 1].stream;
     cs = calloc(ncs ? ncs : 1, sizeof *cs);
