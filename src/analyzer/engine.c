@@ -1087,7 +1087,7 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
             uint32_t nf, flags, proc;
             const uint64_t *pcs = exp_stacks_get(in->stacks, (uint32_t)s, &nf, &flags, &proc);
             size_t need = foff[s] + nf;
-            if (need > in->fids_cap) {
+            if (need > in->fids_cap || !in->fids) { /* never NULL: fids + foff[s] is used */
                 size_t ncap = in->fids_cap ? in->fids_cap : 4096;
                 while (ncap < need)
                     ncap *= 2;
@@ -1672,8 +1672,7 @@ int eng_foreach_stack(eng_t *g, eng_stack_fn fn, void *ctx, tally_err_t *err)
                 continue;
             uint32_t nf, flags, proc;
             const uint64_t *pcs = exp_stacks_get(in->stacks, (uint32_t)s, &nf, &flags, &proc);
-            const uint32_t *fids = in->fids ? in->fids + in->foff[s] : NULL; /* no frames */
-            if ((rc = fn(ctx, (uint32_t)x, proc, pcs, fids, nf, v)))
+            if ((rc = fn(ctx, (uint32_t)x, proc, pcs, in->fids + in->foff[s], nf, v)))
                 return rc;
         }
     }

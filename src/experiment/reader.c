@@ -1095,7 +1095,7 @@ const uint64_t *exp_stacks_get(const exp_stacks_t *s, uint32_t id, uint32_t *n, 
         *flags = m->flags;
     if (proc)
         *proc = m->proc;
-    return s->frames ? s->frames + m->off : NULL; /* NULL: only empty stacks so far */
+    return s->frames + m->off;
 }
 
 uint32_t exp_stacks_gen(const exp_stacks_t *s, uint32_t id)
@@ -1155,7 +1155,7 @@ int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, cons
     }
     if (s->count >= UINT32_MAX - 1)
         return -1;
-    if (s->nframes + n > s->frames_cap) {
+    if (s->nframes + n > s->frames_cap || !s->frames) { /* never NULL: frames + off is used */
         size_t cap = s->frames_cap ? s->frames_cap : 4096;
         while (cap < s->nframes + n)
             cap *= 2;
