@@ -738,9 +738,10 @@ static int parse_log(exp_process_t *p, int dirfd, tally_err_t *err)
         }
         line = end + 1;
     }
-    /* the pool no longer moves: turn field indexes into pointers */
+    /* the pool no longer moves: turn field indexes into pointers (no pool when no record has
+     * a field: then they have none to point at) */
     for (size_t i = 0; i < p->nrecords; i++)
-        p->records[i].fields = p->fields + (uintptr_t)p->records[i].fields;
+        p->records[i].fields = p->fields ? p->fields + (uintptr_t)p->records[i].fields : NULL;
     if (!rc)
         rc = interpret(p);
     if (rc)
