@@ -1087,7 +1087,7 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
             uint32_t nf, flags, proc;
             const uint64_t *pcs = exp_stacks_get(in->stacks, (uint32_t)s, &nf, &flags, &proc);
             size_t need = foff[s] + nf;
-            if (need > in->fids_cap) {
+            if (need > in->fids_cap || !in->fids) { /* never NULL: fids + foff[s] is used */
                 size_t ncap = in->fids_cap ? in->fids_cap : 4096;
                 while (ncap < need)
                     ncap *= 2;
@@ -1379,7 +1379,8 @@ static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, uint32_t f, const u
         slot = (uint32_t *)u64map_get(&g->inl_map, key);
         *slot = (uint32_t)g->ninl_seq + 1;
         g->inl_seq[g->ninl_seq++] = (uint32_t)n;
-        memcpy(g->inl_seq + g->ninl_seq, pairs, 2 * (size_t)n * sizeof *pairs);
+        if (n)
+            memcpy(g->inl_seq + g->ninl_seq, pairs, 2 * (size_t)n * sizeof *pairs);
         g->ninl_seq += 2 * (size_t)n;
     } else if (!*slot) {
         return -1;
@@ -1573,7 +1574,8 @@ int eng_edges_finish(eng_table_t *t, eng_edgeset_t *es)
     for (size_t i = 0; i < es->n; i++)
         order[i] = (uint32_t)i;
     sort_keys = es->keys; /* callers first (top bit clear), each side by x then y */
-    qsort(order, es->n, sizeof *order, cmp_edge_index);
+    if (es->n)
+        qsort(order, es->n, sizeof *order, cmp_edge_index);
     size_t nc = 0, ne = 0;
     for (size_t i = 0; i < es->n; i++) {
         uint64_t key = es->keys[order[i]];

@@ -205,11 +205,26 @@ static int disassemble(ses_t *s, const target_t *t, csh *cs, int detail, cs_insn
 {
     *out = NULL;
     *n = 0;
-    uint8_t *code = malloc(t->size);
-    if (!code)
-        return tally_errf(err, TALLY_ENOMEM, "out of memory");
-    long got = sym_read_code(s->sym, t->obj, t->addr, code, t->size);
-    if (got != (long)t->size) {
+    /* read a piece at a time: the size is the symbol table's word, and a damaged one can claim
+     * far more than the binary holds (the buffer only grows as far as there is code) */
+    enum { PIECE = 1 << 20 };
+    uint8_t *code = NULL;
+    size_t got = 0;
+    while (got < t->size) {
+        size_t want = t->size - got < PIECE ? t->size - got : PIECE;
+        uint8_t *grown = realloc(code, got + want);
+        if (!grown) {
+            free(code);
+            return tally_errf(err, TALLY_ENOMEM, "out of memory");
+        }
+        code = grown;
+        long r = sym_read_code(s->sym, t->obj, t->addr + got, code + got, want);
+        if (r > 0)
+            got += (size_t)r;
+        if (r < (long)want)
+            break;
+    }
+    if (got != t->size) {
         const sym_object_t *o = sym_object(s->sym, t->obj);
         free(code);
         return tally_errf(err, TALLY_EIO, "cannot read the code of '%s' from '%s' (%s)",

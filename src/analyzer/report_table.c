@@ -43,7 +43,8 @@ static int cmp_rows(const void *a, const void *b, void *arg)
 void rep_sort_rows(rep_row_t *rows, size_t n, int flavor, int metric)
 {
     sort_key_t k = { flavor, metric };
-    qsort_r(rows, n, sizeof *rows, cmp_rows, &k);
+    if (n) /* rows may be NULL when there are none */
+        qsort_r(rows, n, sizeof *rows, cmp_rows, &k);
 }
 
 /* ---- names ----------------------------------------------------------------------------------- */
@@ -78,7 +79,8 @@ int rep_names_build(eng_t *eng, const eng_table_t *t, int namefmt, rep_names_t *
         order[k++] = &nm->name[id];
     }
     if (t->kind == ENG_KIND_FUNCTION) {
-        qsort(order, k, sizeof *order, cmp_name_ptr);
+        if (k)
+            qsort(order, k, sizeof *order, cmp_name_ptr);
         for (size_t i = 0; i < k;) {
             size_t j = i + 1;
             while (j < k && !strcmp(*order[i], *order[j]))
@@ -419,8 +421,9 @@ int rep_calltree(ses_t *s, const rep_opts_t *o, rep_tree_t *out, tally_err_t *er
         out->kid_start[k] = at;
         for (uint32_t c = tr->nodes[k].first_child; c != UINT32_MAX; c = tr->nodes[c].next_sibling)
             out->kids[at++] = c;
-        qsort_r(out->kids + out->kid_start[k], at - out->kid_start[k], sizeof *out->kids,
-                cmp_nodes, &key);
+        if (at > out->kid_start[k]) /* a leaf: no children to sort */
+            qsort_r(out->kids + out->kid_start[k], at - out->kid_start[k], sizeof *out->kids,
+                    cmp_nodes, &key);
     }
     out->kid_start[tr->nnodes] = at;
     return 0;

@@ -65,7 +65,8 @@ int rep_heap_stacks(ses_t *s, int leaks, rep_heap_stacks_t *out, tally_err_t *er
         rep_heap_stacks_free(out);
         return rc;
     }
-    qsort(out->rows, out->n, sizeof *out->rows, cmp_heap_rows);
+    if (out->n)
+        qsort(out->rows, out->n, sizeof *out->rows, cmp_heap_rows);
     for (size_t i = 0; i < out->n; i++) {
         out->instances += out->rows[i].count;
         out->bytes += out->rows[i].bytes;

@@ -781,7 +781,8 @@ static size_t last_le(const uint64_t *v, size_t n, uint64_t x)
  * returns how many. */
 static size_t sort_unique(symtab_build_t *b)
 {
-    qsort_r(b->syms, b->n, sizeof *b->syms, cmp_rawsym, b->strs);
+    if (b->n) /* b->syms is NULL when there are none */
+        qsort_r(b->syms, b->n, sizeof *b->syms, cmp_rawsym, b->strs);
     size_t k = 0;
     for (size_t i = 0; i < b->n; i++) {
         if (k && b->syms[k - 1].addr == b->syms[i].addr) {
@@ -1173,7 +1174,8 @@ static int read_cu_ranges(object_t *o, Dwarf *dw)
             o->cus[o->ncus++] = (cu_range_t){ lo, hi, cudie };
         }
     }
-    qsort(o->cus, o->ncus, sizeof *o->cus, cmp_cu);
+    if (o->ncus)
+        qsort(o->cus, o->ncus, sizeof *o->cus, cmp_cu);
     return 0;
 }
 
@@ -1583,7 +1585,8 @@ static cu_inlines_t *cu_inlines(object_t *o, Dwarf_Die *cu)
         free(maxhi);
         return NULL;
     }
-    qsort(b.r, b.n, sizeof *b.r, cmp_inl_range);
+    if (b.n)
+        qsort(b.r, b.n, sizeof *b.r, cmp_inl_range);
     for (size_t i = 0; i < b.n; i++)
         maxhi[i] = i && maxhi[i - 1] > b.r[i].hi ? maxhi[i - 1] : b.r[i].hi;
     o->cuinl[o->ncuinl] = (cu_inlines_t){ off, b.r, maxhi, b.n };

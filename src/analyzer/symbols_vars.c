@@ -126,7 +126,8 @@ static obj_vars_t *vars_of(sym_vars_t *v, uint32_t obj)
         const sym_object_t *so = sym_object(v->sym, obj); /* reads it: finds its debug file */
         if (!read_file_vars(o, so->debugfile, 0) && strcmp(so->path, "[vdso]"))
             read_file_vars(o, so->path, 1);
-        qsort(o->v, o->n, sizeof *o->v, cmp_var);
+        if (o->n)
+            qsort(o->v, o->n, sizeof *o->v, cmp_var);
     }
     return o;
 }

@@ -194,7 +194,8 @@ int tr_heap(eng_t *g, exp_experiment_t **exps, size_t nexps, tr_heap_t *out, tal
         }
     }
     for (size_t i = 0; i < out->nprocs; i++)
-        qsort(out->procs[i].at_peak, out->procs[i].nat_peak, sizeof *out->procs[i].at_peak,
+        if (out->procs[i].nat_peak)
+            qsort(out->procs[i].at_peak, out->procs[i].nat_peak, sizeof *out->procs[i].at_peak,
               cmp_rows);
     hm_free(h.hm);
     u64map_free(&h.seq);
@@ -285,7 +286,8 @@ int tr_sync_objects(eng_t *g, exp_experiment_t **exps, size_t nexps, sym_ctx_t *
     }
     for (size_t i = 0; i < s.n; i++)
         name_object(sym, vars, exps[s.rows[i].exp]->procs[s.rows[i].proc], &s.rows[i]);
-    qsort(s.rows, s.n, sizeof *s.rows, cmp_sync);
+    if (s.n)
+        qsort(s.rows, s.n, sizeof *s.rows, cmp_sync);
     *rows = s.rows;
     *n = s.n;
     return 0;
@@ -417,7 +419,8 @@ int tr_io_files(eng_t *g, exp_experiment_t **exps, size_t nexps, tr_file_row_t *
         else
             free(s.rows[i].name);
     }
-    qsort(s.rows, k, sizeof *s.rows, cmp_files);
+    if (k)
+        qsort(s.rows, k, sizeof *s.rows, cmp_files);
     *rows = s.rows;
     *n = k;
     return 0;

@@ -71,7 +71,8 @@ int view_list(pstate_t *ps, int kind)
         row_t *all = malloc((rt.n + 1) * sizeof *all);
         if (all) {
             all[0] = rt.total_row;
-            memcpy(all + 1, rt.rows, rt.n * sizeof *all);
+            if (rt.n) /* rt.rows may be NULL when there are none */
+                memcpy(all + 1, rt.rows, rt.n * sizeof *all);
             pr_table_text(ps, &ps->metrics, all, rt.n + 1, rt.total);
             free(all);
             sink_printf(&ps->out, "\n");
@@ -117,9 +118,11 @@ static int cc_text(pstate_t *ps, const rep_cc_t *cc, const rep_cc_entry_t *e)
     row_t *all = malloc(n * sizeof *all);
     if (!all)
         return 1;
-    memcpy(all, e->callers, e->ncallers * sizeof *all);
+    if (e->ncallers)
+        memcpy(all, e->callers, e->ncallers * sizeof *all);
     all[e->ncallers] = (row_t){ e->name, { NULL, NULL, e->excl }, '*', e->id };
-    memcpy(all + e->ncallers + 1, e->callees, e->ncallees * sizeof *all);
+    if (e->ncallees)
+        memcpy(all + e->ncallers + 1, e->callees, e->ncallees * sizeof *all);
     pr_table_text(ps, &ps->cmetrics, all, n, cc->total);
     sink_printf(&ps->out, "\n");
     free(all);

@@ -580,7 +580,8 @@ static int interpret(exp_process_t *p)
         return TALLY_ENOMEM;
     /* packets from several threads reach the log in the order they were written, which is not
      * always the order of their times: sort by time (then by id, their order of taking) */
-    qsort(p->samples, p->nsamples, sizeof *p->samples, cmp_samples);
+    if (p->nsamples) /* p->samples is NULL when there are none */
+        qsort(p->samples, p->nsamples, sizeof *p->samples, cmp_samples);
     return 0;
 }
 
@@ -715,9 +716,10 @@ static int parse_log(exp_process_t *p, int dirfd, tally_err_t *err)
         }
         line = end + 1;
     }
-    /* the pool no longer moves: turn field indexes into pointers */
+    /* the pool no longer moves: turn field indexes into pointers (no pool when no record has
+     * a field: then they have none to point at) */
     for (size_t i = 0; i < p->nrecords; i++)
-        p->records[i].fields = p->fields + (uintptr_t)p->records[i].fields;
+        p->records[i].fields = p->fields ? p->fields + (uintptr_t)p->records[i].fields : NULL;
     if (!rc)
         rc = interpret(p);
     if (rc)
@@ -829,7 +831,7 @@ static int load_one(exp_experiment_t *e, pending_t *job, int dfd, pending_t **st
         rc = add_damage(p, TALLY_ECORRUPT, "log", UINT64_MAX, "more than %d levels of "
                         "descendants: %zu descendant(s) of %s were not read", EXP_MAX_DEPTH, n,
                         *p->name ? p->name : "the root");
-    else if (!rc)
+    else if (!rc && n) /* names is NULL when there are none */
         qsort(names, n, sizeof *names, cmp_names);
     for (size_t i = n; i-- > 0 && !rc && job->depth + 1 < EXP_MAX_DEPTH;) {
         pending_t c = { .parent = (int32_t)p->index, .depth = job->depth + 1 };
@@ -1127,12 +1129,12 @@ int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, cons
     for (; s->table[j]; j = (j + 1) & (s->table_size - 1)) {
         const struct stack_meta *m = &s->meta[s->table[j] - 1];
         if (m->n == n && m->flags == flags && m->proc == proc && m->gen == gen &&
-            !memcmp(s->frames + m->off, pcs, (size_t)n * sizeof *pcs))
+            (n == 0 || !memcmp(s->frames + m->off, pcs, (size_t)n * sizeof *pcs)))
             return s->table[j] - 1;
     }
     if (s->count >= UINT32_MAX - 1)
         return -1;
-    if (s->nframes + n > s->frames_cap) {
+    if (s->nframes + n > s->frames_cap || !s->frames) { /* never NULL: frames + off is used */
         size_t cap = s->frames_cap ? s->frames_cap : 4096;
         while (cap < s->nframes + n)
             cap *= 2;
@@ -1144,7 +1146,8 @@ int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, cons
     }
     if (GROW(s->meta, s->count, s->meta_cap))
         return -1;
-    memcpy(s->frames + s->nframes, pcs, (size_t)n * sizeof *pcs);
+    if (n) /* an empty stack first: s->frames and pcs may both be NULL */
+        memcpy(s->frames + s->nframes, pcs, (size_t)n * sizeof *pcs);
     s->meta[s->count] = (struct stack_meta){ s->nframes, n, flags, proc, gen };
     s->nframes += n;
     s->table[j] = (uint32_t)s->count + 1;
@@ -1359,7 +1362,8 @@ static uint32_t in_generation(struct cursor *c, uint64_t id, uint32_t g)
         c->ts.frames = f;
         c->ts.frames_cap = n;
     }
-    memcpy(c->ts.frames, pcs, (size_t)n * sizeof *pcs); /* interning may move the frames */
+    if (n) /* interning may move the frames; an empty stack has no frames, maybe no array */
+        memcpy(c->ts.frames, pcs, (size_t)n * sizeof *pcs);
     int64_t ng = exp_stacks_intern_gen(stacks, proc, gen, c->ts.frames, n, flags);
     if (ng < 0) {
         c->sc->oom = 1;
@@ -1819,7 +1823,8 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         refs[nrefs++] = (struct chunk_ref){ get_le32(m + off + 24), get_le32(m + off + 8),
                                             get_le32(m + off + 4), off };
     }
-    qsort(refs, nrefs, sizeof *refs, cmp_chunks);
+    if (nrefs)
+        qsort(refs, nrefs, sizeof *refs, cmp_chunks);
     for (size_t i = 0; i < nrefs; i++)
         ncs += i == 0 || refs[i].stream != refs[i - 1].stream;
     cs = calloc(ncs ? ncs : 1, sizeof *cs);
