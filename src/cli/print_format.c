@@ -123,11 +123,12 @@ int pr_parse_mspec(const eng_t *g, const char *text, mspec_t *ms, int allowed, t
         if (!fl)
             fl = allowed == FL_A ? FL_A : FL_E | FL_I;
         if (fl & ~allowed) {
-            free(copy);
-            return tally_errf(err, TALLY_EUSAGE,
+            int rc = tally_errf(err, TALLY_EUSAGE,
                               "metric '%s': flavor %s here; use %s", item,
                               allowed == FL_A ? "must be attributed (a)" : "must be e or i",
                               allowed == FL_A ? "a.name" : "e.name or i.name");
+            free(copy); /* after the message: it quotes the spec */
+            return rc;
         }
         if (hidden)
             continue;
@@ -137,8 +138,9 @@ int pr_parse_mspec(const eng_t *g, const char *text, mspec_t *ms, int allowed, t
             if (!(fl & f))
                 continue;
             if (m.ncols == MAXCOLS) {
-                free(copy);
-                return tally_errf(err, TALLY_EUSAGE, "too many metrics in '%s'", text);
+                int rc = tally_errf(err, TALLY_EUSAGE, "too many metrics in '%s'", text);
+                free(copy); /* after the message: it quotes the spec */
+                return rc;
             }
             m.cols[m.ncols++] = (mcol_t){ f, metric, vis_value, vis_pct, eng_metric(g, metric) };
         }
