@@ -483,6 +483,91 @@ static void interactive(pstate_t *ps)
         esc_printf("\n");
 }
 
+/* ---- a state for other front ends (print.h) -------------------------------------------------- */
+
+int pr_open(pstate_t *ps, const char *const *paths, size_t npaths, int json)
+{
+    int rc = 0;
+    ps->json = json;
+    tally_err_t err = { 0 };
+    ps->ses = ses_new();
+    /* sources are also looked for in the current directory */
+    if (!ps->ses || ses_add_paths(ps->ses, ".", &err)) {
+        esc_fprintf(stderr, "tally: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < npaths && !rc; i++)
+        if (ses_open(ps->ses, paths[i], &err))
+            rc = cli_report(&err);
+    for (size_t i = 0; !rc && i < ps->ses->nexps; i++) { /* what the session will use, and notes */
+        const exp_experiment_t *x = ps->ses->exps[i];
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof dir, "%s/archive", x->path);
+        int d = fs_open_dir(dir);
+        if (d >= 0)
+            close(d);
+        else if (d != -ENOENT)
+            esc_fprintf(stderr, "tally: note: '%s' is not used: %s\n", dir, fs_strerror(d));
+        for (size_t p = 0; p < x->nprocs; p++) {
+            const exp_process_t *pr = x->procs[p];
+            for (size_t k = 0; k < pr->nnotes; k++)
+                esc_fprintf(stderr, "tally: warning: %s%s%s\n", pr->name, *pr->name ? ": " : "",
+                        pr->notes[k]);
+        }
+    }
+    if (!rc && ses_start(ps->ses, &err))
+        rc = cli_report(&err);
+    if (!rc)
+        default_metrics(ps);
+    return rc;
+}
+
+int pr_run(pstate_t *ps, const char *name, const char *arg)
+{
+    const struct pcmd *c = find_cmd(name);
+    if (!c)
+        return -1;
+    ps->data = c->data;
+    int rc = c->fn(ps, arg ? arg : "");
+    note_saturation(ps);
+    return rc;
+}
+
+int pr_is_view(const char *name)
+{
+    const struct pcmd *c = find_cmd(name);
+    return c && c->data && *name != '-';
+}
+
+const char *pr_view_name(size_t i)
+{
+    for (size_t k = 0; k < NPCMDS; k++)
+        if (pcmds[k].data && i-- == 0)
+            return pcmds[k].name;
+    return NULL;
+}
+
+int pr_view_needs_arg(const char *name)
+{
+    const struct pcmd *c = find_cmd(name);
+    return c && c->nargs;
+}
+
+int pr_reset(pstate_t *ps)
+{
+    tally_err_t err = { 0 };
+    default_metrics(ps);
+    ps->limit = 0;
+    ps->namefmt = 0;
+    eng_t *g = ps->ses->eng;
+    if (eng_select_threads(g, "all", &err) || eng_select_samples(g, "all", &err) ||
+        eng_select_cpus(g, "all", &err) || eng_set_filter(g, "", &err))
+        return pr_report(&err);
+    eng_reset_object_modes(g);
+    eng_set_inlines(g, 1);
+    return 0;
+}
+
 /* ---- main ----------------------------------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -559,38 +644,7 @@ int cmd_print(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    ps.json = json;
-    tally_err_t err = { 0 };
-    ps.ses = ses_new();
-    /* sources are also looked for in the current directory */
-    if (!ps.ses || ses_add_paths(ps.ses, ".", &err)) {
-        esc_fprintf(stderr, "tally: out of memory\n");
-        rc = 1;
-        goto out;
-    }
-    for (size_t i = 0; i < npaths && !rc; i++)
-        if (ses_open(ps.ses, paths[i], &err))
-            rc = cli_report(&err);
-    for (size_t i = 0; !rc && i < ps.ses->nexps; i++) { /* what the session will use, and notes */
-        const exp_experiment_t *x = ps.ses->exps[i];
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof dir, "%s/archive", x->path);
-        int d = fs_open_dir(dir);
-        if (d >= 0)
-            close(d);
-        else if (d != -ENOENT)
-            esc_fprintf(stderr, "tally: note: '%s' is not used: %s\n", dir, fs_strerror(d));
-        for (size_t p = 0; p < x->nprocs; p++) {
-            const exp_process_t *pr = x->procs[p];
-            for (size_t k = 0; k < pr->nnotes; k++)
-                esc_fprintf(stderr, "tally: warning: %s%s%s\n", pr->name, *pr->name ? ": " : "",
-                        pr->notes[k]);
-        }
-    }
-    if (!rc && ses_start(ps.ses, &err))
-        rc = cli_report(&err);
-    if (!rc)
-        default_metrics(&ps);
+    rc = pr_open(&ps, paths, npaths, json);
     if (!rc) {
         if (nsteps == 0) {
             interactive(&ps);

@@ -165,4 +165,21 @@ int set_pathmap(pstate_t *ps, const char *arg);
  * its place, a file changed or gone. */
 void pr_binary_notes(pstate_t *ps);
 
+/* ---- the state for other front ends (print.c; `tally view` serves these views as JSON) ------- */
+
+/* Opens the experiments of paths into a new session ps->ses (notes and errors on stderr), starts
+ * it and sets the default metrics; 0, or the exit status after reporting. */
+int pr_open(pstate_t *ps, const char *const *paths, size_t npaths, int json);
+/* Runs the command called name (its dash optional) with arg ("" when none): what it returns (0,
+ * 1 failed, 2 usage error; reported on stderr), or -1 when there is no such command. */
+int pr_run(pstate_t *ps, const char *name, const char *arg);
+/* Is name (without a dash) a view of recorded data (a command with PR_DATA_*)? The i-th such
+ * view's name (NULL past the last); does the command take an argument? */
+int pr_is_view(const char *name);
+const char *pr_view_name(size_t i);
+int pr_view_needs_arg(const char *name);
+/* Back to the settings of a fresh state: default metrics and sort, no limit, short names, every
+ * thread, sample and CPU, no filter, every load object shown, inlines on. 0, or 1 after reporting. */
+int pr_reset(pstate_t *ps);
+
 #endif

@@ -19,6 +19,7 @@ static const struct command {
     { "print", cmd_print, "report on an experiment in the er_print command language" },
     { "check", cmd_check, "verify an experiment and report damage" },
     { "archive", cmd_archive, "copy an experiment's binaries (and sources) into it" },
+    { "view", cmd_view, "a web UI of experiments, served on 127.0.0.1" },
 };
 
 static void usage(FILE *out)
