@@ -253,6 +253,30 @@ static enum MHD_Result api_view(server_t *sv, struct MHD_Connection *c)
 
 /* ---- requests ------------------------------------------------------------------------------- */
 
+static int hexval(char ch)
+{
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+         : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+}
+
+/* Decodes %XX in place, except %00: a NUL would cut the path or argument short ("/app.js%00.html"
+ * would be "/app.js"), so it stays as the three characters and matches nothing. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi, lo;
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi | lo)) {
+            *w++ = (char)(hi << 4 | lo);
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = 0;
+    return (size_t)(w - s);
+}
+
 /* Is the Host header this server's loopback name (127.0.0.1:PORT, localhost:PORT, [::1]:PORT)? */
 static int host_ok(server_t *sv, struct MHD_Connection *c)
 {
@@ -276,19 +300,23 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *upload, size_t *upload_size, void **con_cls)
 {
     server_t *sv = cls;
-    if (!*con_cls) { /* the headers: answer when the whole request is in */
+    if (!*con_cls) {
+        /* the headers are in: refuse now what is refused, before any body is read */
         *con_cls = sv;
+        if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+            return send_error(c, 405, "only GET and HEAD are served");
+        if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length") ||
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding"))
+            return send_error(c, 413, "requests have no body here");
+        if (!host_ok(sv, c))
+            return send_error(c, 403, "this server answers only requests addressed to its "
+                                      "loopback name (Host 127.0.0.1:PORT or localhost:PORT)");
         return MHD_YES;
     }
-    if (*upload_size) {
+    if (*upload_size) { /* not reached: a request with a body was refused above */
         *upload_size = 0;
-        return send_error(c, 413, "requests have no body here");
+        return MHD_NO;
     }
-    if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-        return send_error(c, 405, "only GET and HEAD are served");
-    if (!host_ok(sv, c))
-        return send_error(c, 403, "this server answers only requests addressed to its loopback "
-                                  "name (Host 127.0.0.1:PORT or localhost:PORT)");
     if (!strcmp(url, "/api/info"))
         return api_info(sv, c);
     if (!strcmp(url, "/api/view"))
@@ -423,6 +451,7 @@ int cmd_view(int argc, char **argv)
                          MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_LIMIT,
                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
                          MHD_OPTION_END);
     if (!d) {
         char addr[INET_ADDRSTRLEN];
