@@ -230,6 +230,8 @@ typedef struct exp_input {
 
 struct eng {
     int saturated; /* a sum of the last aggregation reached UINT64_MAX (sat_add_to) */
+    uint32_t *sobj;   /* eng_stack_objects: its answer */
+    size_t sobj_cap;
     eng_metric_def_t *metrics; /* the metric set (eng_metric_set) */
     int nmetrics;
     uint64_t *thread_vals; /* [threads_cap * nmetrics]: the threads' vectors */
@@ -592,6 +594,7 @@ void eng_free(eng_t *g)
     for (size_t i = 0; i < g->nfiles; i++)
         free(g->files[i]);
     free(g->files);
+    free(g->sobj);
     free(g->sample_sel);
     free(g->cpu_sel);
     free(g->sample_text);
@@ -1689,6 +1692,29 @@ const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint
         return NULL;
     *n = (uint32_t)(in->foff[stack + 1] - in->foff[stack]);
     return in->fids + in->foff[stack];
+}
+
+static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
+                          size_t *cap);
+
+const uint32_t *eng_stack_objects(eng_t *g, uint32_t exp, uint32_t stack, int kind, uint32_t *n,
+                                  tally_err_t *err)
+{
+    exp_input_t *in = &g->in[exp];
+    if (stack >= in->nresolved && resolve_stacks(g, err))
+        return NULL;
+    if (stack >= in->nresolved) {
+        tally_errf(err, TALLY_ECORRUPT, "stack %u of '%s' is not known", stack, in->e->path);
+        return NULL;
+    }
+    uint32_t k = map_stack(g, in, kind, stack, &g->sobj, &g->sobj_cap);
+    if (k == UINT32_MAX) {
+        tally_errf(err, TALLY_ENOMEM, "out of memory mapping a stack");
+        return NULL;
+    }
+    static const uint32_t none[1];
+    *n = k;
+    return k ? g->sobj : none;
 }
 
 static int push_id(uint32_t **ids, size_t *cap, uint32_t n, uint32_t id)

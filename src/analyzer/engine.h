@@ -177,6 +177,13 @@ exp_stacks_t *eng_stacks(eng_t *g, uint32_t exp);
 const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint32_t *n,
                                     tally_err_t *err);
 
+/* The ids of the objects of kind for the frames of stack id of experiment exp (leaf first), as
+ * the tables map them (object modes, inlines): a stack's exclusive values go to ids[0], its
+ * inclusive ones once to each distinct id (eng_apply). Valid until the next call or change of
+ * the object modes; NULL on error. */
+const uint32_t *eng_stack_objects(eng_t *g, uint32_t exp, uint32_t stack, int kind, uint32_t *n,
+                                  tally_err_t *err);
+
 /* How the functions of a load object are shown (er_print's -object_show/-object_hide/
  * -object_api): each function (the default), the whole object as one function `<libname>`, or
  * only the functions through which the object is entered from outside (its API). Takes effect at

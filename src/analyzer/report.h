@@ -17,6 +17,8 @@
  *                    instructions' metrics (inlined call sites included), the groups that make a
  *                    function's rows add up to it, branch targets and callees, the source text
  *                    (found through the session's archive copies, path maps and directories).
+ *   report_range.c   functions per time column: what a time range selected in a front end shows,
+ *                    summed there without asking the engine again.
  *   report_trace.c   traced calls: heap stacks (-leaks, -allocs), a stack's frames as
  *                    "function + offset", sync objects' kinds and names (the rest of the traced
  *                    views' data comes from analyzer/traces.h).
@@ -282,6 +284,31 @@ typedef struct rep_timeline {
 } rep_timeline_t;
 int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err);
 void rep_timeline_free(rep_timeline_t *t);
+
+/* ---- functions per time column: -time_functions (report_range.c) --------------------------- */
+
+/* The run cut into ncols columns of col_ns ns each: an event is in column TSTAMP / col_ns (the
+ * filter's TSTAMP: ns since the start of the run; the last column also takes any later event).
+ * For each column, each function's exclusive and inclusive value of one metric over the
+ * selection's events there, by the rules and the mapping of the function table (object modes,
+ * inlines). Summing columns a..b-1 gives exactly the function table under the filter
+ * "TSTAMP >= a*col_ns && TSTAMP < b*col_ns" (no upper bound when b is ncols). */
+#define REP_TF_COLS 100
+typedef struct rep_tcell {
+    uint32_t col, fn; /* fn: the function's id (names.name[fn]) */
+    uint64_t ex, in;  /* raw sums of the metric */
+} rep_tcell_t;
+typedef struct rep_tfuncs {
+    int metric;
+    uint32_t ncols;
+    uint64_t col_ns;
+    uint64_t *total;    /* [ncols]: the metric over every selected event of the column */
+    rep_tcell_t *cells; /* by column, then function id; a function with an event there has one */
+    size_t n;
+    rep_names_t names;
+} rep_tfuncs_t;
+int rep_time_functions(ses_t *s, int metric, int namefmt, rep_tfuncs_t *out, tally_err_t *err);
+void rep_tfuncs_free(rep_tfuncs_t *t);
 
 /* ---- traced calls: -leaks, -allocs, -heap, -sync_objects (report_trace.c) -------------------- */
 

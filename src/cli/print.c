@@ -97,6 +97,7 @@ static int c_sync_objects(pstate_t *ps, const char *a) { return view_sync_object
 static int c_io_files(pstate_t *ps, const char *a) { return view_io_files(ps); }
 static int c_sample_list(pstate_t *ps, const char *a) { return view_sample_list(ps); }
 static int c_timeline(pstate_t *ps, const char *a) { return view_timeline(ps); }
+static int c_time_functions(pstate_t *ps, const char *a) { return view_time_functions(ps); }
 static int c_quit(pstate_t *ps, const char *a)
 {
     ps->quit = 1;
@@ -321,6 +322,7 @@ static const struct pcmd {
     { "cpu_select", 1, set_cpu_select, "LIST", "analyse only events on CPUs LIST: all, 0,2", 0 },
     { "filters", 1, set_filters, "EXPR", "analyse only events where EXPR holds (none: all)", 0 },
     { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state", PR_DATA_CLOCK },
+    { "time_functions", 0, c_time_functions, "", "per time column: each function's sort metric", PR_DATA_ALL },
     { "leaks", 0, c_leaks, "", "heap blocks never freed, by allocating stack, largest first", PR_DATA_HEAP },
     { "allocs", 0, c_allocs, "", "heap allocations by allocating stack, largest first", PR_DATA_HEAP },
     { "heap", 0, c_heap, "", "each process's peak heap, the stacks live at it, temporaries", PR_DATA_HEAP },

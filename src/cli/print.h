@@ -140,6 +140,8 @@ int view_metric_list(pstate_t *ps);
 int view_sample_list(pstate_t *ps);
 int view_sample_detail(pstate_t *ps, const char *arg);
 int view_timeline(pstate_t *ps);
+/* print_range.c: each function's sort metric per time column (tally view's range selection) */
+int view_time_functions(pstate_t *ps);
 
 /* ---- views of traced calls (print_trace.c) -------------------------------------------------- */
 

@@ -53,6 +53,7 @@
 
 typedef struct server {
     pstate_t *st; /* one print state per experiment */
+    char **applied; /* by state: the settings of its last request (NULL: unknown) */
     size_t n;
     unsigned port;
     int loopback; /* bound to a loopback address: Host must name it */
@@ -174,9 +175,23 @@ static void tidy_message(char *m)
 
 /* Runs the settings and the view of a request on state ps into ps->out (a memory sink the caller
  * opened); the messages print wrote (to stderr) into *msg. Returns print's status (0, 1, 2). */
-static int run_view(pstate_t *ps, struct MHD_Connection *c, const char *view, const char *arg,
-                    char **msg, size_t *msglen)
+static int run_view(pstate_t *ps, char **applied, struct MHD_Connection *c, const char *view,
+                    const char *arg, char **msg, size_t *msglen)
 {
+    /* the request's settings, as one string: when they are those of the last request on this
+     * state, the engine keeps its aggregation (setting anything, even to the same value, makes
+     * it scan every event again) */
+    char *key = NULL;
+    size_t keylen = 0;
+    FILE *k = open_memstream(&key, &keylen);
+    if (!k)
+        return 1;
+    for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
+        const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, settings[i]);
+        if (v)
+            fprintf(k, "%s=%zu:%s;", settings[i], strlen(v), v); /* unambiguous */
+    }
+    fclose(k);
     FILE *saved = stderr;
     FILE *mem = open_memstream(msg, msglen);
     if (!mem)
@@ -184,12 +199,22 @@ static int run_view(pstate_t *ps, struct MHD_Connection *c, const char *view, co
     /* one request at a time (one server thread), and nothing else prints meanwhile: the main
      * thread waits for a signal */
     stderr = mem;
-    int rc = pr_reset(ps);
-    for (size_t i = 0; !rc && i < sizeof settings / sizeof *settings; i++) {
-        const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, settings[i]);
-        if (v)
-            rc = pr_run(ps, settings[i], v);
+    int rc = 0;
+    if (!*applied || strcmp(key, *applied)) {
+        free(*applied);
+        *applied = NULL;
+        rc = pr_reset(ps);
+        for (size_t i = 0; !rc && i < sizeof settings / sizeof *settings; i++) {
+            const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, settings[i]);
+            if (v)
+                rc = pr_run(ps, settings[i], v);
+        }
+        if (!rc) { /* (a setting refused leaves the state unknown: the next request resets) */
+            *applied = key;
+            key = NULL;
+        }
     }
+    free(key);
     if (!rc)
         rc = pr_run(ps, view, arg);
     stderr = saved;
@@ -234,7 +259,7 @@ static enum MHD_Result api_view(server_t *sv, struct MHD_Connection *c)
         return send_error(c, 500, "out of memory");
     char *msg = NULL;
     size_t msglen = 0;
-    int rc = run_view(ps, c, view, arg ? arg : "", &msg, &msglen);
+    int rc = run_view(ps, &sv->applied[x], c, view, arg ? arg : "", &msg, &msglen);
     enum MHD_Result ret;
     size_t len = 0;
     const char *d = sink_data(&ps->out, &len);
@@ -424,7 +449,8 @@ int cmd_view(int argc, char **argv)
     }
     sv.loopback = (ntohl(sa.sin_addr.s_addr) >> 24) == 127;
     sv.st = calloc(npaths, sizeof *sv.st);
-    if (!sv.st) {
+    sv.applied = calloc(npaths, sizeof *sv.applied);
+    if (!sv.st || !sv.applied) {
         rc = 1;
         goto out;
     }
@@ -489,9 +515,12 @@ int cmd_view(int argc, char **argv)
 out:
     if (d)
         MHD_stop_daemon(d);
-    for (size_t i = 0; i < sv.n; i++)
+    for (size_t i = 0; i < sv.n; i++) {
         ses_free(sv.st[i].ses);
+        free(sv.applied[i]);
+    }
     free(sv.st);
+    free(sv.applied);
     free(paths);
     return rc;
 }

@@ -56,9 +56,13 @@ function color(name) {
   const h = hue(name);
   return `hsl(${10 + h % 45},${65 + (h >> 8) % 25}%,${55 + (h >> 16) % 15}%)`;
 }
+/* The selected time range (ns since the start of the run, t1 Infinity: to the end) as a filter. */
 function rangeFilter() {
   if (S.t0 === null) return '';
-  return `TSTAMP >= ${Math.floor(S.t0 * 1e9)} && TSTAMP < ${Math.ceil(S.t1 * 1e9)}`;
+  return `TSTAMP >= ${S.t0}` + (isFinite(S.t1) ? ` && TSTAMP < ${S.t1}` : '');
+}
+function rangeText() {
+  return `${(S.t0 / 1e9).toFixed(3)} s – ${isFinite(S.t1) ? (S.t1 / 1e9).toFixed(3) + ' s' : 'the end'}`;
 }
 function frame() { return new Promise(r => requestAnimationFrame(() => setTimeout(r, 0))); }
 /* Records how long an interaction took, from its event to the page painted. */
@@ -120,7 +124,7 @@ async function render() {
   for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('on', a.dataset.page === S.page);
   $('#exp').value = S.exp;
   $('#range').hidden = S.t0 === null;
-  if (S.t0 !== null) $('#range-text').textContent = `${S.t0.toFixed(3)} s – ${S.t1.toFixed(3)} s`;
+  if (S.t0 !== null) $('#range-text').textContent = rangeText();
   $('#focus').hidden = !S.fn;
   $('#focus-text').textContent = S.fn;
   const main = $('#main');
@@ -136,6 +140,7 @@ async function render() {
   T.page = S.page;
   await frame();
   T.timings.push({ what: 'page:' + S.page, ms: performance.now() - t0 });
+  if (T.firstReady === undefined) T.firstReady = performance.now(); /* since the navigation */
   T.ready = true;
 }
 
@@ -237,7 +242,7 @@ PAGES.overview = async (box) => {
   t.querySelectorAll('tbody tr').forEach((tr, i) => {
     const s = sl.samples[i];
     tr.style.cursor = 'pointer';
-    tr.addEventListener('click', () => go('functions', { t0: s.start, t1: s.start + s.duration }));
+    tr.addEventListener('click', () => go('functions', { t0: Math.floor(s.start * 1e9), t1: Math.ceil((s.start + s.duration) * 1e9) }));
   });
   box.append(t);
 };
@@ -246,10 +251,16 @@ PAGES.functions = async (box) => {
   const params = {};
   if (S.metrics) params.metrics = S.metrics;
   if (S.sort) params.sort = S.sort;
-  const [j, ml] = await Promise.all([api('functions', params), api('metric_list', {}, { whole: true })]);
-  const list = el('datalist', { id: 'mlist' }, ml.available.flatMap(m => [`e.${m.name}:i.${m.name}:name`, `e.%${m.name}:name`]).map(v => el('option', { value: v })));
-  const mIn = el('input', { id: 'metrics', list: 'mlist', size: 40, placeholder: ml.metrics, value: S.metrics,
-    onchange: (e) => { S.metrics = e.target.value.trim(); render(); } });
+  const j = await api('functions', params);
+  /* the metrics there are: asked after the table is drawn (the first view waits for no more) */
+  const list = el('datalist', { id: 'mlist' });
+  const avail = el('span', { class: 'note' });
+  const mIn = el('input', { id: 'metrics', list: 'mlist', size: 40, placeholder: j.metrics.map(m => m.name).join(':') + ':name',
+    value: S.metrics, onchange: (e) => { S.metrics = e.target.value.trim(); render(); } });
+  api('metric_list', {}, { whole: true }).then((ml) => {
+    list.replaceChildren(...ml.available.flatMap(m => [`e.${m.name}:i.${m.name}:name`, `e.%${m.name}:name`]).map(v => el('option', { value: v })));
+    avail.textContent = `available: ${ml.available.map(m => m.name).join(', ')}`;
+  }).catch(() => {});
   const hold = el('div');
   const draw = () => {
     const q = S.search.toLowerCase();
@@ -258,8 +269,7 @@ PAGES.functions = async (box) => {
       onSort: (m) => { const t0 = performance.now(); S.sort = m; timed('sort', t0, render); },
       onName: (n) => go('callers', { fn: n }) }));
   };
-  box.append(el('div', { class: 'bar' }, searchBox(draw), el('label', {}, 'metrics ', mIn), list,
-    el('span', { class: 'note', text: `available: ${ml.available.map(m => m.name).join(', ')}` })));
+  box.append(el('div', { class: 'bar' }, searchBox(draw), el('label', {}, 'metrics ', mIn), list, avail));
   box.append(hold);
   draw();
 };
@@ -289,15 +299,21 @@ PAGES.callers = async (box) => {
 
 /* -- the flame graph: the call tree laid out once, drawn on a canvas -- */
 
-/* Flat nodes {n name, v value, d depth, x start, p parent} of a tree {name, children, [key]}. */
+/* Flat nodes {n name, v value, d depth, x start, p parent, k children, c colour} of a tree
+ * {name, children, [key]}, children in the tree's order (the model's: the heaviest first). */
 function layout(tree, key) {
   const nodes = [];
+  const colors = new Map();
   const walk = (t, d, x, p) => {
     const i = nodes.length;
     const v = t[key] || 0;
-    nodes.push({ n: t.name, v, d, x, p, self: t[key.replace(/^i\./, 'e.')] });
+    let c = colors.get(t.name);
+    if (!c) { c = color(t.name); colors.set(t.name, c); }
+    const node = { n: t.name, v, d, x, p, k: [], c };
+    nodes.push(node);
+    if (p >= 0) nodes[p].k.push(i);
     let cx = x;
-    for (const c of t.children || []) { walk(c, d + 1, cx, i); cx += c[key] || 0; }
+    for (const ch of t.children || []) { walk(ch, d + 1, cx, i); cx += ch[key] || 0; }
   };
   walk(tree, 0, 0, -1);
   return nodes;
@@ -333,6 +349,8 @@ class Flame {
     tip.textContent = `${n.n}: ${fmt(n.v, this.unit)} ${this.unit} (${(100 * n.v / this.total).toFixed(2)}%)`;
     tip.style.left = (e.clientX + 12) + 'px'; tip.style.top = (e.clientY + 12) + 'px'; tip.hidden = false;
   }
+  /* Draws the zoomed node's subtree (frames narrower than 0.4 px and what is below them are not
+   * visited: a zoom costs what is visible, not the size of the tree) and its ancestors. */
   draw() {
     const width = Math.max(300, (this.canvas.parentElement ? this.canvas.parentElement.clientWidth : 1000) - 4);
     const rows = Math.min(this.depth + 1, 900);
@@ -344,44 +362,50 @@ class Flame {
     g.scale(dpr, dpr);
     g.font = '11px system-ui, sans-serif';
     g.textBaseline = 'middle';
-    const z = this.nodes[this.zoom];
+    const nodes = this.nodes, z = nodes[this.zoom];
     const scale = width / (z.v || 1);
-    const anc = new Set();
-    for (let p = this.zoom; p >= 0; p = this.nodes[p].p) anc.add(p);
     const q = this.search.toLowerCase();
     this.rects = [];
-    let matched = 0, matchDepth = Infinity;
-    for (let i = 0; i < this.nodes.length; i++) {
-      const n = this.nodes[i];
-      if (n.d >= rows) continue;
-      let x, w;
-      if (anc.has(i)) { x = 0; w = width; } else {
-        if (n.d <= z.d || n.x + n.v <= z.x || n.x >= z.x + z.v) continue;
-        x = (n.x - z.x) * scale; w = n.v * scale;
-        if (w < 0.4) continue;
-      }
+    const labels = [];
+    const put = (i, x, w, hit, dim) => {
+      const n = nodes[i];
       const y = this.mode === 'flame' ? H - (n.d + 1) * this.rowH : n.d * this.rowH;
-      const hit = q && n.n.toLowerCase().includes(q);
-      if (hit && !anc.has(i)) {
-        /* the matched share: outermost matches only, so nested ones are not counted twice */
-        let outer = true;
-        for (let p = n.p; p >= 0 && outer; p = this.nodes[p].p) if (this.nodes[p].n.toLowerCase().includes(q)) outer = false;
-        if (outer) matched += n.v;
-      }
-      g.fillStyle = hit ? '#d63384' : anc.has(i) && i !== this.zoom ? '#dfe3ea' : color(n.n);
-      if (q && !hit) g.globalAlpha = 0.45;
+      g.fillStyle = hit ? '#d63384' : dim ? '#dfe3ea' : n.c;
+      g.globalAlpha = q && !hit ? 0.45 : 1;
       g.fillRect(x, y, Math.max(w - 0.5, 0.4), this.rowH - 1);
-      g.globalAlpha = 1;
-      if (w > 30) {
-        g.fillStyle = '#111';
-        g.save(); g.beginPath(); g.rect(x, y, w - 2, this.rowH); g.clip();
-        g.fillText(n.n, x + 3, y + this.rowH / 2);
-        g.restore();
-      }
+      if (w > 30) labels.push([n.n, x, y, w]);
       this.rects.push({ i, x, y, w, h: this.rowH - 1 });
+    };
+    for (let p = z.p; p >= 0; p = nodes[p].p) if (nodes[p].d < rows) put(p, 0, width, q && nodes[p].n.toLowerCase().includes(q), true);
+    const stack = [this.zoom];
+    while (stack.length) {
+      const i = stack.pop();
+      const n = nodes[i];
+      if (n.d >= rows) continue;
+      const w = n.v * scale;
+      if (w < 0.4) continue;
+      put(i, (n.x - z.x) * scale, w, q && n.n.toLowerCase().includes(q), false);
+      for (let k = n.k.length - 1; k >= 0; k--) stack.push(n.k[k]);
+    }
+    g.globalAlpha = 1;
+    g.fillStyle = '#111';
+    for (const [name, x, y, w] of labels) {
+      g.save(); g.beginPath(); g.rect(x, y, w - 2, this.rowH); g.clip();
+      g.fillText(name, x + 3, y + this.rowH / 2);
+      g.restore();
+    }
+    /* the matches below the zoom, invisible ones too; the outermost only: nested ones count once */
+    let matched = 0;
+    if (q) {
+      const st = [[this.zoom, false]];
+      while (st.length) {
+        const [i, inside] = st.pop();
+        const hit = nodes[i].n.toLowerCase().includes(q);
+        if (hit && !inside) { matched += nodes[i].v; continue; }
+        for (const k of nodes[i].k) st.push([k, inside || hit]);
+      }
     }
     this.matched = q ? matched : null;
-    return matchDepth;
   }
   /* The client coordinates of the middle of the widest drawn node called name (tests). */
   find(name) {
@@ -470,11 +494,53 @@ PAGES.sandwich = async (box) => {
 
 const STATE_COLORS = { '^': '#f1c40f', '=': '#8e44ad', '%': '#2f5fb3', '.': '#e3e6eb', ' ': '#ffffff' };
 
+/* The cells of a time_functions model as typed arrays, with where each column starts (the model
+ * sorts them by column): a range's sum then reads only its own columns. */
+function indexModel(tf) {
+  if (tf.ix) return tf.ix;
+  const n = tf.cells.length;
+  const ix = { start: new Uint32Array(tf.columns + 1), fn: new Uint32Array(n), e: new Float64Array(n), i: new Float64Array(n) };
+  for (let k = 0; k < n; k++) {
+    const c = tf.cells[k];
+    ix.start[c[0] + 1] = k + 1;
+    ix.fn[k] = c[1]; ix.e[k] = c[2]; ix.i[k] = c[3];
+  }
+  for (let c = 1; c <= tf.columns; c++) if (ix.start[c] < ix.start[c - 1]) ix.start[c] = ix.start[c - 1];
+  tf.ix = ix;
+  return ix;
+}
+
+/* The function table of columns ca..cb-1 of a time_functions model: the same rows and values as
+ * the server's functions view under the filter of that range (report_range.c), summed here
+ * (integers below 2^53: exact in doubles). */
+function rangeTable(tf, ca, cb, limit) {
+  const ix = indexModel(tf);
+  const nf = tf.functions.length;
+  const ex = new Float64Array(nf), inc = new Float64Array(nf), seen = new Uint8Array(nf);
+  let total = 0;
+  for (let k = ca; k < cb; k++) total += tf.totals[k];
+  for (let k = ix.start[ca]; k < ix.start[cb]; k++) {
+    const f = ix.fn[k];
+    ex[f] += ix.e[k]; inc[f] += ix.i[k]; seen[f] = 1;
+  }
+  const m = tf.metric, sc = tf.scale;
+  const rows = [];
+  for (let f = 0; f < nf; f++) if (seen[f]) rows.push({ name: tf.functions[f], e: ex[f], i: inc[f] });
+  rows.sort((a, b) => b.e - a.e || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const out = [{ name: '<Total>', e: total, i: total }, ...rows.slice(0, limit || rows.length)].map(r => ({
+    name: r.name, ['e.' + m]: r.e * sc, ['e.%' + m]: total ? 100 * r.e / total : 0,
+    ['i.' + m]: r.i * sc, ['i.%' + m]: total ? 100 * r.i / total : 0 }));
+  return { metrics: [{ name: 'e.' + m, title: 'Exclusive ' + tf.title, unit: tf.unit },
+    { name: 'i.' + m, title: 'Inclusive ' + tf.title, unit: tf.unit }], rows: out };
+}
+
 PAGES.timeline = async (box) => {
-  const [tl, sl] = await Promise.all([api('timeline', {}, { whole: true }), api('sample_list', {}, { whole: true })]);
+  const [tl, sl, tf] = await Promise.all([api('timeline', {}, { whole: true }),
+    api('sample_list', {}, { whole: true }), api('time_functions', {}, { whole: true })]);
   const span = tl.end - tl.start;
   box.append(el('h2', { text: 'Timeline' }), el('p', { class: 'note', text:
-    'Each thread against time: per column, its hottest function (or its main state when it mostly did not run). Drag across to select a time range: every view then shows only that range.' }));
+    'Each thread against time: per column, its hottest function (or its main state when it mostly did not run). ' +
+    `Drag across to select a time range (in steps of ${(tf.column_ns / 1e6).toFixed(1)} ms): every view then shows only that range.` }));
   const legend = el('p', { class: 'legend' }, Object.entries(tl.legend).map(([k, v]) =>
     el('span', {}, el('i', { style: `background:${STATE_COLORS[k] || color(v)}` }), v)));
   const rowH = 20, left = 130, width = Math.max(500, ($('#main').clientWidth || 1000) - 40);
@@ -509,13 +575,14 @@ PAGES.timeline = async (box) => {
     }
     if (sel) {
       g.fillStyle = 'rgba(47,95,179,0.25)';
-      g.fillRect(tx(sel[0]), 0, tx(sel[1]) - tx(sel[0]), ay);
+      g.fillRect(tx(sel[0]), 0, tx(Math.min(sel[1], tl.end)) - tx(sel[0]), ay);
     }
   };
   const timeAt = (e) => {
     const b = cv.getBoundingClientRect();
     return Math.min(tl.end, Math.max(tl.start, tl.start + (e.clientX - b.left - left) / plotW * span));
   };
+  const selected = () => S.t0 === null ? null : [S.t0 / 1e9, isFinite(S.t1) ? S.t1 / 1e9 : tl.end];
   let drag = null;
   cv.addEventListener('mousedown', (e) => { drag = [timeAt(e), timeAt(e)]; });
   cv.addEventListener('mousemove', (e) => { if (drag) { drag[1] = timeAt(e); draw([Math.min(...drag), Math.max(...drag)]); } });
@@ -524,23 +591,27 @@ PAGES.timeline = async (box) => {
     const t0 = performance.now();
     const a = Math.min(drag[0], timeAt(e)), b = Math.max(drag[0], timeAt(e));
     drag = null;
-    if (b - a < span / 1000) return;
-    S.t0 = a; S.t1 = b;
-    timed('range', t0, async () => { draw([a, b]); await fillTable(); });
-    history.replaceState(null, '', `#/timeline?exp=${S.exp}&t0=${a}&t1=${b}`);
+    /* snapped to the model's columns, so that the sums are exactly the filter's */
+    const ca = Math.min(tf.columns - 1, Math.floor(a * 1e9 / tf.column_ns));
+    const cb = Math.max(ca + 1, Math.min(tf.columns, Math.ceil(b * 1e9 / tf.column_ns)));
+    S.t0 = ca * tf.column_ns; S.t1 = cb >= tf.columns ? Infinity : cb * tf.column_ns;
+    timed('range', t0, async () => { draw(selected()); fillTable(); });
+    history.replaceState(null, '', `#/timeline?exp=${S.exp}&t0=${S.t0}&t1=${S.t1}`);
     $('#range').hidden = false;
-    $('#range-text').textContent = `${a.toFixed(3)} s – ${b.toFixed(3)} s`;
+    $('#range-text').textContent = rangeText();
   });
   const hold = el('div', { id: 'range-functions' });
-  const fillTable = async () => {
-    const j = await api('functions', { limit: 30 });
-    hold.replaceChildren(el('h3', { text: S.t0 === null ? 'Functions, the whole run' : `Functions from ${S.t0.toFixed(3)} s to ${S.t1.toFixed(3)} s` }),
+  const fillTable = () => {
+    let j;
+    if (S.t0 === null) j = rangeTable(tf, 0, tf.columns, 30);
+    else j = rangeTable(tf, Math.floor(S.t0 / tf.column_ns), isFinite(S.t1) ? Math.ceil(S.t1 / tf.column_ns) : tf.columns, 30);
+    hold.replaceChildren(el('h3', { text: S.t0 === null ? 'Functions, the whole run' : `Functions from ${rangeText()}` }),
       metricTable(j, j.rows, { onName: (n) => go('callers', { fn: n }) }));
   };
   box.append(legend, cv, hold);
-  draw(S.t0 === null ? null : [S.t0, S.t1]);
-  await fillTable();
-  T.timeline = { start: tl.start, end: tl.end, left, plotW, canvas: cv };
+  draw(selected());
+  fillTable();
+  T.timeline = { start: tl.start, end: tl.end, left, plotW, canvas: cv, model: tf };
 };
 
 /* -- source and disassembly -- */

@@ -164,3 +164,11 @@ class Browser:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def chromium_version():
+    exe = find_chromium()
+    if not exe:
+        return "none"
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout.split()
+    return next((w for w in out if w[:1].isdigit()), "unknown")
