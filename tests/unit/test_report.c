@@ -298,6 +298,77 @@ static void test_timeline(void **state)
     rep_buckets_free(&b);
 }
 
+/* Functions per time column: where each event falls, and that summing a range of columns gives
+ * the function table under the filter of that range, for every function (report_range.c). */
+static void test_time_functions(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_tfuncs_t tf;
+    assert_int_equal(rep_time_functions(s, ENG_M_TOTALCPU, 0, &tf, &err), 0);
+    assert_int_equal(tf.ncols, REP_TF_COLS);
+    assert_int_equal(tf.col_ns, 8000 / REP_TF_COLS + 1); /* the span 8000 ns, the end inside */
+    /* events at TSTAMP 2000, 3000, 4000, 5000 ns */
+    const uint32_t cols[4] = { 2000 / tf.col_ns, 3000 / tf.col_ns, 4000 / tf.col_ns,
+                               5000 / tf.col_ns };
+    const uint64_t w[4] = { 3 * MS, 2 * MS, 1 * MS, 4 * MS };
+    uint64_t sum = 0;
+    for (uint32_t k = 0; k < tf.ncols; k++) {
+        uint64_t want = 0;
+        for (int e = 0; e < 4; e++)
+            want += cols[e] == k ? w[e] : 0;
+        assert_int_equal(tf.total[k], want);
+        sum += tf.total[k];
+    }
+    assert_int_equal(sum, 10 * MS);
+    for (size_t i = 1; i < tf.n; i++) /* sorted by column, then function */
+        assert_true(tf.cells[i - 1].col < tf.cells[i].col ||
+                    (tf.cells[i - 1].col == tf.cells[i].col &&
+                     tf.cells[i - 1].fn < tf.cells[i].fn));
+    /* ranges of columns against the table under the same time filter */
+    const uint32_t ranges[][2] = { { 0, REP_TF_COLS }, { cols[1], cols[3] + 1 },
+                                   { cols[0], cols[2] }, { cols[3], REP_TF_COLS } };
+    for (size_t r = 0; r < sizeof ranges / sizeof *ranges; r++) {
+        uint32_t a = ranges[r][0], b = ranges[r][1];
+        char flt[128];
+        if (b >= tf.ncols)
+            snprintf(flt, sizeof flt, "TSTAMP >= %llu", (unsigned long long)(a * tf.col_ns));
+        else
+            snprintf(flt, sizeof flt, "TSTAMP >= %llu && TSTAMP < %llu",
+                     (unsigned long long)(a * tf.col_ns), (unsigned long long)(b * tf.col_ns));
+        assert_int_equal(eng_set_filter(s->eng, flt, &err), 0);
+        rep_table_t t;
+        assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &by_excl, &t, &err), 0);
+        size_t present = 0;
+        for (size_t i = 0; i < t.n; i++) {
+            uint64_t ex = 0, in = 0;
+            int seen = 0;
+            for (size_t c = 0; c < tf.n; c++)
+                if (tf.cells[c].fn == t.rows[i].id && tf.cells[c].col >= a && tf.cells[c].col < b) {
+                    ex += tf.cells[c].ex;
+                    in += tf.cells[c].in;
+                    seen = 1;
+                }
+            assert_int_equal(ex, rep_row_value(&t.rows[i], REP_FL_E, ENG_M_TOTALCPU));
+            assert_int_equal(in, rep_row_value(&t.rows[i], REP_FL_I, ENG_M_TOTALCPU));
+            present += seen;
+        }
+        /* and no function has cells in the range that the table does not list */
+        size_t listed = 0;
+        for (size_t f = 0; f < t.names.n; f++) {
+            int any = 0;
+            for (size_t c = 0; c < tf.n && !any; c++)
+                any = tf.cells[c].fn == f && tf.cells[c].col >= a && tf.cells[c].col < b;
+            listed += any;
+        }
+        assert_int_equal(present, listed);
+        assert_int_equal(present, t.n);
+        rep_table_free(&t);
+    }
+    assert_int_equal(eng_set_filter(s->eng, "", &err), 0);
+    rep_tfuncs_free(&tf);
+}
+
 static void test_source_disasm(void **state)
 {
     ses_t *s = *state;
@@ -397,6 +468,7 @@ int main(void)
         cmocka_unit_test(test_function),
         cmocka_unit_test(test_run),
         cmocka_unit_test(test_timeline),
+        cmocka_unit_test(test_time_functions),
         cmocka_unit_test(test_source_disasm),
         cmocka_unit_test(test_end_text),
         cmocka_unit_test(test_suggest),
