@@ -181,17 +181,25 @@ static int run_view(pstate_t *ps, char **applied, struct MHD_Connection *c, cons
     /* the request's settings, as one string: when they are those of the last request on this
      * state, the engine keeps its aggregation (setting anything, even to the same value, makes
      * it scan every event again) */
-    char *key = NULL;
+    char *key = strdup("");
     size_t keylen = 0;
-    FILE *k = open_memstream(&key, &keylen);
-    if (!k)
-        return 1;
-    for (size_t i = 0; i < sizeof settings / sizeof *settings; i++) {
+    for (size_t i = 0; key && i < sizeof settings / sizeof *settings; i++) {
         const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, settings[i]);
-        if (v)
-            fprintf(k, "%s=%zu:%s;", settings[i], strlen(v), v); /* unambiguous */
+        if (!v)
+            continue;
+        /* name=length:value; (unambiguous whatever the value holds) */
+        size_t add = strlen(settings[i]) + strlen(v) + 32;
+        char *nk = realloc(key, keylen + add);
+        if (!nk) {
+            free(key);
+            key = NULL;
+            break;
+        }
+        key = nk;
+        keylen += (size_t)snprintf(key + keylen, add, "%s=%zu:%s;", settings[i], strlen(v), v);
     }
-    fclose(k);
+    if (!key)
+        return 1;
     FILE *saved = stderr;
     FILE *mem = open_memstream(msg, msglen);
     if (!mem)
