@@ -356,10 +356,13 @@ class Flame {
     const rows = Math.min(this.depth + 1, 900);
     const dpr = window.devicePixelRatio || 1;
     const H = rows * this.rowH;
-    this.canvas.width = width * dpr; this.canvas.height = H * dpr;
-    this.canvas.style.width = width + 'px'; this.canvas.style.height = H + 'px';
+    if (this.canvas.width !== width * dpr || this.canvas.height !== H * dpr) { /* (a resize reallocates) */
+      this.canvas.width = width * dpr; this.canvas.height = H * dpr;
+      this.canvas.style.width = width + 'px'; this.canvas.style.height = H + 'px';
+    }
     const g = this.canvas.getContext('2d');
-    g.scale(dpr, dpr);
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, width, H);
     g.font = '11px system-ui, sans-serif';
     g.textBaseline = 'middle';
     const nodes = this.nodes, z = nodes[this.zoom];
@@ -389,10 +392,9 @@ class Flame {
     }
     g.globalAlpha = 1;
     g.fillStyle = '#111';
-    for (const [name, x, y, w] of labels) {
-      g.save(); g.beginPath(); g.rect(x, y, w - 2, this.rowH); g.clip();
-      g.fillText(name, x + 3, y + this.rowH / 2);
-      g.restore();
+    for (const [name, x, y, w] of labels) { /* cut to the frame (about 6.5 px a character) */
+      const fit = Math.floor((w - 6) / 6.5);
+      g.fillText(name.length > fit ? name.slice(0, Math.max(fit - 1, 1)) + '…' : name, x + 3, y + this.rowH / 2);
     }
     /* the matches below the zoom, invisible ones too; the outermost only: nested ones count once */
     let matched = 0;
