@@ -202,8 +202,10 @@ static int run_view(pstate_t *ps, char **applied, struct MHD_Connection *c, cons
         return 1;
     FILE *saved = stderr;
     FILE *mem = open_memstream(msg, msglen);
-    if (!mem)
+    if (!mem) {
+        free(key);
         return 1;
+    }
     /* one request at a time (one server thread), and nothing else prints meanwhile: the main
      * thread waits for a signal */
     stderr = mem;
