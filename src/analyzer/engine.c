@@ -232,6 +232,7 @@ struct eng {
     int saturated; /* a sum of the last aggregation reached UINT64_MAX (sat_add_to) */
     uint32_t *sobj;   /* eng_stack_objects: its answer */
     size_t sobj_cap;
+    uint64_t nselected; /* events of the last aggregation that passed the selection */
     eng_metric_def_t *metrics; /* the metric set (eng_metric_set) */
     int nmetrics;
     uint64_t *thread_vals; /* [threads_cap * nmetrics]: the threads' vectors */
@@ -883,6 +884,7 @@ static int on_event(void *ctx, const exp_event_t *ev)
         return 1;
     if (!selected)
         return 0;
+    g->nselected++;
     uint64_t *sv = in->vec + (size_t)ev->stack * (size_t)g->nmetrics;
     for (int k = 0; k < e.n; k++) {
         g->saturated |= sat_add_to(&sv[e.m[k]], e.v[k]);
@@ -897,6 +899,7 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
     memset(g->total, 0, nm * sizeof *g->total);
     memset(&g->stats, 0, sizeof g->stats);
     g->saturated = 0;
+    g->nselected = 0;
     for (size_t i = 0; i < g->nthreads; i++) {
         g->threads[i].events = 0;
         memset(g->threads[i].value, 0, nm * sizeof *g->threads[i].value);
@@ -960,12 +963,19 @@ int eng_event_selected(eng_t *g, uint32_t exp, const exp_event_t *ev)
 {
     const uint32_t *index = u64map_get(&g->thread_index, thread_key(exp, ev->proc, ev->tid));
     if (!index)
-        return g->select_all && !g->sample_sel && !g->cpu_sel && !g->filter;
+        return !eng_selecting(g);
     scan_ctx_t c = { .g = g, .exp = exp, .last_key = UINT64_MAX };
     return g->selected[*index] && passes(g, &c, ev, *index);
 }
 
 const exp_scan_stats_t *eng_scan_stats(const eng_t *g) { return &g->stats; }
+
+int eng_selecting(const eng_t *g)
+{
+    return !g->select_all || g->sample_sel || g->cpu_sel || g->filter;
+}
+
+uint64_t eng_selected_events(const eng_t *g) { return g->aggregated ? g->nselected : 0; }
 const uint64_t *eng_total(const eng_t *g) { return g->total; }
 int eng_saturated(const eng_t *g)
 {

@@ -203,6 +203,10 @@ int eng_object_mode(const eng_t *g, uint32_t obj);
 int eng_aggregate(eng_t *g, tally_err_t *err);
 /* Scan totals of the last aggregation: events, and lost records by reason. */
 const exp_scan_stats_t *eng_scan_stats(const eng_t *g);
+/* Does a selection leave events out (threads, samples or CPUs other than all, or a filter)? */
+int eng_selecting(const eng_t *g);
+/* The events of the last aggregation that passed the selection (0 before any). */
+uint64_t eng_selected_events(const eng_t *g);
 /* Totals of the last aggregation over the selection. */
 const uint64_t *eng_total(const eng_t *g);
 /* True when a sum of the last aggregation, table or call tree reached UINT64_MAX and stayed there

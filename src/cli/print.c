@@ -382,6 +382,8 @@ static void unknown_cmd(const char *name, const char *where)
     cli_report(&err);
 }
 
+static void note_empty_selection(pstate_t *ps);
+
 /* One command line of a script or the prompt: "cmd [arg]". */
 static int run_line(pstate_t *ps, char *line, const char *where)
 {
@@ -416,7 +418,31 @@ static int run_line(pstate_t *ps, char *line, const char *where)
     int rc = c->fn(ps, arg);
     fflush(stdout);
     note_saturation(ps);
+    note_empty_selection(ps);
     return rc;
+}
+
+/* Says, once per selection, that the selection (threads, samples, CPUs, filter) left no event:
+ * the view just printed was all zeros for that reason, not because nothing was recorded. */
+static void note_empty_selection(pstate_t *ps)
+{
+    static char said[1024];
+    eng_t *g = ps->ses->eng;
+    if (!g || !ps->data || !eng_selecting(g) || eng_selected_events(g) != 0 ||
+        eng_scan_stats(g)->events == 0)
+        return;
+    char now[sizeof said];
+    snprintf(now, sizeof now, "%s|%s|%s|%s", eng_thread_selection(g), eng_sample_selection(g),
+             eng_cpu_selection(g), eng_filter(g));
+    if (strcmp(now, said) == 0)
+        return;
+    memcpy(said, now, sizeof said);
+    esc_fprintf(stderr, "tally: warning: the selection matches none of the %llu events recorded "
+                        "(threads %s, samples %s, CPUs %s, filter %s): the figures shown are all "
+                        "zero for that reason; see -thread_list and -sample_list, or widen "
+                        "the filter\n",
+                (unsigned long long)eng_scan_stats(g)->events, eng_thread_selection(g),
+                eng_sample_selection(g), eng_cpu_selection(g), eng_filter(g));
 }
 
 /* Says once that some sums saturated (data whose weights add up past 2^64: damaged or made). */
@@ -657,6 +683,7 @@ int cmd_print(int argc, char **argv)
                 int r = steps[i].c->fn(&ps, steps[i].arg);
                 fflush(stdout);
                 note_saturation(&ps);
+                note_empty_selection(&ps);
                 if (r) {
                     rc = r == 2 ? 2 : 1;
                     break;
