@@ -975,6 +975,11 @@ int eng_selecting(const eng_t *g)
     return !g->select_all || g->sample_sel || g->cpu_sel || g->filter;
 }
 
+int eng_sample_selected(const eng_t *g, uint32_t k)
+{
+    return !g->sample_sel || (k < g->nsample_sel && g->sample_sel[k]);
+}
+
 uint64_t eng_selected_events(const eng_t *g) { return g->aggregated ? g->nselected : 0; }
 const uint64_t *eng_total(const eng_t *g) { return g->total; }
 int eng_saturated(const eng_t *g)

@@ -146,6 +146,8 @@ const char *eng_thread_selection(const eng_t *g); /* as given, "all" by default 
  * eng_aggregate. */
 int eng_select_samples(eng_t *g, const char *list, tally_err_t *err);
 const char *eng_sample_selection(const eng_t *g);
+/* Is sample number k (1-based, as in -sample_list) in the sample selection? */
+int eng_sample_selected(const eng_t *g, uint32_t k);
 /* Selects CPUs by number list ("0,2-3", "all"); events of unknown CPU are kept only by "all". */
 int eng_select_cpus(eng_t *g, const char *list, tally_err_t *err);
 const char *eng_cpu_selection(const eng_t *g);

@@ -92,6 +92,10 @@ void rep_sample(ses_t *s, const rep_buckets_t *b, const exp_process_t *p, int is
     }
     o->rss_kb = e ? e->rss : a->rss;
     o->maxrss_kb = e ? e->maxrss : a->maxrss;
+    /* The kernel updates the peak (getrusage) lazily, the current size (statm) not: a peak below
+     * the size at the same moment is the lag, and the size is the peak so far. */
+    if (o->maxrss_kb < o->rss_kb)
+        o->maxrss_kb = o->rss_kb;
     o->v = is_root && b && k + 1 < b->n ? b->v + (k + 1) * (size_t)b->nmetrics : NULL;
 }
 

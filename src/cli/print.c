@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fsafe.h"
@@ -85,7 +86,7 @@ static int c_cc(pstate_t *ps, const char *a) { return view_callers_callees(ps, N
 static int c_csingle(pstate_t *ps, const char *a) { return view_callers_callees(ps, a); }
 static int c_calltree(pstate_t *ps, const char *a) { return view_calltree(ps); }
 static int c_fsingle(pstate_t *ps, const char *a) { return view_fsingle(ps, a); }
-static int c_header(pstate_t *ps, const char *a) { return view_header(ps); }
+static int c_header(pstate_t *ps, const char *a) { return view_header(ps, a); }
 static int c_overview(pstate_t *ps, const char *a) { return view_overview(ps); }
 static int c_thread_list(pstate_t *ps, const char *a) { return view_thread_list(ps); }
 static int c_metric_list(pstate_t *ps, const char *a) { return view_metric_list(ps); }
@@ -280,9 +281,13 @@ static void default_metrics(pstate_t *ps)
     ps->sort_metric = ps->metrics.cols[0].metric;
 }
 
+/* A command's argument: none, required, or optional (er_print's [exp_id]: on the command line
+ * the next word is taken only when it looks like the argument and is not an experiment). */
+enum { ARG_NONE, ARG_NEEDED, ARG_OPTIONAL };
+
 static const struct pcmd {
     const char *name;
-    int nargs;
+    int nargs; /* ARG_* */
     int (*fn)(pstate_t *, const char *);
     const char *arg, *help;
     int data; /* PR_DATA_*: the recorded data the view shows (its losses are said at its top) */
@@ -311,13 +316,13 @@ static const struct pcmd {
     { "sort", 1, c_sort, "METRIC", "sort by a metric (e.totalcpu, i.user, ...) or name", 0 },
     { "limit", 1, c_limit, "N", "show at most N rows (0: all)", 0 },
     { "name", 1, c_name, "short|long|mangled", "how function names are shown", 0 },
-    { "header", 0, c_header, "", "what was collected, how the run ended, data quality", PR_DATA_ALL },
+    { "header", ARG_OPTIONAL, c_header, "[EXP_ID]", "what was collected, how the run ended, data quality (of experiment EXP_ID, default all)", PR_DATA_ALL },
     { "overview", 0, c_overview, "", "totals of the run and how trustworthy they are", PR_DATA_ALL },
     { "thread_list", 0, c_thread_list, "", "threads, numbered for -thread_select", PR_DATA_ALL },
     { "thread_select", 1, c_thread_select, "LIST", "analyse only threads LIST: all, 2, 1,3-5", 0 },
     { "experiment_list", 0, c_experiment_list, "", "the experiments loaded", 0 },
     { "sample_list", 0, c_sample_list, "", "sample packets: time, length, CPU, faults, states", PR_DATA_ALL },
-    { "sample_detail", 1, view_sample_detail, "N", "everything about sample N", PR_DATA_ALL },
+    { "sample_detail", ARG_OPTIONAL, view_sample_detail, "[EXP_ID]", "everything about each selected sample (-sample_select) of experiment EXP_ID (default all)", PR_DATA_ALL },
     { "sample_select", 1, set_sample_select, "LIST", "analyse only samples LIST: all, 3-7,9", 0 },
     { "cpu_select", 1, set_cpu_select, "LIST", "analyse only events on CPUs LIST: all, 0,2", 0 },
     { "filters", 1, set_filters, "EXPR", "analyse only events where EXPR holds (none: all)", 0 },
@@ -408,7 +413,7 @@ static int run_line(pstate_t *ps, char *line, const char *where)
         unknown_cmd(p, where);
         return 2;
     }
-    if (c->nargs && !*arg) {
+    if (c->nargs == ARG_NEEDED && !*arg) {
         esc_fprintf(stderr, "tally: %s%s-%s needs an argument: %s\n", where ? where : "",
                 where ? ": " : "", c->name, c->arg);
         return 2;
@@ -598,6 +603,23 @@ int pr_reset(pstate_t *ps)
 
 /* ---- main ----------------------------------------------------------------------------------- */
 
+/* Is word the optional argument of the command before it ("all" or a number), rather than an
+ * experiment (an existing path wins: `-header 1` with a directory named 1)? */
+static int optional_arg(const char *word)
+{
+    struct stat st;
+    if (stat(word, &st) == 0)
+        return 0;
+    if (!strcmp(word, "all"))
+        return 1;
+    if (!*word)
+        return 0;
+    for (const char *p = word; *p; p++)
+        if (*p < '0' || *p > '9')
+            return 0;
+    return 1;
+}
+
 static void usage(FILE *out)
 {
     esc_fprintf(out,
@@ -657,7 +679,9 @@ int cmd_print(int argc, char **argv)
             rc = 2;
             goto out;
         }
-        if (c->nargs && !arg) {
+        if (c->nargs == ARG_OPTIONAL && !arg && i + 1 < argc && optional_arg(argv[i + 1]))
+            arg = argv[++i];
+        if (c->nargs == ARG_NEEDED && !arg) {
             if (i + 1 >= argc) {
                 cli_error("print", "-%s needs an argument: %s", c->name, c->arg);
                 rc = 2;

@@ -132,13 +132,16 @@ int view_list(pstate_t *ps, int kind);
 int view_callers_callees(pstate_t *ps, const char *single);
 int view_calltree(pstate_t *ps);
 int view_fsingle(pstate_t *ps, const char *name);
-int view_header(pstate_t *ps);
+int view_header(pstate_t *ps, const char *exp_id);
 int view_overview(pstate_t *ps);
 int view_thread_list(pstate_t *ps);
 int view_metric_list(pstate_t *ps);
 /* print_samples.c: samples, the timeline, and the selections over time */
 int view_sample_list(pstate_t *ps);
-int view_sample_detail(pstate_t *ps, const char *arg);
+int view_sample_detail(pstate_t *ps, const char *exp_id);
+/* er_print's optional [exp_id] of a command: "" or "all" -> *x = SIZE_MAX (every experiment), a
+ * number 1..nexps -> its index; anything else is an error said on stderr (1). */
+int pr_exp_id(pstate_t *ps, const char *cmd, const char *arg, size_t *x);
 int view_timeline(pstate_t *ps);
 /* print_range.c: each function's sort metric per time column (tally view's range selection) */
 int view_time_functions(pstate_t *ps);

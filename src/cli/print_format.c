@@ -201,10 +201,22 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
     col_text_t ct[MAXCOLS];
     for (int c = 0; c < ms->ncols; c++)
         pr_col_headers(&ms->cols[c], &ct[c]);
+    /* The name column is as wide as its longest name when metric columns follow it (er_print
+     * allows "name" anywhere in -metrics); last, it is left ragged. */
+    int namew = 0;
+    if (ms->name_pos < ms->ncols) {
+        namew = 4;
+        for (size_t r = 0; r < n; r++) {
+            size_t l = strlen(rows[r].name) + 1;
+            if ((int)l > namew)
+                namew = l > 200 ? 200 : (int)l;
+        }
+        namew += 1;
+    }
     for (int line = 0; line < 3; line++) {
         for (int c = 0; c <= ms->ncols; c++) {
             if (c == ms->name_pos)
-                sink_printf(&ps->out, "  %s", line == 0 ? "Name" : "");
+                sink_printf(&ps->out, "  %-*s", namew, line == 0 ? "Name" : "");
             if (c == ms->ncols)
                 break;
             const char *h = line == 0 ? ct[c].h1 : line == 1 ? ct[c].h2 : ct[c].h3;
@@ -218,7 +230,8 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
     for (size_t r = 0; r < n; r++) {
         for (int c = 0; c <= ms->ncols; c++) {
             if (c == ms->name_pos)
-                sink_printf(&ps->out, "  %c%s", rows[r].mark ? rows[r].mark : ' ', rows[r].name);
+                sink_printf(&ps->out, "  %c%-*s", rows[r].mark ? rows[r].mark : ' ',
+                            namew > 0 ? namew - 1 : 0, rows[r].name);
             if (c == ms->ncols)
                 break;
             const mcol_t *mc = &ms->cols[c];
@@ -312,6 +325,23 @@ const char *pr_sort_title(pstate_t *ps, char *buf, size_t n)
         snprintf(buf, n, "%s %s", pr_flavor_word(ps->sort_flavor, 0),
                  eng_metric(ps->ses->eng, ps->sort_metric)->title);
     return buf;
+}
+
+int pr_exp_id(pstate_t *ps, const char *cmd, const char *arg, size_t *x)
+{
+    *x = SIZE_MAX;
+    if (!*arg || !strcmp(arg, "all"))
+        return 0;
+    char *end;
+    unsigned long long k = strtoull(arg, &end, 10);
+    if (*end || arg[0] == '-' || k < 1 || k > ps->ses->nexps) {
+        esc_fprintf(stderr, "tally: -%s '%s': experiments are numbered 1 to %zu in the order "
+                            "given (see -experiment_list), or 'all'\n",
+                    cmd, arg, ps->ses->nexps);
+        return 1;
+    }
+    *x = (size_t)k - 1;
+    return 0;
 }
 
 /* ---- what was lost while recording ------------------------------------------------------------ */

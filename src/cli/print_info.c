@@ -27,7 +27,7 @@ void pr_end_text(const exp_process_t *p, char *buf, size_t n) { rep_end_text(p, 
 
 /* ---- -header --------------------------------------------------------------------------------- */
 
-static void header_json(pstate_t *ps, const rep_header_t *h)
+static void header_json(pstate_t *ps, const rep_header_t *h, size_t only)
 {
     json_t j;
     pr_json_begin(ps, &j);
@@ -37,6 +37,8 @@ static void header_json(pstate_t *ps, const rep_header_t *h)
     json_arr_begin(&j);
     for (size_t x = 0; x < h->nexps; x++) {
         const exp_experiment_t *e = h->exps[x].e;
+        if (only != SIZE_MAX && x != only)
+            continue;
         json_obj_begin(&j);
         json_key(&j, "path");
         json_str(&j, e->path);
@@ -177,19 +179,24 @@ static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
         sink_printf(o, "    Warning:          %s\n", p->warnings[w]);
 }
 
-int view_header(pstate_t *ps)
+int view_header(pstate_t *ps, const char *exp_id)
 {
     tally_err_t err = { 0 };
+    size_t only;
+    if (pr_exp_id(ps, "header", exp_id, &only))
+        return 1;
     rep_header_t h;
     if (rep_header(ps->ses, &h, &err))
         return pr_report(&err);
     if (ps->json) {
-        header_json(ps, &h);
+        header_json(ps, &h, only);
         rep_header_free(&h);
         return 0;
     }
     sink_t *o = &ps->out;
     for (size_t x = 0; x < h.nexps; x++) {
+        if (only != SIZE_MAX && x != only)
+            continue;
         sink_printf(o, "Experiment: %s\n", h.exps[x].e->path);
         for (size_t i = 0; i < h.exps[x].e->nprocs; i++)
             header_text_process(ps, &h.exps[x].procs[i], i);

@@ -111,63 +111,88 @@ int view_sample_list(pstate_t *ps)
     return 0;
 }
 
-int view_sample_detail(pstate_t *ps, const char *arg)
+/* One sample's details, as text. */
+static void sample_detail_text(pstate_t *ps, const exp_process_t *p, const rep_sample_t *r)
 {
-    char *end;
-    long k = strtol(arg, &end, 10);
-    const exp_process_t *root = ps->ses->exps[0]->procs[0];
-    if (*end || k < 1 || (size_t)k > root->nsamples) {
-        esc_fprintf(stderr, "tally: -sample_detail '%s': samples are numbered 1 to %zu (see "
-                        "-sample_list)\n", arg, root->nsamples);
-        return 1;
+    sink_t *o = &ps->out;
+    sink_printf(o, "Sample %zu of %s (pid %u)\n\n", r->k + 1, r->process, p->pid);
+    sink_printf(o, "  %-28s %.3f s (packet: %s%s%s)\n", "Start", r->start,
+                r->reason ? r->reason : "", r->label ? ", " : "", r->label ? r->label : "");
+    if (!r->has_next) {
+        sink_printf(o, "  The last packet of the process: the sample is empty.\n\n");
+        return;
     }
+    sink_printf(o, "  %-28s %.3f s\n", "Length", r->length);
+    sink_printf(o, "  %-28s %.3f s\n", "User CPU (kernel)", r->utime);
+    sink_printf(o, "  %-28s %.3f s\n", "System CPU (kernel)", r->stime);
+    sink_printf(o, "  %-28s %llu minor, %llu major\n", "Page faults",
+                (unsigned long long)r->minflt, (unsigned long long)r->majflt);
+    sink_printf(o, "  %-28s %llu in, %llu out\n", "Blocks", (unsigned long long)r->inblock,
+                (unsigned long long)r->oublock);
+    sink_printf(o, "  %-28s %llu read, %llu written\n", "Bytes (system calls)",
+                (unsigned long long)r->rchar, (unsigned long long)r->wchar);
+    sink_printf(o, "  %-28s %llu voluntary, %llu involuntary\n", "Context switches",
+                (unsigned long long)r->nvcsw, (unsigned long long)r->nivcsw);
+    sink_printf(o, "  %-28s %.1f MB (peak so far %.1f MB)\n", "Resident set",
+                (double)r->rss_kb / 1024.0, (double)r->maxrss_kb / 1024.0);
+    if (r->v) {
+        eng_t *g = ps->ses->eng;
+        sink_printf(o, "\n  Recorded in this sample (all threads):\n");
+        for (int m = 0; m < eng_nmetrics(g); m++)
+            if (eng_has_metric(g, m))
+                sink_printf(o, "    %-26s %.3f %s\n", eng_metric(g, m)->title,
+                            pr_scaled(g, m, r->v[m]), eng_metric(g, m)->unit);
+    }
+    sink_printf(o, "\n");
+}
+
+/* -sample_detail [exp_id]: every selected sample (-sample_select) of every process of the
+ * experiment (all experiments by default), as er_print's sample_detail. */
+int view_sample_detail(pstate_t *ps, const char *exp_id)
+{
+    size_t only;
+    if (pr_exp_id(ps, "sample_detail", exp_id, &only))
+        return 1;
     rep_buckets_t b;
     if (sample_totals(ps, &b))
         return 1;
-    rep_sample_t r;
-    rep_sample(ps->ses, &b, root, 1, (size_t)k - 1, &r);
-    sink_t *o = &ps->out;
+    json_t j;
     if (ps->json) {
-        json_t j;
         pr_json_begin(ps, &j);
         json_key(&j, "view");
         json_str(&j, "sample_detail");
-        json_key(&j, "sample");
-        json_sample(ps, &j, &r);
+        json_key(&j, "selection");
+        json_str(&j, eng_sample_selection(ps->ses->eng));
+        json_key(&j, "samples");
+        json_arr_begin(&j);
+    }
+    size_t shown = 0;
+    for (size_t x = 0; x < ps->ses->nexps; x++) {
+        if (only != SIZE_MAX && x != only)
+            continue;
+        for (size_t i = 0; i < ps->ses->exps[x]->nprocs; i++) {
+            const exp_process_t *p = ps->ses->exps[x]->procs[i];
+            for (size_t k = 0; k < p->nsamples; k++) {
+                if (!eng_sample_selected(ps->ses->eng, (uint32_t)(k + 1)))
+                    continue;
+                rep_sample_t r;
+                rep_sample(ps->ses, &b, p, x == 0 && i == 0, k, &r);
+                shown++;
+                if (ps->json)
+                    json_sample(ps, &j, &r);
+                else
+                    sample_detail_text(ps, p, &r);
+            }
+        }
+    }
+    if (ps->json) {
+        json_arr_end(&j);
         json_obj_end(&j);
         json_end_doc(&j);
-        rep_buckets_free(&b);
-        return 0;
+    } else if (!shown) {
+        sink_printf(&ps->out, "No sample packets in the selection (samples %s): see -sample_list.\n\n",
+                    eng_sample_selection(ps->ses->eng));
     }
-    sink_printf(o, "Sample %ld of the root process (pid %u)\n\n", k, root->pid);
-    sink_printf(o, "  %-28s %.3f s (packet: %s%s%s)\n", "Start", r.start,
-                r.reason ? r.reason : "", r.label ? ", " : "", r.label ? r.label : "");
-    if (!r.has_next) {
-        sink_printf(o, "  The last packet of the process: the sample is empty.\n\n");
-        rep_buckets_free(&b);
-        return 0;
-    }
-    sink_printf(o, "  %-28s %.3f s\n", "Length", r.length);
-    sink_printf(o, "  %-28s %.3f s\n", "User CPU (kernel)", r.utime);
-    sink_printf(o, "  %-28s %.3f s\n", "System CPU (kernel)", r.stime);
-    sink_printf(o, "  %-28s %llu minor, %llu major\n", "Page faults", (unsigned long long)r.minflt,
-                (unsigned long long)r.majflt);
-    sink_printf(o, "  %-28s %llu in, %llu out\n", "Blocks", (unsigned long long)r.inblock,
-                (unsigned long long)r.oublock);
-    sink_printf(o, "  %-28s %llu read, %llu written\n", "Bytes (system calls)",
-                (unsigned long long)r.rchar, (unsigned long long)r.wchar);
-    sink_printf(o, "  %-28s %llu voluntary, %llu involuntary\n", "Context switches",
-                (unsigned long long)r.nvcsw, (unsigned long long)r.nivcsw);
-    sink_printf(o, "  %-28s %.1f MB (peak so far %.1f MB)\n", "Resident set",
-                (double)r.rss_kb / 1024.0, (double)r.maxrss_kb / 1024.0);
-    if (r.v) {
-        sink_printf(o, "\n  Recorded in this sample (all threads):\n");
-        for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++)
-            if (eng_has_metric(ps->ses->eng, m))
-                sink_printf(o, "    %-26s %.3f %s\n", eng_metric(ps->ses->eng, m)->title, pr_scaled(ps->ses->eng, m, r.v[m]),
-                            eng_metric(ps->ses->eng, m)->unit);
-    }
-    sink_printf(o, "\n");
     rep_buckets_free(&b);
     return 0;
 }

@@ -152,7 +152,7 @@ except ValueError as e:
     fail("timeline of a sleep: not JSON (%s): %r" % (e, p.stdout[:200]))
 
 # text views answer too
-p = run([TALLY, "print", "-sample_detail", str(labels["lock"]), "-timeline", exp], expect=0)
+p = run([TALLY, "print", "-sample_select", str(labels["lock"]), "-sample_detail", "-sample_select", "all", "-timeline", exp], expect=0)
 check("Context switches" in p.stdout and "|" in p.stdout, "text views: %r" % p.stdout[:400])
 
 # pause: tally_pause()/tally_resume() around a first cpu phase: only one phase is recorded

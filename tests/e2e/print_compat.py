@@ -1,0 +1,51 @@
+"""er_print habits that must work in tally print: optional [exp_id] arguments (-header,
+-sample_detail), 'name' anywhere in -metrics with the columns still aligned, and a selection or
+filter that matches nothing saying so."""
+import os
+import re
+from common import *
+
+d = workdir("print-compat")
+example = os.path.join(os.path.dirname(os.path.abspath(TALLY)), "example")
+exp = collect(d, [example, "2"], opts=["-S", "0.1"])
+
+# -header and -sample_detail take an optional experiment id, and do not swallow the experiment
+p = run([TALLY, "print", "-header", exp], expect=0)
+check("Experiment: " + exp in p.stdout, "-header EXP: %r" % p.stdout[:300])
+p = run([TALLY, "print", "-header", "1", exp], expect=0)
+check("Experiment: " + exp in p.stdout, "-header 1 EXP: %r" % p.stdout[:300])
+p = run([TALLY, "print", "-header", "2", exp], expect=1)
+check("numbered 1 to 1" in p.stderr, "-header 2 with one experiment: %r" % p.stderr)
+p = run([TALLY, "print", "-sample_detail", exp], expect=0)
+n = len(re.findall(r"^Sample \d+ of ", p.stdout, flags=re.M))
+check(n >= 2, "-sample_detail EXP shows every sample: %d in %r" % (n, p.stdout[:400]))
+p = run([TALLY, "print", "-sample_select", "2", "-sample_detail", "all", exp], expect=0)
+check(re.findall(r"^Sample (\d+) of ", p.stdout, flags=re.M) == ["2"],
+      "-sample_select 2 -sample_detail all shows sample 2 only: %r" % p.stdout[:400])
+j = print_json(exp, "-sample_select", "1", "-sample_detail")[-1]
+check([s["number"] for s in j["samples"]] == [1], "--json -sample_detail: %r" % j)
+
+# 'name' first, in the middle, last: the numbers of one column line up under their header
+for spec in ("name:e.%totalcpu:i.totalcpu", "e.%totalcpu:name:i.totalcpu", "e.totalcpu:i.totalcpu:name"):
+    p = run([TALLY, "print", "-metrics", spec, "-functions", exp], expect=0)
+    lines = p.stdout.splitlines()
+    rows = [l for l in lines if re.search(r"\s(<Total>|main|[A-G])(\s|$)", l)]
+    ends = set()
+    for l in rows:
+        # where the last number of the row ends: the inclusive column's right edge
+        last = list(re.finditer(r"\d+\.\d+", l))[-1]
+        ends.add(last.end())
+    check(len(rows) >= 8 and len(ends) == 1,
+          "-metrics %s: the inclusive column is ragged (%s):\n%s" % (spec, sorted(ends), p.stdout))
+
+# a selection or filter that matches nothing says so (and one that matches says nothing)
+p = run([TALLY, "print", "-filters", 'FNAME("no_such_function") SOME IN STACK', "-functions", exp],
+        expect=0)
+check("matches none of the" in p.stderr and "filter" in p.stderr,
+      "an empty filter should be said: %r" % p.stderr)
+p = run([TALLY, "print", "-filters", 'FNAME("C") SOME IN STACK', "-functions", exp], expect=0)
+check("matches none" not in p.stderr, "a filter that matches warned: %r" % p.stderr)
+p = run([TALLY, "print", "-sample_select", "1", "-filters", "TSTAMP > 1000s", "-functions", exp],
+        expect=0)
+check(p.stderr.count("matches none of the") == 1, "said once: %r" % p.stderr)
+done(d)
