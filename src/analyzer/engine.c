@@ -15,6 +15,7 @@
 
 #include "analyzer/filter.h"
 #include "analyzer/heapmatch.h"
+#include "base/grow.h"
 #include "base/satadd.h"
 #include "base/u64map.h"
 
@@ -223,6 +224,9 @@ typedef struct exp_input {
     u64map_t *gpcs;   /* ... and in generation g > 0: gpcs[g - 1] (exp_stacks_gen) */
     size_t ngpcs;
     u64map_t objects; /* (proc, object id) -> sym object */
+    u64map_t leaf_real; /* (proc, gen, interposer pc) -> 1 + index in real_pcs (0: none) */
+    uint64_t *real_pcs;
+    size_t nreal_pcs, real_cap;
     uint8_t **match;  /* filter: [2 * term + leaf][stack]: 0 unknown, 1 no, 2 yes */
     size_t match_cap;
     kind_map_t *kmap; /* by process: its declared record kinds */
@@ -570,6 +574,8 @@ void eng_free(eng_t *g)
             u64map_free(&in->gpcs[i]);
         free(in->gpcs);
         u64map_free(&in->objects);
+        u64map_free(&in->leaf_real);
+        free(in->real_pcs);
         for (size_t i = 0; i < in->match_cap; i++)
             free(in->match[i]);
         free(in->match);
@@ -1087,6 +1093,68 @@ static uint32_t frame_function(eng_t *g, exp_input_t *in, uint32_t proc, uint32_
     return f;
 }
 
+static int is_collector(const exp_object_t *o)
+{
+    const char *base = strrchr(o->path, '/');
+    return !strcmp(base ? base + 1 : o->path, "libtally-collector.so");
+}
+
+/* A traced call's leaf is the collector's interposer of the function the program called (its
+ * entry: named as the program called it). It stands for the real function, the one the
+ * interposer calls: the same name bound in the first other object of the process that exports
+ * it, as the loader's RTLD_NEXT finds it. Returns that function's pc, or pc itself when the leaf
+ * is not in the collector or no object exports the name (then the interposer's own name shows).
+ * Once per (process, generation, pc). */
+static uint64_t real_leaf(eng_t *g, exp_input_t *in, uint32_t proc, uint32_t gen, uint64_t pc,
+                          int *err)
+{
+    const exp_object_t *o = frame_object(in, proc, gen, pc);
+    if (!o || !is_collector(o))
+        return pc;
+    uint64_t key = ((uint64_t)proc << 49) ^ ((uint64_t)gen << 40) ^ pc;
+    int found;
+    uint32_t *slot = u64map_slot(&in->leaf_real, key, &found);
+    if (!slot) {
+        *err = TALLY_ENOMEM;
+        return pc;
+    }
+    if (found)
+        return *slot ? in->real_pcs[*slot - 1] : pc;
+    *slot = 0;
+    uint64_t real = pc;
+    uint32_t so = sym_object_add(g->sym, o->path, o->buildid);
+    uint32_t f = so == UINT32_MAX ? UINT32_MAX : sym_func_at(g->sym, so, pc - o->bias);
+    const sym_func_t *fn = f == UINT32_MAX ? NULL : sym_func(g->sym, f);
+    const exp_process_t *p = in->e->procs[proc];
+    for (size_t i = 0; fn && fn->mangled && i < p->nobjects; i++) {
+        const exp_object_t *x = &p->objects[i];
+        if (x == o || is_collector(x) || gen < x->gen_lo || gen >= x->gen_hi ||
+            !strcmp(x->path, "[vdso]"))
+            continue;
+        uint32_t xs = sym_object_add(g->sym, x->path, x->buildid);
+        uint64_t addr;
+        if (xs == UINT32_MAX || sym_dynsym_addr(g->sym, xs, fn->mangled, &addr) != 0)
+            continue;
+        real = addr + x->bias;
+        break;
+    }
+    if (real != pc) {
+        if (GROW(in->real_pcs, in->nreal_pcs, in->real_cap)) {
+            *err = TALLY_ENOMEM;
+            return pc;
+        }
+        in->real_pcs[in->nreal_pcs++] = real;
+        /* the slot may have moved when sym_object_add grew nothing here, but look it up again */
+        slot = u64map_slot(&in->leaf_real, key, &found);
+        if (!slot) {
+            *err = TALLY_ENOMEM;
+            return pc;
+        }
+        *slot = (uint32_t)in->nreal_pcs;
+    }
+    return real;
+}
+
 /* Maps the frames of every stack not mapped yet to function ids. */
 static int resolve_stacks(eng_t *g, tally_err_t *err)
 {
@@ -1126,8 +1194,9 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
             int e = 0;
             for (uint32_t i = 0; i < nf; i++) {
                 size_t k = foff[s] + i;
-                in->fids[k] = frame_function(g, in, proc, gen, pcs[i], i == 0, &e);
-                in->fobj[k] = frame_location(g, in, proc, gen, pcs[i], i == 0, &in->faddr[k], &e);
+                uint64_t pc = i == 0 ? real_leaf(g, in, proc, gen, pcs[i], &e) : pcs[i];
+                in->fids[k] = frame_function(g, in, proc, gen, pc, i == 0, &e);
+                in->fobj[k] = frame_location(g, in, proc, gen, pc, i == 0, &in->faddr[k], &e);
             }
             if (e)
                 return tally_errf(err, e, "out of memory mapping stacks");

@@ -456,8 +456,9 @@ static int cmp_rawsym(const void *a, const void *b, void *strs)
     const rawsym_t *x = a, *y = b;
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
-    /* aliases at one address, the preferred first: global, then weak, then local; then fewer
-     * leading underscores ("malloc" before "__libc_malloc"); then the shorter; then by bytes */
+    /* aliases at one address, the preferred first: a name without a leading underscore, then
+     * global, weak, local; then fewer leading underscores ("malloc" before "__libc_malloc");
+     * then the shorter; then by bytes */
     if (x->rank != y->rank)
         return x->rank - y->rank;
     if (x->len != y->len)
@@ -492,7 +493,10 @@ static int add_rawsym_n(symtab_build_t *b, uint64_t addr, uint64_t size, const c
     size_t under = 0;
     while (under < l && nm[under] == '_')
         under++;
-    int rank = (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2) * 64 + (int)(under > 63 ? 63 : under);
+    /* the public name first (no leading underscore: the name programs call, "fwrite" before
+     * its global alias "_IO_fwrite"), then global, weak, local, then fewer underscores */
+    int rank = (under > 0) * 256 + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2) * 64 +
+               (int)(under > 63 ? 63 : under);
     b->syms[b->n++] = (rawsym_t){ addr, size, (uint32_t)b->slen, (uint32_t)l, rank };
     b->slen += l + 1;
     return 0;
@@ -1447,6 +1451,69 @@ long sym_read_code(sym_ctx_t *s, uint32_t obj, uint64_t addr, void *buf, size_t 
         elf_end(elf);
     close(fd);
     return n;
+}
+
+/* The address (object-relative) of the function the dynamic linker would bind `name` to in elf:
+ * a defined function of .dynsym with that name, its default version first (a hidden version,
+ * versym bit 15, only when there is no other). */
+static int dynsym_lookup(Elf *elf, const char *name, uint64_t *addr)
+{
+    GElf_Shdr sh;
+    Elf_Scn *scn = NULL, *vscn = NULL;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        if (!gelf_getshdr(scn, &sh))
+            return -1;
+        if (sh.sh_type == SHT_GNU_versym)
+            vscn = scn;
+    }
+    scn = NULL;
+    int found = 0;
+    while ((scn = elf_nextscn(elf, scn)) != NULL) {
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM || !sh.sh_entsize)
+            continue;
+        Elf_Data *d = elf_getdata(scn, NULL);
+        Elf_Data *vd = vscn ? elf_getdata(vscn, NULL) : NULL;
+        size_t n = d ? d->d_size / sh.sh_entsize : 0;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Sym sym;
+            if (!gelf_getsym(d, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+                (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+                 GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC))
+                continue;
+            const char *nm = elf_strptr(elf, sh.sh_link, sym.st_name);
+            if (!nm || strcmp(nm, name) != 0)
+                continue;
+            GElf_Versym v = 0;
+            int hidden = vd && gelf_getversym(vd, (int)i, &v) && (v & 0x8000);
+            if (!found || !hidden) {
+                *addr = sym.st_value;
+                found = hidden ? 1 : 2;
+            }
+            if (found == 2)
+                return 0;
+        }
+    }
+    return found ? 0 : -1;
+}
+
+int sym_dynsym_addr(sym_ctx_t *s, uint32_t obj, const char *name, uint64_t *addr)
+{
+    if (obj >= s->nobjs)
+        return -1;
+    object_t *o = s->objs[obj];
+    if (!strcmp(o->path, "[vdso]"))
+        return -1;
+    if (!o->loaded)
+        sym_object(s, obj); /* decides which file holds the code */
+    int fd = open_file(o, o->file ? o->file : o->path);
+    if (fd < 0)
+        return -1;
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    int rc = elf && elf_kind(elf) == ELF_K_ELF ? dynsym_lookup(elf, name, addr) : -1;
+    if (elf)
+        elf_end(elf);
+    close(fd);
+    return rc;
 }
 
 int sym_fd_buildid(int fd, char out[129])

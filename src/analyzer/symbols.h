@@ -126,6 +126,10 @@ int sym_fd_buildid(int fd, char out[129]);
 
 /* A function standing for the whole object, named `<libname>` (for objects shown as one entry). */
 uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj);
+/* The object-relative address of the function named `name` that the dynamic linker binds to in
+ * object obj (a defined function of its dynamic symbol table, the default version): 0, or -1
+ * when obj exports no such function or cannot be read. */
+int sym_dynsym_addr(sym_ctx_t *s, uint32_t obj, const char *name, uint64_t *addr);
 
 /* The functions inlined at ELF address addr of object obj, innermost first (DWARF inlined
  * subroutines; one function per name and object, whatever copy), each with the source line it was

@@ -48,4 +48,23 @@ check("matches none" not in p.stderr, "a filter that matches warned: %r" % p.std
 p = run([TALLY, "print", "-sample_select", "1", "-filters", "TSTAMP > 1000s", "-functions", exp],
         expect=0)
 check(p.stderr.count("matches none of the") == 1, "said once: %r" % p.stderr)
+
+# the collector's own interposers are not the program's functions: a traced call's time and
+# counts belong to the real function it called (one row per name), and the collector's library is
+# not a load object of the profile
+workers = os.path.join(os.path.dirname(os.path.abspath(TALLY)), "workers")
+wexp = collect(d, [workers, "0.5"], opts=["-s", "on", "-H", "on", "-i", "on"], name="w")
+for view in (["-functions"], ["-objects"], ["-calltree"], ["-leaks"], ["-callers-callees"]):
+    p = run([TALLY, "print"] + view + [wexp], expect=0)
+    check("libtally-collector" not in p.stdout, "%s shows the collector: %r" % (view, p.stdout[:1500]))
+doc = print_json(wexp, "-metrics", "e.sync:e.heapalloccnt:e.iowritetime:e.totalcpu:name", "-functions")[-1]
+names = [r["name"] for r in doc["rows"]]
+check(len(names) == len(set(names)), "one row per function name: %r" %
+      sorted(n for n in names if names.count(n) > 1))
+rows = {r["name"]: r for r in doc["rows"]}
+check(rows.get("pthread_mutex_lock", {}).get("e.sync", 0) > 0,
+      "sync wait on pthread_mutex_lock (libc's): %r" % rows.get("pthread_mutex_lock"))
+check(rows.get("malloc", {}).get("e.heapalloccnt", 0) >= 64 * 3 * 3,
+      "allocations in malloc: %r" % rows.get("malloc"))
+check(rows.get("fwrite", {}).get("e.iowritetime", 0) > 0, "writes in fwrite: %r" % rows.get("fwrite"))
 done(d)
