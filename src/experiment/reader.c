@@ -660,8 +660,16 @@ static int parse_log(exp_process_t *p, int dirfd, tally_err_t *err)
     char *buf = NULL;
     size_t len = 0;
     int rc = read_file(dirfd, "log", LOG_MAX, &buf, &len);
-    if (rc == -ENOENT || rc == -ENOTDIR)
+    if (rc == -ENOENT || rc == -ENOTDIR) {
+        /* gprofng's experiments (x.1.er/) have log.xml and map.xml: say what it is */
+        if (faccessat(dirfd, "log.xml", F_OK, AT_SYMLINK_NOFOLLOW) == 0 &&
+            faccessat(dirfd, "map.xml", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+            return tally_errf(err, TALLY_ENOTEXP,
+                              "'%s' is a gprofng experiment, not a tally one: analyse it with "
+                              "'gprofng display text', or record the program again with 'tally "
+                              "collect' (it takes gprofng's collect options)", p->dir);
         return tally_errf(err, TALLY_ENOTEXP, "'%s' is not an experiment (no log file)", p->dir);
+    }
     if (rc == -ENOMEM)
         return tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
     if (rc == -EFBIG)

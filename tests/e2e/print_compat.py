@@ -49,6 +49,15 @@ p = run([TALLY, "print", "-sample_select", "1", "-filters", "TSTAMP > 1000s", "-
         expect=0)
 check(p.stderr.count("matches none of the") == 1, "said once: %r" % p.stderr)
 
+# a gprofng experiment is named as one (its files, made here: gprofng need not be installed)
+er = os.path.join(d, "test.1.er")
+os.mkdir(er)
+for f in ("log.xml", "map.xml", "overview"):
+    open(os.path.join(er, f), "w").write("<experiment/>\n" if f.endswith(".xml") else "")
+p = run([TALLY, "print", "-functions", er], expect=1)
+check("is a gprofng experiment" in p.stderr and "gprofng display text" in p.stderr,
+      "a gprofng experiment should be named: %r" % p.stderr)
+
 # the collector's own interposers are not the program's functions: a traced call's time and
 # counts belong to the real function it called (one row per name), and the collector's library is
 # not a load object of the profile
