@@ -232,9 +232,10 @@ void rep_threads_free(rep_threads_t *t);
 
 /* ---- over time: -sample_list, -sample_detail, -overview, -timeline (report_time.c) ---------- */
 
-/* The metric totals of each sample of the root process of the first experiment (under the
- * selection): v[k * nmetrics + metric] for sample numbers k in 0..n-1 (0: before the first
- * packet; samples of other processes are numbered in their own process and not summed here). */
+/* The metric totals of each sample period of the root process of the first experiment (under
+ * the selection), over every process of that experiment (a descendant's event counts in the
+ * root's period that contains its time): v[k * nmetrics + metric] for sample numbers k in 0..n-1
+ * (0: before the first packet). Other experiments given are other runs and not summed here. */
 typedef struct rep_buckets {
     size_t n;
     int nmetrics; /* the engine's: the width of each sample's vector */

@@ -22,9 +22,11 @@ static int bucket_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uin
     bucket_ctx_t *c = ctx;
     (void)leaf;
     const eng_thread_t *t = eng_thread(c->eng, thread);
-    if (t->exp != 0 || ev->proc != 0)
-        return 0; /* sample numbers are per process: these totals are the root process's */
-    uint32_t k = eng_sample_of(c->eng, t->exp, ev->proc, ev->t);
+    if (t->exp != 0)
+        return 0; /* another experiment is another run, on another time line */
+    /* every process of the run (descendants too: a build's compilers) in the root's sample
+     * periods, by time: the processes share the monotonic clock */
+    uint32_t k = eng_sample_of(c->eng, 0, 0, ev->t);
     if (k >= c->b->n)
         k = (uint32_t)c->b->n - 1;
     size_t nm = (size_t)c->b->nmetrics;

@@ -105,7 +105,8 @@ int view_sample_list(pstate_t *ps)
         json_end_doc(&j);
     } else {
         sink_printf(o, "\nSample k runs from its packet to the next; its states are summed over "
-                       "threads (Lock+I/O: User Lock and I/O Wait Time, root process only).\n\n");
+                       "threads (User s, System s: the kernel's figures for that process; Lock+I/O: User Lock and "
+                       "I/O Wait Time recorded in every process of the run, in the root's rows).\n\n");
     }
     rep_buckets_free(&b);
     return 0;

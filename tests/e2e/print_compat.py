@@ -49,6 +49,14 @@ p = run([TALLY, "print", "-sample_select", "1", "-filters", "TSTAMP > 1000s", "-
         expect=0)
 check(p.stderr.count("matches none of the") == 1, "said once: %r" % p.stderr)
 
+# -overview's per-sample table counts the descendants too (a shell whose child does the work)
+sh = collect(d, ["/bin/sh", "-c", "%s 2; true" % example], opts=["-S", "0.2"], name="sh")
+p = run([TALLY, "print", "-overview", sh], expect=0)
+rows = re.findall(r"^\s+\d+ \S*\s+([0-9.]+)\s+[0-9.]+\s+[0-9.]+", p.stdout, flags=re.M)
+user = sum(float(x) for x in rows)
+check(user > 0.1, "-overview per sample: the child's user CPU should be counted (%.3f s): %s"
+      % (user, p.stdout[-1500:]))
+
 # a gprofng experiment is named as one (its files, made here: gprofng need not be installed)
 er = os.path.join(d, "test.1.er")
 os.mkdir(er)
