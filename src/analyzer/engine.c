@@ -1136,6 +1136,12 @@ static uint64_t real_leaf(eng_t *g, exp_input_t *in, uint32_t proc, uint32_t gen
         if (xs == UINT32_MAX || sym_dynsym_addr(g->sym, xs, fn->mangled, &addr) != 0)
             continue;
         real = addr + x->bias;
+        /* the real function is shown under the name the program called it by */
+        uint32_t rf = sym_func_at(g->sym, xs, addr);
+        if (rf != UINT32_MAX && sym_func_call_name(g->sym, rf, fn->mangled) == TALLY_ENOMEM) {
+            *err = TALLY_ENOMEM;
+            return pc;
+        }
         break;
     }
     if (real != pc) {

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "analyzer/symbols.h"
 #include "base/ehframe.h"
+#include "base/err.h"
 #include "base/fsafe.h"
 
 #include <dwarf.h>
@@ -456,9 +457,8 @@ static int cmp_rawsym(const void *a, const void *b, void *strs)
     const rawsym_t *x = a, *y = b;
     if (x->addr != y->addr)
         return x->addr < y->addr ? -1 : 1;
-    /* aliases at one address, the preferred first: a name without a leading underscore, then
-     * global, weak, local; then fewer leading underscores ("malloc" before "__libc_malloc");
-     * then the shorter; then by bytes */
+    /* aliases at one address, the preferred first: global, then weak, then local; then fewer
+     * leading underscores ("malloc" before "__libc_malloc"); then the shorter; then by bytes */
     if (x->rank != y->rank)
         return x->rank - y->rank;
     if (x->len != y->len)
@@ -493,10 +493,7 @@ static int add_rawsym_n(symtab_build_t *b, uint64_t addr, uint64_t size, const c
     size_t under = 0;
     while (under < l && nm[under] == '_')
         under++;
-    /* the public name first (no leading underscore: the name programs call, "fwrite" before
-     * its global alias "_IO_fwrite"), then global, weak, local, then fewer underscores */
-    int rank = (under > 0) * 256 + (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2) * 64 +
-               (int)(under > 63 ? 63 : under);
+    int rank = (bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2) * 64 + (int)(under > 63 ? 63 : under);
     b->syms[b->n++] = (rawsym_t){ addr, size, (uint32_t)b->slen, (uint32_t)l, rank };
     b->slen += l + 1;
     return 0;
@@ -1514,6 +1511,21 @@ int sym_dynsym_addr(sym_ctx_t *s, uint32_t obj, const char *name, uint64_t *addr
         elf_end(elf);
     close(fd);
     return rc;
+}
+
+int sym_func_call_name(sym_ctx_t *s, uint32_t id, const char *name)
+{
+    if (id >= s->nfuncs)
+        return -1;
+    func_t *f = func_slot(s, id);
+    if (f->own[2] || !strcmp(f->pub.mangled, name))
+        return 0; /* named already: the first name the program called it by stays */
+    char *n = strdup(name);
+    if (!n)
+        return TALLY_ENOMEM;
+    f->own[2] = n;
+    f->pub.name = f->pub.long_name = f->pub.mangled = n;
+    return 0;
 }
 
 int sym_fd_buildid(int fd, char out[129])

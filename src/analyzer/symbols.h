@@ -130,6 +130,10 @@ uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj);
  * object obj (a defined function of its dynamic symbol table, the default version): 0, or -1
  * when obj exports no such function or cannot be read. */
 int sym_dynsym_addr(sym_ctx_t *s, uint32_t obj, const char *name, uint64_t *addr);
+/* Names function id as the program called it (an alias at its address, e.g. "fwrite" for the
+ * symbol table's preferred "_IO_fwrite"), from then on in every view; the first such name stays.
+ * 0, -1 (no such function) or TALLY_ENOMEM. */
+int sym_func_call_name(sym_ctx_t *s, uint32_t id, const char *name);
 
 /* The functions inlined at ELF address addr of object obj, innermost first (DWARF inlined
  * subroutines; one function per name and object, whatever copy), each with the source line it was

@@ -583,7 +583,7 @@ const char *pr_view_name(size_t i)
 int pr_view_needs_arg(const char *name)
 {
     const struct pcmd *c = find_cmd(name);
-    return c && c->nargs;
+    return c && c->nargs == ARG_NEEDED;
 }
 
 int pr_reset(pstate_t *ps)
