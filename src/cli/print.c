@@ -99,6 +99,45 @@ static int c_io_files(pstate_t *ps, const char *a) { return view_io_files(ps); }
 static int c_sample_list(pstate_t *ps, const char *a) { return view_sample_list(ps); }
 static int c_timeline(pstate_t *ps, const char *a) { return view_timeline(ps); }
 static int c_time_functions(pstate_t *ps, const char *a) { return view_time_functions(ps); }
+/* outfile/appendfile FILE: views write to FILE from now on ("-": standard output, "--":
+ * standard error), as er_print's. */
+static int set_output(pstate_t *ps, const char *a, const char *mode, const char *cmd)
+{
+    FILE *f = !strcmp(a, "-") ? stdout : !strcmp(a, "--") ? stderr : fopen(a, mode);
+    if (!f) {
+        esc_fprintf(stderr, "tally: -%s '%s': %s\n", cmd, a, strerror(errno));
+        return 1;
+    }
+    fflush(ps->out.f);
+    if (ps->outf)
+        fclose(ps->outf);
+    ps->outf = f == stdout || f == stderr ? NULL : f;
+    sink_file(&ps->out, f);
+    return 0;
+}
+static int c_outfile(pstate_t *ps, const char *a) { return set_output(ps, a, "w", "outfile"); }
+static int c_appendfile(pstate_t *ps, const char *a) { return set_output(ps, a, "a", "appendfile"); }
+static int c_version(pstate_t *ps, const char *a)
+{
+    sink_printf(&ps->out, "tally %s\n", TALLY_VERSION);
+    return 0;
+}
+/* object_list: each load object and how its functions are shown (er_print's object_list). */
+static int c_object_list(pstate_t *ps, const char *a)
+{
+    if (!pr_table(ps, ENG_KIND_LOADOBJECT, 0)) /* every object of the data is known */
+        return 1;
+    static const char *const mode[] = { "show", "hide", "api", "none" };
+    sink_printf(&ps->out, "Functions Shown  Load Object\n");
+    for (size_t o = 0; o < sym_nobjects(ps->ses->sym); o++) {
+        int m = eng_object_mode(ps->ses->eng, (uint32_t)o);
+        if (m == ENG_OBJ_DROP)
+            continue; /* tally's own collector: no object of the program */
+        sink_printf(&ps->out, "%-15s  %s\n", mode[m & 3], sym_object(ps->ses->sym, (uint32_t)o)->name);
+    }
+    sink_printf(&ps->out, "\n");
+    return 0;
+}
 static int c_quit(pstate_t *ps, const char *a)
 {
     ps->quit = 1;
@@ -116,6 +155,41 @@ static void set_sort_from(pstate_t *ps, const mspec_t *ms)
     }
 }
 
+/* The lines er_print prints when a setting changes (text only: scripts that parse er_print's
+ * output expect them). */
+static void confirm_metrics(pstate_t *ps)
+{
+    if (ps->json)
+        return;
+    char buf[1024];
+    size_t n = 0;
+    buf[0] = 0;
+    for (int c = 0; c <= ps->metrics.ncols && n < sizeof buf - 80; c++) {
+        if (c == ps->metrics.name_pos)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%sname", n ? ":" : "");
+        if (c == ps->metrics.ncols)
+            break;
+        const mcol_t *mc = &ps->metrics.cols[c];
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%c%s%s%s", n ? ":" : "",
+                              pr_flavor_char(mc->flavor), mc->value ? "." : "",
+                              mc->percent ? "%" : "", mc->def->name);
+    }
+    sink_printf(&ps->out, "Current metrics: %s\n", buf);
+}
+
+static void confirm_sort(pstate_t *ps)
+{
+    if (ps->json)
+        return;
+    char title[256];
+    pr_sort_title(ps, title, sizeof title);
+    if (ps->sort_metric < 0)
+        sink_printf(&ps->out, "Current Sort Metric: Name ( name )\n");
+    else
+        sink_printf(&ps->out, "Current Sort Metric: %s ( %c.%s )\n", title,
+                    pr_flavor_char(ps->sort_flavor), eng_metric(ps->ses->eng, ps->sort_metric)->name);
+}
+
 static int c_metrics(pstate_t *ps, const char *a)
 {
     tally_err_t err = { 0 };
@@ -124,6 +198,8 @@ static int c_metrics(pstate_t *ps, const char *a)
         return pr_report(&err);
     ps->metrics = ms;
     set_sort_from(ps, &ms);
+    confirm_metrics(ps);
+    confirm_sort(ps);
     return 0;
 }
 
@@ -141,6 +217,7 @@ static int c_sort(pstate_t *ps, const char *a)
 {
     if (!strcmp(a, "name")) {
         ps->sort_metric = -1;
+        confirm_sort(ps);
         return 0;
     }
     tally_err_t err = { 0 };
@@ -153,6 +230,7 @@ static int c_sort(pstate_t *ps, const char *a)
     }
     ps->sort_flavor = ms.cols[0].flavor;
     ps->sort_metric = ms.cols[0].metric;
+    confirm_sort(ps);
     return 0;
 }
 
@@ -166,6 +244,8 @@ static int c_limit(pstate_t *ps, const char *a)
         return 1;
     }
     ps->limit = n;
+    if (!ps->json)
+        sink_printf(&ps->out, "Print limit set to %ld\n", n);
     return 0;
 }
 
@@ -334,6 +414,10 @@ static const struct pcmd {
     { "sync_objects", 0, c_sync_objects, "", "mutexes, conditions, ... waited on, most first", PR_DATA_SYNC },
     { "io_files", 0, c_io_files, "", "I/O time, bytes and calls by file", PR_DATA_IO },
     { "script", 1, c_script, "FILE", "run the commands in FILE, one per line", 0 },
+    { "outfile", 1, c_outfile, "FILE", "write what follows to FILE (-: standard output, --: standard error)", 0 },
+    { "appendfile", 1, c_appendfile, "FILE", "append what follows to FILE", 0 },
+    { "object_list", 0, c_object_list, "", "load objects and how their functions are shown", 0 },
+    { "version", 0, c_version, "", "tally's version", 0 },
     { "help", 0, c_help, "", "this list", 0 },
     { "quit", 0, c_quit, "", "leave the interactive prompt (also: exit)", 0 },
     { "exit", 0, c_quit, "", NULL, 0 },
@@ -360,19 +444,64 @@ static int c_help(pstate_t *ps, const char *a)
     return 0;
 }
 
-static const struct pcmd *find_cmd(const char *name)
+/* er_print's other spellings of commands. */
+static const struct { const char *alias, *name; } aliases[] = {
+    { "gprof", "callers-callees" },  { "ctree", "calltree" },
+    { "exp_list", "experiment_list" }, { "lwp_list", "thread_list" },
+    { "lwp_select", "thread_select" }, { "cmetric_list", "metric_list" },
+    { "gmetric_list", "metric_list" },
+};
+
+/* The command called name (leading dashes ignored): its full name, one of er_print's aliases, or
+ * a prefix of exactly one command's name ("func"), as er_print accepts them. NULL when there is
+ * none; *ambiguous (when not NULL) then says whether the prefix fits several. */
+static const struct pcmd *find_cmd_amb(const char *name, int *ambiguous)
 {
     while (*name == '-')
         name++;
+    if (ambiguous)
+        *ambiguous = 0;
     for (size_t i = 0; i < NPCMDS; i++)
         if (!strcmp(pcmds[i].name, name))
             return &pcmds[i];
+    for (size_t a = 0; a < sizeof aliases / sizeof *aliases; a++)
+        if (!strcmp(aliases[a].alias, name))
+            return find_cmd_amb(aliases[a].name, NULL);
+    size_t len = strlen(name), nfit = 0;
+    const struct pcmd *fit = NULL;
+    for (size_t i = 0; len && i < NPCMDS; i++)
+        if (pcmds[i].help && !strncmp(pcmds[i].name, name, len)) {
+            fit = &pcmds[i];
+            nfit++;
+        }
+    if (nfit == 1)
+        return fit;
+    if (nfit > 1 && ambiguous)
+        *ambiguous = 1;
     return NULL;
 }
+
+static const struct pcmd *find_cmd(const char *name) { return find_cmd_amb(name, NULL); }
 
 static void unknown_cmd(const char *name, const char *where)
 {
     tally_err_t err = { 0 };
+    int amb;
+    if (!find_cmd_amb(name, &amb) && amb) {
+        const char *bare = name;
+        while (*bare == '-')
+            bare++;
+        char fits[512] = "";
+        size_t len = strlen(bare), used = 0;
+        for (size_t i = 0; i < NPCMDS && used < sizeof fits - 64; i++)
+            if (pcmds[i].help && !strncmp(pcmds[i].name, bare, len))
+                used += (size_t)snprintf(fits + used, sizeof fits - used, "%s-%s",
+                                         used ? ", " : "", pcmds[i].name);
+        tally_errf(&err, TALLY_EUSAGE, "%s%sambiguous command '%s': it begins %s", where ? where : "",
+                   where ? ": " : "", name, fits);
+        cli_report(&err);
+        return;
+    }
     tally_errf(&err, TALLY_EUSAGE, "%s%sunknown command '%s'", where ? where : "",
                where ? ": " : "", name);
     const char *cands[NPCMDS];
@@ -398,8 +527,13 @@ static int run_line(pstate_t *ps, char *line, const char *where)
     char *end = p + strlen(p);
     while (end > p && isspace((unsigned char)end[-1]))
         *--end = 0;
-    if (!*p || *p == '#')
+    if (!*p)
         return 0;
+    if (*p == '#') { /* er_print echoes a script's comment lines */
+        if (!ps->json && where)
+            sink_printf(&ps->out, "%s\n", p);
+        return 0;
+    }
     char *arg = p;
     while (*arg && !isspace((unsigned char)*arg))
         arg++;
@@ -422,6 +556,7 @@ static int run_line(pstate_t *ps, char *line, const char *where)
     pr_incomplete_text(ps);
     int rc = c->fn(ps, arg);
     fflush(stdout);
+    fflush(ps->out.f);
     note_saturation(ps);
     note_empty_selection(ps);
     return rc;
@@ -482,11 +617,11 @@ static int run_script(pstate_t *ps, const char *path)
     while (!ps->quit && getline(&line, &cap, f) >= 0) {
         char where[512];
         snprintf(where, sizeof where, "%s:%d", path, ++lineno);
+        /* as er_print: a command that is unknown or fails is reported and the script goes on;
+         * the worst status is the script's */
         int r = run_line(ps, line, where);
-        if (r) {
+        if (r > rc)
             rc = r;
-            break;
-        }
     }
     free(line);
     fclose(f);
@@ -706,18 +841,23 @@ int cmd_print(int argc, char **argv)
                 pr_incomplete_text(&ps);
                 int r = steps[i].c->fn(&ps, steps[i].arg);
                 fflush(stdout);
+                fflush(ps.out.f);
                 note_saturation(&ps);
                 note_empty_selection(&ps);
-                if (r) {
+                /* as er_print: a failing command is reported and the others still run; the
+                 * exit status is the worst */
+                if (r && (r == 2 ? 2 : 1) > rc)
                     rc = r == 2 ? 2 : 1;
-                    break;
-                }
             }
         }
     }
     if (ps.ses && ps.ses->sym)
         pr_binary_notes(&ps);
 out:
+    if (ps.outf && fclose(ps.outf) != 0 && !rc) {
+        esc_fprintf(stderr, "tally: the -outfile could not be written: %s\n", strerror(errno));
+        rc = 1;
+    }
     ses_free(ps.ses);
     free(steps);
     free(paths);

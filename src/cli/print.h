@@ -63,6 +63,7 @@ typedef struct pstate {
     int depth;                    /* -script nesting */
     int data;                     /* PR_DATA_* of the command running (what its losses are) */
     int quit;
+    FILE *outf;                   /* outfile/appendfile: the file views write to (NULL: stdout) */
 } pstate_t;
 
 /* A row of a table: values by flavor (NULL when the row has none of that flavor). */

@@ -80,7 +80,9 @@ walk(tree)
 # text output: aligned, <Total> first, percentages
 p = run([TALLY, "print", "-limit", "5", "-functions", exp], expect=0)
 lines = p.stdout.splitlines()
-check(lines[0].startswith("Functions sorted by metric: Exclusive Total CPU Time"), lines[0])
+# er_print's confirmation of the setting, then the table
+check(lines[0] == "Print limit set to 5", lines[0])
+check(lines[1].startswith("Functions sorted by metric: Exclusive Total CPU Time"), lines[1])
 body = [l for l in lines if l.strip().endswith("<Total>")]
 check(len(body) == 1 and "100.00" in body[0], "text <Total> row: %r" % body)
 # -fsingle names the source file (DWARF 5 line info)

@@ -57,6 +57,34 @@ user = sum(float(x) for x in rows)
 check(user > 0.1, "-overview per sample: the child's user CPU should be counted (%.3f s): %s"
       % (user, p.stdout[-1500:]))
 
+# er_print's language: unique prefixes, aliases, an ambiguous prefix refused with its candidates
+p = run([TALLY, "print", "-func", "-limit", "3", exp], expect=0)
+check("Functions sorted by metric" in p.stdout, "-func is -functions: %r" % p.stdout[:200])
+for alias, shows in (("-gprof", "Callers and callees"), ("-ctree", "Call Tree"),
+                     ("-exp_list", exp), ("-lwp_list", "Thread")):
+    p = run([TALLY, "print", alias, exp], expect=0)
+    check(shows.lower() in p.stdout.lower(), "%s: %r" % (alias, p.stdout[:300]))
+p = run([TALLY, "print", "-c", exp], expect=2)
+check("ambiguous command '-c'" in p.stderr and "-calltree" in p.stderr, "-c: %r" % p.stderr)
+# a failing command is reported and the others run (exit 1); settings are confirmed
+p = run([TALLY, "print", "-limit", "2", "-source", "no_such_function", "-functions", exp], expect=1)
+check("Print limit set to 2" in p.stdout and "Functions sorted by metric" in p.stdout and
+      "no_such_function" in p.stderr, "carry on after a failing command: %r %r" % (p.stdout[:300], p.stderr))
+# a script: comments echoed, unknown and failing commands reported with their line, the rest runs;
+# outfile and appendfile
+out = os.path.join(d, "out.txt")
+script = os.path.join(d, "s.er")
+open(script, "w").write("# first comment\nfunc\nnosuchcmd\nsource no_such_function\noutfile %s\n"
+                        "version\nappendfile %s\nobject_list\noutfile -\nexp_list\n" % (out, out))
+p = run([TALLY, "print", "-script", script, exp], expect=2)
+check(p.stdout.startswith("# first comment\n") and "Functions sorted" in p.stdout and exp in p.stdout,
+      "script output: %r" % p.stdout[:300])
+check("s.er:3: unknown command 'nosuchcmd'" in p.stderr and "no_such_function" in p.stderr,
+      "script errors with lines: %r" % p.stderr)
+o = open(out).read()
+check(o.startswith("tally ") and "Load Object" in o and "example" in o and "Functions sorted" not in o,
+      "outfile/appendfile: %r" % o)
+
 # a gprofng experiment is named as one (its files, made here: gprofng need not be installed)
 er = os.path.join(d, "test.1.er")
 os.mkdir(er)
