@@ -5,6 +5,8 @@
 #ifndef TALLY_EXPERIMENT_EVFORMAT_H
 #define TALLY_EXPERIMENT_EVFORMAT_H
 
+#include <stdint.h>
+
 #define EXP_FORMAT_VERSION 1
 #define EXP_EV_MAGIC "TALLYEVT"
 #define EXP_EV_HEADER_SIZE 4096 /* where chunks begin: a page, so chunks can be mapped */
@@ -135,6 +137,17 @@ enum exp_mref_flags {
  * storage). */
 #define EXP_MREF_NREGS 17
 #define EXP_MREF_REG_FSBASE 16
+
+/* A MEMREF record decoded (the reader) or to encode (the writer). */
+typedef struct exp_memref {
+    uint32_t source; /* 0: clock profiling; n: the n-th hardware counter of the log */
+    uint32_t flags;  /* EXP_MREF_* */
+    uint64_t pc;     /* the trigger (EXP_MREF_TRIGGER) or the interrupted PC */
+    uint64_t ea;     /* with EXP_MREF_EA */
+    uint32_t regmask; /* with EXP_MREF_REGS: the registers given, bit i for register i */
+    uint32_t reason;  /* without EA and REGS: why not (EXP_DUNK_*), else 0 */
+    uint64_t regs[EXP_MREF_NREGS]; /* by register number, where regmask has its bit */
+} exp_memref_t;
 
 /* The reasons a memory reference has no data object: seed 002's subtypes of <Unknown>, with its
  * numbers. A MEMREF record that has neither an address nor registers gives one; the analyzer
