@@ -262,6 +262,13 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
         q.has_off = 1;
         q.off = r.op.disp;
     }
+    if (*ea_ok) {
+        q.has_ea = 1;
+        q.ea = *ea;
+        q.sample_pc = pc;
+        q.regs = m->regs;
+        q.regmask = m->flags & EXP_MREF_REGS ? m->regmask : 0;
+    }
     if (r.ea_static) {
         q.has_addr = 1;
         q.addr = r.ea_elf;

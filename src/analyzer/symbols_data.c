@@ -41,6 +41,14 @@ static int type_of(Dwarf_Die *die, Dwarf_Die *out)
     return dwarf_attr_integrate(die, DW_AT_type, &a) && dwarf_formref_die(&a, out) ? 1 : 0;
 }
 
+/* The name of a DIE, through its abstract origin (the concrete copy of an inlined or cloned
+ * function's variable has none of its own). */
+static const char *die_name(Dwarf_Die *die)
+{
+    Dwarf_Attribute a;
+    return dwarf_attr_integrate(die, DW_AT_name, &a) ? dwarf_formstring(&a) : NULL;
+}
+
 /* Skips typedefs and qualifiers: the type that says what the bytes are. */
 static int strip(Dwarf_Die *t, Dwarf_Die *out)
 {
@@ -387,7 +395,7 @@ void sym_data_static(sym_data_t *d, uint32_t obj, uint64_t addr, sym_dref_t *out
         Dwarf_Die die, t;
         if (!dwarf_offdie(dw, v->die, &die) || !type_of(&die, &t))
             continue;
-        const char *nm = dwarf_diename(&die);
+        const char *nm = die_name(&die);
         snprintf(out->var, sizeof out->var, "%s", nm ? nm : "");
         name_object(out, &t, nm, addr - v->addr, SYM_DATA_STATIC);
         return;
@@ -406,11 +414,15 @@ static int cfa_rule(obj_data_t *o, uint64_t pc, int *reg, int64_t *off)
             continue;
         Dwarf_Op *ops;
         size_t n;
-        int ok = dwarf_frame_cfa(fr, &ops, &n) == 0 && n == 1 && ops[0].atom >= DW_OP_breg0 &&
-                 ops[0].atom <= DW_OP_breg16;
-        if (ok) {
+        int ok = dwarf_frame_cfa(fr, &ops, &n) == 0 && n == 1;
+        if (ok && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg16) {
             *reg = ops[0].atom - DW_OP_breg0;
             *off = (int64_t)ops[0].number;
+        } else if (ok && ops[0].atom == DW_OP_bregx) { /* libdw gives register + offset so */
+            *reg = (int)ops[0].number;
+            *off = (int64_t)ops[0].number2;
+        } else {
+            ok = 0;
         }
         free(fr);
         if (ok)
@@ -442,8 +454,15 @@ static int scope_variable(obj_data_t *o, Dwarf_Die *scopes, int ns, const sym_dq
     const bt_operand_t *op = &q->op;
     int cfa_reg = -1;
     int64_t cfa_off = 0;
-    int frame = (op->base == 6 || op->base == 7) && q->has_off && frame_base_is_cfa(scopes, ns) &&
-                cfa_rule(o, q->pc, &cfa_reg, &cfa_off) == 0 && cfa_reg == op->base;
+    /* without the index's value, the displacement alone finds the variable (an array) */
+    int64_t foff = q->has_off ? q->off : op->disp;
+    int frame = (op->base == 6 || op->base == 7) && (q->has_off || op->index != BT_REG_NONE) &&
+                frame_base_is_cfa(scopes, ns) && cfa_rule(o, q->pc, &cfa_reg, &cfa_off) == 0 &&
+                cfa_reg == op->base;
+    /* the anchor: a pointer variable in a register whose value is nearest below the address */
+    Dwarf_Die anchor_t;
+    const char *anchor_name = NULL;
+    uint64_t anchor_dist = UINT64_MAX;
     for (int i = 0; i < ns; i++) {
         Dwarf_Die v;
         if (dwarf_child(&scopes[i], &v) != 0)
@@ -461,12 +480,28 @@ static int scope_variable(obj_data_t *o, Dwarf_Die *scopes, int ns, const sym_dq
             Dwarf_Die t;
             if (!type_of(&v, &t))
                 continue;
-            const char *nm = dwarf_diename(&v);
+            const char *nm = die_name(&v);
             int reg = -1;
             if (n == 1 && ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31)
                 reg = ops[0].atom - DW_OP_reg0;
             else if (n == 1 && ops[0].atom == DW_OP_regx)
                 reg = (int)ops[0].number;
+            if (reg >= 0 && reg < 16 && reg != op->base && q->has_ea && q->regs &&
+                (q->regmask >> reg & 1) && q->ea >= q->regs[reg] &&
+                q->ea - q->regs[reg] < anchor_dist && q->ea - q->regs[reg] < (256u << 20)) {
+                /* the value at the sample's PC is the variable's only if it is there too */
+                Dwarf_Op *ops2;
+                size_t n2;
+                Dwarf_Die pt, pointee;
+                if (dwarf_getlocation_addr(&a, q->sample_pc, &ops2, &n2, 1) == 1 && n2 == 1 &&
+                    ops2[0].atom == ops[0].atom && strip(&t, &pt) &&
+                    dwarf_tag(&pt) == DW_TAG_pointer_type && type_of(&pt, &pointee) &&
+                    size_of(&pointee)) {
+                    anchor_dist = q->ea - q->regs[reg];
+                    anchor_t = pointee;
+                    anchor_name = nm ? nm : "";
+                }
+            }
             if (reg >= 0 && reg == op->base) {
                 /* the pointer the operand goes through */
                 Dwarf_Die pt, pointee;
@@ -489,13 +524,19 @@ static int scope_variable(obj_data_t *o, Dwarf_Die *scopes, int ns, const sym_dq
             if (frame && n == 1 && ops[0].atom == DW_OP_fbreg) {
                 int64_t start = cfa_off + (int64_t)ops[0].number;
                 uint64_t sz = size_of(&t);
-                if (q->off >= start && (uint64_t)(q->off - start) < (sz ? sz : 1)) {
+                if (foff >= start && (uint64_t)(foff - start) < (sz ? sz : 1)) {
                     snprintf(out->var, sizeof out->var, "%s", nm ? nm : "");
-                    name_object(out, &t, nm, (uint64_t)(q->off - start), SYM_DATA_LOCAL);
+                    name_object(out, &t, nm, (uint64_t)(foff - start), SYM_DATA_LOCAL);
                     return 1;
                 }
             }
         } while (dwarf_siblingof(&v, &v) == 0);
+    }
+    if (anchor_name) {
+        uint64_t sz = size_of(&anchor_t);
+        snprintf(out->var, sizeof out->var, "%s", anchor_name);
+        name_object(out, &anchor_t, NULL, anchor_dist % sz, SYM_DATA_POINTEE);
+        return 1;
     }
     return 0;
 }

@@ -11,7 +11,12 @@
  *     the pointed-to type (perf's data-type profiling); an offset beyond the type is an element of
  *     an array the pointer walks (offset modulo the size);
  *   - a base register rsp or rbp: the local variable or parameter at that frame offset (its
- *     DW_OP_fbreg location, the frame base being the CFA of the call-frame information).
+ *     DW_OP_fbreg location, the frame base being the CFA of the call-frame information); with
+ *     an index register whose value is not known, the displacement alone locates the variable
+ *     (an array: every element has the same descriptor);
+ *   - a known run-time address and no variable in the base register (an induction pointer the
+ *     compiler made): the pointer variable in a register at the PC whose value is nearest below
+ *     the address (within 256 MiB) anchors it, as an element of the array it points to.
  *
  * then walks its type down to the member at the offset, nested to a scalar. Names are seed
  * 002's descriptors: one level `{TYPE NAME}` per step, joined by '.', where TYPE joins qualifiers
@@ -68,6 +73,11 @@ typedef struct sym_dquery {
     int64_t off;
     int has_addr;      /* addr: the address as an ELF address of this object (static data) */
     uint64_t addr;
+    int has_ea;        /* ea: the run-time address, and the registers at the sample's PC */
+    uint64_t ea;
+    uint64_t sample_pc; /* the sample's ELF address (where regs were taken) */
+    const uint64_t *regs;
+    uint32_t regmask;
 } sym_dquery_t;
 
 typedef struct sym_data sym_data_t;
