@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mref.h"
 #include "perfev.h"
 #include "signals.h"
 
@@ -219,28 +220,13 @@ static int clock_mine(const coll_thread_t *t, const siginfo_t *si)
            (si->si_code == SI_TIMER && si->si_value.sival_int == TIMER_MAGIC);
 }
 
-/* The memory reference of the sample (-p +...): the interrupted PC and the registers of the
- * interrupted code, for the analyzer to backtrack from (docs/FORMAT.md, MEMREF). About 30 ns:
- * 16 loads and one record of some 100 bytes. */
+/* The memory reference of the sample (-p +...): the interrupted PC and the registers (mref.h),
+ * one record of about 100 bytes (bench/dataspace.py measures both). */
 static void write_mref(coll_thread_t *t, const ucontext_t *uc, uint64_t now, uint32_t id,
                        uint64_t w)
 {
-    /* DWARF register numbers of x86-64 -> the ucontext's */
-    static const int greg[16] = { REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
-                                  REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
-                                  REG_R12, REG_R13, REG_R14, REG_R15 };
     exp_memref_t m;
-    m.source = 0;
-    m.flags = EXP_MREF_REGS;
-    m.pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-    m.ea = 0;
-    m.reason = 0;
-    m.regmask = (1u << EXP_MREF_NREGS) - 1;
-    for (int r = 0; r < 16; r++)
-        m.regs[r] = (uint64_t)uc->uc_mcontext.gregs[greg[r]];
-    uint64_t fs;
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(fs)); /* the TCB's self pointer: the fs base */
-    m.regs[EXP_MREF_REG_FSBASE] = fs;
+    mref_from_ucontext(uc, 0, &m);
     exp_stream_memref(&t->stream, now, id, w, &m);
 }
 
