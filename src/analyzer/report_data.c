@@ -12,6 +12,7 @@
 #include "analyzer/backtrack.h"
 #include "analyzer/symbols_data.h"
 #include "base/grow.h"
+#include "base/satadd.h"
 #include "base/u64map.h"
 
 static const char *const reasons[EXP_DUNK_NREASONS] = {
@@ -54,6 +55,7 @@ typedef struct scan {
     u64map_t lines, pages; /* (exp, proc, addr) hash -> row */
     csh cs;
     sym_data_t *sd;
+    sym_dref_t dr; /* the current reference's object */
     int err;
 } scan_t;
 
@@ -101,10 +103,11 @@ static long row(scan_t *c, const char *name, size_t n, int kind)
     }
 }
 
+/* Sums saturate at 2^64-1 (docs/FORMAT.md): an experiment can claim any weight. */
 static void add(rep_dsv_t *v, uint32_t src, uint64_t w)
 {
-    v->w[src] += w;
-    v->n++;
+    sat_add_to(&v->w[src], w);
+    sat_add_to(&v->n, 1);
 }
 
 /* ---- memory objects ----------------------------------------------------------------------------- */
@@ -291,11 +294,11 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     uint64_t w = ev->weight;
     d->sources |= 1u << src;
     d->memrefs++;
-    static sym_dref_t dr; /* large: not on the stack of a callback */
+    sym_dref_t *dr = &c->dr;
     int ea_ok, ea_reason, write;
     uint32_t size;
     uint64_t ea = 0;
-    int reason = classify(c, ev, &dr, &ea_ok, &ea, &ea_reason, &write, &size);
+    int reason = classify(c, ev, dr, &ea_ok, &ea, &ea_reason, &write, &size);
     add(&d->objs[0].v, src, w); /* <Total> */
     long leaf = -1;
     if (reason) {
@@ -309,33 +312,33 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
         add(&d->objs[u].v, src, w);
         add(&d->objs[r].v, src, w);
     } else {
-        for (int i = 0; i < dr.nlevels; i++) {
-            int last = i == dr.nlevels - 1;
-            long r = row(c, dr.desc, dr.end[i], last ? REP_DOBJ_OBJECT : REP_DOBJ_AGGREGATE);
+        for (int i = 0; i < dr->nlevels; i++) {
+            int last = i == dr->nlevels - 1;
+            long r = row(c, dr->desc, dr->end[i], last ? REP_DOBJ_OBJECT : REP_DOBJ_AGGREGATE);
             if (r < 0)
                 return c->err = TALLY_ENOMEM;
             rep_dobj_t *o = &d->objs[r];
             if (last)
                 o->kind = REP_DOBJ_OBJECT, leaf = r;
-            if (i == 0 && dr.has_agg && !o->has_agg) {
+            if (i == 0 && dr->has_agg && !o->has_agg) {
                 o->has_agg = 1;
-                o->agg = dr.agg;
+                o->agg = dr->agg;
                 const exp_process_t *p = c->s->exps[c->exp]->procs[ev->proc];
                 const exp_object_t *eo = exp_object_at(p, ev->mref->pc, EXP_T_NEVER);
                 o->agg_obj = eo ? sym_object_add(c->s->sym, eo->path, eo->buildid) : UINT32_MAX;
             }
-            if (dr.var[0] && strcmp(o->via, dr.var)) {
-                char *v = strdup(dr.var);
+            if (dr->var[0] && strcmp(o->via, dr->var)) {
+                char *v = strdup(dr->var);
                 if (v)
                     free(o->via), o->via = v;
             }
-            o->scope = dr.kind;
-            o->scalar = last && dr.scalar;
+            o->scope = dr->kind;
+            o->scalar = last && dr->scalar;
             add(&o->v, src, w);
             if (!ea_ok)
                 add(&o->v_noaddr, src, w);
         }
-        if (dr.scalar) {
+        if (dr->scalar) {
             long r = row(c, "<Scalars>", 9, REP_DOBJ_SCALARS);
             if (r < 0)
                 return c->err = TALLY_ENOMEM;
