@@ -272,6 +272,10 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
         q.regs = m->regs;
         q.regmask = m->flags & EXP_MREF_REGS ? m->regmask : 0;
     }
+    if (m->flags & EXP_MREF_REGS && m->regmask >> EXP_MREF_REG_FSBASE & 1) {
+        q.has_tp = 1;
+        q.tp = m->regs[EXP_MREF_REG_FSBASE];
+    }
     if (r.ea_static) {
         q.has_addr = 1;
         q.addr = r.ea_elf;

@@ -7,6 +7,7 @@
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,8 +250,11 @@ typedef struct svar {
 
 typedef struct obj_data {
     int read;
-    svar_t *v;
+    svar_t *v; /* static variables by address */
     size_t n;
+    svar_t *tls; /* thread-local variables by offset in the object's TLS block */
+    size_t ntls;
+    uint64_t tls_size, tls_align; /* the PT_TLS segment (0: none) */
     Dwarf_CFI *cfi_dw, *cfi_elf;
 } obj_data_t;
 
@@ -274,6 +278,7 @@ void sym_data_free(sym_data_t *d)
         return;
     for (size_t i = 0; i < d->nobjs; i++) {
         free(d->objs[i].v);
+        free(d->objs[i].tls);
         if (d->objs[i].cfi_elf)
             dwarf_cfi_end(d->objs[i].cfi_elf);
     }
@@ -294,6 +299,38 @@ static int static_addr(Dwarf_Die *die, uint64_t *addr)
     return 1;
 }
 
+/* A thread-local location (the offset in the TLS block, then push_tls_address): the offset. */
+static int tls_offset(Dwarf_Die *die, uint64_t *off)
+{
+    Dwarf_Attribute a;
+    Dwarf_Op *ops;
+    size_t n;
+    if (!dwarf_attr(die, DW_AT_location, &a) || dwarf_getlocation(&a, &ops, &n) != 0 || n != 2 ||
+        (ops[1].atom != DW_OP_GNU_push_tls_address && ops[1].atom != DW_OP_form_tls_address))
+        return 0;
+    switch (ops[0].atom) {
+    case DW_OP_const1u: case DW_OP_const2u: case DW_OP_const4u: case DW_OP_const8u:
+    case DW_OP_constu: case DW_OP_addr:
+        *off = ops[0].number;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int grow_svar(svar_t **v, size_t n, size_t *cap)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 64;
+    svar_t *nv = realloc(*v, nc * sizeof *nv);
+    if (!nv)
+        return -1;
+    *v = nv;
+    *cap = nc;
+    return 0;
+}
+
 static int cmp_svar(const void *a, const void *b)
 {
     const svar_t *x = a, *y = b;
@@ -303,7 +340,7 @@ static int cmp_svar(const void *a, const void *b)
 /* Every variable with a static address, in every unit, at any depth. */
 static void read_statics(obj_data_t *o, Dwarf *dw)
 {
-    size_t cap = 0;
+    size_t cap = 0, tcap = 0;
     Dwarf_Off off = 0, next;
     size_t hsize;
     while (dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -324,15 +361,15 @@ static void read_statics(obj_data_t *o, Dwarf *dw)
                 if (tag == DW_TAG_variable && static_addr(&die, &addr)) {
                     Dwarf_Die t;
                     uint64_t sz = type_of(&die, &t) ? size_of(&t) : 0;
-                    if (o->n == cap) {
-                        size_t nc = cap ? cap * 2 : 64;
-                        svar_t *nv = realloc(o->v, nc * sizeof *nv);
-                        if (!nv)
-                            return;
-                        o->v = nv;
-                        cap = nc;
-                    }
+                    if (grow_svar(&o->v, o->n, &cap))
+                        return;
                     o->v[o->n++] = (svar_t){ addr, sz, dwarf_dieoffset(&die) };
+                } else if (tag == DW_TAG_variable && tls_offset(&die, &addr)) {
+                    Dwarf_Die t;
+                    uint64_t sz = type_of(&die, &t) ? size_of(&t) : 0;
+                    if (grow_svar(&o->tls, o->ntls, &tcap))
+                        return;
+                    o->tls[o->ntls++] = (svar_t){ addr, sz, dwarf_dieoffset(&die) };
                 }
                 if ((tag == DW_TAG_subprogram || tag == DW_TAG_lexical_block ||
                      tag == DW_TAG_namespace || tag == DW_TAG_inlined_subroutine) &&
@@ -344,6 +381,23 @@ static void read_statics(obj_data_t *o, Dwarf *dw)
     }
     if (o->n)
         qsort(o->v, o->n, sizeof *o->v, cmp_svar);
+    if (o->ntls)
+        qsort(o->tls, o->ntls, sizeof *o->tls, cmp_svar);
+}
+
+/* The PT_TLS segment of the object's file. */
+static void read_tls_segment(obj_data_t *o, Elf *elf)
+{
+    size_t n;
+    if (!elf || elf_getphdrnum(elf, &n) != 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_TLS) {
+            o->tls_size = ph.p_memsz;
+            o->tls_align = ph.p_align ? ph.p_align : 1;
+        }
+    }
 }
 
 static obj_data_t *data_of(sym_data_t *d, uint32_t obj, Dwarf **dw, Elf **elf)
@@ -361,11 +415,15 @@ static obj_data_t *data_of(sym_data_t *d, uint32_t obj, Dwarf **dw, Elf **elf)
     if (!o->read && *dw) {
         o->read = 1;
         read_statics(o, *dw);
+        read_tls_segment(o, *elf);
         o->cfi_dw = dwarf_getcfi(*dw);
         o->cfi_elf = *elf ? dwarf_getcfi_elf(*elf) : NULL;
     }
     return o;
 }
+
+static void lookup(Dwarf *dw, const svar_t *tab, size_t n, uint64_t addr, int kind,
+                   sym_dref_t *out);
 
 void sym_data_static(sym_data_t *d, uint32_t obj, uint64_t addr, sym_dref_t *out)
 {
@@ -378,18 +436,23 @@ void sym_data_static(sym_data_t *d, uint32_t obj, uint64_t addr, sym_dref_t *out
         out->reason = EXP_DUNK_NO_DEBUG;
         return;
     }
-    if (!o || !o->n)
-        return;
-    size_t lo = 0, hi = o->n;
+    if (o)
+        lookup(dw, o->v, o->n, addr, SYM_DATA_STATIC, out);
+}
+
+/* The variable of table v[n] (sorted) covering addr into *out, of kind. */
+static void lookup(Dwarf *dw, const svar_t *tab, size_t n, uint64_t addr, int kind, sym_dref_t *out)
+{
+    size_t lo = 0, hi = n;
     while (lo < hi) { /* the first variable above addr */
         size_t mid = (lo + hi) / 2;
-        if (o->v[mid].addr <= addr)
+        if (tab[mid].addr <= addr)
             lo = mid + 1;
         else
             hi = mid;
     }
     for (size_t i = lo; i-- > 0 && lo - i <= 8;) {
-        const svar_t *v = &o->v[i];
+        const svar_t *v = &tab[i];
         if (addr < v->addr || addr >= v->addr + (v->size ? v->size : 1))
             continue;
         Dwarf_Die die, t;
@@ -397,7 +460,7 @@ void sym_data_static(sym_data_t *d, uint32_t obj, uint64_t addr, sym_dref_t *out
             continue;
         const char *nm = die_name(&die);
         snprintf(out->var, sizeof out->var, "%s", nm ? nm : "");
-        name_object(out, &t, nm, addr - v->addr, SYM_DATA_STATIC);
+        name_object(out, &t, nm, addr - v->addr, kind);
         return;
     }
 }
@@ -563,7 +626,18 @@ void sym_data_at(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, sym_dref_t 
             out->reason = EXP_DUNK_NO_VA;
         return;
     }
-    if (op->fs || op->gs) { /* thread-local storage: not described by address here */
+    if (op->fs && op->base == BT_REG_NONE && op->index == BT_REG_NONE && q->has_ea && q->has_tp &&
+        o->tls_size) {
+        /* x86-64 static TLS, local-exec (%fs:disp, the form only the executable's own code
+         * uses): the executable's block ends at the thread pointer */
+        uint64_t blk = (o->tls_size + o->tls_align - 1) / o->tls_align * o->tls_align;
+        uint64_t in = q->ea - q->tp + blk; /* wraps to the offset when ea is below tp */
+        out->reason = EXP_DUNK_UNDETERMINABLE;
+        if (in < o->tls_size && o->ntls)
+            lookup(dw, o->tls, o->ntls, in, SYM_DATA_TLS, out);
+        return;
+    }
+    if (op->fs || op->gs) { /* a thread-local whose address is not known, or of a library */
         out->reason = EXP_DUNK_UNDETERMINABLE;
         return;
     }

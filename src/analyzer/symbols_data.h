@@ -14,6 +14,9 @@
  *     DW_OP_fbreg location, the frame base being the CFA of the call-frame information); with
  *     an index register whose value is not known, the displacement alone locates the variable
  *     (an array: every element has the same descriptor);
+ *   - an fs-relative operand without registers (%fs:disp, local-exec) with its address known:
+ *     the executable's thread-local variable at that offset from the thread pointer (x86-64's static TLS: the block of the executable ends
+ *     at the thread pointer, its size rounded up to its alignment);
  *   - a known run-time address and no variable in the base register (an induction pointer the
  *     compiler made): the pointer variable in a register at the PC whose value is nearest below
  *     the address (within 256 MiB) anchors it, as an element of the array it points to.
@@ -29,7 +32,7 @@
  *
  * When nothing can be named, reason says why, in seed 002's numbers (EXP_DUNK_*): 1 the object
  * has no DWARF for the PC, 4 no variable's location describes the base register at the PC, 6
- * an address no variable covers (a spill slot, a constant pool, a thread-local), etc.
+ * an address no variable covers (a spill slot, a constant pool, a library's thread-local), etc.
  *
  * Owned by the caller: sym_data_t (holds per object the table of static variables, read on first
  * use), which must not outlive its sym_ctx_t. Not thread-safe. Out of memory degrades to a
@@ -50,6 +53,7 @@ enum sym_dkind {
     SYM_DATA_STATIC = 1, /* a global or static variable */
     SYM_DATA_LOCAL = 2,  /* a local variable or parameter in the frame */
     SYM_DATA_POINTEE = 3, /* what a pointer variable points to (heap, or anything else) */
+    SYM_DATA_TLS = 4,     /* a thread-local variable of the executable */
 };
 
 typedef struct sym_dref {
@@ -78,6 +82,8 @@ typedef struct sym_dquery {
     uint64_t sample_pc; /* the sample's ELF address (where regs were taken) */
     const uint64_t *regs;
     uint32_t regmask;
+    int has_tp;        /* tp: the thread pointer (fs base) of the sample's thread */
+    uint64_t tp;
 } sym_dquery_t;
 
 typedef struct sym_data sym_data_t;

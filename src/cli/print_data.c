@@ -94,7 +94,11 @@ static const char *kind_word(const rep_dobj_t *o)
 
 static const char *scope_word(int scope)
 {
-    return scope == 1 ? "static" : scope == 2 ? "local" : scope == 3 ? "pointee" : "";
+    return scope == 1   ? "static"
+           : scope == 2 ? "local"
+           : scope == 3 ? "pointee"
+           : scope == 4 ? "thread-local"
+                        : "";
 }
 
 /* ---- -data_objects ---------------------------------------------------------------------------- */

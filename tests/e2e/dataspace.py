@@ -2,8 +2,8 @@
 
 - a linked-list walk: at least 90% of the walk's samples on the member it chases
   ({structure:node}.{pointer+structure:node next}), every other one in a named <Unknown> reason;
-- globals, a global structure, a heap array of structures and a stack array, each named down to
-  its member or element, at least 90% of all samples named;
+- globals, a global structure, a thread-local, a heap array of structures and a stack array,
+  each named down to its member or element, at least 90% of all samples named;
 - -data_layout gives each structure's members at their offsets and sizes with holes and padding;
   -data_single, -memobj and -false_sharing answer; -p +off is refused.
 
@@ -85,6 +85,7 @@ if total < 200:
 WANT = {"{structure:stats}.{long_int hits}": "static",       # gstat.hits
         "{structure:stats}.{long_int misses}": "static",     # gstat.misses
         "{array+long_int garr}.{long_int -}": "static",      # garr[i]
+        "{long_int tls_count}": "thread-local",              # a __thread variable
         "{structure:cell}.{double weight}": "pointee",       # cells[i].weight, on the heap
         "{volatile+array+volatile+int local}.{volatile+int -}": "local"}  # the stack array
 for name, scope in WANT.items():
@@ -93,8 +94,9 @@ for name, scope in WANT.items():
         check(r["scope"] == scope, "%s: scope %r, expected %r" % (name, r["scope"], scope))
 named = total - rows.get("<Unknown>", {}).get("samples", 0)
 at_least(named / total, 0.90, 0, "share of the mixed program's samples named")
-# the scalars through the pointer v and nothing else are <Scalars>
-check(rows.get("<Scalars>", {}).get("samples", 0) == rows.get("{const+long_int -}", {}).get("samples", 0),
+# the scalars (through the pointer v, and the thread-local) and nothing else are <Scalars>
+check(rows.get("<Scalars>", {}).get("samples", 0) ==
+      sum(rows.get(n, {}).get("samples", 0) for n in ("{const+long_int -}", "{long_int tls_count}")),
       "<Scalars> is not the scalar objects' sum")
 
 lay = print_json(mx, "-data_layout")[-1]

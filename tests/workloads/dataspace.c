@@ -4,9 +4,9 @@
  *
  *   dataspace list SECONDS   walks a linked list of 64-byte nodes (struct node) in a random order
  *                            for SECONDS of CPU time: nearly every cycle waits for node->next
- *   dataspace mixed SECONDS  loops over a global array (garr), a global structure (gstat), a heap
- *                            array of structures (struct cell, member weight) and a stack array,
- *                            one function each, for SECONDS of CPU time
+ *   dataspace mixed SECONDS  loops over a global array (garr), a global structure (gstat) and a
+ *                            thread-local (tls_count), a heap array of structures (struct cell,
+ *                            member weight) and a stack array, for SECONDS of CPU time
  * Built -O2 -g: what the analyzer must read is optimized code.
  */
 #include <stdint.h>
@@ -36,6 +36,7 @@ struct stats {
 #define GN 4096
 long garr[GN];
 struct stats gstat;
+__thread long tls_count;
 
 static double cpu_seconds(void)
 {
@@ -106,6 +107,14 @@ __attribute__((noinline)) static void count_stats(long rounds, const long *v)
     }
 }
 
+__attribute__((noinline)) static void count_tls(long rounds)
+{
+    for (long r = 0; r < rounds; r++) {
+        tls_count += r;
+        __asm__ volatile("" ::: "memory");
+    }
+}
+
 __attribute__((noinline)) static double sum_cells(const struct cell *cells, int n, long rounds)
 {
     double s = 0;
@@ -143,10 +152,11 @@ static int mixed_mode(double seconds)
     while (cpu_seconds() - t0 < seconds) {
         s += (double)sum_globals(20);
         count_stats(100000, v);
+        count_tls(50000);
         s += sum_cells(cells, NC, 5);
         s += (double)stack_array(80);
     }
-    printf("%g %ld %ld\n", s, gstat.hits, gstat.misses);
+    printf("%g %ld %ld %ld\n", s, gstat.hits, gstat.misses, tls_count);
     free(cells);
     return 0;
 }
