@@ -1240,6 +1240,27 @@ static Dwarf_Die *cu_at(sym_ctx_t *s, uint32_t obj, uint64_t addr)
     return NULL;
 }
 
+void *sym_dwarf_cu(sym_ctx_t *s, uint32_t obj, uint64_t addr)
+{
+    return cu_at(s, obj, addr);
+}
+
+struct Dwarf *sym_dwarf(sym_ctx_t *s, uint32_t obj, struct Elf **elf)
+{
+    if (obj >= s->nobjs)
+        return NULL;
+    object_t *o = s->objs[obj];
+    if (!o->loaded)
+        load_object(o);
+    if (o->unreadable)
+        return NULL;
+    if (!o->dwarf_tried)
+        open_dwarf(o);
+    if (elf)
+        *elf = o->dw ? o->dw_elf : NULL;
+    return o->dw;
+}
+
 int sym_line_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, const char **file, uint32_t *line)
 {
     Dwarf_Die *cu = cu_at(s, obj, addr);

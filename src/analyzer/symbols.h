@@ -152,4 +152,12 @@ int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out,
 typedef void (*sym_site_fn)(void *ctx, const char *file, uint32_t line);
 int sym_inline_sites(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_site_fn fn, void *ctx);
 
+/* For the other files of the symbols module that read more of the DWARF (symbols_data.c): the
+ * compilation unit of object obj holding ELF address addr (NULL: no DWARF there), and the
+ * object's DWARF with the ELF file it is in (NULL: none). Owned by the context. */
+struct Dwarf;
+struct Elf;
+void *sym_dwarf_cu(sym_ctx_t *s, uint32_t obj, uint64_t addr); /* a Dwarf_Die * */
+struct Dwarf *sym_dwarf(sym_ctx_t *s, uint32_t obj, struct Elf **elf);
+
 #endif

@@ -47,6 +47,7 @@
 
 struct collect_opts {
     uint64_t clock_ns; /* 0 = off */
+    int clock_mref;    /* -p +...: dataspace data with each clock sample */
     int follow;
     uint64_t dur_start, dur_end; /* ns from start; dur_end 0 = to the end */
     int has_duration;
@@ -128,9 +129,13 @@ static int parse_onoff(const char *v, int *out)
     return 0;
 }
 
-/* "on" / "off" / "hi" / "lo" / milliseconds -> ns (0 = off). */
-static int parse_clock(const char *v, uint64_t *ns)
+/* "on" / "off" / "hi" / "lo" / milliseconds -> ns (0 = off); a leading '+' (not with off) asks
+ * for dataspace data (*mref). */
+static int parse_clock(const char *v, uint64_t *ns, int *mref)
 {
+    *mref = *v == '+';
+    if (*mref && !strcmp(++v, "off"))
+        return -1;
     if (!strcmp(v, "on"))
         *ns = 10000000;
     else if (!strcmp(v, "off"))
@@ -522,6 +527,7 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
 {
     exp_settings_default(s);
     s->clock_ns = o->clock_ns;
+    s->clock_mref = o->clock_mref;
     s->follow = o->follow;
     if (o->has_duration) {
         s->duration.on = 1;
@@ -692,9 +698,10 @@ int cmd_collect(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nhS:l:y:s:H:i:A:", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
-            if (parse_clock(optarg, &o.clock_ns)) {
+            if (parse_clock(optarg, &o.clock_ns, &o.clock_mref)) {
                 cli_error("collect", "bad clock profiling setting '-p %s': use on, off, hi, lo "
-                          "or an interval in milliseconds (0.01 to 10000)", optarg);
+                          "or an interval in milliseconds (0.01 to 10000), with a leading '+' "
+                          "for dataspace data (not with off)", optarg);
                 return 2;
             }
             break;
@@ -839,7 +846,8 @@ int cmd_collect(int argc, char **argv)
         esc_printf("experiment:   %s/%s\n", o.directory ? o.directory : ".",
                o.output ? o.output : "<program>.<n>.tally (next free n)");
         if (o.clock_ns)
-            esc_printf("clock:        every %.3f ms of thread CPU time\n", (double)o.clock_ns / 1e6);
+            esc_printf("clock:        every %.3f ms of thread CPU time%s\n", (double)o.clock_ns / 1e6,
+                       o.clock_mref ? ", with dataspace data" : "");
         else
             esc_printf("clock:        off\n");
         esc_printf("follow:       %s\n", o.follow ? "on (fork, exec, spawn)" : "off");

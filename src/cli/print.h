@@ -167,6 +167,12 @@ int view_disasm(pstate_t *ps, const char *arg);
 int set_setpath(pstate_t *ps, const char *arg);
 int set_addpath(pstate_t *ps, const char *arg);
 int set_pathmap(pstate_t *ps, const char *arg);
+/* print_data.c: dataspace views (data objects, layouts, memory objects, false sharing) */
+int view_data_objects(pstate_t *ps, const char *arg);
+int view_data_single(pstate_t *ps, const char *name);
+int view_data_layout(pstate_t *ps, const char *arg);
+int view_memobj(pstate_t *ps, const char *arg);
+int view_false_sharing(pstate_t *ps, const char *arg);
 /* Tells (on stderr) of every binary read that is not the one profiled: an archived copy used in
  * its place, a file changed or gone. */
 void pr_binary_notes(pstate_t *ps);

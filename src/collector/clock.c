@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mref.h"
 #include "perfev.h"
 #include "signals.h"
 
@@ -219,6 +220,16 @@ static int clock_mine(const coll_thread_t *t, const siginfo_t *si)
            (si->si_code == SI_TIMER && si->si_value.sival_int == TIMER_MAGIC);
 }
 
+/* The memory reference of the sample (-p +...): the interrupted PC and the registers (mref.h),
+ * one record of about 100 bytes (bench/dataspace.py measures both). */
+static void write_mref(coll_thread_t *t, const ucontext_t *uc, uint64_t now, uint32_t id,
+                       uint64_t w)
+{
+    exp_memref_t m;
+    mref_from_ucontext(uc, 0, &m);
+    exp_stream_memref(&t->stream, now, id, w, &m);
+}
+
 /* Consumes the ring: returns the samples found; *kernel: the last one hit kernel mode. */
 static int ring_read(int *kernel, uint64_t *lost)
 {
@@ -273,6 +284,8 @@ static void clock_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo_t 
                 write_clock(p, t, now, id, EXP_STATE_USER, w - w_sys);
             if (w_sys)
                 write_clock(p, t, now, id, EXP_STATE_SYSTEM, w_sys);
+            if (p->set.clock_mref && w - w_sys)
+                write_mref(t, uc, now, id, w - w_sys);
             ct.last_stack = id;
             ct.last_state = w_sys * 2 > w ? EXP_STATE_SYSTEM : EXP_STATE_USER;
             ct.has_last = 1;

@@ -5,6 +5,8 @@
 #ifndef TALLY_EXPERIMENT_EVFORMAT_H
 #define TALLY_EXPERIMENT_EVFORMAT_H
 
+#include <stdint.h>
+
 #define EXP_FORMAT_VERSION 1
 #define EXP_EV_MAGIC "TALLYEVT"
 #define EXP_EV_HEADER_SIZE 4096 /* where chunks begin: a page, so chunks can be mapped */
@@ -25,6 +27,8 @@ enum exp_rec_type {
     /* 9..15 are free for more tracing records; thread states and CPUs: */
     EXP_REC_STATE = 16, /* a thread-state sample of another thread, written by the sampler */
     EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
+    /* 18..23 are free for counter records; dataspace: */
+    EXP_REC_MEMREF = 24, /* the memory reference behind a clock or counter sample */
 };
 
 enum exp_stack_flags {
@@ -117,6 +121,50 @@ enum exp_io_call {
 #define EXP_KIND_MAXID 65535  /* largest declared kind id */
 
 #define EXP_IO_NAME_MAX 1024 /* longest file name an IO record carries */
+
+/* MEMREF: what the record knows of the sample's memory reference (its flags field). */
+enum exp_mref_flags {
+    EXP_MREF_EA = 1,      /* the effective address is given (the hardware's sampled data address,
+                             a page fault's address, a data breakpoint's address) */
+    EXP_MREF_TRIGGER = 2, /* pc is the memory-referencing instruction itself; without it pc is the
+                             interrupted PC (after skid) and the analyzer backtracks from it */
+    EXP_MREF_REGS = 4,    /* the general registers at pc follow */
+    EXP_MREF_FLAGS = 7,
+};
+
+/* MEMREF: register numbers of the register mask: the DWARF numbers of x86-64 (0 rax, 1 rdx,
+ * 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8..15 r8..r15), and 16 for the fs base (thread-local
+ * storage). */
+#define EXP_MREF_NREGS 17
+#define EXP_MREF_REG_FSBASE 16
+
+/* A MEMREF record decoded (the reader) or to encode (the writer). */
+typedef struct exp_memref {
+    uint32_t source; /* 0: clock profiling; n: the n-th hardware counter of the log */
+    uint32_t flags;  /* EXP_MREF_* */
+    uint64_t pc;     /* the trigger (EXP_MREF_TRIGGER) or the interrupted PC */
+    uint64_t ea;     /* with EXP_MREF_EA */
+    uint32_t regmask; /* with EXP_MREF_REGS: the registers given, bit i for register i */
+    uint32_t reason;  /* without EA and REGS: why not (EXP_DUNK_*), else 0 */
+    uint64_t regs[EXP_MREF_NREGS]; /* by register number, where regmask has its bit */
+} exp_memref_t;
+
+/* The reasons a memory reference has no data object: seed 002's subtypes of <Unknown>, with its
+ * numbers. A MEMREF record that has neither an address nor registers gives one; the analyzer
+ * classifies every other failure into them too. */
+enum exp_dunk_reason {
+    EXP_DUNK_NO_DEBUG = 1,       /* the module of the trigger PC has no DWARF */
+    EXP_DUNK_BAD_TARGET = 2,     /* backtracking found no valid branch target (undecodable) */
+    EXP_DUNK_BRANCH_TARGET = 3,  /* backtracking traversed a branch target */
+    EXP_DUNK_NO_DESCRIPTOR = 4,  /* no data object describes the instruction's operand */
+    EXP_DUNK_NOT_MEMREF = 5,     /* the instruction does not reference memory */
+    EXP_DUNK_UNDETERMINABLE = 6, /* not determinable from the debug information */
+    EXP_DUNK_JUMP_CALL = 7,      /* backtracking was stopped by a jump or call */
+    EXP_DUNK_OUT_OF_RANGE = 8,   /* backtracking did not find the trigger PC within its range */
+    EXP_DUNK_REG_CHANGED = 9,    /* a register of the address changed after the trigger */
+    EXP_DUNK_NO_VA = 10,         /* the instruction did not specify a valid virtual address */
+    EXP_DUNK_NREASONS = 11,
+};
 
 #define EXP_IO_IS_READ(call) ((call) >= 1 && (call) < 32)
 #define EXP_IO_IS_WRITE(call) ((call) >= 32 && (call) < 64)

@@ -290,6 +290,30 @@ int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state
     return put_event(s, EXP_REC_CLOCK, t, v, 3);
 }
 
+int exp_stream_memref(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t weight,
+                      const exp_memref_t *m)
+{
+    if (m->flags & ~(uint32_t)EXP_MREF_FLAGS || m->regmask >> EXP_MREF_NREGS)
+        return -EINVAL;
+    uint8_t b[(8 + EXP_MREF_NREGS) * LEB128_MAX];
+    size_t len = leb128_put(b, m->source);
+    len += leb128_put(b + len, stack);
+    len += leb128_put(b + len, weight);
+    len += leb128_put(b + len, m->flags);
+    len += leb128_put(b + len, m->pc);
+    if (m->flags & EXP_MREF_EA)
+        len += leb128_put(b + len, m->ea);
+    if (m->flags & EXP_MREF_REGS) {
+        len += leb128_put(b + len, m->regmask);
+        for (uint32_t r = 0; r < EXP_MREF_NREGS; r++)
+            if (m->regmask >> r & 1)
+                len += leb128_put(b + len, m->regs[r]);
+    }
+    if (!(m->flags & (EXP_MREF_EA | EXP_MREF_REGS)))
+        len += leb128_put(b + len, m->reason);
+    return put_event_bytes(s, EXP_REC_MEMREF, t, b, len, 0, 0);
+}
+
 int exp_stream_state(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,
                      uint64_t weight)
 {

@@ -70,6 +70,10 @@ int exp_stream_stack(exp_stream_t *s, const uint64_t *pcs, uint32_t n, uint32_t 
                      uint32_t *id);
 /* Writes a CLOCK record: at time t, on stack id, in state, standing for weight ns. */
 int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state, uint64_t weight);
+/* Writes a MEMREF record: the memory reference m behind the sample (stack id, weight) just
+ * written at time t (the same t: its dt is 0). -EINVAL for flags or registers out of range. */
+int exp_stream_memref(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t weight,
+                      const exp_memref_t *m);
 /* Writes a STATE record: thread tid (not the stream's) spent weight ns in state (EXP_STATE_*) up to
  * time t, at stack id of this stream. */
 int exp_stream_state(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,

@@ -1296,6 +1296,7 @@ struct cursor {
     size_t ngenmap;
     exp_event_t ev; /* the next event */
     uint64_t values[EXP_KIND_MAXVALUES]; /* ev.values of a TRACE event */
+    exp_memref_t mref;                   /* ev.mref of a MEMREF event */
 };
 
 /* Loads the cursor's next chunk; returns 0 when the stream has none left. A chunk the file ends
@@ -1567,6 +1568,45 @@ static int decode_trace(struct cursor *c, uint8_t type, const uint8_t *q, const 
     return 0;
 }
 
+/* MEMREF: the memory reference behind a sample. */
+static int decode_memref(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                         const uint8_t *rec)
+{
+    (void)type;
+    exp_event_t *ev = &c->ev;
+    exp_memref_t *m = &c->mref;
+    uint64_t src, a, w, fl, pc, v;
+    if (leb128_get(&q, rend, &src) || leb128_get(&q, rend, &a) || leb128_get(&q, rend, &w) ||
+        leb128_get(&q, rend, &fl) || leb128_get(&q, rend, &pc) || src > UINT32_MAX ||
+        fl & ~(uint64_t)EXP_MREF_FLAGS)
+        return -1;
+    memset(m, 0, sizeof *m);
+    m->source = (uint32_t)src;
+    m->flags = (uint32_t)fl;
+    m->pc = pc;
+    if (fl & EXP_MREF_EA && leb128_get(&q, rend, &m->ea))
+        return -1;
+    if (fl & EXP_MREF_REGS) {
+        if (leb128_get(&q, rend, &v) || v >> EXP_MREF_NREGS)
+            return -1;
+        m->regmask = (uint32_t)v;
+        for (uint32_t r = 0; r < EXP_MREF_NREGS; r++)
+            if (v >> r & 1 && leb128_get(&q, rend, &m->regs[r]))
+                return -1;
+    }
+    if (!(fl & (EXP_MREF_EA | EXP_MREF_REGS))) {
+        if (leb128_get(&q, rend, &v))
+            return -1;
+        m->reason = v > 0 && v < EXP_DUNK_NREASONS ? (uint32_t)v : EXP_DUNK_NO_VA;
+    }
+    ev->stack = map_stack(c, a, rec);
+    ev->weight = w;
+    ev->call = m->source;
+    ev->count = 1;
+    ev->mref = m;
+    return 0;
+}
+
 /* Record type -> decoder of its payload; NULL: a type this reader does not know (skipped and
  * counted). STACK records are not events: cursor_next decodes them itself. */
 static const decode_fn decoders[256] = {
@@ -1579,6 +1619,7 @@ static const decode_fn decoders[256] = {
     [EXP_REC_TRACE] = decode_trace,
     [EXP_REC_STATE] = decode_state,
     [EXP_REC_CPU] = decode_cpu,
+    [EXP_REC_MEMREF] = decode_memref,
 };
 
 /* Decodes the payload of a timed record of a known type into c->ev. Returns 0 for an event, 2
@@ -1594,6 +1635,7 @@ static inline int decode_event(struct cursor *c, uint8_t type, const uint8_t *q,
     ev->fd = -1;
     ev->name = NULL;
     ev->values = NULL;
+    ev->mref = NULL;
     ev->tid = c->tid;
     ev->cpu = c->ts.cpu;
     decode_fn fn = decoders[type];

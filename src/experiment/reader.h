@@ -225,7 +225,7 @@ int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, cons
 #define EXP_NO_STACK UINT32_MAX /* exp_event_t.stack of an event without a stack */
 
 typedef struct exp_event {
-    uint32_t type; /* EXP_REC_CLOCK, _LOST, _SYNC, _HEAP_ALLOC, _HEAP_FREE, _IO, _TRACE */
+    uint32_t type; /* EXP_REC_CLOCK, _LOST, _SYNC, _HEAP_ALLOC, _HEAP_FREE, _IO, _TRACE, _MEMREF */
     uint32_t proc; /* process index */
     uint32_t tid;
     uint64_t t;
@@ -248,6 +248,9 @@ typedef struct exp_event {
      * carry fewer than the kind declares (the others are 0), never more */
     uint32_t nvalues;
     const uint64_t *values;
+    /* MEMREF: the memory reference (valid during the callback only); stack and weight are the
+     * sample's, call is its source (0: clock, n: the n-th counter) */
+    const exp_memref_t *mref;
 } exp_event_t;
 
 typedef struct exp_scan_stats {

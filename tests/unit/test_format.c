@@ -4,6 +4,7 @@
  * events, bad magic, a newer version, a missing or cut log).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -417,6 +418,95 @@ static void test_tracing_records(void **state)
     exp_close(e);
 }
 
+/* MEMREF records round-trip in each of their forms, keep their sample's time (dt 0), and a
+ * record with flags this reader does not know is damage, not an event. */
+struct mref_check {
+    int n, clocks, ok;
+    uint64_t last_clock_t;
+};
+
+static int mref_cb(void *ctx, const exp_event_t *ev)
+{
+    struct mref_check *c = ctx;
+    if (ev->type == EXP_REC_CLOCK) {
+        c->clocks++;
+        c->last_clock_t = ev->t;
+        return 0;
+    }
+    if (ev->type != EXP_REC_MEMREF)
+        return 0;
+    const exp_memref_t *m = ev->mref;
+    int k = c->n++;
+    if (!m || ev->t != c->last_clock_t || ev->weight != 1000u + (uint64_t)k)
+        c->ok = 0;
+    else if (k == 0) /* registers */
+        c->ok &= m->flags == EXP_MREF_REGS && m->pc == 0x401234 && m->regmask == 0x1ffff &&
+                 m->regs[3] == 0x7ffd0000 + 3 && m->regs[EXP_MREF_REG_FSBASE] == 0x7ffd0010 &&
+                 m->source == 0 && ev->call == 0;
+    else if (k == 1) /* precise */
+        c->ok &= m->flags == (EXP_MREF_EA | EXP_MREF_TRIGGER) && m->pc == 0x401240 &&
+                 m->ea == 0xdeadbeef000ull && m->source == 2 && m->regmask == 0;
+    else if (k == 2) /* nothing: a reason */
+        c->ok &= m->flags == 0 && m->reason == EXP_DUNK_NO_VA && m->pc == 0x401250;
+    return 0;
+}
+
+static void test_memref_records(void **state)
+{
+    write_log(dir, 1);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t a;
+    exp_stream_init(&a, &f, 100);
+    uint64_t pcs[2] = { 0x401234, 0x402000 };
+    uint32_t id;
+    assert_int_equal(exp_stream_stack(&a, pcs, 2, 0, &id), 0);
+    exp_memref_t m;
+    memset(&m, 0, sizeof m);
+    m.flags = EXP_MREF_REGS;
+    m.pc = 0x401234;
+    m.regmask = (1u << EXP_MREF_NREGS) - 1;
+    for (int r = 0; r < EXP_MREF_NREGS; r++)
+        m.regs[r] = 0x7ffd0000u + (uint64_t)r;
+    assert_int_equal(exp_stream_clock(&a, 5000, id, 0, 1000), 0);
+    assert_int_equal(exp_stream_memref(&a, 5000, id, 1000, &m), 0);
+    memset(&m, 0, sizeof m);
+    m.flags = EXP_MREF_EA | EXP_MREF_TRIGGER;
+    m.pc = 0x401240;
+    m.ea = 0xdeadbeef000ull;
+    m.source = 2;
+    assert_int_equal(exp_stream_clock(&a, 6000, id, 0, 1001), 0);
+    assert_int_equal(exp_stream_memref(&a, 6000, id, 1001, &m), 0);
+    memset(&m, 0, sizeof m);
+    m.pc = 0x401250;
+    m.reason = EXP_DUNK_NO_VA;
+    assert_int_equal(exp_stream_clock(&a, 7000, id, 0, 1002), 0);
+    assert_int_equal(exp_stream_memref(&a, 7000, id, 1002, &m), 0);
+    m.flags = 8; /* refused by the writer */
+    assert_int_equal(exp_stream_memref(&a, 7000, id, 1002, &m), -EINVAL);
+    m.flags = EXP_MREF_REGS;
+    m.regmask = 1u << EXP_MREF_NREGS;
+    assert_int_equal(exp_stream_memref(&a, 7000, id, 1002, &m), -EINVAL);
+    exp_stream_finish(&a, 1000000);
+    exp_evfile_close(&f);
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    struct mref_check c = { .ok = 1 };
+    assert_int_equal(exp_scan(e, stacks, mref_cb, &c, &st, &err), 0);
+    assert_int_equal(st.bad_records + st.unknown_records, 0);
+    assert_int_equal(c.n, 3);
+    assert_int_equal(c.clocks, 3);
+    assert_true(c.ok);
+    exp_stacks_free(stacks);
+    exp_close(e);
+}
+
 /* Load records: a library unloaded and another one loaded at its addresses starts a mapping
  * generation, and the same stack before and after is two stacks; a relative path is resolved
  * against the recorded working directory; a build-id that is not hex is refused with a warning. */
@@ -688,6 +778,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_and_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tracing_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_memref_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_records, setup, teardown),
         cmocka_unit_test(test_pct),
         cmocka_unit_test_setup_teardown(test_stack_id_bound, setup, teardown),

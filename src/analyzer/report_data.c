@@ -1,0 +1,565 @@
+/*
+ * report_data.c - the dataspace report model; see report_data.h. Sections: rows by name, the
+ * scan (one MEMREF at a time), memory objects, ordering, layouts.
+ */
+#define _GNU_SOURCE
+#include "analyzer/report_data.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/backtrack.h"
+#include "analyzer/symbols_data.h"
+#include "base/grow.h"
+#include "base/satadd.h"
+#include "base/u64map.h"
+
+static const char *const reasons[EXP_DUNK_NREASONS] = {
+    [0] = "",
+    [EXP_DUNK_NO_DEBUG] = "(module without DWARF debug information)",
+    [EXP_DUNK_BAD_TARGET] = "(backtracking found no valid branch target: code not decodable)",
+    [EXP_DUNK_BRANCH_TARGET] = "(backtracking traversed a branch target)",
+    [EXP_DUNK_NO_DESCRIPTOR] = "(no variable describes the operand's register)",
+    [EXP_DUNK_NOT_MEMREF] = "(not a memory-referencing instruction)",
+    [EXP_DUNK_UNDETERMINABLE] = "(not determinable from the debug information)",
+    [EXP_DUNK_JUMP_CALL] = "(backtracking was stopped by a jump or call)",
+    [EXP_DUNK_OUT_OF_RANGE] = "(backtracking did not find the trigger within range)",
+    [EXP_DUNK_REG_CHANGED] = "(a register changed after the trigger)",
+    [EXP_DUNK_NO_VA] = "(no valid virtual address)",
+};
+
+const char *rep_data_reason(int reason)
+{
+    return reason > 0 && reason < EXP_DUNK_NREASONS ? reasons[reason] : "(unknown reason)";
+}
+
+static int nomem(tally_err_t *err) { return tally_errf(err, TALLY_ENOMEM, "out of memory"); }
+
+/* ---- rows by name ----------------------------------------------------------------------------- */
+
+typedef struct fcache {
+    bt_func_t f;
+    int done;
+} fcache_t;
+
+typedef struct scan {
+    ses_t *s;
+    uint32_t exp;
+    rep_data_t *d;
+    size_t cap, lcap, pcap;
+    u64map_t names;     /* hash of a name -> row (a collision chains through linear search) */
+    u64map_t funcs;     /* function id -> fcache index */
+    fcache_t *fc;
+    size_t nfc, fccap;
+    u64map_t lines, pages; /* (exp, proc, addr) hash -> row */
+    csh cs;
+    sym_data_t *sd;
+    sym_dref_t dr; /* the current reference's object */
+    int err;
+} scan_t;
+
+static uint64_t hash_str(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h >> 1;
+}
+
+/* The row named name[0..n) (added with kind when new), or -1 on no memory. */
+static long row(scan_t *c, const char *name, size_t n, int kind)
+{
+    rep_data_t *d = c->d;
+    uint64_t h = hash_str(name, n);
+    int found;
+    for (uint64_t k = h;; k = (k + 1) & (UINT64_MAX >> 1)) {
+        uint32_t *slot = u64map_slot(&c->names, k, &found);
+        if (!slot)
+            return -1;
+        if (found) {
+            rep_dobj_t *o = &d->objs[*slot];
+            if (strlen(o->name) == n && !memcmp(o->name, name, n))
+                return *slot;
+            continue;
+        }
+        if (GROW(d->objs, d->nobjs, c->cap)) {
+            u64map_remove(&c->names, k);
+            return -1;
+        }
+        rep_dobj_t *o = &d->objs[d->nobjs];
+        memset(o, 0, sizeof *o);
+        o->name = strndup(name, n);
+        o->via = strdup("");
+        o->kind = kind;
+        if (!o->name || !o->via) {
+            free(o->name);
+            free(o->via);
+            u64map_remove(&c->names, k);
+            return -1;
+        }
+        *slot = (uint32_t)d->nobjs;
+        return (long)d->nobjs++;
+    }
+}
+
+/* Sums saturate at 2^64-1 (docs/FORMAT.md): an experiment can claim any weight. */
+static void add(rep_dsv_t *v, uint32_t src, uint64_t w)
+{
+    sat_add_to(&v->w[src], w);
+    sat_add_to(&v->n, 1);
+}
+
+/* ---- memory objects ----------------------------------------------------------------------------- */
+
+static rep_mobj_t *mobj(scan_t *c, u64map_t *m, rep_mobj_t **arr, size_t *n, size_t *cap,
+                        uint32_t proc, uint64_t addr)
+{
+    uint64_t key = (addr * 0x9e3779b97f4a7c15ull ^ ((uint64_t)c->exp << 40 | proc)) >> 1;
+    int found;
+    uint32_t *slot = u64map_slot(m, key, &found);
+    if (!slot)
+        return NULL;
+    if (!found) {
+        if (GROW(*arr, *n, *cap)) {
+            u64map_remove(m, key);
+            return NULL;
+        }
+        rep_mobj_t *o = &(*arr)[*n];
+        memset(o, 0, sizeof *o);
+        o->exp = c->exp;
+        o->proc = proc;
+        o->addr = addr;
+        o->top = -1;
+        for (int i = 0; i < 4; i++)
+            o->top_obj[i] = -1;
+        *slot = (uint32_t)(*n)++;
+    }
+    return &(*arr)[*slot];
+}
+
+static void touch(rep_mobj_t *o, uint32_t src, uint64_t w, uint32_t tid, int write, long obj,
+                  uint64_t ea, uint32_t size, int line)
+{
+    add(&o->v, src, w);
+    if (write)
+        o->writes++;
+    else
+        o->reads++;
+    uint32_t t;
+    for (t = 0; t < o->ntids && o->tids[t] != tid; t++)
+        ;
+    if (t == o->ntids) {
+        o->nthreads++;
+        if (o->ntids < 8)
+            o->tids[o->ntids++] = tid;
+        else
+            t = 8;
+    }
+    if (line && t < 8) {
+        uint64_t off = ea & (REP_DS_LINE - 1);
+        uint64_t bits = 0;
+        for (uint64_t b = off; b < off + (size ? size : 1) && b < 64; b++)
+            bits |= 1ull << b;
+        o->touched[t] |= bits;
+        if (write)
+            o->written[t] |= bits;
+    }
+    if (obj >= 0) {
+        int k;
+        for (k = 0; k < 4 && o->top_obj[k] != obj && o->top_obj[k] >= 0; k++)
+            ;
+        if (k < 4) {
+            o->top_obj[k] = (int32_t)obj;
+            o->top_n[k]++;
+        }
+    }
+}
+
+/* ---- the scan --------------------------------------------------------------------------------- */
+
+/* The decoded function fn of object obj (NULL when its code cannot be read). */
+static const bt_func_t *func_code(scan_t *c, uint32_t obj, uint32_t fn)
+{
+    int found;
+    uint32_t *slot = u64map_slot(&c->funcs, fn, &found);
+    if (!slot)
+        return NULL;
+    if (!found) {
+        if (GROW(c->fc, c->nfc, c->fccap)) {
+            u64map_remove(&c->funcs, fn);
+            return NULL;
+        }
+        *slot = (uint32_t)c->nfc;
+        fcache_t *f = &c->fc[c->nfc++];
+        memset(f, 0, sizeof *f);
+        const sym_func_t *sf = sym_func(c->s->sym, fn);
+        if (sf && sf->size && sf->size <= (64u << 20)) {
+            uint8_t *code = malloc(sf->size);
+            if (code && sym_read_code(c->s->sym, obj, sf->addr, code, sf->size) == (long)sf->size)
+                bt_func_decode(c->cs, code, sf->size, sf->addr, &f->f);
+            free(code);
+        }
+        f->done = 1;
+    }
+    return c->fc[*slot].f.n ? &c->fc[*slot].f : NULL;
+}
+
+/* Classifies one memory reference: the reason it has no object (0: named into *dr), and what is
+ * known of its address. */
+static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok, uint64_t *ea,
+                    int *ea_reason, int *write, uint32_t *size)
+{
+    const exp_memref_t *m = ev->mref;
+    exp_experiment_t *e = c->s->exps[c->exp];
+    const exp_process_t *p = e->procs[ev->proc];
+    uint32_t nf, fl, proc;
+    exp_stacks_t *st = eng_stacks(c->s->eng, c->exp);
+    uint32_t gen = 0;
+    if (ev->stack != EXP_NO_STACK && exp_stacks_get(st, ev->stack, &nf, &fl, &proc))
+        gen = exp_stacks_gen(st, ev->stack);
+    *ea_ok = 0;
+    *ea_reason = EXP_DUNK_NO_VA;
+    *write = 0;
+    *size = 0;
+    if (m->flags & EXP_MREF_EA) {
+        *ea_ok = 1;
+        *ea = m->ea;
+    }
+    const exp_object_t *o = exp_object_in(p, m->pc, gen);
+    if (!o)
+        return EXP_DUNK_NO_DEBUG;
+    uint32_t obj = sym_object_add(c->s->sym, o->path, o->buildid);
+    if (obj == UINT32_MAX)
+        return EXP_DUNK_NO_DEBUG;
+    uint64_t pc = m->pc - o->bias;
+    if (!sym_dwarf_cu(c->s->sym, obj, pc))
+        return EXP_DUNK_NO_DEBUG;
+    const bt_func_t *f = func_code(c, obj, sym_func_at(c->s->sym, obj, pc));
+    if (!f)
+        return EXP_DUNK_BAD_TARGET;
+    int mode = m->flags & EXP_MREF_TRIGGER ? BT_EXACT : m->source == 0 ? BT_AT_PC : BT_BEFORE_PC;
+    bt_result_t r;
+    bt_find(c->cs, f, pc, mode, m->regs, m->flags & EXP_MREF_REGS ? m->regmask : 0, &r);
+    if (r.reason)
+        return r.reason;
+    *write = r.op.write;
+    *size = r.op.size;
+    if (!*ea_ok && r.ea_ok) {
+        *ea_ok = 1;
+        *ea = r.ea;
+    } else if (!*ea_ok && r.ea_static) {
+        *ea_ok = 1;
+        *ea = r.ea_elf + o->bias;
+    } else if (!*ea_ok) {
+        *ea_reason = r.ea_reason;
+    }
+    sym_dquery_t q;
+    memset(&q, 0, sizeof q);
+    q.pc = r.trigger;
+    q.op = r.op;
+    if (r.ea_ok && r.base_ok) {
+        q.has_off = 1;
+        q.off = (int64_t)(r.ea - r.base_value);
+    } else if (r.op.index == BT_REG_NONE) {
+        q.has_off = 1;
+        q.off = r.op.disp;
+    }
+    if (*ea_ok) {
+        q.has_ea = 1;
+        q.ea = *ea;
+        q.sample_pc = pc;
+        q.regs = m->regs;
+        q.regmask = m->flags & EXP_MREF_REGS ? m->regmask : 0;
+    }
+    if (m->flags & EXP_MREF_REGS && m->regmask >> EXP_MREF_REG_FSBASE & 1) {
+        q.has_tp = 1;
+        q.tp = m->regs[EXP_MREF_REG_FSBASE];
+    }
+    if (r.ea_static) {
+        q.has_addr = 1;
+        q.addr = r.ea_elf;
+    } else if (*ea_ok && *ea >= o->bias) {
+        q.has_addr = 1;
+        q.addr = *ea - o->bias;
+    }
+    sym_data_at(c->sd, obj, &q, dr);
+    return dr->reason;
+}
+
+static int memref_cb(void *ctx, const exp_event_t *ev)
+{
+    scan_t *c = ctx;
+    if (ev->type != EXP_REC_MEMREF || !ev->mref || c->err ||
+        !eng_event_selected(c->s->eng, c->exp, ev))
+        return 0;
+    rep_data_t *d = c->d;
+    uint32_t src = ev->mref->source < REP_DS_SOURCES ? ev->mref->source : REP_DS_SOURCES - 1;
+    uint64_t w = ev->weight;
+    d->sources |= 1u << src;
+    d->memrefs++;
+    sym_dref_t *dr = &c->dr;
+    int ea_ok, ea_reason, write;
+    uint32_t size;
+    uint64_t ea = 0;
+    int reason = classify(c, ev, dr, &ea_ok, &ea, &ea_reason, &write, &size);
+    add(&d->objs[0].v, src, w); /* <Total> */
+    long leaf = -1;
+    if (reason) {
+        long u = row(c, "<Unknown>", 9, REP_DOBJ_UNKNOWN);
+        char nm[160];
+        int n = snprintf(nm, sizeof nm, "<Unknown>.%s", rep_data_reason(reason));
+        long r = row(c, nm, (size_t)n, REP_DOBJ_REASON);
+        if (u < 0 || r < 0)
+            return c->err = TALLY_ENOMEM;
+        d->objs[r].reason = reason;
+        add(&d->objs[u].v, src, w);
+        add(&d->objs[r].v, src, w);
+    } else {
+        for (int i = 0; i < dr->nlevels; i++) {
+            int last = i == dr->nlevels - 1;
+            long r = row(c, dr->desc, dr->end[i], last ? REP_DOBJ_OBJECT : REP_DOBJ_AGGREGATE);
+            if (r < 0)
+                return c->err = TALLY_ENOMEM;
+            rep_dobj_t *o = &d->objs[r];
+            if (last)
+                o->kind = REP_DOBJ_OBJECT, leaf = r;
+            if (i == 0 && dr->has_agg && !o->has_agg) {
+                o->has_agg = 1;
+                o->agg = dr->agg;
+                const exp_process_t *p = c->s->exps[c->exp]->procs[ev->proc];
+                const exp_object_t *eo = exp_object_at(p, ev->mref->pc, EXP_T_NEVER);
+                o->agg_obj = eo ? sym_object_add(c->s->sym, eo->path, eo->buildid) : UINT32_MAX;
+            }
+            if (dr->var[0] && strcmp(o->via, dr->var)) {
+                char *v = strdup(dr->var);
+                if (v)
+                    free(o->via), o->via = v;
+            }
+            o->scope = dr->kind;
+            o->scalar = last && dr->scalar;
+            add(&o->v, src, w);
+            if (!ea_ok)
+                add(&o->v_noaddr, src, w);
+        }
+        if (dr->scalar) {
+            long r = row(c, "<Scalars>", 9, REP_DOBJ_SCALARS);
+            if (r < 0)
+                return c->err = TALLY_ENOMEM;
+            add(&d->objs[r].v, src, w);
+        }
+    }
+    if (!ea_ok) {
+        add(&d->noaddr[reason ? reason : ea_reason], src, w);
+        return 0;
+    }
+    rep_mobj_t *l = mobj(c, &c->lines, &d->lines, &d->nlines, &c->lcap, ev->proc,
+                         ea & ~(uint64_t)(REP_DS_LINE - 1));
+    rep_mobj_t *pg = mobj(c, &c->pages, &d->pages, &d->npages, &c->pcap, ev->proc,
+                          ea & ~(uint64_t)(REP_DS_PAGE - 1));
+    if (!l || !pg)
+        return c->err = TALLY_ENOMEM;
+    touch(l, src, w, ev->tid, write, leaf, ea, size, 1);
+    touch(pg, src, w, ev->tid, write, leaf, ea, size, 0);
+    return 0;
+}
+
+/* ---- ordering --------------------------------------------------------------------------------- */
+
+static uint32_t sort_src;
+
+static int cmp_obj(const void *a, const void *b)
+{
+    const rep_dobj_t *x = a, *y = b;
+    if (x->kind == REP_DOBJ_TOTAL || y->kind == REP_DOBJ_TOTAL)
+        return (y->kind == REP_DOBJ_TOTAL) - (x->kind == REP_DOBJ_TOTAL);
+    if (x->v.w[sort_src] != y->v.w[sort_src])
+        return x->v.w[sort_src] > y->v.w[sort_src] ? -1 : 1;
+    if (x->v.n != y->v.n)
+        return x->v.n > y->v.n ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static int cmp_mobj(const void *a, const void *b)
+{
+    const rep_mobj_t *x = a, *y = b;
+    if (x->v.w[sort_src] != y->v.w[sort_src])
+        return x->v.w[sort_src] > y->v.w[sort_src] ? -1 : 1;
+    if (x->v.n != y->v.n)
+        return x->v.n > y->v.n ? -1 : 1;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Decides false sharing and the top object of each line; renumbers objects after the sort. */
+static void finish_mobjs(rep_mobj_t *m, size_t n, const uint32_t *newidx)
+{
+    for (size_t i = 0; i < n; i++) {
+        rep_mobj_t *o = &m[i];
+        uint32_t best = 0;
+        for (int k = 0; k < 4; k++)
+            if (o->top_obj[k] >= 0) {
+                o->top_obj[k] = (int32_t)newidx[o->top_obj[k]];
+                if (o->top_n[k] > best)
+                    best = o->top_n[k], o->top = o->top_obj[k];
+            }
+        for (uint32_t a = 0; a < o->ntids; a++)
+            for (uint32_t b = a + 1; b < o->ntids; b++)
+                if (!(o->touched[a] & o->touched[b]) && (o->written[a] | o->written[b]))
+                    o->false_sharing = 1;
+    }
+}
+
+void rep_data_free(rep_data_t *d)
+{
+    for (size_t i = 0; i < d->nobjs; i++) {
+        free(d->objs[i].name);
+        free(d->objs[i].via);
+    }
+    free(d->objs);
+    free(d->lines);
+    free(d->pages);
+    memset(d, 0, sizeof *d);
+}
+
+int rep_data(ses_t *s, rep_data_t *out, tally_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    scan_t c;
+    memset(&c, 0, sizeof c);
+    c.s = s;
+    c.d = out;
+    if (bt_open(&c.cs))
+        return tally_errf(err, TALLY_EUNSUPPORTED, "capstone cannot disassemble x86-64 here");
+    int rc = 0;
+    if (!(c.sd = sym_data_new(s->sym)) || row(&c, "<Total>", 7, REP_DOBJ_TOTAL) != 0)
+        rc = nomem(err);
+    for (size_t x = 0; x < s->nexps && !rc; x++) {
+        c.exp = (uint32_t)x;
+        rc = exp_scan(s->exps[x], eng_stacks(s->eng, c.exp), memref_cb, &c, NULL, err);
+        if (c.err)
+            rc = nomem(err);
+    }
+    for (size_t i = 0; i < c.nfc; i++)
+        bt_func_free(&c.fc[i].f);
+    free(c.fc);
+    u64map_free(&c.funcs);
+    u64map_free(&c.names);
+    u64map_free(&c.lines);
+    u64map_free(&c.pages);
+    sym_data_free(c.sd);
+    cs_close(&c.cs);
+    if (rc) {
+        rep_data_free(out);
+        return rc < 0 ? rc : nomem(err);
+    }
+    sort_src = 0;
+    while (sort_src < REP_DS_SOURCES - 1 && !(out->sources >> sort_src & 1))
+        sort_src++;
+    /* the memory objects refer to objects by index: renumber them after the sort */
+    size_t n = out->nobjs;
+    uint32_t *newidx = malloc((n ? n : 1) * sizeof *newidx);
+    if (!newidx) {
+        rep_data_free(out);
+        return nomem(err);
+    }
+    for (size_t i = 0; i < n; i++)
+        out->objs[i].seq = (uint32_t)i;
+    qsort(out->objs, n, sizeof *out->objs, cmp_obj);
+    for (size_t i = 0; i < n; i++)
+        newidx[out->objs[i].seq] = (uint32_t)i;
+    finish_mobjs(out->lines, out->nlines, newidx);
+    finish_mobjs(out->pages, out->npages, newidx);
+    qsort(out->lines, out->nlines, sizeof *out->lines, cmp_mobj);
+    qsort(out->pages, out->npages, sizeof *out->pages, cmp_mobj);
+    free(newidx);
+    return 0;
+}
+
+long rep_data_find(const rep_data_t *d, const char *name)
+{
+    for (size_t i = 0; i < d->nobjs; i++)
+        if (!strcmp(d->objs[i].name, name))
+            return (long)i;
+    return -1;
+}
+
+/* ---- layouts ---------------------------------------------------------------------------------- */
+
+void rep_data_layouts_free(rep_layout_t *l, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        for (size_t k = 0; k < l[i].nrows; k++)
+            free(l[i].rows[k].desc);
+        free(l[i].rows);
+    }
+    free(l);
+}
+
+static int push_row(rep_layout_t *L, size_t *cap, const char *desc, uint64_t off, uint64_t size,
+                    const rep_dsv_t *v)
+{
+    if (GROW(L->rows, L->nrows, *cap))
+        return -1;
+    rep_layout_row_t *r = &L->rows[L->nrows];
+    r->desc = desc ? strdup(desc) : NULL;
+    if (desc && !r->desc)
+        return -1;
+    r->offset = off;
+    r->size = size;
+    r->v = v;
+    L->nrows++;
+    return 0;
+}
+
+int rep_data_layouts(ses_t *s, const rep_data_t *d, rep_layout_t **out, size_t *n,
+                     tally_err_t *err)
+{
+    *out = NULL;
+    *n = 0;
+    sym_data_t *sd = sym_data_new(s->sym);
+    size_t cap = 0;
+    int rc = sd ? 0 : nomem(err);
+    for (size_t i = 0; i < d->nobjs && !rc; i++) {
+        const rep_dobj_t *o = &d->objs[i];
+        if (!o->has_agg || o->agg_obj == UINT32_MAX || strchr(o->name, '.'))
+            continue;
+        sym_member_t *mem;
+        size_t nm;
+        uint64_t size;
+        if (sym_data_layout(sd, o->agg_obj, o->agg, &mem, &nm, &size))
+            continue;
+        if (GROW(*out, *n, cap)) {
+            free(mem);
+            rc = nomem(err);
+            break;
+        }
+        rep_layout_t *L = &(*out)[(*n)++];
+        memset(L, 0, sizeof *L);
+        L->agg = o;
+        L->size = size;
+        size_t rcap = 0;
+        uint64_t at = 0;
+        for (size_t k = 0; k < nm && !rc; k++) {
+            if (mem[k].offset > at && push_row(L, &rcap, NULL, at, mem[k].offset - at, NULL))
+                rc = nomem(err);
+            char full[SYM_DREF_MAX + 300];
+            snprintf(full, sizeof full, "%s.%s", o->name, mem[k].desc);
+            long r = rep_data_find(d, full);
+            if (!rc && push_row(L, &rcap, mem[k].desc, mem[k].offset, mem[k].size,
+                                r >= 0 ? &d->objs[r].v : NULL))
+                rc = nomem(err);
+            if (mem[k].offset + mem[k].size > at)
+                at = mem[k].offset + mem[k].size;
+        }
+        if (!rc && size > at && push_row(L, &rcap, NULL, at, size - at, NULL))
+            rc = nomem(err);
+        free(mem);
+    }
+    sym_data_free(sd);
+    if (rc) {
+        rep_data_layouts_free(*out, *n);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
+}
