@@ -464,13 +464,16 @@ int rep_data(ses_t *s, rep_data_t *out, tally_err_t *err)
     }
     for (size_t i = 0; i < n; i++)
         out->objs[i].seq = (uint32_t)i;
-    qsort(out->objs, n, sizeof *out->objs, cmp_obj);
+    if (n)
+        qsort(out->objs, n, sizeof *out->objs, cmp_obj);
     for (size_t i = 0; i < n; i++)
         newidx[out->objs[i].seq] = (uint32_t)i;
     finish_mobjs(out->lines, out->nlines, newidx);
     finish_mobjs(out->pages, out->npages, newidx);
-    qsort(out->lines, out->nlines, sizeof *out->lines, cmp_mobj);
-    qsort(out->pages, out->npages, sizeof *out->pages, cmp_mobj);
+    if (out->nlines) /* (qsort's array may not be NULL, even for no elements) */
+        qsort(out->lines, out->nlines, sizeof *out->lines, cmp_mobj);
+    if (out->npages)
+        qsort(out->pages, out->npages, sizeof *out->pages, cmp_mobj);
     free(newidx);
     return 0;
 }
