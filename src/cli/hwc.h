@@ -37,14 +37,16 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "experiment/settings.h"
+
 #define HWC_MAX 16 /* counters of one run */
 
-enum hwc_flags {
-    HWC_DATA = 1,      /* '+': record the sampled instruction and data address */
-    HWC_NPR = 2,       /* not program related: no call stack, collector_not_program_related */
-    HWC_BP_EXE = 4,    /* breakpoint address relative to the main program's load bias (PIE) */
-    HWC_CYCLES = 8,    /* counts CPU cycles: shown as time at the CPUs' frequency */
-    HWC_TIME = 16,     /* counts ns (task-clock): shown as time */
+enum hwc_flags { /* the setting's flags (settings.h) */
+    HWC_DATA = EXP_CSET_DATA,     /* '+': record the sampled instruction and data address */
+    HWC_NPR = EXP_CSET_NPR,       /* not program related (an uncore PMU's event) */
+    HWC_BP_EXE = EXP_CSET_BP_EXE, /* breakpoint address relative to the main program (PIE) */
+    HWC_CYCLES = EXP_CSET_CYCLES, /* counts CPU cycles: shown as time at the CPUs' frequency */
+    HWC_TIME = EXP_CSET_TIME,     /* counts ns (task-clock): shown as time */
 };
 
 typedef struct hwc_counter {
