@@ -143,6 +143,13 @@ static int is_fault(const ctr_t *c)
             c->config == PERF_COUNT_SW_PAGE_FAULTS_MAJ);
 }
 
+/* Events whose sample IP is the instruction itself (a fault) or the one after it (a data
+ * breakpoint), which the interrupted context then also shows: the signal comes at once. */
+static int precise_ip(const ctr_t *c)
+{
+    return is_fault(c) || c->type == PERF_TYPE_BREAKPOINT;
+}
+
 static void make_attr(const ctr_t *c, int excl_kernel, struct perf_event_attr *a)
 {
     memset(a, 0, sizeof *a);
@@ -277,9 +284,9 @@ static void counters_log_decl(const coll_proc_t *p)
         exp_line_str(&l, "metric", c->metric);
         exp_line_u64(&l, "type", c->type);
         exp_line_hex(&l, "config", c->config);
-        if (c->config1)
+        if (c->config1 && c->type != PERF_TYPE_BREAKPOINT) /* (bp_addr, bp_len share them) */
             exp_line_hex(&l, "config1", c->config1);
-        if (c->config2)
+        if (c->config2 && c->type != PERF_TYPE_BREAKPOINT)
             exp_line_hex(&l, "config2", c->config2);
         if (c->type == PERF_TYPE_BREAKPOINT) {
             exp_line_hex(&l, "bp_addr", c->bp_addr);
@@ -420,19 +427,31 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
             source_count(&c->own, 1);
             continue;
         }
-        if (!have_stack) {
-            if (source_stack(p, t, uc, now, &id)) {
+        uint32_t sid;
+        uint64_t ip = perfev_rec_u64(&r, sizeof(struct perf_event_header));
+        int user = (r.h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER;
+        if (precise_ip(c) && user && ip != (uint64_t)uc->uc_mcontext.gregs[REG_RIP]) {
+            /* a fault or breakpoint hit elsewhere than where the thread is now: inside another
+             * handler of the collector (its signal waited for the handler's end), or before
+             * an earlier one of this ring. Charged to where it happened, the PC alone. */
+            if (exp_stream_stack(&t->stream, &ip, 1, 0, &sid)) {
                 source_count(&c->dropped, 1);
                 continue;
             }
-            have_stack = 1;
+        } else {
+            if (!have_stack) {
+                if (source_stack(p, t, uc, now, &id)) {
+                    source_count(&c->dropped, 1);
+                    continue;
+                }
+                have_stack = 1;
+            }
+            sid = id;
         }
         uint64_t data[3 + EXP_CTR_NREGS];
         const uint64_t *dp = NULL;
         if (c->flags & EXP_CSET_DATA) {
-            uint64_t ip = perfev_rec_u64(&r, sizeof(struct perf_event_header));
             uint64_t addr = perfev_rec_u64(&r, sizeof(struct perf_event_header) + 8);
-            int user = (r.h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER;
             if (addr && user) {
                 data[0] = EXP_CTR_EXACT;
                 data[1] = ip;
@@ -447,7 +466,7 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
             }
             dp = data;
         }
-        if (exp_stream_counter(&t->stream, now, id, (uint32_t)i, c->interval, dp) == 0) {
+        if (exp_stream_counter(&t->stream, now, sid, (uint32_t)i, c->interval, dp) == 0) {
             source_count(&c->samples, 1);
             source_count(&c->events, c->interval);
         } else {
