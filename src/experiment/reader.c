@@ -352,7 +352,7 @@ static int declare_metric(interp_t *in, exp_record_t *r)
     char *name = get_str(r, "name"), *agg = get_str(r, "aggregate");
     const char *why = NULL;
     if (!exp_decl_name_ok(name))
-        why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
+        why = "its name is not 1 to 63 characters of a-z, 0-9, _ and - starting with a letter";
     else if (!exp_decl_text_ok(get_str(r, "title"), EXP_DECL_TITLE_MAX) || !exp_decl_text_ok(get_str(r, "unit"), EXP_DECL_UNIT_MAX))
         why = "its title or unit has control characters or is too long (127, 31 bytes)";
     else if (*agg && strcmp(agg, "sum"))
@@ -441,7 +441,7 @@ static int declare_kind(interp_t *in, exp_record_t *r)
     if (!ids || id > EXP_KIND_MAXID)
         why = "its id is not a number from 0 to 65535";
     else if (!exp_decl_name_ok(name))
-        why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
+        why = "its name is not 1 to 63 characters of a-z, 0-9, _ and - starting with a letter";
     for (size_t i = 0; i < p->nkinds && !why; i++)
         if (p->kinds[i].id == k.id)
             why = "a kind with that id was declared before";

@@ -90,7 +90,7 @@ typedef struct exp_sample {
 } exp_sample_t;
 
 /* A metric declared by the log (a `metric` record): values of it come in TRACE records of a
- * declared kind. Names are 1 to 63 characters of [a-z0-9_] starting with a letter; the only
+ * declared kind. Names are 1 to 63 characters of [a-z0-9_-] starting with a letter; the only
  * aggregation this reader knows is `sum` (a declaration of another is refused with a warning). */
 typedef struct exp_metric {
     char *name, *title, *unit;
