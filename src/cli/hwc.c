@@ -21,6 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/esc.h"
+
 /* ---- the tables ------------------------------------------------------------------------------ */
 
 /* Default intervals: on, the seed's default for raw counters, and hi / lo ten times more or fewer
@@ -610,7 +612,7 @@ uint64_t hwc_cpu_hz(void)
 
 static void known_line(FILE *out, const known_t *k)
 {
-    fprintf(out, "%s,%llu ('%s', alias for %s; %s)\n", k->alias, (unsigned long long)k->on,
+    esc_fprintf(out, "%s,%llu ('%s', alias for %s; %s)\n", k->alias, (unsigned long long)k->on,
             k->desc, k->raw, k->unit);
 }
 
@@ -636,10 +638,10 @@ static void pmu_events(FILE *out, const pfm_pmu_info_t *pi)
                 ai.type != PFM_ATTR_UMASK)
                 continue;
             umasks++;
-            fprintf(out, "%s::%s:%s,%llu (%s)\n", pi->name, ei.name, ai.name, ON_RAW, unit);
+            esc_fprintf(out, "%s::%s:%s,%llu (%s)\n", pi->name, ei.name, ai.name, ON_RAW, unit);
         }
         if (!umasks)
-            fprintf(out, "%s::%s,%llu (%s)\n", pi->name, ei.name, ON_RAW, unit);
+            esc_fprintf(out, "%s::%s,%llu (%s)\n", pi->name, ei.name, ON_RAW, unit);
     }
 }
 
@@ -654,9 +656,9 @@ void hwc_print_lists(FILE *out)
     int pmu_rc = probe_any(cyc);
     char pmus[256];
     cpu_pmus(pmus, sizeof pmus);
-    fprintf(out, "Well known HW counters available for profiling:\n");
+    esc_fprintf(out, "Well known HW counters available for profiling:\n");
     if (pmu_rc) {
-        fprintf(out, "  (none: this machine has no hardware performance counters that the kernel "
+        esc_fprintf(out, "  (none: this machine has no hardware performance counters that the kernel "
                 "exposes:\n   perf_event_open of CPU cycles fails with \"%s\"; a virtual machine "
                 "without a\n   virtual PMU has none. %s%s%s)\n", strerror(-pmu_rc),
                 *pmus ? "libpfm4 knows this CPU as " : "libpfm4 does not know this CPU",
@@ -673,12 +675,12 @@ void hwc_print_lists(FILE *out)
                 known_line(out, &aliases[i]);
         }
     }
-    fprintf(out, "Raw HW counters available for profiling:\n");
+    esc_fprintf(out, "Raw HW counters available for profiling:\n");
     if (pmu_rc) {
-        fprintf(out, "  (none: no hardware PMU here; raw codes r<hex> and libpfm4 names are "
+        esc_fprintf(out, "  (none: no hardware PMU here; raw codes r<hex> and libpfm4 names are "
                 "accepted but cannot be opened)\n");
     } else if (!pfm_ready() || !*pmus) {
-        fprintf(out, "  (libpfm4 does not know this CPU: give raw codes, r<hex>, e.g. r00c0)\n");
+        esc_fprintf(out, "  (libpfm4 does not know this CPU: give raw codes, r<hex>, e.g. r00c0)\n");
     } else {
         int i;
         pfm_for_all_pmus(i) {
@@ -691,7 +693,7 @@ void hwc_print_lists(FILE *out)
             pmu_events(out, &pi);
         }
     }
-    fprintf(out, "Software events available for profiling (counted by the kernel, no PMU needed):\n");
+    esc_fprintf(out, "Software events available for profiling (counted by the kernel, no PMU needed):\n");
     for (size_t i = 0; i < NELEM(software); i++) {
         struct perf_event_attr a;
         memset(&a, 0, sizeof a);
@@ -703,9 +705,9 @@ void hwc_print_lists(FILE *out)
         if (rc == 0)
             known_line(out, &software[i]);
         else
-            fprintf(out, "  (%s: not available here: %s)\n", software[i].alias, strerror(-rc));
+            esc_fprintf(out, "  (%s: not available here: %s)\n", software[i].alias, strerror(-rc));
     }
-    fprintf(out, "Hardware data breakpoints:\n"
+    esc_fprintf(out, "Hardware data breakpoints:\n"
                  "mem:<address|symbol>[+<offset>][/<len>][:r|w|rw],1 ('Data Breakpoint'; events)\n"
                  "  e.g. mem:counter:w (every write of the global 'counter'), mem:0x601040/8\n"
                  "Intervals: on (the default shown), hi (10x more samples), lo (10x fewer) or a "
