@@ -703,6 +703,7 @@ void coll_finalize(const char *how, int status, int sig)
         return;
     int saved = errno;
     trace_stop();
+    counters_final(p);
     threads_stop(p);
     threads_end_others(p);
     log_stats(p);

@@ -44,6 +44,19 @@ typedef struct ctr_thr {
 
 static __thread ctr_thr_t kt __attribute__((tls_model("initial-exec")));
 
+/* Not-program-related counters: counted on every CPU by the root image, reported once at its
+ * end under the artificial function below. */
+#define MAXCPU 512
+static perfev_t npr[MAXC][MAXCPU];
+static int npr_cpus;
+
+/* The artificial function whose address is the one frame of a not-program-related counter's
+ * record: the analyzer names it from the collector's symbol table. */
+__attribute__((noinline, used)) void collector_not_program_related(void)
+{
+    __asm__ volatile("");
+}
+
 /* ---- the counters ---------------------------------------------------------------------------- */
 
 /* A decimal number up to ':' (or the end); advances *s past the ':'. 0, or -1. */
@@ -143,6 +156,14 @@ static int is_fault(const ctr_t *c)
             c->config == PERF_COUNT_SW_PAGE_FAULTS_MAJ);
 }
 
+/* Software events the handler itself can cause. */
+static int self_caused(const ctr_t *c)
+{
+    return is_fault(c) || (c->type == PERF_TYPE_SOFTWARE &&
+                           (c->config == PERF_COUNT_SW_CONTEXT_SWITCHES ||
+                            c->config == PERF_COUNT_SW_CPU_MIGRATIONS));
+}
+
 /* Events whose sample IP is the instruction itself (a fault) or the one after it (a data
  * breakpoint), which the interrupted context then also shows: the signal comes at once. */
 static int precise_ip(const ctr_t *c)
@@ -208,6 +229,49 @@ static void append_u64(char *buf, size_t cap, size_t *n, uint64_t v)
     append(buf, cap, n, d);
 }
 
+/* A not-program-related counter: counting on every CPU, in the root image only (every process
+ * of the run would count the same machine). */
+static void npr_open(const coll_proc_t *p, ctr_t *c, int i)
+{
+    c->ok = 0;
+    for (int k = 0; k < MAXCPU; k++)
+        npr[i][k] = (perfev_t)PERFEV_NONE;
+    if (p->is_descendant)
+        return;
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = c->type;
+    a.config = c->config;
+    a.config1 = c->config1;
+    a.config2 = c->config2;
+    a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    int opened = 0, rc = 0;
+    for (int k = 0; k < npr_cpus; k++) {
+        int r = perfev_open_cpu(&npr[i][k], &a, k);
+        if (r == 0)
+            opened++;
+        else if (r != -ENODEV && r != -EINVAL)
+            rc = r; /* (a CPU that is offline, or that this PMU does not cover) */
+        else if (!rc)
+            rc = r;
+    }
+    if (opened) {
+        c->ok = 1;
+        nok++;
+        return;
+    }
+    char msg[512];
+    size_t n = 0;
+    append(msg, sizeof msg, &n, "not-program-related counter ");
+    append(msg, sizeof msg, &n, c->name);
+    append(msg, sizeof msg, &n, " cannot count on any CPU (perf_event_open: ");
+    append(msg, sizeof msg, &n, strerror(-rc));
+    append(msg, sizeof msg, &n, "; system-wide counting needs CAP_PERFMON or "
+                                "perf_event_paranoid <= 0); it is not collected");
+    coll_warn(msg);
+}
+
 static int counters_proc_init(coll_proc_t *p)
 {
     page_size = (size_t)sysconf(_SC_PAGESIZE);
@@ -216,8 +280,15 @@ static int counters_proc_init(coll_proc_t *p)
         return 0;
     uint64_t bias = 0;
     dl_iterate_phdr(first_bias, &bias);
+    npr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
+    if (npr_cpus > MAXCPU)
+        npr_cpus = MAXCPU;
     for (int i = 0; i < nctr; i++) {
         ctr_t *c = &ctr[i];
+        if (c->flags & EXP_CSET_NPR) {
+            npr_open(p, c, i);
+            continue;
+        }
         if (c->flags & EXP_CSET_BP_EXE) {
             c->bp_addr += bias;
             c->flags &= ~(unsigned)EXP_CSET_BP_EXE; /* a fork child inherits the address */
@@ -246,6 +317,8 @@ static int counters_proc_init(coll_proc_t *p)
     }
     if (!nok)
         return 0;
+    /* (also for not-program-related counters alone: a started thread is primed with the
+     * signal) */
     if (signals_own_profiling(p) < 0) {
         coll_warn("cannot install the profiling signal handler; no counter profile");
         nok = 0;
@@ -296,6 +369,8 @@ static void counters_log_decl(const coll_proc_t *p)
         exp_line_u64(&l, "interval", c->interval);
         exp_line_u64(&l, "data", (c->flags & EXP_CSET_DATA) ? 1 : 0);
         exp_line_u64(&l, "kernel", c->excl_kernel ? 0 : 1);
+        if (c->flags & EXP_CSET_NPR)
+            exp_line_u64(&l, "program", 0);
         coll_log_write(&l);
     }
 }
@@ -313,7 +388,7 @@ static int counters_thread_start(coll_proc_t *p, coll_thread_t *t)
     forget_thread();
     int opened = 0, rc = -ENOENT;
     for (int i = 0; i < nctr; i++) {
-        if (!ctr[i].ok)
+        if (!ctr[i].ok || (ctr[i].flags & EXP_CSET_NPR))
             continue;
         struct perf_event_attr a;
         make_attr(&ctr[i], ctr[i].excl_kernel, &a);
@@ -357,6 +432,12 @@ static void counters_fork_child(coll_proc_t *p)
     forget_thread(); /* perfev_after_fork_child dropped the parent's events */
     for (int i = 0; i < nctr; i++) {
         ctr_t *c = &ctr[i];
+        if ((c->flags & EXP_CSET_NPR) && c->ok) { /* the parent counts the machine */
+            for (int k = 0; k < MAXCPU; k++)
+                npr[i][k] = (perfev_t)PERFEV_NONE;
+            c->ok = 0;
+            nok--;
+        }
         c->samples = c->events = c->counted = c->enabled = c->running = 0;
         c->throttled = c->lost = c->dropped = c->own = 0;
     }
@@ -398,10 +479,10 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
         return;
     ctr_t *c = &ctr[i];
     perfev_t *ev = &kt.ev[i];
-    /* a software event counts what the handler itself causes (its page faults, a switch): not
-     * the program's, so it does not count while the handler runs */
-    int sw = c->type == PERF_TYPE_SOFTWARE;
-    if (sw)
+    /* the handler itself may cause a page fault (a fresh page of its events chunk) or a switch:
+     * not the program's, so those events do not count while it runs. (Not task-clock: its
+     * timer would be stopped and started again each sample, 17 us on this VM.) */
+    if (self_caused(c))
         ioctl(ev->fd, PERF_EVENT_IOC_DISABLE, 0);
     uint64_t now = coll_now();
     int record = !__atomic_load_n(&p->final, __ATOMIC_RELAXED) && source_in_window(p, now) &&
@@ -480,6 +561,42 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
 }
 
 /* ---- the end --------------------------------------------------------------------------------- */
+
+void counters_final(coll_proc_t *p)
+{
+    coll_thread_t *t = &coll_thr;
+    for (int i = 0; i < nctr; i++) {
+        ctr_t *c = &ctr[i];
+        if (!c->ok || !(c->flags & EXP_CSET_NPR))
+            continue;
+        uint64_t total = 0;
+        for (int k = 0; k < npr_cpus; k++) {
+            perfev_t *ev = &npr[i][k];
+            if (ev->fd < 0)
+                continue;
+            uint64_t v[3];
+            if (read(ev->fd, v, sizeof v) == (ssize_t)sizeof v) {
+                total += v[0];
+                source_count(&c->counted, v[0]);
+                source_count(&c->enabled, v[1]);
+                source_count(&c->running, v[2]);
+            }
+            perfev_close(ev);
+        }
+        if (!total)
+            continue;
+        uint64_t pc = (uint64_t)(uintptr_t)collector_not_program_related;
+        uint32_t id;
+        if (t->scratch && exp_stream_stack(&t->stream, &pc, 1, 0, &id) == 0 &&
+            exp_stream_counter(&t->stream, coll_now(), id, (uint32_t)i, total, NULL) == 0) {
+            source_count(&c->samples, 1);
+            source_count(&c->events, total);
+        } else {
+            source_count(&c->dropped, 1);
+        }
+    }
+    (void)p;
+}
 
 static void warn_counter(const ctr_t *c, uint64_t n, const char *what)
 {

@@ -14,8 +14,14 @@
  * becomes one COUNTER record per ring sample with the thread's unwound stack (the stack service
  * of clock profiling) and the interval as its value; `+` counters add the sampled PC and data
  * address and, when the kernel gave no address, the interrupted registers (evformat.h).
- * A software counter is disabled while its own handler runs, so that the collector's own page
- * faults and switches are not charged to the program.
+ * A page-fault, context-switch or migration counter is disabled while its own handler runs, so
+ * that the collector's own page faults and switches are not charged to the program.
+ *
+ * Not-program-related counters (events of an uncore PMU: they count the machine, not a thread)
+ * are counted on every CPU (pid -1) by the root image only, from its start to its end, and
+ * written once at its end, under the artificial function collector_not_program_related: no call
+ * stack, as the seed has it. System-wide counting needs CAP_PERFMON or perf_event_paranoid <= 0;
+ * without it the counter is not collected and a warning says why.
  *
  * Log: per counter a `metric` record (the metric's name; title: the name the user gave; unit;
  * `hz` for cycle counters, `time=1` for task-clock) and a `counter` record (id, what it is), when
@@ -41,6 +47,11 @@ extern const coll_source_ops_t counters_source COLL_HIDDEN;
 /* Parses a `counters` setting value: the number of counters, or -1 with why (normal context, no
  * allocation). Exposed for tests. */
 int counters_decode(const char *v, char *why, size_t cap) COLL_HIDDEN;
+
+/* At the image's end, before the calling thread stops (coll_finalize): the totals of the
+ * not-program-related counters (counted on every CPU by the root image), one COUNTER record
+ * each in the calling thread's stream, whose one frame is collector_not_program_related. AS-safe. */
+void counters_final(coll_proc_t *p) COLL_HIDDEN;
 
 /* At the image's end (coll_finalize, after every thread stopped): the `counter-stats` records and
  * warnings. */

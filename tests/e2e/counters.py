@@ -152,4 +152,31 @@ mf = r.get("<Total>", {}).get("e.minor-faults", 0)
 check(mf % 1 == 0 and mf > 0, "minor-faults,hi: %r" % mf)
 check(len(log_records(exp, "counter")) == 3, "three counter records expected")
 
+# ---- a not-program-related counter ----------------------------------------------------------
+# No uncore PMU here: the collector is given a software event marked not program related (flag
+# 2 of the counters setting, as src/cli/hwc.c encodes an uncore event) directly, as tally
+# collect would start it. It counts every CPU and shows under collector_not_program_related.
+LIB = os.path.join(os.path.dirname(os.path.abspath(TALLY)), "libtally-collector.so")
+exp = os.path.join(d, "npr.tally")
+os.makedirs(exp)
+env = dict(os.environ)
+env.update({"T_SETTINGS": "d=%s,p=0,h=1:3:0:0:0:0:0:1:2:0:cs-all:cs-all" % exp,
+            "T_PRELOAD": LIB})
+script = ('export TALLY_SETTINGS="$T_SETTINGS,r=$$,o=$$" LD_PRELOAD="$T_PRELOAD"; '
+          'unset T_SETTINGS T_PRELOAD; exec "$@"')
+p = run(["sh", "-c", script, "sh", WLC, "switches", "500"], env=env, expect=0)
+decl = [f for _, f in log_records(exp, "counter")]
+warn = [f.get("what", "") for _, f in log_records(exp, "warning")]
+if decl:
+    check(decl[0].get("program") == "0", "counter record of cs-all: %r" % decl)
+    doc = print_json(exp, "-metrics", "e.cs-all:i.cs-all", "-functions")[0]
+    r = rows_by_name(doc)
+    npr = r.get("collector_not_program_related", {})
+    check(npr.get("e.cs-all", 0) >= 1000 and npr.get("e.cs-all") == r["<Total>"]["e.cs-all"],
+          "system-wide switches not all under collector_not_program_related: %r" % r)
+    check(r.get("pingpong", {}).get("i.cs-all", 0) == 0, "the program has cs-all: %r" % r)
+else:  # system-wide counting not permitted: said, not silent
+    check(any("cannot count on any CPU" in w for w in warn),
+          "cs-all not collected and no warning says why: %r" % warn)
+
 done(d)
