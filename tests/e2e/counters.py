@@ -100,6 +100,22 @@ check(len(decl) == 1 and decl[0]["name"] == "page-faults" and decl[0]["data"] ==
 met = [f for _, f in log_records(exp, "metric") if f["name"] == "page-faults"]
 check(len(met) == 1 and met[0].get("unit") == "events", "metric record: %r" % met)
 
+# -header says what each counter sampled and counted, and multiplexing and throttling when a
+# counter-stats record says so (appended here: software events are never multiplexed)
+p = run([TALLY, "print", "-header", exp], expect=0)
+check(re.search(r"Counter: +\+page-faults, every 1 events: %d samples" % total, p.stdout),
+      "-header has no counter line:\n%s" % p.stdout)
+h = print_json(exp, "-header")[0]["experiments"][0]["processes"][0]["counters"]
+check(len(h) == 1 and h[0]["name"] == "page-faults" and h[0]["samples"] == total,
+      "-header --json counters: %r" % h)
+with open(os.path.join(exp, "log"), "a") as f:
+    f.write("counter-stats id=0 samples=%d events=%d counted=%d enabled=1000 running=250 "
+            "throttled=3 lost=4 dropped=0\n" % (total, total, total))
+p = run([TALLY, "print", "-header", exp], expect=0)
+check("multiplexed: counting 25.0% of its enabled time" in p.stdout and
+      "throttled 3 times, 4 samples lost" in p.stdout,
+      "-header does not show multiplexing and throttling:\n%s" % p.stdout)
+
 # every view shows the counter's metric
 for view in (["-lines"], ["-pcs"], ["-objects"], ["-callers-callees"], ["-calltree"],
              ["-disasm", "touch_heap"], ["-source", "touch_heap"]):
