@@ -25,6 +25,47 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import *  # noqa
 
 WLC = os.path.join(WL, "wl_counters")
+
+
+def leb(b, i):
+    v = sh = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << sh
+        sh += 7
+        if not c & 0x80:
+            return v, i
+
+
+def counter_refs(exp):
+    """(flags, pc, ea) of every COUNTER record (type 9) that carries a memory reference."""
+    import struct
+    with open(os.path.join(exp, "events"), "rb") as f:
+        data = f.read()
+    hsize, csize = struct.unpack_from("<II", data, 12)
+    out = []
+    k = 0
+    while hsize + (k + 1) * csize <= len(data):
+        off = hsize + k * csize
+        k += 1
+        magic, _, _, used = struct.unpack_from("<IIII", data, off)
+        if magic == 0:
+            continue
+        p, end = off + 32, off + 32 + used
+        while p < end:
+            typ = data[p]
+            ln, q = leb(data, p + 1)
+            p, rend = q + ln, q + ln
+            if typ != 9:
+                continue
+            v = []
+            while q < rend:
+                x, q = leb(data, q)
+                v.append(x)
+            if len(v) >= 7:  # dt, stack, counter, value, flags, pc, ea[, n, regs]
+                out.append((v[4], v[5], v[6]))
+    return out
 d = workdir("counters")
 
 # ---- the lists ------------------------------------------------------------------------------
@@ -99,6 +140,27 @@ check(len(decl) == 1 and decl[0]["name"] == "page-faults" and decl[0]["data"] ==
       decl[0]["interval"] == "1", "counter record: %r" % decl)
 met = [f for _, f in log_records(exp, "metric") if f["name"] == "page-faults"]
 check(len(met) == 1 and met[0].get("unit") == "events", "metric record: %r" % met)
+
+# the memory reference of +page-faults, decoded here from the events file (docs/FORMAT.md) by a
+# decoder independent of the reader: every fault in touch_global1 has its exact faulting PC
+# (inside touch_global1) and data address, one for each touched page of g1
+syms = {}
+for ln in run(["nm", "-S", WLC], expect=0).stdout.splitlines():
+    f = ln.split()
+    if len(f) == 4:
+        syms[f[3]] = (int(f[0], 16), int(f[1], 16))
+bias = int([f for _, f in log_records(exp, "load") if f["path"] == WLC][0]["bias"], 16)
+refs = counter_refs(exp)
+lo, size = syms["touch_global1"]
+glo = syms["g1"][0] + bias
+got = sorted(ea for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size)
+check(all(fl == 1 for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size),
+      "faults in touch_global1 without the exact flag")
+check(got == [glo + 4096 * (i + 1) for i in range(300)],
+      "data addresses of the faults in touch_global1: %d, first %r, want g1 + 4096 * 1..300" %
+      (len(got), [hex(x) for x in got[:3]]))
+check(len(refs) == total, "COUNTER records with a memory reference: %d of %d" %
+      (len(refs), total))
 
 # -header says what each counter sampled and counted, and multiplexing and throttling when a
 # counter-stats record says so (appended here: software events are never multiplexed)
