@@ -610,7 +610,7 @@ static void summarize(const char *exp, const char *shown)
         esc_fprintf(stderr, "tally: warning: the experiment cannot be read back: %s\n", err.msg);
         return;
     }
-    uint64_t samples = 0, dropped = 0, disk = 0;
+    uint64_t samples = 0, dropped = 0, disk = 0, csamples = 0;
     size_t threads = 0;
     /* a process killed before it wrote its statistics: count what its events hold */
     uint64_t *counted = NULL;
@@ -626,12 +626,17 @@ static void summarize(const char *exp, const char *shown)
         samples += p->has_stats ? p->st_samples : counted ? counted[i] : 0;
         dropped += p->st_dropped_busy;
         disk += p->st_dropped_disk;
+        for (size_t c = 0; c < p->ncounters; c++)
+            csamples += p->counters[c].samples;
         for (size_t w = 0; w < p->nwarnings; w++)
             esc_fprintf(stderr, "tally: warning: %s%s%s\n", *p->name ? p->name : "",
                     *p->name ? ": " : "", p->warnings[w]);
     }
-    esc_fprintf(stderr, "tally: %s: %llu samples, %zu thread%s, %zu process%s\n", shown,
-            (unsigned long long)samples, threads, threads == 1 ? "" : "s", e->nprocs,
+    char ctr[64] = "";
+    if (csamples)
+        snprintf(ctr, sizeof ctr, ", %llu counter samples", (unsigned long long)csamples);
+    esc_fprintf(stderr, "tally: %s: %llu samples%s, %zu thread%s, %zu process%s\n", shown,
+            (unsigned long long)samples, ctr, threads, threads == 1 ? "" : "s", e->nprocs,
             e->nprocs == 1 ? "" : "es");
     free(counted);
     if (disk)
