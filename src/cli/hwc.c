@@ -18,9 +18,11 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "analyzer/engine.h"
 #include "base/esc.h"
 
 /* ---- the tables ------------------------------------------------------------------------------ */
@@ -269,7 +271,8 @@ static int parse_breakpoint(const char *spec, const char *program, hwc_counter_t
         return fail(why, cap, "breakpoint '%s' has no address: use mem:<address|symbol>", spec);
     uint64_t addr = 0, size = 0;
     int pie = 0;
-    if (buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')) {
+    int is_hex_addr = buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X');
+    if (is_hex_addr) {
         char *end;
         errno = 0;
         addr = strtoull(buf, &end, 16);
@@ -302,6 +305,11 @@ static int parse_breakpoint(const char *spec, const char *program, hwc_counter_t
     c->attr.bp_len = (uint64_t)len;
     if (pie)
         c->flags |= HWC_BP_EXE;
+    struct stat st;
+    if (!is_hex_addr && stat(program, &st) == 0) { /* the program whose symbol it is */
+        c->prog_dev = (uint64_t)st.st_dev;
+        c->prog_ino = (uint64_t)st.st_ino;
+    }
     snprintf(c->desc, sizeof c->desc, "Data Breakpoint (%s)",
              bp_type == HW_BREAKPOINT_R ? "reads" : bp_type == HW_BREAKPOINT_W ? "writes"
                                                                              : "reads and writes");
@@ -466,6 +474,14 @@ static int parse_one(const char *tok, const char *program, hwc_counter_t *c, cha
         return -1;
     }
     metric_name(c->name, c->metric, sizeof c->metric);
+    for (int i = 0; i < ENG_NBUILTIN; i++)
+        if (!strcmp(c->metric, eng_builtin_metrics[i].name)) {
+            /* (a declared metric of a builtin's name adds to that metric) */
+            char m[64];
+            snprintf(m, sizeof m, "hwc_%.58s", c->metric);
+            snprintf(c->metric, sizeof c->metric, "%s", m);
+            break;
+        }
     return 0;
 }
 
@@ -550,12 +566,14 @@ long hwc_encode(const hwc_set_t *set, uint64_t hz, char *buf, size_t cap)
     buf[0] = 0;
     for (int i = 0; i < set->n; i++) {
         const hwc_counter_t *c = &set->c[i];
-        int w = snprintf(buf + n, cap - n, "%s%u:%llu:%llu:%llu:%u:%llu:%llu:%llu:%u:%llu:%s:%s",
+        int w = snprintf(buf + n, cap - n,
+                         "%s%u:%llu:%llu:%llu:%u:%llu:%llu:%llu:%u:%llu:%llu:%llu:%s:%s",
                          i ? ";" : "", c->attr.type, (unsigned long long)c->attr.config,
                          (unsigned long long)c->attr.config1, (unsigned long long)c->attr.config2,
                          c->attr.bp_type, (unsigned long long)c->attr.bp_addr,
                          (unsigned long long)c->attr.bp_len, (unsigned long long)c->interval,
                          c->flags, (unsigned long long)((c->flags & HWC_CYCLES) ? hz : 0),
+                         (unsigned long long)c->prog_dev, (unsigned long long)c->prog_ino,
                          c->metric, c->name);
         if (w < 0 || (size_t)w >= cap - n)
             return -1;

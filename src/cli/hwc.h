@@ -51,12 +51,14 @@ enum hwc_flags { /* the setting's flags (settings.h) */
 
 typedef struct hwc_counter {
     char name[128];   /* as the user gave it, without '+' and the interval */
-    char metric[64];  /* the metric's name: the name lower-cased, other characters as '_' */
+    char metric[64];  /* the metric's name: the name lower-cased, other characters as '_';
+                         hwc_ before it when that is the name of one of tally's own metrics */
     char desc[128];   /* what it counts */
     char unit[32];    /* CPU-cycles, events, ns, ... */
     struct perf_event_attr attr; /* type, config, config1, config2, bp_* (no sampling fields) */
     uint64_t interval;           /* events per sample */
     unsigned flags;              /* enum hwc_flags */
+    uint64_t prog_dev, prog_ino; /* a breakpoint on a symbol: the program file it is of */
 } hwc_counter_t;
 
 typedef struct hwc_set {
@@ -70,7 +72,8 @@ int hwc_parse(const char *arg, const char *program, hwc_set_t *set, char *why, s
 
 /* The value of the `counters` setting for set (see hwc_decode in the collector, counters.c):
  * counters separated by ';', each type:config:config1:config2:bp_type:bp_addr:bp_len:interval:
- * flags:hz:metric:name (numbers decimal). hz: the CPUs' frequency for cycle counters (0 if not
+ * flags:hz:dev:ino:metric:name (numbers decimal; dev, ino: the program file of a breakpoint's
+ * symbol, else 0). hz: the CPUs' frequency for cycle counters (0 if not
  * known). Returns the length, or -1 when it does not fit. */
 long hwc_encode(const hwc_set_t *set, uint64_t hz, char *buf, size_t cap);
 

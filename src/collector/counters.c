@@ -11,6 +11,7 @@
 #include <link.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "perfev.h"
@@ -25,6 +26,7 @@
 typedef struct ctr {
     uint32_t type, bp_type;
     uint64_t config, config1, config2, bp_addr, bp_len, interval, hz;
+    uint64_t prog_dev, prog_ino; /* a breakpoint on a symbol: the program file it is of */
     unsigned flags; /* EXP_CSET_* */
     char metric[64], name[128];
     int ok;           /* opened by the probe: collected */
@@ -115,8 +117,8 @@ int counters_decode(const char *v, char *why, size_t cap)
         }
         ctr_t *c = &ctr[nctr];
         memset(c, 0, sizeof *c);
-        uint64_t x[10];
-        for (int i = 0; i < 10; i++)
+        uint64_t x[12];
+        for (int i = 0; i < 12; i++)
             if (dec(&s, &x[i])) {
                 say(why, cap, "counters: a bad number");
                 return -1;
@@ -131,6 +133,8 @@ int counters_decode(const char *v, char *why, size_t cap)
         c->interval = x[7];
         c->flags = (unsigned)x[8];
         c->hz = x[9];
+        c->prog_dev = x[10];
+        c->prog_ino = x[11];
         if (!c->interval) {
             say(why, cap, "counters: an interval of 0");
             return -1;
@@ -272,6 +276,14 @@ static void npr_open(const coll_proc_t *p, ctr_t *c, int i)
     coll_warn(msg);
 }
 
+/* Is this image's program the file whose symbol the breakpoint c is on? */
+static int same_program(const ctr_t *c)
+{
+    struct stat st;
+    return c->prog_ino && stat("/proc/self/exe", &st) == 0 &&
+           (uint64_t)st.st_dev == c->prog_dev && (uint64_t)st.st_ino == c->prog_ino;
+}
+
 static int counters_proc_init(coll_proc_t *p)
 {
     page_size = (size_t)sysconf(_SC_PAGESIZE);
@@ -287,6 +299,18 @@ static int counters_proc_init(coll_proc_t *p)
         ctr_t *c = &ctr[i];
         if (c->flags & EXP_CSET_NPR) {
             npr_open(p, c, i);
+            continue;
+        }
+        if ((c->flags & EXP_CSET_BP_EXE) && p->is_descendant && !same_program(c)) {
+            /* a symbol of the profiled program: another program's addresses mean something
+             * else (fork children keep it: they are this image) */
+            char msg[256];
+            size_t n = 0;
+            append(msg, sizeof msg, &n, "breakpoint ");
+            append(msg, sizeof msg, &n, c->name);
+            append(msg, sizeof msg, &n, " is on a symbol of the profiled program; "
+                                        "not set in this program, which it started");
+            coll_warn(msg);
             continue;
         }
         if (c->flags & EXP_CSET_BP_EXE) {

@@ -215,6 +215,24 @@ check(r.get("write_loop", {}).get(key) == 5000,
       "breakpoint events in write_loop: %r, want 5000" % r.get("write_loop"))
 check(r.get("<Total>", {}).get(key) == 5000, "breakpoint events: %r" % r.get("<Total>"))
 
+# a breakpoint on a symbol is the profiled program's: set again when the program executes itself
+# (a new image of the same file), not in another program it executes, which says so
+exp = collect(d, [WLC, "writes", "300", "200"], ["-h", "mem:bp_target:w"], name="bpexec")
+r = rows_by_name(print_json(exp, "-functions")[0])
+check(r.get("write_loop", {}).get(key) == 500,
+      "breakpoint events of the program and its exec of itself: %r, want 500" %
+      r.get("write_loop"))
+exp = collect(d, [WLC, "writes", "300", "true"], ["-h", "mem:bp_target:w"], name="bpother")
+r = rows_by_name(print_json(exp, "-functions")[0])
+check(r.get("write_loop", {}).get(key) == 300,
+      "breakpoint events before exec of another program: %r" % r.get("write_loop"))
+sub = [os.path.join(exp, x) for x in os.listdir(exp) if x.startswith("_x")]
+check(len(sub) == 1, "the exec'd program has no experiment: %r" % os.listdir(exp))
+if sub:
+    w = [f.get("what", "") for _, f in log_records(sub[0], "warning")]
+    check(any("not%20set%20in%20this%20program" in x for x in w),
+          "no warning in the other program's experiment: %r" % w)
+
 # ---- several counters, with clock profiling -------------------------------------------------
 exp = collect(d, [WLC, "faults", "50", "50", "50", "50"],
               ["-p", "hi", "-h", "page-faults,1,minor-faults,hi", "-h", "+context-switches"],
@@ -238,7 +256,7 @@ LIB = os.path.join(os.path.dirname(os.path.abspath(TALLY)), "libtally-collector.
 exp = os.path.join(d, "npr.tally")
 os.makedirs(exp)
 env = dict(os.environ)
-env.update({"T_SETTINGS": "d=%s,p=0,h=1:3:0:0:0:0:0:1:2:0:cs-all:cs-all" % exp,
+env.update({"T_SETTINGS": "d=%s,p=0,h=1:3:0:0:0:0:0:1:2:0:0:0:cs-all:cs-all" % exp,
             "T_PRELOAD": LIB})
 script = ('export TALLY_SETTINGS="$T_SETTINGS,r=$$,o=$$" LD_PRELOAD="$T_PRELOAD"; '
           'unset T_SETTINGS T_PRELOAD; exec "$@"')

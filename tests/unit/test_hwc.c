@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <link.h>
+#include <sys/stat.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -182,6 +183,10 @@ static void breakpoints(void **st)
     assert_int_equal(c.attr.bp_len, 8);
     assert_int_equal(c.attr.bp_type, 3 /* rw */);
     assert_string_equal(c.metric, "mem_hwc_test_global");
+    struct stat sb; /* the program the symbol is of, so that only its images set it */
+    assert_int_equal(stat(self, &sb), 0);
+    assert_int_equal(c.prog_ino, (uint64_t)sb.st_ino);
+    assert_int_equal(c.prog_dev, (uint64_t)sb.st_dev);
     expect_error("mem:hwc_test_global/3", "1, 2, 4 or 8");
     expect_error("mem:0x601041/4", "not aligned");
     expect_error("mem:no_such_symbol_here", "no symbol 'no_such_symbol_here'");
@@ -209,10 +214,10 @@ static void several_and_errors(void **st)
     assert_int_equal(s.n, 4);
     char enc[4096];
     assert_true(hwc_encode(&s, 2000000000, enc, sizeof enc) > 0);
-    assert_string_equal(enc, "0:0:0:0:0:0:0:5:8:2000000000:cycles:cycles;"
-                             "1:2:0:0:0:0:0:10:0:0:page-faults:page-faults;"
-                             "1:3:0:0:0:0:0:1:1:0:context-switches:context-switches;"
-                             "0:1:0:0:0:0:0:10000019:0:0:insts:insts");
+    assert_string_equal(enc, "0:0:0:0:0:0:0:5:8:2000000000:0:0:cycles:cycles;"
+                             "1:2:0:0:0:0:0:10:0:0:0:0:page-faults:page-faults;"
+                             "1:3:0:0:0:0:0:1:1:0:0:0:context-switches:context-switches;"
+                             "0:1:0:0:0:0:0:10000019:0:0:0:0:insts:insts");
     expect_error("", "needs a counter");
     expect_error("5", "follows no counter");
     expect_error("cycles,0", "bad interval '0'");

@@ -12,8 +12,10 @@
  *                                  (pingpong); prints the voluntary and involuntary context
  *                                  switches of the calling thread during the loop (its own
  *                                  truth, from getrusage(RUSAGE_THREAD)).
- *   wl_counters writes N           writes the global bp_target N times (write_loop): a data
- *                                  breakpoint on it fires N times.
+ *   wl_counters writes N [M|true]  writes the global bp_target N times (write_loop): a data
+ *                                  breakpoint on it fires N times; with M, then executes itself
+ *                                  to write it M times in a new image; with true, executes
+ *                                  /bin/true.
  *
  * Built with -fno-stack-clash-protection: the stack array's pages are touched only by the loop,
  * not by the prologue's probes.
@@ -149,6 +151,14 @@ int main(int argc, char **argv)
         long n = atol(argv[2]);
         write_loop(n);
         printf("writes %ld %ld\n", n, (long)bp_target);
+        if (argc >= 4) { /* then the same program again, as a new image: writes M */
+            fflush(stdout);
+            if (!strcmp(argv[3], "true"))
+                execl("/bin/true", "true", (char *)NULL);
+            else
+                execl("/proc/self/exe", argv[0], "writes", argv[3], (char *)NULL);
+            return 3;
+        }
         return 0;
     }
     fprintf(stderr, "usage: wl_counters faults G1 G2 H S | switches N | writes N\n");
