@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "mref.h"
 #include "perfev.h"
 #include "signals.h"
 
@@ -553,29 +554,30 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
             }
             sid = id;
         }
-        uint64_t data[3 + EXP_CTR_NREGS];
-        const uint64_t *dp = NULL;
-        if (c->flags & EXP_CSET_DATA) {
-            uint64_t addr = perfev_rec_u64(&r, sizeof(struct perf_event_header) + 8);
-            if (addr && user) {
-                data[0] = EXP_CTR_EXACT;
-                data[1] = ip;
-                data[2] = addr;
-            } else {
-                /* no address from the kernel: the interrupted context, for backtracking */
-                data[0] = EXP_CTR_REGS;
-                data[1] = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
-                data[2] = 0;
-                for (int k = 0; k < EXP_CTR_NREGS; k++)
-                    data[3 + k] = (uint64_t)uc->uc_mcontext.gregs[REG_R8 + k];
-            }
-            dp = data;
-        }
-        if (exp_stream_counter(&t->stream, now, sid, (uint32_t)i, c->interval, dp) == 0) {
+        if (exp_stream_counter(&t->stream, now, sid, (uint32_t)i, c->interval, NULL) == 0) {
             source_count(&c->samples, 1);
             source_count(&c->events, c->interval);
         } else {
             source_count(&c->dropped, 1);
+            continue;
+        }
+        if (c->flags & EXP_CSET_DATA) {
+            /* the memory reference (docs/FORMAT.md MEMREF, source: the counter's id + 1): the
+             * kernel's sampled data address when it gave one (a page fault's faulting
+             * instruction and address; a breakpoint's address, its PC the instruction after the
+             * access), else the interrupted context for backtracking */
+            uint64_t addr = perfev_rec_u64(&r, sizeof(struct perf_event_header) + 8);
+            exp_memref_t m;
+            if (addr && user) {
+                memset(&m, 0, sizeof m);
+                m.source = (uint32_t)i + 1;
+                m.flags = EXP_MREF_EA | (is_fault(c) ? EXP_MREF_TRIGGER : 0);
+                m.pc = ip;
+                m.ea = addr;
+            } else {
+                mref_from_ucontext(uc, (uint32_t)i + 1, &m);
+            }
+            exp_stream_memref(&t->stream, now, sid, c->interval, &m);
         }
     }
     perfev_ring_end(ev, &cur);

@@ -12,8 +12,9 @@
  * it, armed with the same headroom as clock profiling. The kernel is counted where it permits
  * (context switches and migrations happen in the kernel), else user mode only. Each overflow
  * becomes one COUNTER record per ring sample with the thread's unwound stack (the stack service
- * of clock profiling) and the interval as its value; `+` counters add the sampled PC and data
- * address and, when the kernel gave no address, the interrupted registers (evformat.h).
+ * of clock profiling) and the interval as its value; a `+` counter's is followed by a MEMREF
+ * record (source: the counter's id + 1) with the sampled PC and data address and, when the
+ * kernel gave no address, the interrupted registers (mref.h), which the data views read.
  * A page-fault, context-switch or migration counter is disabled while its own handler runs, so
  * that the collector's own page faults and switches are not charged to the program.
  *

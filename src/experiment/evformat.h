@@ -123,8 +123,8 @@ enum exp_io_call {
 
 /* COUNTER: u dt, u stack, u counter (the `id` of a `counter` record of the log), u value (events
  * the sample stands for: the interval), then optionally u flags (EXP_CTR_*), u pc, u ea and, with
- * EXP_CTR_REGS, u n and n register values. This trailing part is the raw memory-reference data of
- * a `+` counter; it is what the dataspace analysis starts from (backtracking, data objects):
+ * EXP_CTR_REGS, u n and n register values: a memory reference that readers accept (the collector
+ * writes a `+` counter's as a MEMREF record after the COUNTER, which the data views read):
  *   pc, ea  with EXP_CTR_EXACT: the sampled instruction address and data address the kernel gave
  *           (PERF_SAMPLE_IP / PERF_SAMPLE_ADDR: page faults, data breakpoints, precise events);
  *           without it, pc is the interrupted PC and ea 0;

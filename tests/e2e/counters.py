@@ -39,7 +39,7 @@ def leb(b, i):
 
 
 def counter_refs(exp):
-    """(flags, pc, ea) of every COUNTER record (type 9) that carries a memory reference."""
+    """(flags, pc, ea) of every MEMREF record (type 24) of a counter (source >= 1)."""
     import struct
     with open(os.path.join(exp, "events"), "rb") as f:
         data = f.read()
@@ -57,14 +57,14 @@ def counter_refs(exp):
             typ = data[p]
             ln, q = leb(data, p + 1)
             p, rend = q + ln, q + ln
-            if typ != 9:
+            if typ != 24:
                 continue
             v = []
             while q < rend:
                 x, q = leb(data, q)
                 v.append(x)
-            if len(v) >= 7:  # dt, stack, counter, value, flags, pc, ea[, n, regs]
-                out.append((v[4], v[5], v[6]))
+            if v[1] >= 1:  # dt, source, stack, weight, flags, pc, ea (flag 1), ...
+                out.append((v[4], v[5], v[6] if v[4] & 1 else None))
     return out
 d = workdir("counters")
 
@@ -141,9 +141,9 @@ check(len(decl) == 1 and decl[0]["name"] == "page-faults" and decl[0]["data"] ==
 met = [f for _, f in log_records(exp, "metric") if f["name"] == "page-faults"]
 check(len(met) == 1 and met[0].get("unit") == "events", "metric record: %r" % met)
 
-# the memory reference of +page-faults, decoded here from the events file (docs/FORMAT.md) by a
-# decoder independent of the reader: every fault in touch_global1 has its exact faulting PC
-# (inside touch_global1) and data address, one for each touched page of g1
+# the memory reference of +page-faults (MEMREF records), decoded here from the events file
+# (docs/FORMAT.md) by a decoder independent of the reader: every fault in touch_global1 has its
+# exact faulting PC (inside touch_global1) and data address, one for each touched page of g1
 syms = {}
 for ln in run(["nm", "-S", WLC], expect=0).stdout.splitlines():
     f = ln.split()
@@ -154,13 +154,19 @@ refs = counter_refs(exp)
 lo, size = syms["touch_global1"]
 glo = syms["g1"][0] + bias
 got = sorted(ea for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size)
-check(all(fl == 1 for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size),
-      "faults in touch_global1 without the exact flag")
+check(all(fl == 3 for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size),
+      "faults in touch_global1 without the address and trigger flags")
 check(got == [glo + 4096 * (i + 1) for i in range(300)],
       "data addresses of the faults in touch_global1: %d, first %r, want g1 + 4096 * 1..300" %
       (len(got), [hex(x) for x in got[:3]]))
-check(len(refs) == total, "COUNTER records with a memory reference: %d of %d" %
+check(len(refs) == total, "MEMREF records of the counter: %d for %d samples" %
       (len(refs), total))
+
+# the data views read those records: the faults of the two global arrays, per data object
+p = run([TALLY, "print", "-data_objects", exp], expect=0)
+for name, n in (("g1", 300), ("g2", 200)):
+    check(re.search(r"\n +%d +[0-9.]+%% +%d +\{array\+char %s\}\n" % (n, n, name), p.stdout),
+          "-data_objects: %s does not have its %d faults:\n%s" % (name, n, p.stdout[:1500]))
 
 # -header says what each counter sampled and counted, and multiplexing and throttling when a
 # counter-stats record says so (appended here: software events are never multiplexed)
