@@ -79,7 +79,7 @@ typedef struct tally_collector_api_v1 {
     /* The time of records: CLOCK_MONOTONIC nanoseconds. */
     uint64_t (*now)(void);
 
-    /* Declares a metric: name (1 to 63 of a-z, 0-9, _, starting with a letter; the name of one
+    /* Declares a metric: name (1 to 63 of a-z, 0-9, _, -, starting with a letter; the name of one
      * of tally's own metrics, e.g. "sync", adds the values to that metric), title (what views call it; NULL: the name), unit (NULL:
      * "count"; ignored when time), time (1: values are ns, shown as seconds); title and unit
      * are printable text (no control characters), cut at 127 and 31 bytes. Declaring the

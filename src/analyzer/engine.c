@@ -77,8 +77,15 @@ int eng_metric_set(exp_experiment_t **exps, size_t nexps, eng_metric_def_t **def
                     for (uint32_t q = 0; q < pr->kinds[j].nmetrics; q++)
                         if (pr->kinds[j].metric[q] == i && !strcmp(event, "trace"))
                             event = pr->kinds[j].name;
-                d[k++] = (eng_metric_def_t){ m->name, m->title, m->unit, m->time ? 1e-9 : 1,
-                                             event, m->time };
+                for (size_t j = 0; j < pr->ncounters; j++)
+                    if (pr->counters[j].metric == i)
+                        event = "counter";
+                if (m->hz) /* cycles, shown as time at the CPUs' frequency */
+                    d[k++] = (eng_metric_def_t){ m->name, m->title, "s", 1.0 / (double)m->hz,
+                                                 event, 0 };
+                else
+                    d[k++] = (eng_metric_def_t){ m->name, m->title, m->unit,
+                                                 m->time ? 1e-9 : 1, event, m->time };
             }
         }
     }
@@ -167,6 +174,7 @@ typedef struct kind_slot {
 struct kind_map {
     kind_slot_t *slot; /* by kind id */
     uint32_t nslots;
+    int32_t counter[EXP_CTR_MAX]; /* by counter id: the engine's metric index, -1: none */
 };
 
 /* A traced call of a declared kind: its values, in the order the kind declared its metrics. A
@@ -185,6 +193,16 @@ static void contribute_trace(const exp_event_t *ev, const kind_map_t *kmap, evva
             put(e, k->m[i], ev->values[i]);
 }
 
+/* A counter's sample: the events it stands for, as the counter's metric. */
+static void contribute_counter(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
+{
+    if (!kmap || ev->call >= EXP_CTR_MAX || !ev->nvalues)
+        return;
+    int32_t m = kmap[ev->proc].counter[ev->call];
+    if (m >= 0 && ev->values[0])
+        put(e, m, ev->values[0]);
+}
+
 /* Record type -> contributor. LOST is counted by the scan statistics and a HEAP_FREE ends a
  * block (the leaks of the aggregation): they carry no metric. STATE records arrive as CLOCK. */
 static const contributor_fn contributors[256] = {
@@ -193,6 +211,7 @@ static const contributor_fn contributors[256] = {
     [EXP_REC_HEAP_ALLOC] = contribute_heap_alloc,
     [EXP_REC_IO] = contribute_io,
     [EXP_REC_TRACE] = contribute_trace,
+    [EXP_REC_COUNTER] = contribute_counter,
 };
 
 /* The non-zero metrics of one event. Returns their number (0: the event carries no metric). */
@@ -471,6 +490,11 @@ static int kind_maps(eng_t *g, exp_input_t *in)
         return TALLY_ENOMEM;
     for (size_t p = 0; p < in->e->nprocs; p++) {
         const exp_process_t *pr = in->e->procs[p];
+        for (uint32_t c = 0; c < EXP_CTR_MAX; c++)
+            in->kmap[p].counter[c] = -1;
+        for (size_t c = 0; c < pr->ncounters; c++)
+            in->kmap[p].counter[pr->counters[c].id] =
+                eng_metric_find(g, pr->metrics[pr->counters[c].metric].name);
         uint32_t n = 0;
         for (size_t k = 0; k < pr->nkinds; k++)
             if (pr->kinds[k].id + 1 > n)
@@ -480,7 +504,8 @@ static int kind_maps(eng_t *g, exp_input_t *in)
         kind_slot_t *slot = calloc(n, sizeof *slot);
         if (!slot)
             return TALLY_ENOMEM;
-        in->kmap[p] = (kind_map_t){ slot, n };
+        in->kmap[p].slot = slot;
+        in->kmap[p].nslots = n;
         for (size_t k = 0; k < pr->nkinds; k++) {
             const exp_kind_t *kd = &pr->kinds[k];
             kind_slot_t *s = &slot[kd->id];

@@ -35,6 +35,7 @@
 #include "archive.h"
 #include "base/monotime.h"
 #include "cli.h"
+#include "hwc.h"
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
 #include "experiment/settings.h"
@@ -61,6 +62,9 @@ struct collect_opts {
     char sync_ns[32];
     int heap, io;       /* heap and I/O tracing */
     int archive;        /* 0 off, 1 binaries, 2 binaries and sources */
+    hwc_set_t counters; /* -h */
+    const char *counter_args[HWC_MAX];
+    int ncounter_args;
 };
 
 static void usage(FILE *out)
@@ -73,6 +77,13 @@ static void usage(FILE *out)
         "options:\n"
         "  -p, --clock=on|off|hi|lo|<ms>   clock profiling: on = 10 ms (default), hi = 1 ms,\n"
         "                                  lo = 100 ms, or an interval in milliseconds (e.g. 0.5)\n"
+        "  -h, --counters=[+]CTR[,INT],... counter overflow profiling: a sample every INT events\n"
+        "                                  (on, hi, lo or a number) of each counter CTR: an alias\n"
+        "                                  (cycles, insts, ...), a software event (page-faults,\n"
+        "                                  context-switches, ...), a raw code r<hex>, a libpfm4\n"
+        "                                  name, or a data breakpoint mem:<addr|symbol>[/len][:w];\n"
+        "                                  '+' also records each event's data address. -h alone\n"
+        "                                  lists the counters of this machine\n"
         "  -F, --follow=on|off             follow descendant processes (fork, exec, spawn); on\n"
         "  -t, --duration=<s>|<a>-<b>      record only the first <s> seconds, or from a to b\n"
         "  -o, --output=NAME               experiment name (default <program>.<n>.tally)\n"
@@ -92,9 +103,10 @@ static void usage(FILE *out)
         "  -H, --heap=on|off               heap tracing: the malloc family, mmap and munmap\n"
         "  -i, --io=on|off                 I/O tracing: read, write, open, close, stdio, ...\n"
         "  -n, --dry-run                   print what would be done, run nothing\n"
-        "  -h, --help                      this text\n"
+        "      --help                      this text\n"
         "\n"
-        "With no arguments, prints this text and what clock profiling can do on this system.\n");
+        "With no arguments, prints this text, the counters and what clock profiling can do on\n"
+        "this system.\n");
 }
 
 /* -s: on (calibrated), off, all (every call, threshold 0) or a threshold in microseconds. */
@@ -255,7 +267,6 @@ static void print_capabilities(void)
         esc_printf("  range: 1 ms to 10000 ms; resolution one scheduler tick\n");
     }
     esc_printf("  default: on = 10 ms, hi = 1 ms, lo = 100 ms\n");
-    esc_printf("\nCounter overflow profiling (-h) is not available in this version of tally.\n");
 }
 
 /* ---- the program ---------------------------------------------------------------------------- */
@@ -549,6 +560,9 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
     }
     s->heap = o->heap;
     s->io = o->io;
+    if (o->counters.n &&
+        hwc_encode(&o->counters, hwc_cpu_hz(), s->counters.s, sizeof s->counters.s) < 0)
+        s->counters.s[0] = 0; /* cannot happen: 16 counters fit */
 }
 
 /* Appends the root's end record; creates a minimal log, with why as a warning, if the collector
@@ -596,7 +610,7 @@ static void summarize(const char *exp, const char *shown)
         esc_fprintf(stderr, "tally: warning: the experiment cannot be read back: %s\n", err.msg);
         return;
     }
-    uint64_t samples = 0, dropped = 0, disk = 0;
+    uint64_t samples = 0, dropped = 0, disk = 0, csamples = 0;
     size_t threads = 0;
     /* a process killed before it wrote its statistics: count what its events hold */
     uint64_t *counted = NULL;
@@ -612,12 +626,17 @@ static void summarize(const char *exp, const char *shown)
         samples += p->has_stats ? p->st_samples : counted ? counted[i] : 0;
         dropped += p->st_dropped_busy;
         disk += p->st_dropped_disk;
+        for (size_t c = 0; c < p->ncounters; c++)
+            csamples += p->counters[c].samples;
         for (size_t w = 0; w < p->nwarnings; w++)
             esc_fprintf(stderr, "tally: warning: %s%s%s\n", *p->name ? p->name : "",
                     *p->name ? ": " : "", p->warnings[w]);
     }
-    esc_fprintf(stderr, "tally: %s: %llu samples, %zu thread%s, %zu process%s\n", shown,
-            (unsigned long long)samples, threads, threads == 1 ? "" : "s", e->nprocs,
+    char ctr[64] = "";
+    if (csamples)
+        snprintf(ctr, sizeof ctr, ", %llu counter samples", (unsigned long long)csamples);
+    esc_fprintf(stderr, "tally: %s: %llu samples%s, %zu thread%s, %zu process%s\n", shown,
+            (unsigned long long)samples, ctr, threads, threads == 1 ? "" : "s", e->nprocs,
             e->nprocs == 1 ? "" : "es");
     free(counted);
     if (disk)
@@ -684,18 +703,20 @@ int cmd_collect(int argc, char **argv)
         { "io", required_argument, 0, 'i' },
         { "samples", required_argument, 0, 'S' }, { "sample-signal", required_argument, 0, 'l' },
         { "pause-signal", required_argument, 0, 'y' }, { "states", required_argument, 0, 2 },
-        { "archive", required_argument, 0, 'A' },
+        { "archive", required_argument, 0, 'A' }, { "counters", required_argument, 0, 'h' },
         { 0, 0, 0, 0 },
     };
     if (argc < 2) {
         usage(stdout);
+        fputs("\n", stdout);
+        hwc_print_lists(stdout);
         print_capabilities();
         return 0;
     }
     opterr = 0;
     int c;
     /* '+': stop at the first non-option, the program; its own options are its own. */
-    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nhS:l:y:s:H:i:A:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nh:S:l:y:s:H:i:A:", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (parse_clock(optarg, &o.clock_ns, &o.clock_mref)) {
@@ -809,11 +830,21 @@ int cmd_collect(int argc, char **argv)
             }
             break;
         case 'h':
+            if (o.ncounter_args == HWC_MAX) {
+                cli_error("collect", "too many -h options: at most %d counters", HWC_MAX);
+                return 2;
+            }
+            o.counter_args[o.ncounter_args++] = optarg;
+            break;
         case 3:
             usage(stdout);
             print_capabilities();
             return 0;
         case ':':
+            if (optopt == 'h') {
+                hwc_print_lists(stdout);
+                return 0;
+            }
             cli_error("collect", "option '%s' needs a value; see 'tally collect -h'",
                       argv[optind - 1]);
             return 2;
@@ -833,6 +864,13 @@ int cmd_collect(int argc, char **argv)
         cli_error("collect", "cannot run '%s': %s", prog_argv[0], why);
         return 1;
     }
+    for (int i = 0; i < o.ncounter_args; i++) {
+        char hwhy[1024];
+        if (hwc_parse(o.counter_args[i], prog, &o.counters, hwhy, sizeof hwhy)) {
+            cli_error("collect", "%s", hwhy);
+            return 2;
+        }
+    }
     if (find_collector(lib, sizeof lib)) {
         cli_error("collect", "cannot find libtally-collector.so beside '%s' or in ../%s; "
                   "set TALLY_COLLECTOR to its path", cli_self_dir(), TALLY_INSTALL_LIBDIR);
@@ -850,6 +888,12 @@ int cmd_collect(int argc, char **argv)
                        o.clock_mref ? ", with dataspace data" : "");
         else
             esc_printf("clock:        off\n");
+        for (int i = 0; i < o.counters.n; i++) {
+            const hwc_counter_t *hc = &o.counters.c[i];
+            esc_printf("counter:      %s%s every %llu events (%s; metric %s)\n",
+                       (hc->flags & HWC_DATA) ? "+" : "", hc->name,
+                       (unsigned long long)hc->interval, hc->desc, hc->metric);
+        }
         esc_printf("follow:       %s\n", o.follow ? "on (fork, exec, spawn)" : "off");
         if (o.has_duration)
             esc_printf("duration:     %.3f s to %.3f s\n", (double)o.dur_start / 1e9,

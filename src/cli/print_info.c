@@ -27,6 +27,50 @@ void pr_end_text(const exp_process_t *p, char *buf, size_t n) { rep_end_text(p, 
 
 /* ---- -header --------------------------------------------------------------------------------- */
 
+/* A counter of counter overflow profiling, with what its counter-stats record says. */
+static void counter_json(json_t *j, const exp_process_t *p, const exp_counter_t *c)
+{
+    json_obj_begin(j);
+    json_key(j, "name");
+    json_str(j, c->name);
+    json_key(j, "metric");
+    json_str(j, p->metrics[c->metric].name);
+    json_key(j, "interval");
+    json_u64(j, c->interval);
+    if (c->has_stats) {
+        const char *keys[] = { "samples", "events", "counted", "enabled_ns", "running_ns",
+                               "throttled", "lost", "dropped" };
+        const uint64_t v[] = { c->samples, c->events, c->counted, c->enabled, c->running,
+                               c->throttled, c->lost, c->dropped };
+        for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
+            json_key(j, keys[k]);
+            json_u64(j, v[k]);
+        }
+    }
+    json_obj_end(j);
+}
+
+static void counter_text(sink_t *o, const exp_counter_t *c)
+{
+    sink_printf(o, "    Counter:          %s%s, every %llu events", c->data ? "+" : "", c->name,
+                (unsigned long long)c->interval);
+    if (!c->has_stats) {
+        sink_printf(o, " (no statistics: the process ended before writing them)\n");
+        return;
+    }
+    sink_printf(o, ": %llu samples for %llu events; the kernel counted %llu\n",
+                (unsigned long long)c->samples, (unsigned long long)c->events,
+                (unsigned long long)c->counted);
+    if (c->running < c->enabled)
+        sink_printf(o, "                      multiplexed: counting %.1f%% of its enabled time "
+                    "(its samples cover that share of the run)\n",
+                    100.0 * (double)c->running / (double)c->enabled);
+    if (c->throttled || c->lost || c->dropped)
+        sink_printf(o, "                      throttled %llu times, %llu samples lost by the "
+                    "kernel, %llu not written\n", (unsigned long long)c->throttled,
+                    (unsigned long long)c->lost, (unsigned long long)c->dropped);
+}
+
 static void header_json(pstate_t *ps, const rep_header_t *h, size_t only)
 {
     json_t j;
@@ -86,6 +130,11 @@ static void header_json(pstate_t *ps, const rep_header_t *h, size_t only)
                     json_u64(&j, v[k]);
                 }
             }
+            json_key(&j, "counters");
+            json_arr_begin(&j);
+            for (size_t c = 0; c < p->ncounters; c++)
+                counter_json(&j, p, &p->counters[c]);
+            json_arr_end(&j);
             json_key(&j, "warnings");
             json_arr_begin(&j);
             for (size_t w = 0; w < p->nwarnings; w++)
@@ -157,6 +206,8 @@ static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
                         (p->npauses + 1) / 2);
     }
     pr_trace_settings(ps, p);
+    for (size_t c = 0; c < p->ncounters; c++)
+        counter_text(o, &p->counters[c]);
     sink_printf(o, "    Threads:          %zu\n", p->nthreads);
     sink_printf(o, "    Ended:            %s\n", hp->ended);
     if (p->has_stats) {

@@ -26,6 +26,7 @@
 #include "base/spinlock.h"
 #include "signals.h"
 #include "source.h"
+#include "counters.h"
 #include "threads.h"
 #include "interpose.h"
 #include "maps.h"
@@ -386,6 +387,7 @@ static void log_settings(coll_proc_t *p)
     sources_log_settings(p, &l);
     trace_log_settings(&l);
     coll_log_write(&l);
+    sources_log_decl(p);
 }
 
 /* `sample` record with getrusage(RUSAGE_SELF) figures, the process's I/O bytes and resident
@@ -701,9 +703,11 @@ void coll_finalize(const char *how, int status, int sig)
         return;
     int saved = errno;
     trace_stop();
+    counters_final(p);
     threads_stop(p);
     threads_end_others(p);
     log_stats(p);
+    counters_log_stats(p);
     coll_log_sample(p, "end", NULL);
     char buf[256];
     exp_line_t l;

@@ -26,11 +26,16 @@ typedef struct row {
 
 static row_t table[PERFEV_TABLE];
 
-static int open_event(const struct perf_event_attr *attr)
+static int open_event_on(const struct perf_event_attr *attr, pid_t pid, int cpu)
 {
     struct perf_event_attr a = *attr;
     a.size = sizeof a;
-    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    return (int)syscall(SYS_perf_event_open, &a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int open_event(const struct perf_event_attr *attr)
+{
+    return open_event_on(attr, 0, -1);
 }
 
 int perfev_probe(const struct perf_event_attr *attr)
@@ -86,6 +91,20 @@ int perfev_open_thread(perfev_t *ev, const struct perf_event_attr *attr, unsigne
     ev->ring = ring;
     ev->ring_len = len;
     ev->entry = row_claim(fd, ring, len);
+    return 0;
+}
+
+int perfev_open_cpu(perfev_t *ev, const struct perf_event_attr *attr, int cpu)
+{
+    *ev = (perfev_t)PERFEV_NONE;
+    coll_fd_room_enter();
+    int fd = coll_high_fd(open_event_on(attr, -1, cpu));
+    int e = errno;
+    coll_fd_room_leave();
+    if (fd < 0)
+        return -e;
+    ev->fd = fd;
+    ev->entry = row_claim(fd, NULL, 0);
     return 0;
 }
 

@@ -56,6 +56,11 @@ int perfev_probe(const struct perf_event_attr *attr);
 int perfev_open_thread(perfev_t *ev, const struct perf_event_attr *attr, unsigned data_pages,
                        pid_t tid, int sig);
 
+/* Opens attr counting on one CPU for every process (pid -1: a not-program-related counter),
+ * without a ring or a signal, enabled at once; recorded in the table like a thread's event, so
+ * that a fork child drops it. 0 or -errno. Normal context. */
+int perfev_open_cpu(perfev_t *ev, const struct perf_event_attr *attr, int cpu);
+
 /* Enables the event for n more overflows (after the n-th it disables itself). AS-safe. */
 void perfev_arm(const perfev_t *ev, int n);
 

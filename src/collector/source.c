@@ -7,6 +7,7 @@
 #include <sched.h>
 
 #include "clock.h"
+#include "counters.h"
 #include "unwind.h"
 
 /* Bytes of stack the profiling handler may use below its own frame when it unwinds (libunwind's
@@ -16,7 +17,7 @@
  * than this left on the stack the handler is on, the sample keeps only the interrupted PC. */
 #define UNWIND_ROOM (8 * 1024)
 
-static const coll_source_ops_t *const all[] = { &clock_source };
+static const coll_source_ops_t *const all[] = { &clock_source, &counters_source };
 #define NSOURCES (sizeof all / sizeof *all)
 
 /* The sources that proc_init turned on (written once per image, before any thread samples). */
@@ -56,6 +57,13 @@ void sources_log_settings(const coll_proc_t *p, exp_line_t *l)
     for (unsigned i = 0; i < NSOURCES; i++)
         if (all[i]->log_settings)
             all[i]->log_settings(p, l);
+}
+
+void sources_log_decl(const coll_proc_t *p)
+{
+    for (unsigned i = 0; i < nactive; i++)
+        if (active[i]->log_decl)
+            active[i]->log_decl(p);
 }
 
 int sources_thread_start(coll_proc_t *p, coll_thread_t *t)

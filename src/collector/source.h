@@ -3,9 +3,9 @@
  *
  * A sampling source makes a thread interrupt itself (a perf event's overflow, a timer) with the
  * profiling signal (coll_proc.sig, owned by signals.c) and turns each interruption into records
- * of the thread's events stream. Clock profiling (clock.c) is the first; hardware counters will
- * be the next (several perf events per thread through perfev.h, routed to the thread the same
- * way). A source is a table of hooks; the collector calls them in this order:
+ * of the thread's events stream. Clock profiling (clock.c) is the first; counter overflow
+ * profiling (counters.c) the second (several perf events per thread through perfev.h, routed to
+ * the thread the same way). A source is a table of hooks; the collector calls them in this order:
  *
  *   settings      normal, once per image: take the source's settings from p->set (settings.def)
  *                 into coll_proc. Called before the experiment is opened.
@@ -16,6 +16,8 @@
  *                 values (in_use) before they are written (may be NULL).
  *   log_settings  normal: the source's own keys of the `settings` record, after the table's
  *                 (may be NULL).
+ *   log_decl      normal: the source's own log records after the `settings` record (metric
+ *                 declarations), in every image and fork child (may be NULL).
  *   thread_start  normal, per thread, after the thread has its buffers, stream and slot and is
  *                 TH_ON: open and arm what samples the thread. Returns 0 or -errno.
  *   mine          AS-safe, in the profiling handler: 2 when the delivery is this thread's live
@@ -52,6 +54,7 @@ typedef struct coll_source_ops {
     int (*proc_init)(coll_proc_t *p);
     void (*in_use)(const coll_proc_t *p, exp_settings_t *in_use);
     void (*log_settings)(const coll_proc_t *p, exp_line_t *l);
+    void (*log_decl)(const coll_proc_t *p);
     int (*thread_start)(coll_proc_t *p, coll_thread_t *t);
     int (*mine)(const coll_thread_t *t, const siginfo_t *si);
     void (*on_overflow)(coll_proc_t *p, coll_thread_t *t, const siginfo_t *si,
@@ -69,6 +72,7 @@ int sources_proc_init(coll_proc_t *p) COLL_HIDDEN;
 int sources_active(void) COLL_HIDDEN;
 void sources_settings_in_use(const coll_proc_t *p, exp_settings_t *in_use) COLL_HIDDEN;
 void sources_log_settings(const coll_proc_t *p, exp_line_t *l) COLL_HIDDEN;
+void sources_log_decl(const coll_proc_t *p) COLL_HIDDEN;
 /* thread_start of every active source; 0 if at least one started (or none is active). */
 int sources_thread_start(coll_proc_t *p, coll_thread_t *t) COLL_HIDDEN;
 void sources_thread_stop(coll_proc_t *p, coll_thread_t *t, uint64_t now, uint64_t cpu) COLL_HIDDEN;

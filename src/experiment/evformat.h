@@ -24,7 +24,8 @@ enum exp_rec_type {
     EXP_REC_HEAP_FREE = 6,  /* a deallocation: free, realloc's old block, munmap */
     EXP_REC_IO = 7,         /* an I/O call (I/O tracing) */
     EXP_REC_TRACE = 8,      /* a traced call of a kind declared in the log (collector API) */
-    /* 9..15 are free for more tracing records; thread states and CPUs: */
+    EXP_REC_COUNTER = 9,    /* a counter overflow sample (collect -h): `counter` of the log */
+    /* 10..15 are free for more tracing records; thread states and CPUs: */
     EXP_REC_STATE = 16, /* a thread-state sample of another thread, written by the sampler */
     EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
     /* 18..23 are free for counter records; dataspace: */
@@ -119,6 +120,24 @@ enum exp_io_call {
  * the record carries one value per metric of its kind, in the declared order. */
 #define EXP_KIND_MAXVALUES 16 /* metrics (values) of one declared record kind */
 #define EXP_KIND_MAXID 65535  /* largest declared kind id */
+
+/* COUNTER: u dt, u stack, u counter (the `id` of a `counter` record of the log), u value (events
+ * the sample stands for: the interval), then optionally u flags (EXP_CTR_*), u pc, u ea and, with
+ * EXP_CTR_REGS, u n and n register values: a memory reference that readers accept (the collector
+ * writes a `+` counter's as a MEMREF record after the COUNTER, which the data views read):
+ *   pc, ea  with EXP_CTR_EXACT: the sampled instruction address and data address the kernel gave
+ *           (PERF_SAMPLE_IP / PERF_SAMPLE_ADDR: page faults, data breakpoints, precise events);
+ *           without it, pc is the interrupted PC and ea 0;
+ *   regs    the general registers of the interrupted context (the signal's ucontext), in the
+ *           order of glibc's x86-64 gregs: r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip
+ *           (EXP_CTR_NREGS values), for backtracking from pc to the memory-referencing
+ *           instruction and computing its address. */
+enum exp_counter_flags {
+    EXP_CTR_EXACT = 1, /* pc and ea are the hardware's sample (PERF_SAMPLE_IP, PERF_SAMPLE_ADDR) */
+    EXP_CTR_REGS = 2,  /* the registers of the interrupted context follow */
+};
+#define EXP_CTR_NREGS 17
+#define EXP_CTR_MAX 64 /* counters of one process (`counter` ids 0..63) */
 
 #define EXP_IO_NAME_MAX 1024 /* longest file name an IO record carries */
 

@@ -314,6 +314,26 @@ int exp_stream_memref(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t weig
     return put_event_bytes(s, EXP_REC_MEMREF, t, b, len, 0, 0);
 }
 
+int exp_stream_counter(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t counter,
+                       uint64_t value, const uint64_t *data)
+{
+    uint8_t b[(4 + 4 + EXP_CTR_NREGS) * LEB128_MAX];
+    size_t len = 0;
+    len += leb128_put(b + len, stack);
+    len += leb128_put(b + len, counter);
+    len += leb128_put(b + len, value);
+    if (data) {
+        for (int i = 0; i < 3; i++)
+            len += leb128_put(b + len, data[i]);
+        if (data[0] & EXP_CTR_REGS) {
+            len += leb128_put(b + len, EXP_CTR_NREGS);
+            for (int i = 0; i < EXP_CTR_NREGS; i++)
+                len += leb128_put(b + len, data[3 + i]);
+        }
+    }
+    return put_event_bytes(s, EXP_REC_COUNTER, t, b, len, 0, 0);
+}
+
 int exp_stream_state(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,
                      uint64_t weight)
 {

@@ -98,6 +98,11 @@ int exp_stream_io(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t call, ui
 int exp_stream_trace(exp_stream_t *s, uint64_t t, uint32_t kind, uint32_t stack,
                      const uint64_t *values, uint32_t n);
 /* Counts count lost events for reason; they are written as a LOST record at the next chance. */
+/* COUNTER: a counter's sample (see evformat.h). With data != NULL the memory-reference part is
+ * written: data[0] flags (EXP_CTR_*), data[1] pc, data[2] ea, then with EXP_CTR_REGS the
+ * EXP_CTR_NREGS registers from data[3]. */
+int exp_stream_counter(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t counter,
+                       uint64_t value, const uint64_t *data);
 void exp_stream_lost(exp_stream_t *s, uint64_t count, uint32_t reason);
 /* Writes pending LOST records, unmaps the chunk and frees the dedup tables. The stream may be
  * used again afterwards (it then starts a new chunk and forgets its stacks). */

@@ -105,7 +105,7 @@ int exp_decl_name_ok(const char *s)
     size_t n = 0;
     for (; *s; s++, n++)
         if (n >= EXP_DECL_NAME_MAX ||
-            !((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+            !((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
             return 0;
     return 1;
 }

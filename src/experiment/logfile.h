@@ -44,7 +44,7 @@ size_t exp_pct_decode(char *s);
 size_t exp_fmt_u64(char *out, uint64_t v);
 
 /* Declarations of metrics and record kinds (`metric` and `kind` records), checked the same way by
- * the collector that writes them and the reader: a name is 1 to 63 characters of [a-z0-9_]
+ * the collector that writes them and the reader: a name is 1 to 63 characters of [a-z0-9_-]
  * starting with a letter; a title (at most EXP_DECL_TITLE_MAX bytes) or unit (at most
  * EXP_DECL_UNIT_MAX) is text without control characters (they would reach terminals); NULL is
  * empty text. AS-safe. */

@@ -172,7 +172,7 @@ static int parse_line(char *line, exp_record_t *r, exp_field_t **pool, size_t *n
 typedef struct interp {
     exp_process_t *p;
     u64map_t threads, objects;
-    size_t tcap, ocap, scap, pcap, mcap, kcap;
+    size_t tcap, ocap, scap, pcap, mcap, kcap, ccap;
 } interp_t;
 
 static exp_thread_t *find_thread(interp_t *in, uint32_t tid)
@@ -352,7 +352,7 @@ static int declare_metric(interp_t *in, exp_record_t *r)
     char *name = get_str(r, "name"), *agg = get_str(r, "aggregate");
     const char *why = NULL;
     if (!exp_decl_name_ok(name))
-        why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
+        why = "its name is not 1 to 63 characters of a-z, 0-9, _ and - starting with a letter";
     else if (!exp_decl_text_ok(get_str(r, "title"), EXP_DECL_TITLE_MAX) || !exp_decl_text_ok(get_str(r, "unit"), EXP_DECL_UNIT_MAX))
         why = "its title or unit has control characters or is too long (127, 31 bytes)";
     else if (*agg && strcmp(agg, "sum"))
@@ -370,7 +370,63 @@ static int declare_metric(interp_t *in, exp_record_t *r)
     m->title = *get_str(r, "title") ? get_str(r, "title") : name;
     m->time = exp_record_u64(r, "time", 0) == 1;
     m->unit = m->time ? "s" : *get_str(r, "unit") ? get_str(r, "unit") : "count";
+    m->hz = m->time ? 0 : exp_record_u64(r, "hz", 0);
     return 0;
+}
+
+/* A `counter` record: id, name, metric (declared before), interval, data. */
+static int declare_counter(interp_t *in, exp_record_t *r)
+{
+    exp_process_t *p = in->p;
+    const char *ids = exp_record_get(r, "id");
+    uint64_t id = exp_record_u64(r, "id", UINT64_MAX);
+    char *name = get_str(r, "name");
+    long m = find_metric(p, get_str(r, "metric"));
+    const char *why = NULL;
+    if (!ids || id >= EXP_CTR_MAX)
+        why = "its id is not a number from 0 to 63";
+    else if (m < 0)
+        why = "its metric was not declared before it";
+    else if (!exp_decl_text_ok(name, EXP_DECL_TITLE_MAX))
+        why = "its name has control characters or is too long";
+    for (size_t i = 0; i < p->ncounters && !why; i++)
+        if (p->counters[i].id == id)
+            why = "a counter with that id was declared before";
+    if (why)
+        return add_warning(p, "log line %u: counter '%s' is not used: %s", r->line, name, why);
+    if (GROW(p->counters, p->ncounters, in->ccap))
+        return TALLY_ENOMEM;
+    exp_counter_t *c = &p->counters[p->ncounters++];
+    memset(c, 0, sizeof *c);
+    c->id = (uint32_t)id;
+    c->name = name;
+    c->metric = (uint32_t)m;
+    c->interval = exp_record_u64(r, "interval", 0);
+    c->data = exp_record_u64(r, "data", 0) == 1;
+    return 0;
+}
+
+/* A `counter-stats` record: the figures of a counter declared before. */
+static int counter_stats(interp_t *in, exp_record_t *r)
+{
+    exp_process_t *p = in->p;
+    uint64_t id = exp_record_u64(r, "id", UINT64_MAX);
+    for (size_t i = 0; i < p->ncounters; i++) {
+        exp_counter_t *c = &p->counters[i];
+        if (c->id != id)
+            continue;
+        c->has_stats = 1;
+        c->samples = exp_record_u64(r, "samples", 0);
+        c->events = exp_record_u64(r, "events", 0);
+        c->counted = exp_record_u64(r, "counted", 0);
+        c->enabled = exp_record_u64(r, "enabled", 0);
+        c->running = exp_record_u64(r, "running", 0);
+        c->throttled = exp_record_u64(r, "throttled", 0);
+        c->lost = exp_record_u64(r, "lost", 0);
+        c->dropped = exp_record_u64(r, "dropped", 0);
+        return 0;
+    }
+    return add_warning(p, "log line %u: counter-stats of a counter not declared", r->line);
 }
 
 /* A `kind` record: id, name, metrics (comma-separated names of metrics declared before). */
@@ -385,7 +441,7 @@ static int declare_kind(interp_t *in, exp_record_t *r)
     if (!ids || id > EXP_KIND_MAXID)
         why = "its id is not a number from 0 to 65535";
     else if (!exp_decl_name_ok(name))
-        why = "its name is not 1 to 63 characters of a-z, 0-9 and _ starting with a letter";
+        why = "its name is not 1 to 63 characters of a-z, 0-9, _ and - starting with a letter";
     for (size_t i = 0; i < p->nkinds && !why; i++)
         if (p->kinds[i].id == k.id)
             why = "a kind with that id was declared before";
@@ -544,6 +600,10 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         return declare_metric(in, r);
     } else if (!strcmp(k, "kind")) {
         return declare_kind(in, r);
+    } else if (!strcmp(k, "counter")) {
+        return declare_counter(in, r);
+    } else if (!strcmp(k, "counter-stats")) {
+        return counter_stats(in, r);
     } else if (!strcmp(k, "end")) {
         p->has_end = 1; /* the last one is used */
         p->end_how = get_str(r, "how");
@@ -970,6 +1030,7 @@ static void free_process(exp_process_t *p)
     free(p->pauses);
     free(p->metrics);
     free(p->kinds);
+    free(p->counters);
     free(p->argv);
     for (size_t i = 0; i < p->nwarnings; i++)
         free(p->warnings[i]);
@@ -1297,6 +1358,7 @@ struct cursor {
     exp_event_t ev; /* the next event */
     uint64_t values[EXP_KIND_MAXVALUES]; /* ev.values of a TRACE event */
     exp_memref_t mref;                   /* ev.mref of a MEMREF event */
+    uint64_t regs[EXP_CTR_NREGS];        /* ev.regs of a COUNTER event */
 };
 
 /* Loads the cursor's next chunk; returns 0 when the stream has none left. A chunk the file ends
@@ -1607,6 +1669,41 @@ static int decode_memref(struct cursor *c, uint8_t type, const uint8_t *q, const
     return 0;
 }
 
+/* COUNTER: stack, counter id, value, then optionally flags, pc, ea and (EXP_CTR_REGS) n
+ * registers. The id is not checked here (the process's counters say what it counts). */
+static int decode_counter(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                          const uint8_t *rec)
+{
+    (void)type;
+    exp_event_t *ev = &c->ev;
+    uint64_t a, id, f = 0, pc = 0, ea = 0, n;
+    if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &id) ||
+        leb128_get(&q, rend, &c->values[0]) || id >= EXP_CTR_MAX)
+        return -1;
+    if (q < rend) {
+        if (leb128_get(&q, rend, &f) || leb128_get(&q, rend, &pc) || leb128_get(&q, rend, &ea) ||
+            f > (EXP_CTR_EXACT | EXP_CTR_REGS))
+            return -1;
+        if (f & EXP_CTR_REGS) {
+            if (leb128_get(&q, rend, &n) || n != EXP_CTR_NREGS)
+                return -1;
+            for (uint64_t i = 0; i < n; i++)
+                if (leb128_get(&q, rend, &c->regs[i]))
+                    return -1;
+            ev->regs = c->regs;
+        }
+        ev->dflags = (uint32_t)f;
+        ev->pc = pc;
+        ev->addr = ea;
+    }
+    ev->stack = map_stack(c, a, rec);
+    ev->call = (uint32_t)id;
+    ev->nvalues = 1;
+    ev->values = c->values;
+    ev->count = 1;
+    return 0;
+}
+
 /* Record type -> decoder of its payload; NULL: a type this reader does not know (skipped and
  * counted). STACK records are not events: cursor_next decodes them itself. */
 static const decode_fn decoders[256] = {
@@ -1617,6 +1714,7 @@ static const decode_fn decoders[256] = {
     [EXP_REC_HEAP_FREE] = decode_heap,
     [EXP_REC_IO] = decode_io,
     [EXP_REC_TRACE] = decode_trace,
+    [EXP_REC_COUNTER] = decode_counter,
     [EXP_REC_STATE] = decode_state,
     [EXP_REC_CPU] = decode_cpu,
     [EXP_REC_MEMREF] = decode_memref,
@@ -1636,6 +1734,9 @@ static inline int decode_event(struct cursor *c, uint8_t type, const uint8_t *q,
     ev->name = NULL;
     ev->values = NULL;
     ev->mref = NULL;
+    ev->dflags = 0;
+    ev->pc = 0;
+    ev->regs = NULL;
     ev->tid = c->tid;
     ev->cpu = c->ts.cpu;
     decode_fn fn = decoders[type];

@@ -90,12 +90,26 @@ typedef struct exp_sample {
 } exp_sample_t;
 
 /* A metric declared by the log (a `metric` record): values of it come in TRACE records of a
- * declared kind. Names are 1 to 63 characters of [a-z0-9_] starting with a letter; the only
+ * declared kind. Names are 1 to 63 characters of [a-z0-9_-] starting with a letter; the only
  * aggregation this reader knows is `sum` (a declaration of another is refused with a warning). */
 typedef struct exp_metric {
     char *name, *title, *unit;
-    int time; /* 1: values are ns of time (shown as seconds) */
+    int time;    /* 1: values are ns of time (shown as seconds) */
+    uint64_t hz; /* not 0: values are CPU cycles at this frequency (shown as seconds) */
 } exp_metric_t;
+
+/* A counter of counter overflow profiling (a `counter` record): COUNTER records of this id carry
+ * values of metric (an index into exp_process_t.metrics); the `counter-stats` record at the
+ * image's end says what was sampled and counted. */
+typedef struct exp_counter {
+    uint32_t id; /* 0 .. EXP_CTR_MAX-1, unique in the log */
+    char *name;  /* as the user gave it */
+    uint32_t metric;
+    uint64_t interval;
+    int data; /* a `+` counter: its records carry the memory-reference part */
+    int has_stats;
+    uint64_t samples, events, counted, enabled, running, throttled, lost, dropped;
+} exp_counter_t;
 
 /* A record kind declared by the log (a `kind` record): a TRACE record of this id carries one
  * value for each of metric[0..nmetrics) (indices into exp_process_t.metrics), in this order. */
@@ -152,6 +166,8 @@ typedef struct exp_process {
     size_t nmetrics;
     exp_kind_t *kinds; /* declared record kinds, in log order, ids unique */
     size_t nkinds;
+    exp_counter_t *counters; /* counters of counter overflow profiling, in log order */
+    size_t ncounters;
     /* how the process ended: has_end = 0 when no end record was written */
     int has_end;
     char *end_how, *end_signame;
@@ -225,7 +241,8 @@ int64_t exp_stacks_intern_gen(exp_stacks_t *s, uint32_t proc, uint32_t gen, cons
 #define EXP_NO_STACK UINT32_MAX /* exp_event_t.stack of an event without a stack */
 
 typedef struct exp_event {
-    uint32_t type; /* EXP_REC_CLOCK, _LOST, _SYNC, _HEAP_ALLOC, _HEAP_FREE, _IO, _TRACE, _MEMREF */
+    uint32_t type; /* EXP_REC_CLOCK, _LOST, _SYNC, _HEAP_ALLOC, _HEAP_FREE, _IO, _TRACE, _MEMREF,
+                      _COUNTER */
     uint32_t proc; /* process index */
     uint32_t tid;
     uint64_t t;
@@ -251,6 +268,13 @@ typedef struct exp_event {
     /* MEMREF: the memory reference (valid during the callback only); stack and weight are the
      * sample's, call is its source (0: clock, n: the n-th counter) */
     const exp_memref_t *mref;
+    /* COUNTER: call is the counter's id, values[0] the events the sample stands for; a `+`
+     * counter's memory reference (evformat.h): dflags (EXP_CTR_*, 0: none), pc, addr (the data
+     * address, 0 when not known) and, with EXP_CTR_REGS, regs[EXP_CTR_NREGS] (valid during the
+     * callback only) */
+    uint32_t dflags;
+    uint64_t pc;
+    const uint64_t *regs;
 } exp_event_t;
 
 typedef struct exp_scan_stats {

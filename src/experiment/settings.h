@@ -38,6 +38,16 @@
 /* The longest encoded value (every value percent-encoded), without the name and its '='. */
 #define EXP_SETTINGS_ENC_MAX (3 * EXP_SETTINGS_PATH_MAX + 1024)
 
+/* The flags of a counter in the `counters` setting (written by src/cli/hwc.c, read by
+ * src/collector/counters.c). */
+enum exp_counter_set_flags {
+    EXP_CSET_DATA = 1,    /* '+': record the sampled instruction and data address */
+    EXP_CSET_NPR = 2,     /* not program related (an uncore PMU's event) */
+    EXP_CSET_BP_EXE = 4,  /* breakpoint address relative to the main program's load bias */
+    EXP_CSET_CYCLES = 8,  /* counts CPU cycles: shown as time at the CPUs' frequency (hz) */
+    EXP_CSET_TIME = 16,   /* counts ns (task-clock): shown as time */
+};
+
 enum exp_sync_mode { EXP_SYNC_OFF = 0, EXP_SYNC_CALIBRATE = 1, EXP_SYNC_THRESHOLD = 2 };
 
 typedef struct { char s[EXP_SETTINGS_PATH_MAX]; } exp_set_PATH_t;

@@ -51,10 +51,16 @@ p = run([TALLY, "collect", "-n", "-d", os.path.join(d, "dry"), "/bin/true"], exp
 check("would run" in p.stdout and not os.path.exists(os.path.join(d, "dry")),
       "dry run: %r" % p.stdout)
 
-# every command answers -h
-for cmd in ("collect", "print", "check", "archive"):
+# every command answers -h; collect's -h is counter profiling as in gprofng: alone, it lists the
+# counters, and --help is the help
+for cmd in ("print", "check", "archive"):
     p = run([TALLY, cmd, "-h"], expect=0)
     check("usage" in p.stdout.lower(), "tally %s -h: %r" % (cmd, p.stdout[:200]))
+p = run([TALLY, "collect", "--help"], expect=0)
+check("usage" in p.stdout.lower(), "tally collect --help: %r" % p.stdout[:200])
+p = run([TALLY, "collect", "-h"], expect=0)
+check(p.stdout.startswith("Well known HW counters available for profiling:"),
+      "tally collect -h: %r" % p.stdout[:200])
 
 # not an experiment
 p = run([TALLY, "print", "-functions", d], expect=1)

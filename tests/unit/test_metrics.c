@@ -29,11 +29,11 @@
 static void test_metric_set(void **state)
 {
     (void)state;
-    exp_metric_t m1[] = { { "msgtime", "Message Time", "s", 1 },
-                          { "msgbytes", "Message Bytes", "bytes", 0 } };
-    exp_metric_t m2[] = { { "msgbytes", "Message Bytes", "bytes", 0 },
-                          { "flops", "Floating Point Operations", "count", 0 },
-                          { "sync", "Sync Wait Time", "s", 1 } }; /* a builtin name: that metric */
+    exp_metric_t m1[] = { { "msgtime", "Message Time", "s", 1, 0 },
+                          { "msgbytes", "Message Bytes", "bytes", 0, 0 } };
+    exp_metric_t m2[] = { { "msgbytes", "Message Bytes", "bytes", 0, 0 },
+                          { "flops", "Floating Point Operations", "count", 0, 0 },
+                          { "sync", "Sync Wait Time", "s", 1, 0 } }; /* a builtin name: that metric */
     exp_kind_t k1[] = { { 3, "msg_send", 2, { 0, 1 } } };
     exp_process_t p1 = { .metrics = m1, .nmetrics = 2, .kinds = k1, .nkinds = 1 };
     exp_process_t p2 = { .metrics = m2, .nmetrics = 3 };

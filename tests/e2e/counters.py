@@ -1,0 +1,284 @@
+"""Counter overflow profiling (collect -h) with the counters this machine really has.
+
+The machine has no hardware PMU, so what is checked for real is what the kernel counts itself:
+- the lists: `tally collect -h` and `tally collect` print the seed's two lists, in its format,
+  and say plainly when there is no PMU; `--help` is collect's help;
+- page faults are exact: wl_counters touches known numbers of fresh pages in two global arrays,
+  one member of a heap array of structures and a stack array, each in its own function; with
+  page-faults,1 every fault is a sample and each function's count is exactly its pages (the
+  collector's own faults show under the collector's functions, not the program's);
+- context switches: the main thread's count in pingpong against the thread's own getrusage
+  (one-sided: the counter does not count while the collector's handler runs, getrusage does);
+- a data breakpoint on a global written N times gives N events in the function that writes;
+- several counters with clock profiling in one run; counter metrics in every view and --json;
+- the log: metric and counter declarations, counter-stats (samples, what the kernel counted,
+  enabled = running for software events);
+- errors: an unknown counter, a hardware counter where there is no PMU, a bad interval, the same
+  counter twice, a breakpoint on a symbol the program does not have.
+"""
+import json
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import *  # noqa
+
+WLC = os.path.join(WL, "wl_counters")
+
+
+def leb(b, i):
+    v = sh = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << sh
+        sh += 7
+        if not c & 0x80:
+            return v, i
+
+
+def counter_refs(exp):
+    """(flags, pc, ea) of every MEMREF record (type 24) of a counter (source >= 1)."""
+    import struct
+    with open(os.path.join(exp, "events"), "rb") as f:
+        data = f.read()
+    hsize, csize = struct.unpack_from("<II", data, 12)
+    out = []
+    k = 0
+    while hsize + (k + 1) * csize <= len(data):
+        off = hsize + k * csize
+        k += 1
+        magic, _, _, used = struct.unpack_from("<IIII", data, off)
+        if magic == 0:
+            continue
+        p, end = off + 32, off + 32 + used
+        while p < end:
+            typ = data[p]
+            ln, q = leb(data, p + 1)
+            p, rend = q + ln, q + ln
+            if typ != 24:
+                continue
+            v = []
+            while q < rend:
+                x, q = leb(data, q)
+                v.append(x)
+            if v[1] >= 1:  # dt, source, stack, weight, flags, pc, ea (flag 1), ...
+                out.append((v[4], v[5], v[6] if v[4] & 1 else None))
+    return out
+d = workdir("counters")
+
+# ---- the lists ------------------------------------------------------------------------------
+p = run([TALLY, "collect", "-h"], expect=0)
+lists = p.stdout
+check(lists.startswith("Well known HW counters available for profiling:\n"),
+      "collect -h does not start with the well-known list:\n%s" % lists[:400])
+check("\nRaw HW counters available for profiling:\n" in lists,
+      "collect -h has no raw list:\n%s" % lists[:800])
+check(lists.index("Well known") < lists.index("Raw HW"), "the lists are out of order")
+nopmu = "(none: this machine has no hardware performance counters" in lists
+if nopmu:
+    check("\n  (none: no hardware PMU here" in lists, "the raw list does not say there is no PMU")
+    check("\ncycles," not in lists, "cycles listed without a PMU")
+else:  # a machine with a PMU: the seed's line format
+    check(re.search(r"\ncycles,\d+ \('CPU Cycles', alias for \S+; CPU-cycles\)\n", lists),
+          "no cycles line in the seed's format:\n%s" % lists[:800])
+for sw in ("page-faults", "minor-faults", "major-faults", "context-switches", "cpu-migrations",
+           "alignment-faults", "task-clock"):
+    check(re.search(r"\n%s,\d+ \('[^']+', alias for PERF_COUNT_SW_\w+; \w+\)\n" % sw, lists),
+          "software event %s missing from the lists" % sw)
+check("\nmem:<address|symbol>" in lists, "the breakpoint syntax is not listed")
+
+p = run([TALLY, "collect"], expect=0)
+check("Well known HW counters available for profiling:" in p.stdout and
+      "Raw HW counters available for profiling:" in p.stdout and "usage:" in p.stdout,
+      "collect without arguments lacks the usage or the lists:\n%s" % p.stdout[:600])
+p = run([TALLY, "collect", "--help"], expect=0)
+check("usage: tally collect" in p.stdout and "-h, --counters" in p.stdout and
+      "Raw HW counters" not in p.stdout, "collect --help:\n%s" % p.stdout[:600])
+
+# ---- errors ---------------------------------------------------------------------------------
+def refused(opts, words):
+    p = run([TALLY, "collect", "-d", d, "-o", "bad"] + opts + [WLC, "writes", "1"])
+    check(p.returncode == 2, "%s: exit %d, expected 2" % (" ".join(opts), p.returncode))
+    for w in words:
+        check(w in p.stderr, "%s: the message lacks %r:\n%s" % (" ".join(opts), w, p.stderr))
+    check(not os.path.exists(os.path.join(d, "bad.tally")),
+          "%s: an experiment was created" % " ".join(opts))
+
+refused(["-h", "no-such-counter"], ["unknown counter 'no-such-counter'", "tally collect -h"])
+refused(["-h", "page-faults,0"], ["bad interval '0'"])
+refused(["-h", "page-faults", "-h", "faults"], ["given twice"])
+refused(["-h", "mem:no_such_global"], ["no symbol 'no_such_global'"])
+refused(["-h", "7"], ["follows no counter"])
+if nopmu:
+    refused(["-h", "cycles"], ["'cycles' cannot be counted here", "no hardware PMU"])
+
+# ---- page faults, exact ---------------------------------------------------------------------
+N = {"touch_global1": 300, "touch_global2": 200, "touch_heap": 150, "touch_stack": 100}
+exp = collect(d, [WLC, "faults", "300", "200", "150", "100"], ["-h", "+page-faults,1"],
+              name="faults")
+doc = print_json(exp, "-metrics", "e.page-faults:i.page-faults", "-functions")[0]
+names = [m["name"] for m in doc["metrics"]]
+check("e.page-faults" in names and "i.page-faults" in names, "metrics: %r" % names)
+r = rows_by_name(doc)
+for fn, n in N.items():
+    got = r.get(fn, {}).get("e.page-faults")
+    check(got == n, "page faults in %s: got %r, want exactly %d" % (fn, got, n))
+total = r["<Total>"]["e.page-faults"]
+stats = [f for _, f in log_records(exp, "counter-stats")]
+check(len(stats) == 1, "counter-stats records: %r" % stats)
+if stats:
+    s = stats[0]
+    check(int(s["samples"]) == total, "counter-stats samples %s, <Total> %s" % (s["samples"], total))
+    check(int(s["counted"]) == int(s["samples"]) + int(s.get("collector", 0)),
+          "the kernel counted %s faults, %s written + %s the collector's" %
+          (s["counted"], s["samples"], s.get("collector")))
+    check(s["enabled"] == s["running"], "a software event was multiplexed: %r" % s)
+decl = [f for _, f in log_records(exp, "counter")]
+check(len(decl) == 1 and decl[0]["name"] == "page-faults" and decl[0]["data"] == "1" and
+      decl[0]["interval"] == "1", "counter record: %r" % decl)
+met = [f for _, f in log_records(exp, "metric") if f["name"] == "page-faults"]
+check(len(met) == 1 and met[0].get("unit") == "events", "metric record: %r" % met)
+
+# the memory reference of +page-faults (MEMREF records), decoded here from the events file
+# (docs/FORMAT.md) by a decoder independent of the reader: every fault in touch_global1 has its
+# exact faulting PC (inside touch_global1) and data address, one for each touched page of g1
+syms = {}
+for ln in run(["nm", "-S", WLC], expect=0).stdout.splitlines():
+    f = ln.split()
+    if len(f) == 4:
+        syms[f[3]] = (int(f[0], 16), int(f[1], 16))
+bias = int([f for _, f in log_records(exp, "load") if f["path"] == WLC][0]["bias"], 16)
+refs = counter_refs(exp)
+lo, size = syms["touch_global1"]
+glo = syms["g1"][0] + bias
+got = sorted(ea for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size)
+check(all(fl == 3 for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size),
+      "faults in touch_global1 without the address and trigger flags")
+check(got == [glo + 4096 * (i + 1) for i in range(300)],
+      "data addresses of the faults in touch_global1: %d, first %r, want g1 + 4096 * 1..300" %
+      (len(got), [hex(x) for x in got[:3]]))
+check(len(refs) == total, "MEMREF records of the counter: %d for %d samples" %
+      (len(refs), total))
+
+# the data views read those records: the faults of the two global arrays, per data object
+p = run([TALLY, "print", "-data_objects", exp], expect=0)
+for name, n in (("g1", 300), ("g2", 200)):
+    check(re.search(r"\n +%d +[0-9.]+%% +%d +\{array\+char %s\}\n" % (n, n, name), p.stdout),
+          "-data_objects: %s does not have its %d faults:\n%s" % (name, n, p.stdout[:1500]))
+
+# -header says what each counter sampled and counted, and multiplexing and throttling when a
+# counter-stats record says so (appended here: software events are never multiplexed)
+p = run([TALLY, "print", "-header", exp], expect=0)
+check(re.search(r"Counter: +\+page-faults, every 1 events: %d samples" % total, p.stdout),
+      "-header has no counter line:\n%s" % p.stdout)
+h = print_json(exp, "-header")[0]["experiments"][0]["processes"][0]["counters"]
+check(len(h) == 1 and h[0]["name"] == "page-faults" and h[0]["samples"] == total,
+      "-header --json counters: %r" % h)
+with open(os.path.join(exp, "log"), "a") as f:
+    f.write("counter-stats id=0 samples=%d events=%d counted=%d enabled=1000 running=250 "
+            "throttled=3 lost=4 dropped=0\n" % (total, total, total))
+p = run([TALLY, "print", "-header", exp], expect=0)
+check("multiplexed: counting 25.0% of its enabled time" in p.stdout and
+      "throttled 3 times, 4 samples lost" in p.stdout,
+      "-header does not show multiplexing and throttling:\n%s" % p.stdout)
+
+# every view shows the counter's metric
+for view in (["-lines"], ["-pcs"], ["-objects"], ["-callers-callees"], ["-calltree"],
+             ["-disasm", "touch_heap"], ["-source", "touch_heap"]):
+    docs = print_json(exp, "-metrics", "e.page-faults:i.page-faults", *view)
+    txt = json.dumps(docs)
+    check("page-faults" in txt, "%s --json has no page-faults metric" % view[0])
+p = run([TALLY, "print", "-metrics", "e.page-faults", "-lines", exp], expect=0)
+check("page-faults" in p.stdout, "-lines text has no page-faults column:\n%s" % p.stdout[:500])
+
+# ---- context switches -----------------------------------------------------------------------
+# the program's own truth is printed on its stdout, which collect passes through
+p = run([TALLY, "collect", "-d", d, "-o", "switches", "-p", "hi", "-h", "context-switches,1",
+         WLC, "switches", "3000"], expect=0)
+m = re.search(r"switches (\d+) (\d+)", p.stdout)
+check(m is not None, "wl_counters switches printed no truth: %r" % p.stdout)
+if m:
+    truth = int(m.group(1)) + int(m.group(2))
+    check(truth >= 3000, "pingpong switched only %d times for 3000 rounds" % truth)
+    doc = print_json(os.path.join(d, "switches.tally"), "-metrics", "i.context-switches",
+                     "-functions")[0]
+    r = rows_by_name(doc)
+    got = r.get("pingpong", {}).get("i.context-switches", 0)
+    # one-sided: the counter is off while the collector's handler runs; getrusage counts all
+    bounded(got, truth, 0.05, 0.0, "context switches in pingpong against getrusage")
+    check(r.get("<Total>", {}).get("i.context-switches", 0) >= got,
+          "total below pingpong's: %r" % r.get("<Total>"))
+
+# ---- a data breakpoint ----------------------------------------------------------------------
+exp = collect(d, [WLC, "writes", "5000"], ["-h", "mem:bp_target:w"], name="bp")
+doc = print_json(exp, "-functions")[0]
+r = rows_by_name(doc)
+key = "e.mem_bp_target_w"
+check(key in [m["name"] for m in doc["metrics"]], "metrics: %r" % doc["metrics"])
+check(r.get("write_loop", {}).get(key) == 5000,
+      "breakpoint events in write_loop: %r, want 5000" % r.get("write_loop"))
+check(r.get("<Total>", {}).get(key) == 5000, "breakpoint events: %r" % r.get("<Total>"))
+
+# a breakpoint on a symbol is the profiled program's: set again when the program executes itself
+# (a new image of the same file), not in another program it executes, which says so
+exp = collect(d, [WLC, "writes", "300", "200"], ["-h", "mem:bp_target:w"], name="bpexec")
+r = rows_by_name(print_json(exp, "-functions")[0])
+check(r.get("write_loop", {}).get(key) == 500,
+      "breakpoint events of the program and its exec of itself: %r, want 500" %
+      r.get("write_loop"))
+exp = collect(d, [WLC, "writes", "300", "true"], ["-h", "mem:bp_target:w"], name="bpother")
+r = rows_by_name(print_json(exp, "-functions")[0])
+check(r.get("write_loop", {}).get(key) == 300,
+      "breakpoint events before exec of another program: %r" % r.get("write_loop"))
+sub = [os.path.join(exp, x) for x in os.listdir(exp) if x.startswith("_x")]
+check(len(sub) == 1, "the exec'd program has no experiment: %r" % os.listdir(exp))
+if sub:
+    w = [f.get("what", "") for _, f in log_records(sub[0], "warning")]
+    check(any("not%20set%20in%20this%20program" in x for x in w),
+          "no warning in the other program's experiment: %r" % w)
+
+# ---- several counters, with clock profiling -------------------------------------------------
+exp = collect(d, [WLC, "faults", "50", "50", "50", "50"],
+              ["-p", "hi", "-h", "page-faults,1,minor-faults,hi", "-h", "+context-switches"],
+              name="several")
+doc = print_json(exp, "-functions")[0]
+names = [m["name"] for m in doc["metrics"]]
+for m in ("e.totalcpu", "e.page-faults", "e.minor-faults", "e.context-switches"):
+    check(m in names, "several counters: no %s in %r" % (m, names))
+r = rows_by_name(doc)
+check(r.get("touch_global1", {}).get("e.page-faults") == 50,
+      "page-faults beside other counters: %r" % r.get("touch_global1"))
+mf = r.get("<Total>", {}).get("e.minor-faults", 0)
+check(mf % 1 == 0 and mf > 0, "minor-faults,hi: %r" % mf)
+check(len(log_records(exp, "counter")) == 3, "three counter records expected")
+
+# ---- a not-program-related counter ----------------------------------------------------------
+# No uncore PMU here: the collector is given a software event marked not program related (flag
+# 2 of the counters setting, as src/cli/hwc.c encodes an uncore event) directly, as tally
+# collect would start it. It counts every CPU and shows under collector_not_program_related.
+LIB = os.path.join(os.path.dirname(os.path.abspath(TALLY)), "libtally-collector.so")
+exp = os.path.join(d, "npr.tally")
+os.makedirs(exp)
+env = dict(os.environ)
+env.update({"T_SETTINGS": "d=%s,p=0,h=1:3:0:0:0:0:0:1:2:0:0:0:cs-all:cs-all" % exp,
+            "T_PRELOAD": LIB})
+script = ('export TALLY_SETTINGS="$T_SETTINGS,r=$$,o=$$" LD_PRELOAD="$T_PRELOAD"; '
+          'unset T_SETTINGS T_PRELOAD; exec "$@"')
+p = run(["sh", "-c", script, "sh", WLC, "switches", "500"], env=env, expect=0)
+decl = [f for _, f in log_records(exp, "counter")]
+warn = [f.get("what", "") for _, f in log_records(exp, "warning")]
+if decl:
+    check(decl[0].get("program") == "0", "counter record of cs-all: %r" % decl)
+    doc = print_json(exp, "-metrics", "e.cs-all:i.cs-all", "-functions")[0]
+    r = rows_by_name(doc)
+    npr = r.get("collector_not_program_related", {})
+    check(npr.get("e.cs-all", 0) >= 1000 and npr.get("e.cs-all") == r["<Total>"]["e.cs-all"],
+          "system-wide switches not all under collector_not_program_related: %r" % r)
+    check(r.get("pingpong", {}).get("i.cs-all", 0) == 0, "the program has cs-all: %r" % r)
+else:  # system-wide counting not permitted: said, not silent
+    check(any("cannot count on any CPU" in w for w in warn),
+          "cs-all not collected and no warning says why: %r" % warn)
+
+done(d)

@@ -1,0 +1,325 @@
+/*
+ * test_hwc.c - the counters of `tally collect -h` (src/cli/hwc.c): names and their perf_event
+ * encodings, intervals, errors, the form passed to the collector, and the lists.
+ *
+ * CTest runs this file once per CPU model, with libpfm4 forced to it (LIBPFM_FORCE_PMU: skl, icl,
+ * amd64_fam19h_zen3, amd64_fam19h_zen4; libpfm4 reads it once, at its initialization, so one
+ * process per model). The machine itself has no PMU, so perf_event_open is replaced by a probe
+ * that accepts everything (a machine with a PMU) or refuses hardware events with ENOENT (this
+ * machine, as the kernel answers here). The expected codes are the CPUs' documented event
+ * selects and unit masks: MEM_LOAD_RETIRED.L1_MISS is event 0xd1 umask 0x08 on Skylake and Ice
+ * Lake; RETIRED_INSTRUCTIONS 0xc0 and LS_DISPATCH.LD_DISPATCH 0x29 umask 0x01 on Zen 3 and 4.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "cli/hwc.h"
+
+/* A global for the breakpoint-by-symbol test: 8 bytes, aligned. */
+volatile long hwc_test_global = 1;
+
+static const char *model;
+static int intel, amd;
+
+static int probe_pmu(const struct perf_event_attr *a) { (void)a; return 0; }
+static int probe_nopmu(const struct perf_event_attr *a)
+{
+    return a->type == PERF_TYPE_SOFTWARE || a->type == PERF_TYPE_BREAKPOINT ? 0 : -ENOENT;
+}
+
+static char self[4096];
+
+static int first_bias(struct dl_phdr_info *i, size_t sz, void *out)
+{
+    (void)sz;
+    *(uint64_t *)out = i->dlpi_addr;
+    return 1;
+}
+
+/* The load bias of the main program (the first object dl_iterate_phdr reports). */
+static uint64_t main_bias(void)
+{
+    uint64_t b = 0;
+    dl_iterate_phdr(first_bias, &b);
+    return b;
+}
+
+static hwc_counter_t one(const char *arg)
+{
+    hwc_set_t s = { .n = 0 };
+    char why[1024] = "";
+    int rc = hwc_parse(arg, self, &s, why, sizeof why);
+    if (rc)
+        fail_msg("'%s': %s", arg, why);
+    assert_int_equal(s.n, 1);
+    return s.c[0];
+}
+
+static void expect_error(const char *arg, const char *part)
+{
+    hwc_set_t s = { .n = 0 };
+    char why[1024] = "";
+    assert_int_equal(hwc_parse(arg, self, &s, why, sizeof why), -1);
+    assert_int_equal(s.n, 0);
+    if (!strstr(why, part))
+        fail_msg("'%s': message '%s' lacks '%s'", arg, why, part);
+}
+
+static void aliases_and_software(void **st)
+{
+    (void)st;
+    hwc_probe = probe_pmu;
+    hwc_counter_t c = one("cycles");
+    assert_int_equal(c.attr.type, PERF_TYPE_HARDWARE);
+    assert_int_equal(c.attr.config, PERF_COUNT_HW_CPU_CYCLES);
+    assert_int_equal(c.interval, 10000019);
+    assert_true(c.flags & HWC_CYCLES);
+    assert_string_equal(c.metric, "cycles");
+    c = one("instructions,hi");
+    assert_int_equal(c.attr.config, PERF_COUNT_HW_INSTRUCTIONS);
+    assert_string_equal(c.metric, "insts");
+    assert_int_equal(c.interval, 1000001);
+    c = one("+l1d-load-misses,lo");
+    assert_int_equal(c.attr.type, PERF_TYPE_HW_CACHE);
+    assert_int_equal(c.attr.config, PERF_COUNT_HW_CACHE_L1D | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
+                                        (PERF_COUNT_HW_CACHE_RESULT_MISS << 16));
+    assert_int_equal(c.interval, 100070);
+    assert_true(c.flags & HWC_DATA);
+    c = one("page-faults,1");
+    assert_int_equal(c.attr.type, PERF_TYPE_SOFTWARE);
+    assert_int_equal(c.attr.config, PERF_COUNT_SW_PAGE_FAULTS);
+    assert_int_equal(c.interval, 1);
+    assert_string_equal(c.metric, "page-faults");
+    c = one("task-clock");
+    assert_true(c.flags & HWC_TIME);
+    const char *sw[] = { "minor-faults", "major-faults", "context-switches", "cpu-migrations",
+                         "alignment-faults" };
+    const uint64_t cfg[] = { PERF_COUNT_SW_PAGE_FAULTS_MIN, PERF_COUNT_SW_PAGE_FAULTS_MAJ,
+                             PERF_COUNT_SW_CONTEXT_SWITCHES, PERF_COUNT_SW_CPU_MIGRATIONS,
+                             PERF_COUNT_SW_ALIGNMENT_FAULTS };
+    for (int i = 0; i < 5; i++) {
+        c = one(sw[i]);
+        assert_int_equal(c.attr.type, PERF_TYPE_SOFTWARE);
+        assert_int_equal(c.attr.config, cfg[i]);
+        assert_string_equal(c.metric, sw[i]);
+    }
+}
+
+static void raw_codes(void **st)
+{
+    (void)st;
+    hwc_probe = probe_pmu;
+    hwc_counter_t c = one("r01a2,5000");
+    assert_int_equal(c.attr.type, PERF_TYPE_RAW);
+    assert_int_equal(c.attr.config, 0x1a2);
+    assert_int_equal(c.interval, 5000);
+    assert_string_equal(c.metric, "r01a2");
+    c = one("0xc0");
+    assert_int_equal(c.attr.type, PERF_TYPE_RAW);
+    assert_int_equal(c.attr.config, 0xc0);
+    assert_int_equal(c.interval, 1000003);
+    assert_string_equal(c.metric, "c0xc0");
+}
+
+/* Events of the forced model, as libpfm4 encodes them. */
+static void libpfm_events(void **st)
+{
+    (void)st;
+    hwc_probe = probe_pmu;
+    if (intel) {
+        hwc_counter_t c = one("MEM_LOAD_RETIRED.L1_MISS");
+        assert_int_equal(c.attr.type, PERF_TYPE_RAW);
+        assert_int_equal(c.attr.config, 0x8d1);
+        assert_string_equal(c.metric, "mem_load_retired_l1_miss");
+        c = one("+INST_RETIRED:ANY_P,hi");
+        assert_int_equal(c.attr.config, 0xc0);
+        assert_int_equal(c.interval, 100000);
+        char full[128];
+        snprintf(full, sizeof full, "%s::MEM_LOAD_RETIRED:L1_MISS", model);
+        c = one(full);
+        assert_int_equal(c.attr.config, 0x8d1);
+        expect_error("RETIRED_INSTRUCTIONS", model); /* an AMD event: unknown, the CPU named */
+    }
+    if (amd) {
+        hwc_counter_t c = one("RETIRED_INSTRUCTIONS");
+        assert_int_equal(c.attr.type, PERF_TYPE_RAW);
+        assert_int_equal(c.attr.config, 0xc0);
+        c = one("LS_DISPATCH:LD_DISPATCH,777");
+        assert_int_equal(c.attr.config, 0x129);
+        assert_int_equal(c.interval, 777);
+        c = one("CYCLES_NOT_IN_HALT");
+        assert_int_equal(c.attr.config, 0x76);
+        assert_string_equal(c.unit, "CPU-cycles");
+        assert_true(c.flags & HWC_CYCLES);
+        expect_error("MEM_LOAD_RETIRED.L1_MISS", model); /* an Intel event */
+    }
+}
+
+static void breakpoints(void **st)
+{
+    (void)st;
+    hwc_probe = probe_nopmu;
+    hwc_counter_t c = one("mem:0x601040/4:w");
+    assert_int_equal(c.attr.type, PERF_TYPE_BREAKPOINT);
+    assert_int_equal(c.attr.bp_addr, 0x601040);
+    assert_int_equal(c.attr.bp_len, 4);
+    assert_int_equal(c.attr.bp_type, 2 /* HW_BREAKPOINT_W */);
+    assert_int_equal(c.interval, 1);
+    c = one("mem:hwc_test_global");
+    uint64_t bias = (c.flags & HWC_BP_EXE) ? main_bias() : 0;
+    assert_int_equal(c.attr.bp_addr + bias, (uint64_t)(uintptr_t)&hwc_test_global);
+    assert_int_equal(c.attr.bp_len, 8);
+    assert_int_equal(c.attr.bp_type, 3 /* rw */);
+    assert_string_equal(c.metric, "mem_hwc_test_global");
+    struct stat sb; /* the program the symbol is of, so that only its images set it */
+    assert_int_equal(stat(self, &sb), 0);
+    assert_int_equal(c.prog_ino, (uint64_t)sb.st_ino);
+    assert_int_equal(c.prog_dev, (uint64_t)sb.st_dev);
+    expect_error("mem:hwc_test_global/3", "1, 2, 4 or 8");
+    expect_error("mem:0x601041/4", "not aligned");
+    expect_error("mem:no_such_symbol_here", "no symbol 'no_such_symbol_here'");
+    expect_error("mem:0x601040:x", "use r, w or rw");
+}
+
+static void several_and_errors(void **st)
+{
+    (void)st;
+    hwc_probe = probe_pmu;
+    hwc_set_t s = { .n = 0 };
+    char why[1024];
+    assert_int_equal(hwc_parse("cycles,5,page-faults,+context-switches,hi", self, &s, why,
+                               sizeof why), 0);
+    assert_int_equal(s.n, 3);
+    assert_int_equal(s.c[0].interval, 5);
+    assert_int_equal(s.c[1].interval, 10);
+    assert_int_equal(s.c[2].interval, 1);
+    assert_true(s.c[2].flags & HWC_DATA);
+    /* a second -h adds to the set; the same counter twice is refused */
+    assert_int_equal(hwc_parse("insts", self, &s, why, sizeof why), 0);
+    assert_int_equal(s.n, 4);
+    assert_int_equal(hwc_parse("cpu-cycles", self, &s, why, sizeof why), -1);
+    assert_non_null(strstr(why, "given twice"));
+    assert_int_equal(s.n, 4);
+    char enc[4096];
+    assert_true(hwc_encode(&s, 2000000000, enc, sizeof enc) > 0);
+    assert_string_equal(enc, "0:0:0:0:0:0:0:5:8:2000000000:0:0:cycles:cycles;"
+                             "1:2:0:0:0:0:0:10:0:0:0:0:page-faults:page-faults;"
+                             "1:3:0:0:0:0:0:1:1:0:0:0:context-switches:context-switches;"
+                             "0:1:0:0:0:0:0:10000019:0:0:0:0:insts:insts");
+    expect_error("", "needs a counter");
+    expect_error("5", "follows no counter");
+    expect_error("cycles,0", "bad interval '0'");
+    expect_error("cycles,hi,lo", "follows no counter");
+    expect_error("+", "missing after '+'");
+    expect_error("no_such_counter_anywhere", "unknown counter 'no_such_counter_anywhere'");
+    expect_error("rxyz", "unknown counter 'rxyz'");
+    /* this machine: no PMU */
+    hwc_probe = probe_nopmu;
+    expect_error("cycles", "no hardware PMU");
+    expect_error("r00c0", "no hardware PMU");
+    hwc_counter_t c = one("page-faults");
+    assert_int_equal(c.attr.type, PERF_TYPE_SOFTWARE);
+}
+
+static char *lists(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    hwc_print_lists(f);
+    fclose(f);
+    return buf;
+}
+
+static void has_line(const char *text, const char *line)
+{
+    char want[512];
+    snprintf(want, sizeof want, "\n%s\n", line);
+    if (!strstr(text, want))
+        fail_msg("the lists lack the line '%s'", line);
+}
+
+static void list_with_pmu(void **st)
+{
+    (void)st;
+    hwc_probe = probe_pmu;
+    char *t = lists();
+    static const char head[] = "Well known HW counters available for profiling:\n";
+    assert_true(!strncmp(t, head, sizeof head - 1));
+    has_line(t, "cycles,10000019 ('CPU Cycles', alias for PERF_COUNT_HW_CPU_CYCLES; CPU-cycles)");
+    has_line(t, "insts,10000019 ('Instructions Executed', alias for PERF_COUNT_HW_INSTRUCTIONS; "
+                "events)");
+    has_line(t, "l1d-load-misses,10007 ('L1 D$ Load Misses', alias for "
+                "PERF_COUNT_HW_CACHE_L1D:READ:MISS; load events)");
+    has_line(t, "Raw HW counters available for profiling:");
+    char line[256];
+    if (intel) {
+        snprintf(line, sizeof line, "%s::MEM_LOAD_RETIRED:L1_MISS,1000003 (events)", model);
+        has_line(t, line);
+        snprintf(line, sizeof line, "%s::INST_RETIRED:ANY_P,1000003 (events)", model);
+        has_line(t, line);
+    }
+    if (amd) {
+        snprintf(line, sizeof line, "%s::LS_DISPATCH:LD_DISPATCH,1000003 (events)", model);
+        has_line(t, line);
+        snprintf(line, sizeof line, "%s::CYCLES_NOT_IN_HALT,1000003 (CPU-cycles)", model);
+        has_line(t, line);
+    }
+    has_line(t, "page-faults,10 ('Page Faults', alias for PERF_COUNT_SW_PAGE_FAULTS; events)");
+    /* the well-known list comes before the raw one */
+    assert_true(strstr(t, "cycles,10000019") < strstr(t, "Raw HW counters"));
+    assert_null(strstr(t, "(none"));
+    free(t);
+}
+
+static void list_without_pmu(void **st)
+{
+    (void)st;
+    hwc_probe = probe_nopmu;
+    char *t = lists();
+    assert_non_null(strstr(t, "Well known HW counters available for profiling:\n  (none: this "
+                              "machine has no hardware performance counters"));
+    assert_non_null(strstr(t, "No such file or directory"));
+    char pm[128];
+    snprintf(pm, sizeof pm, "libpfm4 knows this CPU as %s", model);
+    assert_non_null(strstr(t, pm));
+    assert_non_null(strstr(t, "Raw HW counters available for profiling:\n  (none: no hardware "
+                              "PMU here"));
+    assert_null(strstr(t, "\ncycles,"));
+    has_line(t, "context-switches,1 ('Context Switches', alias for PERF_COUNT_SW_CONTEXT_SWITCHES; "
+                "events)");
+    assert_non_null(strstr(t, "\nmem:<address|symbol>"));
+    free(t);
+}
+
+int main(void)
+{
+    model = getenv("LIBPFM_FORCE_PMU");
+    if (!model || !*model) {
+        fprintf(stderr, "test_hwc: set LIBPFM_FORCE_PMU (skl, icl, amd64_fam19h_zen3, ...)\n");
+        return 77;
+    }
+    intel = !strcmp(model, "skl") || !strcmp(model, "icl");
+    amd = !strncmp(model, "amd64_fam19h", 12);
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = 0;
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(aliases_and_software), cmocka_unit_test(raw_codes),
+        cmocka_unit_test(libpfm_events),       cmocka_unit_test(breakpoints),
+        cmocka_unit_test(several_and_errors),  cmocka_unit_test(list_with_pmu),
+        cmocka_unit_test(list_without_pmu),
+    };
+    return cmocka_run_group_tests_name(model, tests, NULL, NULL);
+}
