@@ -120,6 +120,12 @@ enum exp_io_call {
 #define EXP_KIND_MAXVALUES 16 /* metrics (values) of one declared record kind */
 #define EXP_KIND_MAXID 65535  /* largest declared kind id */
 
+/* CLOCK and STATE records may end with a runtime state: 0 (EXP_RSTATE_NONE, or absent) outside
+ * any runtime, else 1 + the id of a declared kind whose first metric takes the time on a CPU or
+ * waiting for one (states USER, SYSTEM, WAIT) and whose second (its first when it has one) the
+ * time blocked (LOCK, IO, SLEEP): e.g. OpenMP Work and Wait. */
+#define EXP_RSTATE_NONE 0
+
 #define EXP_IO_NAME_MAX 1024 /* longest file name an IO record carries */
 
 /* MEMREF: what the record knows of the sample's memory reference (its flags field). */
