@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "collector.h"
+#include "ompstate.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -632,6 +633,8 @@ int coll_ensure_init(void)
         init_process(p);
         trace_thr.guard--;
         __atomic_store_n(&p->init_state, 2, __ATOMIC_RELEASE);
+        if (p->enabled)
+            ompstate_process_start(); /* (through the collector API, which needs init_state 2) */
         errno = saved;
         return p->enabled;
     }

@@ -104,6 +104,10 @@ typedef struct track {
     uint64_t seen;      /* the tick it was last seen */
     uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
     uint32_t blocked_stack;          /* ... and the stack id written for it */
+    uint32_t slept_kind;  /* the sleep (EXP_STATE_*) charged at the last look, 0: none ... */
+    uint32_t slept_rstate; /* ... and the runtime state the thread was in */
+    uint64_t advance; /* ns charged at the last look as the end of that sleep, which may have
+                         been a wait for a CPU still going on (see sample_states) */
     int fd[3];                       /* its /proc files, kept open (TF_*), -1 until opened */
 } track_t;
 
@@ -274,6 +278,7 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
         write_state(s, now, t, kind, ns);
         return;
     }
+    uint32_t rs = threads_rstate_of(t->tid, &t->hint);
     if (pc != t->blocked_pc || sp != t->blocked_sp) {
         uint32_t flags;
         uint32_t n = unwind_blocked(pc, sp, s->pcs, THREADS_LAST_MAX, &flags);
@@ -284,8 +289,9 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
         t->blocked_pc = pc;
         t->blocked_sp = sp;
     }
-    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns,
-                        threads_rstate_of(t->tid, &t->hint));
+    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns, rs);
+    t->slept_kind = kind;
+    t->slept_rstate = rs;
 }
 
 /* Looks at every thread; returns 1 when some thread was off a CPU during the period. */
@@ -321,6 +327,10 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             t->seen = s->tick;
             char buf[128];
             uint64_t busy = 0; /* ns on a CPU or waiting for one during the period */
+            uint32_t slept = t->slept_kind; /* asleep at the last look */
+            uint64_t advance = t->advance;
+            t->slept_kind = 0;
+            t->advance = 0;
             if (read_task(t, TF_SCHED, buf, sizeof buf) > 0) {
                 const char *q = buf;
                 uint64_t run = parse_u64(&q);
@@ -329,11 +339,17 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
                 if (slices != t->slices) /* it ran since the last look: unwind it again */
                     t->blocked_pc = 0;
                 t->slices = slices;
-                if (!fresh && delay > t->run_delay)
-                    write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
+                uint64_t dd = !fresh && delay > t->run_delay ? delay - t->run_delay : 0;
                 if (!fresh)
-                    busy = (run > t->run_time ? run - t->run_time : 0) +
-                           (delay > t->run_delay ? delay - t->run_delay : 0);
+                    busy = (run > t->run_time ? run - t->run_time : 0) + dd;
+                /* a wait for a CPU that the last look charged in advance as the end of a sleep
+                 * (below) shows up now in the run delay, beyond this period: not twice */
+                uint64_t over = busy > dt ? busy - dt : 0;
+                uint64_t take = over < advance ? over : advance;
+                if (take > dd)
+                    take = dd;
+                if (dd > take)
+                    write_state(s, now, t, EXP_STATE_WAIT, dd - take);
                 t->run_delay = delay;
                 t->run_time = run;
             }
@@ -356,10 +372,18 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             if (st == 'S' || st == 'D' || st == 't' || st == 'T') {
                 write_sleep(s, now, t, st, off);
             } else {
-                /* Running or runnable now: the deficit is a wait for a CPU still going on (the
-                 * kernel adds it to the run delay only when the wait ends) or a sleep that ended
-                 * within the period, whose kind is unknown. Neither is charged: the first shows
-                 * up as Wait CPU at a later look. */
+                /* Running or runnable now: the deficit is a sleep that ended within the period
+                 * and, maybe, a wait for a CPU still going on (the kernel adds it to the run
+                 * delay only when the wait ends). When the thread was asleep at the last look,
+                 * the deficit is charged as the end of that sleep (its kind, stack and runtime
+                 * state), and the next look takes back what of it shows up in the run delay;
+                 * otherwise the kind is unknown and nothing is charged (a CPU wait shows up at
+                 * a later look). */
+                if (slept && !s->quiet) {
+                    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack,
+                                        slept, off, t->slept_rstate);
+                    t->advance = off;
+                }
                 t->blocked_pc = 0;
             }
         }
