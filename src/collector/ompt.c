@@ -11,7 +11,8 @@
  *   sync_region_wait      begin: Wait (barriers, taskwait, taskgroup, reductions); end: Work
  *   mutex_acquire         Wait (locks, critical, atomic, ordered: until acquired)
  *   mutex_acquired        Work
- *   thread_end            none
+ * A worker's end needs no state (it exits); the initial thread's (the runtime shutting down at
+ * exit) leaves the thread in Work: what runs after it is the program's serial code.
  * A thread waits inside a barrier spinning (KMP_BLOCKTIME) then asleep: both are Wait.
  *
  * Only one OMPT tool can run: when the user names one (OMP_TOOL_LIBRARIES) or turns tools off
@@ -47,7 +48,6 @@ typedef struct ompt_start_tool_result {
 
 enum { /* ompt_callbacks_t */
     OMPT_CB_THREAD_BEGIN = 1,
-    OMPT_CB_THREAD_END = 2,
     OMPT_CB_PARALLEL_END = 4,
     OMPT_CB_IMPLICIT_TASK = 7,
     OMPT_CB_SYNC_REGION_WAIT = 16,
@@ -64,12 +64,6 @@ static void on_thread_begin(int type, ompt_data_t *thread_data)
 {
     (void)type, (void)thread_data;
     ompstate_work();
-}
-
-static void on_thread_end(ompt_data_t *thread_data)
-{
-    (void)thread_data;
-    ompstate_set(OMPSTATE_NONE);
 }
 
 static void on_parallel_end(ompt_data_t *parallel_data, ompt_data_t *task_data, int flags,
@@ -125,7 +119,6 @@ static int tool_initialize(ompt_function_lookup_t lookup, int device, ompt_data_
         ompt_callback_t cb;
     } cbs[] = {
         { OMPT_CB_THREAD_BEGIN, (ompt_callback_t)on_thread_begin },
-        { OMPT_CB_THREAD_END, (ompt_callback_t)on_thread_end },
         { OMPT_CB_PARALLEL_END, (ompt_callback_t)on_parallel_end },
         { OMPT_CB_IMPLICIT_TASK, (ompt_callback_t)on_implicit_task },
         { OMPT_CB_SYNC_REGION_WAIT, (ompt_callback_t)on_sync_region_wait },
