@@ -79,6 +79,9 @@ def one(d, binary, name):
     head = text.split("sec.")[0]  # (a column's title is folded over two lines)
     check(head.count("Excl. OpenMP") == 2 and "Work" in head and "Wait" in head,
           "%s: -functions text:\n%s" % (name, text[:1500]))
+    listed = run([TALLY, "print", "-metric_list", exp], expect=0).stdout
+    check(all(any(l.split()[:1] == [m] for l in listed.splitlines()) for m in ("ompwork", "ompwait")),
+          "%s: -metric_list does not list ompwork and ompwait:\n%s" % (name, listed))
     tl = print_json(exp, "-timeline")[0]
     check(any("states" in r and any(c in r["states"] for c in "12") for r in tl.get("threads", [])),
           "%s: the timeline shows no runtime states: %s" % (name, json.dumps(tl)[:1500]))
