@@ -16,7 +16,12 @@ the difference. Checked per thread:
   the function on the thread's stack at a sample or a look, which can be either side of the
   loop's edges: on 2 CPUs under a load of 10, a thread runs in slices of a few ms between waits
   of tens of ms, and 5% was exceeded once in six runs);
-- the thread with the least work waits most: the imbalance is seen.
+- the thread with the least work waits most: the imbalance is seen;
+- before the loop, every thread enters one contended `critical` section (critical_phase), and
+  one contended omp_set_lock (lock_phase), holding it for half a unit: the thread's OpenMP Wait
+  is at least all its measured waits (loop, critical, lock) less 5% and 50 ms; with libgomp,
+  OpenMP Wait in each function is the thread's measured wait to get in, within 5% of the
+  function's time plus 50 ms (libomp: see main()).
 """
 import json
 import os
@@ -28,15 +33,17 @@ from common import (TALLY, WL, check, close_to, done, fail, log_records, print_j
 THREADS, UNIT_MS, REPS = 3, 150, 2
 
 
-def one(d, binary, name):
+def one(d, binary, name, env, per_function_locks):
     p = run([TALLY, "collect", "-d", d, "-o", name, binary, str(THREADS), str(UNIT_MS), str(REPS)],
-            expect=0, timeout=280)
+            expect=0, timeout=280, env=env)
     exp = os.path.join(d, name + ".tally")
-    truth = {}
+    truth, contended = {}, {}
     for line in p.stdout.splitlines():
         f = line.split()
-        if len(f) == 8 and f[0] == "thread":
+        if len(f) == 12 and f[0] == "thread":
             truth[int(f[3])] = (int(f[1]), int(f[5]) * 1e-9, int(f[7]) * 1e-9)
+            contended[int(f[3])] = {"critical_phase": int(f[9]) * 1e-9,
+                                    "lock_phase": int(f[11]) * 1e-9}
     if not check(len(truth) == THREADS, "%s: the workload printed %d threads: %r" %
                  (name, len(truth), p.stdout)):
         return
@@ -65,6 +72,21 @@ def one(d, binary, name):
         close_to(lp["i.ompwork"] + lp["i.ompwait"], loop, 0.10,
                  what + ": Work + Wait in imbalanced_loop against the loop's time")
         waits[k] = (got, expected_wait)
+        # the waits the thread measured are all in its OpenMP Wait, which also has its idle time
+        # and the ends of its regions: one-sided
+        measured_all = expected_wait + sum(contended[tid].values())
+        check(tot["i.ompwait"] >= measured_all * 0.95 - 0.05,
+              "%s: OpenMP Wait %.3f s, the thread measured %.3f s of waits (loop, critical, "
+              "lock)" % (what, tot["i.ompwait"], measured_all))
+        for fn, measured in contended[tid].items() if per_function_locks else ():
+            row = rows.get(fn)
+            if not check(row is not None, "%s: %s has no row" % (what, fn)):
+                continue
+            check(abs(row["i.ompwait"] - measured) <= 0.05 * row["i.total"] + 0.05,
+                  "%s: OpenMP Wait in %s %.3f s, the thread waited %.3f s to get in (allowed: "
+                  "5%% of the function's %.3f s + 50 ms)" % (what, fn, row["i.ompwait"],
+                                                            measured, row["i.total"]))
+            print("%s: %s wait %.3f (measured %.3f)" % (what, fn, row["i.ompwait"], measured))
         print("%s: work+wait %.3f of %.3f s; in the loop: wait %.3f (measured %.3f), "
               "work+wait %.3f (measured %.3f)" % (what, tot["i.ompwork"] + tot["i.ompwait"],
                                                   tot["i.total"], got, expected_wait,
@@ -95,13 +117,23 @@ def main():
     which = sys.argv[1] if len(sys.argv) > 1 else "gomp"
     d = workdir("omp-" + which)
     binaries = {"gomp": ["omp_gomp"], "libomp": ["omp_clang", "omp_gcc_libomp"]}[which]
+    # libomp's waiting threads spin with sched_yield (barriers for KMP_BLOCKTIME, 200 ms, locks
+    # and critical sections until they get in): on 2 loaded CPUs such a thread is runnable for
+    # seconds and seldom runs long enough for a clock sample, and the Wait CPU the sampler sees
+    # is charged, with its state, to the stack of the thread's last sample, which is stale (a
+    # function the thread has left). Barriers sleep at once here (KMP_BLOCKTIME=0: blocked
+    # threads are unwound where they sleep), and lock and critical waits are checked per
+    # thread, not per function. libgomp's waiters spin briefly, then sleep.
+    env = dict(os.environ)
+    if which == "libomp":
+        env["KMP_BLOCKTIME"] = "0"
     ran = 0
     for b in binaries:
         path = os.path.join(WL, "wl_" + b)
         if not os.path.exists(path):
             print("no %s (the compiler or the OpenMP runtime is missing)" % path)
             continue
-        one(d, path, b)
+        one(d, path, b, env, which == "gomp")
         ran += 1
     if not ran:
         skip("no %s workload was built" % which)
