@@ -290,12 +290,10 @@ static __thread struct {
 COLL_EXPORT void GOMP_parallel_start(omp_fn_t fn, void *data, unsigned n)
 {
     REAL(parallel_start, "GOMP_parallel_start");
-    if (!ours() || old_regions.depth >= WRAP_DEPTH) {
-        if (old_regions.depth >= WRAP_DEPTH)
-            old_regions.depth++;
+    unsigned depth = old_regions.depth++; /* (every start, so that every end matches one) */
+    if (!ours() || depth >= WRAP_DEPTH)
         return real.parallel_start(fn, data, n);
-    }
-    wrap_t *w = &old_regions.w[old_regions.depth++];
+    wrap_t *w = &old_regions.w[depth];
     *w = (wrap_t){ fn, data };
     real.parallel_start(run_wrapped, w, n);
 }
