@@ -20,8 +20,8 @@
  * in Work by it.
  *
  * Every interposer passes straight through when the real function belongs to a runtime with
- * OMPT (libomp's GOMP_ compatibility layer: its OMPT callbacks, ompt.c, give exact states), when
- * this process is not profiled, and in a vfork child (which shares the parent's memory).
+ * OMPT (libomp's GOMP_ compatibility layer: its OMPT callbacks, ompt.c, give exact states) and
+ * when this process is not profiled.
  */
 #define _GNU_SOURCE
 #include "ompstate.h"
@@ -187,8 +187,9 @@ static int ours(void)
 {
     if (__atomic_load_n(&ompstate_ompt_active, __ATOMIC_RELAXED) || real.kmpc_fork_call)
         return 0;
-    int saved = errno;
-    int ok = coll_proc.init_state == 2 && coll_proc.enabled && getpid() == coll_proc.pid &&
+    int saved = errno; /* (a barrier costs no system call: a vfork child, which shares our
+                          memory, calls no OpenMP function before its exec or _exit) */
+    int ok = __atomic_load_n(&coll_proc.init_state, __ATOMIC_ACQUIRE) == 2 && coll_proc.enabled &&
              ompstate_ready();
     errno = saved;
     return ok;

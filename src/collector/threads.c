@@ -88,16 +88,15 @@ void threads_publish_stack(coll_slot_t *sl, const uint64_t *pcs, uint32_t n, uin
     __atomic_add_fetch(&sl->seq, 1, __ATOMIC_ACQ_REL);
 }
 
-/* The registry slot of tid through *hint (threads_last_stack); count_down: a search in vain
- * counts down before the next search. */
-static coll_slot_t *slot_find(pid_t tid, int *hint, int count_down)
+/* The registry slot of tid through *hint (threads_last_stack): a search in vain counts down
+ * before the next search. */
+static coll_slot_t *slot_find(pid_t tid, int *hint)
 {
     coll_slot_t *sl = NULL;
     if (*hint >= 0 && *hint < NSLOTS && __atomic_load_n(&slots[*hint].tid, __ATOMIC_ACQUIRE) == tid)
         sl = &slots[*hint];
     if (!sl && *hint < -1) { /* recently searched in vain: count down before searching again */
-        if (count_down)
-            (*hint)++;
+        (*hint)++;
         return NULL;
     }
     if (!sl)
@@ -124,13 +123,14 @@ uint32_t threads_set_rstate(uint32_t rstate)
 
 uint32_t threads_rstate_of(pid_t tid, int *hint)
 {
-    coll_slot_t *sl = slot_find(tid, hint, 0);
+    coll_slot_t *sl = slot_find(tid, hint); /* (a thread seen only asleep calls no
+                                                threads_last_stack: this counts down too) */
     return sl ? __atomic_load_n(&sl->rstate, __ATOMIC_RELAXED) : EXP_RSTATE_NONE;
 }
 
 uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
 {
-    coll_slot_t *sl = slot_find(tid, hint, 1);
+    coll_slot_t *sl = slot_find(tid, hint);
     if (!sl)
         return 0;
     for (int attempt = 0; attempt < 4; attempt++) {
