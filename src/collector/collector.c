@@ -633,8 +633,11 @@ int coll_ensure_init(void)
         init_process(p);
         trace_thr.guard--;
         __atomic_store_n(&p->init_state, 2, __ATOMIC_RELEASE);
-        if (p->enabled)
-            ompstate_process_start(); /* (through the collector API, which needs init_state 2) */
+        if (p->enabled) { /* (through the collector API, which needs init_state 2) */
+            trace_thr.guard++; /* dlsym's allocations are the collector's, not the program's */
+            ompstate_process_start();
+            trace_thr.guard--;
+        }
         errno = saved;
         return p->enabled;
     }

@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include "ompstate.h"
 #include "realfn.h"
+#include "trace.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -72,14 +73,6 @@ int ompstate_ready(void)
     if (ok)
         ompstate_work(); /* the thread whose OpenMP activity came first */
     return ok;
-}
-
-void ompstate_process_start(void)
-{
-    /* libgomp or libomp among the program's libraries: an OpenMP program, whose main thread is
-     * in Work from the start (the serial part is work too) */
-    if (dlsym(RTLD_NEXT, "GOMP_parallel") || dlsym(RTLD_NEXT, "__kmpc_fork_call"))
-        ompstate_ready();
 }
 
 int ompstate_set(int kind) { return api ? api->set_state(kind) : OMPSTATE_NONE; }
@@ -175,12 +168,27 @@ static __attribute__((noreturn)) void missing(const char *name)
     _exit(127);
 }
 
+/* (looked up at the collector's start, ompstate_process_start; a call before it looks up inside
+ * the collector's guard: dlsym's allocations are not the program's) */
 #define REAL(f, name)                                                                            \
     do {                                                                                         \
-        realfn_ready(&real_table);                                                               \
+        if (__builtin_expect(__atomic_load_n(&real.done, __ATOMIC_ACQUIRE) != 2, 0)) {           \
+            trace_thr.guard++;                                                                   \
+            realfn_ready(&real_table);                                                           \
+            trace_thr.guard--;                                                                   \
+        }                                                                                        \
         if (!real.f)                                                                             \
             missing(name);                                                                       \
     } while (0)
+
+void ompstate_process_start(void)
+{
+    realfn_ready(&real_table);
+    /* libgomp or libomp among the program's libraries: an OpenMP program, whose main thread is
+     * in Work from the start (the serial part is work too) */
+    if (real.parallel || real.kmpc_fork_call)
+        ompstate_ready();
+}
 
 /* States are ours to set: a profiled process, a runtime without OMPT behind the entry point. */
 static int ours(void)

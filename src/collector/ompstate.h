@@ -35,8 +35,9 @@ enum { OMPSTATE_NONE = -1 };
  * when this process is not profiled or the declarations failed (then nothing is recorded). */
 int ompstate_ready(void) COLL_HIDDEN;
 
-/* When the collector has started in a process (normal context): an OpenMP program (libgomp or
- * libomp loaded) declares at once and puts the calling thread (main) in Work. */
+/* When the collector has started in a process (normal context, inside the collector's guard):
+ * looks up the runtime's entry points; an OpenMP program (libgomp or libomp loaded) declares at
+ * once and puts the calling thread (main) in Work. */
 void ompstate_process_start(void) COLL_HIDDEN;
 
 /* Sets the calling thread's state; returns the previous one (a kind id, or OMPSTATE_NONE). Only
