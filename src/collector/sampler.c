@@ -104,13 +104,6 @@ typedef struct track {
     uint64_t seen;      /* the tick it was last seen */
     uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
     uint32_t blocked_stack;          /* ... and the stack id written for it */
-    uint32_t slept_kind;  /* the last sleep (EXP_STATE_*) a look found it in, 0: none yet ... */
-    int asleep_last;      /* ... at the last look */
-    uint32_t slept_rstate; /* ... and the runtime state it was in then (its stack:
-                              blocked_stack) */
-    uint64_t pend; /* ns off a CPU at looks that found it running again: the end of a sleep and,
-                      maybe, a wait for a CPU still going on; settled once it has run since
-                      (see sample_states) */
     int fd[3];                       /* its /proc files, kept open (TF_*), -1 until opened */
 } track_t;
 
@@ -281,7 +274,6 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
         write_state(s, now, t, kind, ns);
         return;
     }
-    uint32_t rs = threads_rstate_of(t->tid, &t->hint);
     if (pc != t->blocked_pc || sp != t->blocked_sp) {
         uint32_t flags;
         uint32_t n = unwind_blocked(pc, sp, s->pcs, THREADS_LAST_MAX, &flags);
@@ -292,10 +284,8 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
         t->blocked_pc = pc;
         t->blocked_sp = sp;
     }
-    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns, rs);
-    t->slept_kind = kind;
-    t->slept_rstate = rs;
-    t->asleep_last = 1;
+    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns,
+                        threads_rstate_of(t->tid, &t->hint));
 }
 
 /* Looks at every thread; returns 1 when some thread was off a CPU during the period. */
@@ -331,36 +321,19 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             t->seen = s->tick;
             char buf[128];
             uint64_t busy = 0; /* ns on a CPU or waiting for one during the period */
-            uint32_t slept = t->slept_kind; /* the last sleep seen */
-            int asleep_last = t->asleep_last;
-            t->asleep_last = 0;
             if (read_task(t, TF_SCHED, buf, sizeof buf) > 0) {
                 const char *q = buf;
                 uint64_t run = parse_u64(&q);
                 uint64_t delay = parse_u64(&q);
                 uint64_t slices = parse_u64(&q);
-                int ran = slices != t->slices;
-                if (ran) /* it ran since the last look: unwind it again */
+                if (slices != t->slices) /* it ran since the last look: unwind it again */
                     t->blocked_pc = 0;
                 t->slices = slices;
-                uint64_t dd = !fresh && delay > t->run_delay ? delay - t->run_delay : 0;
+                if (!fresh && delay > t->run_delay)
+                    write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
                 if (!fresh)
-                    busy = (run > t->run_time ? run - t->run_time : 0) + dd;
-                if (dd)
-                    write_state(s, now, t, EXP_STATE_WAIT, dd);
-                /* The time off a CPU earlier looks could not tell (below) is settled once the
-                 * thread has got a CPU again, or ran the whole period: what of it was a wait for
-                 * a CPU is in the run delay now, beyond this period; the rest was the end of a
-                 * sleep, charged as the sleep a look last found the thread in (its kind, stack
-                 * and runtime state). */
-                if (t->pend && (ran || busy + 5000000 >= dt)) {
-                    uint64_t over = busy > dt ? busy - dt : 0;
-                    uint64_t rest = t->pend > over ? t->pend - over : 0;
-                    if (rest && slept && !s->quiet)
-                        exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack,
-                                            slept, rest, t->slept_rstate);
-                    t->pend = 0;
-                }
+                    busy = (run > t->run_time ? run - t->run_time : 0) +
+                           (delay > t->run_delay ? delay - t->run_delay : 0);
                 t->run_delay = delay;
                 t->run_time = run;
             }
@@ -383,15 +356,10 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
             if (st == 'S' || st == 'D' || st == 't' || st == 'T') {
                 write_sleep(s, now, t, st, off);
             } else {
-                /* Running or runnable now: the deficit is a sleep that ended within the period
-                 * (its kind unknown) and, maybe, a wait for a CPU still going on (the kernel
-                 * adds it to the run delay only when the wait ends). When the last look found
-                 * the thread asleep, it is kept until a look after the thread got a CPU again
-                 * tells the two apart (above): the end of that sleep is charged to it. Otherwise
-                 * the sleep is unknown and not charged (a wait for a CPU shows up in the run
-                 * delay). */
-                if (asleep_last || t->pend)
-                    t->pend += off;
+                /* Running or runnable now: the deficit is a wait for a CPU still going on (the
+                 * kernel adds it to the run delay only when the wait ends) or a sleep that ended
+                 * within the period, whose kind is unknown. Neither is charged: the first shows
+                 * up as Wait CPU at a later look. */
                 t->blocked_pc = 0;
             }
         }

@@ -16,10 +16,9 @@ from common import *
 
 d = workdir("samples")
 S = 0.4
-# The sampler charges a thread's off-CPU time at its looks, to the sleep the thread is in, or
-# (running again) to the sleep the previous look found it in: the end of a wait, from the
-# sampler's last look before it to the thread running again, may be charged late, or to another.
-# That is one look period (10 ms) plus the sampler's own lateness, which under
+# The sampler charges a thread's off-CPU time at its looks, only to a thread still asleep at the
+# look: the end of a wait, from the sampler's last look before it to the thread running again, is
+# not charged to it. That is one look period (10 ms) plus the sampler's own lateness, which under
 # load (scripts/stress-test, load average 11) reached 46 ms: twice that allowed per wait, in
 # seconds, whatever S is (and a thread late to start waiting is inside it too).
 LATE = 0.1
