@@ -42,6 +42,9 @@
  * through (inside the collector, inside another enter, before the collector started or after
  * the image ended). Call leave() once after every enter() that returned 1, before returning
  * to the program.
+ * Runtime states (set_state, below) say what a thread inside a runtime is doing (working,
+ * waiting) so that clock profiling splits its time: declare a kind whose metrics are the state's
+ * time metrics, set the state on entering and leaving.
  * Errors are negative errno values; nothing here changes errno, prints, or exits.
  * Thread safety: every function may be called from any thread. Async-signal-safety: enter,
  * leave, now, stack_context and emit with TALLY_EMIT_SIGNAL are as safe in a signal handler as
@@ -112,6 +115,20 @@ typedef struct tally_collector_api_v1 {
      * window, see TALLY_EMIT_SIGNAL) or -EIO (the record could not be written; counted). */
     int (*emit)(int kind, uint64_t t, const uint64_t *pcs, uint32_t n, const uint64_t *values,
                 uint32_t nvalues, uint32_t flags);
+
+    /* ---- added later: present when size > offsetof(tally_collector_api_v1_t, set_state) ---- */
+
+    /* Runtime states for clock profiling (OpenMP Work and Wait, MPI Work and Wait). Sets the
+     * calling thread's runtime state to kind, a kind declared with one or two time metrics
+     * (declare_kind), or to none (-1), and returns the previous state (-1: none). From then on
+     * the thread's clock samples and thread states carry the state, and the analyzer adds
+     * their time to the kind's first metric while the thread runs or waits for a CPU, and to
+     * its second (its first when it has one) while the thread is blocked (a lock, I/O, a
+     * sleep: blocked time inside a runtime is waiting). One word per thread, so a runtime
+     * entered inside another saves the previous state and gives it back on leaving. A bad kind
+     * is -EINVAL and changes nothing. Needs no enter(); any thread, any time, AS-safe; costs a
+     * store. */
+    int (*set_state)(int kind);
 } tally_collector_api_v1_t;
 
 /* Exported by libtally-collector.so; NULL when this process is not being profiled. */

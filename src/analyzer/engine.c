@@ -115,10 +115,36 @@ static inline void put(evvals_t *e, int metric, uint64_t value)
 typedef struct kind_map kind_map_t;
 typedef void (*contributor_fn)(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e);
 
+/* A declared kind of one process: the engine's index of each of its metrics. */
+typedef struct kind_slot {
+    uint32_t n; /* 0: no such kind */
+    uint16_t m[EXP_KIND_MAXVALUES];
+} kind_slot_t;
+struct kind_map {
+    kind_slot_t *slot; /* by kind id */
+    uint32_t nslots;
+    int32_t counter[EXP_CTR_MAX]; /* by counter id: the engine's metric index, -1: none */
+};
+
+/* The time of a clock event inside a runtime (its runtime state: 1 + a declared kind's id) adds
+ * to the kind's first metric, or, when the thread was blocked, to its second (its first when it
+ * has only one): e.g. OpenMP Work and Wait, where blocked time inside the runtime is a wait. */
+static void contribute_rstate(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e,
+                              int blocked)
+{
+    if (!kmap)
+        return;
+    kmap += ev->proc;
+    uint32_t kind = ev->rstate - 1;
+    if (kind >= kmap->nslots || !kmap->slot[kind].n)
+        return;
+    const kind_slot_t *k = &kmap->slot[kind];
+    put(e, k->m[blocked && k->n > 1 ? 1 : 0], ev->weight);
+}
+
 static inline __attribute__((always_inline)) void contribute_clock(const exp_event_t *ev,
                                                                   const kind_map_t *kmap, evvals_t *e)
 {
-    (void)kmap;
     static const int state_metric[EXP_STATE_COUNT] = {
         [EXP_STATE_USER] = ENG_M_USER, [EXP_STATE_SYSTEM] = ENG_M_SYSTEM,
         [EXP_STATE_WAIT] = ENG_M_WAIT, [EXP_STATE_LOCK] = ENG_M_LOCK,
@@ -129,6 +155,8 @@ static inline __attribute__((always_inline)) void contribute_clock(const exp_eve
     put(e, ENG_M_TOTAL, ev->weight);
     if (m == ENG_M_USER || m == ENG_M_SYSTEM)
         put(e, ENG_M_TOTALCPU, ev->weight);
+    if (__builtin_expect(ev->rstate != EXP_RSTATE_NONE, 0))
+        contribute_rstate(ev, kmap, e, m == ENG_M_LOCK || m == ENG_M_IO || m == ENG_M_SLEEP);
 }
 
 static void contribute_sync(const exp_event_t *ev, const kind_map_t *kmap, evvals_t *e)
@@ -165,17 +193,6 @@ static void contribute_io(const exp_event_t *ev, const kind_map_t *kmap, evvals_
         put(e, ENG_M_IOOTHERCNT, 1);
     }
 }
-
-/* A declared kind of one process: the engine's index of each of its metrics. */
-typedef struct kind_slot {
-    uint32_t n; /* 0: no such kind */
-    uint16_t m[EXP_KIND_MAXVALUES];
-} kind_slot_t;
-struct kind_map {
-    kind_slot_t *slot; /* by kind id */
-    uint32_t nslots;
-    int32_t counter[EXP_CTR_MAX]; /* by counter id: the engine's metric index, -1: none */
-};
 
 /* A traced call of a declared kind: its values, in the order the kind declared its metrics. A
  * record of a kind its log does not declare carries nothing the engine can name. */

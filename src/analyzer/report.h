@@ -264,10 +264,15 @@ void rep_sample(ses_t *s, const rep_buckets_t *b, const exp_process_t *p, int is
 /* The timeline: the run cut into columns; per thread and column, the function with the most CPU
  * time, or the thread's main state when it mostly did not run. */
 #define REP_TL_COLS 64
+#define REP_TL_RSTATES 9 /* runtime-state metrics a timeline tells apart (digits 1-9) */
 typedef struct rep_tl_row {
     const eng_thread_t *t;
     char cells[REP_TL_COLS + 1]; /* a legend letter, '^' wait CPU, '=' lock, '%' I/O, '.' sleep,
                                     ' ' nothing */
+    /* the runtime state (OpenMP, MPI: Work, Wait) the thread spent most of the cell in: '1' +
+     * its index in rep_timeline_t.rstates, ' ' none; has_rstates: any cell has one */
+    char rstates[REP_TL_COLS + 1];
+    int has_rstates;
 } rep_tl_row_t;
 typedef struct rep_tl_legend {
     char letter;      /* by how many cells the function wins: 'A' the most */
@@ -281,6 +286,9 @@ typedef struct rep_timeline {
     size_t nrows;
     rep_tl_legend_t *legend;
     size_t nlegend;
+    /* the metrics of runtime states (docs/FORMAT.md) the cells show, by digit: '1' the first */
+    int rstates[REP_TL_RSTATES];
+    size_t nrstates;
     rep_names_t names;
 } rep_timeline_t;
 int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err);

@@ -112,7 +112,29 @@ typedef struct tl_ctx {
     uint64_t *cpu;   /* [thread][col][slot]: CPU time of the hottest candidates */
     uint32_t *fn;    /* [thread][col][slot] function of each slot */
     uint64_t *state; /* [thread][col][TL_STATES] */
+    /* runtime states: [thread][col][REP_TL_RSTATES] the time in each metric of rsm[] */
+    uint64_t *rs;
+    int nmetrics, rsm[REP_TL_RSTATES];
+    size_t nrsm;
 } tl_ctx_t;
+
+/* A clock event in a runtime state adds its time to exactly one declared metric (the engine's
+ * contribute_rstate): which one, as an index into tl->rsm (added when new), or -1. */
+static int tl_rstate(tl_ctx_t *tl, const uint64_t *v)
+{
+    for (int m = ENG_NBUILTIN; m < tl->nmetrics; m++) {
+        if (!v[m])
+            continue;
+        for (size_t i = 0; i < tl->nrsm; i++)
+            if (tl->rsm[i] == m)
+                return (int)i;
+        if (tl->nrsm == REP_TL_RSTATES)
+            return -1;
+        tl->rsm[tl->nrsm] = m;
+        return (int)tl->nrsm++;
+    }
+    return -1;
+}
 
 static int timeline_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf,
                           uint32_t thread)
@@ -143,6 +165,11 @@ static int timeline_event(void *ctx, const exp_event_t *ev, const uint64_t *v, u
     static const int sm[TL_STATES] = { ENG_M_WAIT, ENG_M_LOCK, ENG_M_IO, ENG_M_SLEEP };
     for (int i = 0; i < TL_STATES; i++)
         tl->state[cell * TL_STATES + i] += v[sm[i]];
+    if (ev->type == EXP_REC_CLOCK && ev->rstate != EXP_RSTATE_NONE) {
+        int r = tl_rstate(tl, v);
+        if (r >= 0)
+            tl->rs[cell * REP_TL_RSTATES + (size_t)r] += ev->weight;
+    }
     return 0;
 }
 
@@ -152,7 +179,7 @@ int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err)
     const eng_table_t *t = eng_compute(s->eng, ENG_KIND_FUNCTION, 0, err);
     if (!t)
         return err->code ? err->code : TALLY_ENOMEM;
-    tl_ctx_t tl = { .nthreads = eng_nthreads(s->eng) };
+    tl_ctx_t tl = { .nthreads = eng_nthreads(s->eng), .nmetrics = eng_nmetrics(s->eng) };
     rep_run_span(s, &tl.t0, &tl.t1);
     if (tl.t1 <= tl.t0 || !tl.nthreads) {
         out->empty = 1;
@@ -168,7 +195,8 @@ int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err)
     tl.cpu = calloc(cells * TL_SLOTS, sizeof *tl.cpu);
     tl.fn = calloc(cells * TL_SLOTS, sizeof *tl.fn);
     tl.state = calloc(cells * TL_STATES, sizeof *tl.state);
-    if (!tl.cpu || !tl.fn || !tl.state)
+    tl.rs = calloc(cells * REP_TL_RSTATES, sizeof *tl.rs);
+    if (!tl.cpu || !tl.fn || !tl.state || !tl.rs)
         goto nomem;
     if ((rc = eng_foreach_event(s->eng, timeline_event, &tl, err)))
         goto out;
@@ -234,6 +262,8 @@ int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err)
                                   : eng_object_name(s->eng, ENG_KIND_FUNCTION, order[i], namefmt)
         };
     out->nlegend = nl;
+    memcpy(out->rstates, tl.rsm, sizeof tl.rsm);
+    out->nrstates = tl.nrsm;
     for (size_t th = 0; th < tl.nthreads; th++) {
         rep_tl_row_t *row = &out->rows[out->nrows];
         int any = 0;
@@ -241,8 +271,17 @@ int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err)
             size_t c = th * REP_TL_COLS + col;
             row->cells[col] = glyph[c] ? glyph[c] : letter[winner[c]];
             any |= row->cells[col] != ' ';
+            const uint64_t *rs = tl.rs + c * REP_TL_RSTATES;
+            size_t top = 0;
+            for (size_t i = 1; i < tl.nrsm; i++)
+                if (rs[i] > rs[top])
+                    top = i;
+            row->rstates[col] = tl.nrsm && rs[top] ? (char)('1' + top) : ' ';
+            row->has_rstates |= row->rstates[col] != ' ';
         }
         row->cells[REP_TL_COLS] = 0;
+        row->rstates[REP_TL_COLS] = 0;
+        any |= row->has_rstates;
         if (any) {
             row->t = eng_thread(s->eng, th);
             out->nrows++;
@@ -260,6 +299,7 @@ out:
     free(tl.cpu);
     free(tl.fn);
     free(tl.state);
+    free(tl.rs);
     if (rc)
         rep_timeline_free(out);
     return rc;

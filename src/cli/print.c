@@ -406,7 +406,7 @@ static const struct pcmd {
     { "sample_select", 1, set_sample_select, "LIST", "analyse only samples LIST: all, 3-7,9", 0 },
     { "cpu_select", 1, set_cpu_select, "LIST", "analyse only events on CPUs LIST: all, 0,2", 0 },
     { "filters", 1, set_filters, "EXPR", "analyse only events where EXPR holds (none: all)", 0 },
-    { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state", PR_DATA_CLOCK },
+    { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state, runtime states", PR_DATA_CLOCK },
     { "time_functions", 0, c_time_functions, "", "per time column: each function's sort metric", PR_DATA_ALL },
     { "leaks", 0, c_leaks, "", "heap blocks never freed, by allocating stack, largest first", PR_DATA_HEAP },
     { "allocs", 0, c_allocs, "", "heap allocations by allocating stack, largest first", PR_DATA_HEAP },

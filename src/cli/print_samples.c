@@ -288,6 +288,13 @@ int view_timeline(pstate_t *ps)
             json_str(&j, states[i][1]);
         }
         json_obj_end(&j);
+        json_key(&j, "states_legend"); /* runtime states (OpenMP, MPI Work and Wait) */
+        json_obj_begin(&j);
+        for (size_t i = 0; i < tl.nrstates; i++) {
+            json_keyf(&j, "%c", (char)('1' + i));
+            json_str(&j, eng_metric(ps->ses->eng, tl.rstates[i])->name);
+        }
+        json_obj_end(&j);
         json_key(&j, "threads");
         json_arr_begin(&j);
         for (size_t r = 0; r < tl.nrows; r++) {
@@ -298,6 +305,10 @@ int view_timeline(pstate_t *ps)
             json_u64(&j, tl.rows[r].t->tid);
             json_key(&j, "cells");
             json_str(&j, tl.rows[r].cells);
+            if (tl.rows[r].has_rstates) {
+                json_key(&j, "states");
+                json_str(&j, tl.rows[r].rstates);
+            }
             json_obj_end(&j);
         }
         json_arr_end(&j);
@@ -308,12 +319,22 @@ int view_timeline(pstate_t *ps)
                        "with the most CPU time,\nor the thread's main state when it mostly did not "
                        "run (^ wait CPU, = lock, %% I/O, . sleep)\n\n",
                     tl.span, REP_TL_COLS, tl.cell_ns * 1e-6);
-        for (size_t r = 0; r < tl.nrows; r++)
+        if (tl.nrstates)
+            sink_printf(o, "A line below a thread shows the runtime state it was in most "
+                           "(digits, below)\n\n");
+        for (size_t r = 0; r < tl.nrows; r++) {
             sink_printf(o, "%4u %7u |%s|\n", tl.rows[r].t->number, tl.rows[r].t->tid,
                         tl.rows[r].cells);
+            if (tl.rows[r].has_rstates)
+                sink_printf(o, "      states |%s|\n", tl.rows[r].rstates);
+        }
         sink_printf(o, "\n");
         for (size_t i = 0; i < tl.nlegend; i++)
             sink_printf(o, "  %c  %s\n", tl.legend[i].letter, tl.legend[i].name);
+        for (size_t i = 0; i < tl.nrstates; i++) {
+            const eng_metric_def_t *m = eng_metric(ps->ses->eng, tl.rstates[i]);
+            sink_printf(o, "  %c  %s (%s)\n", (char)('1' + i), m->title, m->name);
+        }
         sink_printf(o, "\n");
     }
     rep_timeline_free(&tl);

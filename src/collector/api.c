@@ -17,6 +17,7 @@
 #include "../../include/tally_collector_api.h"
 #include "base/spinlock.h"
 #include "experiment/logfile.h"
+#include "threads.h"
 #include "trace.h"
 #include "unwind.h"
 
@@ -229,6 +230,14 @@ static int emit(int kind, uint64_t t, const uint64_t *pcs, uint32_t n, const uin
                             (flags & TALLY_EMIT_SIGNAL) != 0);
 }
 
+/* The runtime state word of the calling thread (threads.c) holds 1 + the kind's id. */
+static int set_state(int kind)
+{
+    if (kind < -1 || (kind >= 0 && (uint32_t)kind >= __atomic_load_n(&reg.nkinds, __ATOMIC_ACQUIRE)))
+        return -EINVAL;
+    return (int)threads_set_rstate((uint32_t)(kind + 1)) - 1;
+}
+
 static const tally_collector_api_v1_t api_v1 = {
     .version = TALLY_COLLECTOR_API_VERSION,
     .size = sizeof(tally_collector_api_v1_t),
@@ -240,6 +249,7 @@ static const tally_collector_api_v1_t api_v1 = {
     .stack_caller = stack_caller,
     .stack_context = stack_context,
     .emit = emit,
+    .set_state = set_state,
 };
 
 COLL_EXPORT const tally_collector_api_v1_t *tally_collector_api_v1(void)

@@ -32,7 +32,8 @@ typedef struct clock_thr {
     perfev_t ev;
     int timer_id, has_timer;
     uint64_t last_cpu, last_ut, last_st;
-    uint32_t last_stack, last_state; /* of the last sample, for the tail at the thread's end */
+    uint32_t last_stack, last_state, last_rstate; /* of the last sample, for the tail at the
+                                                     thread's end */
     int has_last;
 } clock_thr_t;
 
@@ -169,9 +170,9 @@ static int clock_thread_start(coll_proc_t *p, coll_thread_t *t)
 }
 
 static void write_clock(coll_proc_t *p, coll_thread_t *t, uint64_t now, uint32_t id,
-                        uint32_t state, uint64_t w)
+                        uint32_t state, uint32_t rstate, uint64_t w)
 {
-    if (exp_stream_clock(&t->stream, now, id, state, w) == 0) {
+    if (exp_stream_clock_rs(&t->stream, now, id, state, w, rstate) == 0) {
         source_count(&p->st.samples, 1);
         if (t->slot)
             t->slot->samples++;
@@ -194,7 +195,7 @@ static void clock_thread_stop(coll_proc_t *p, coll_thread_t *t, uint64_t now, ui
          * thread's recorded total is its CPU time, not up to one interval less. */
         source_count(&p->st.profiled_ns, tail);
         if (ct.has_last)
-            write_clock(p, t, now, ct.last_stack, ct.last_state, tail);
+            write_clock(p, t, now, ct.last_stack, ct.last_state, ct.last_rstate, tail);
     }
 }
 
@@ -279,14 +280,17 @@ static void clock_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo_t 
         !__atomic_load_n(&p->paused, __ATOMIC_RELAXED)) {
         source_count(&p->st.profiled_ns, w);
         uint32_t id;
+        /* the runtime state the thread is in now (OpenMP, MPI: threads_set_rstate) */
+        uint32_t rs = __atomic_load_n(&t->rstate, __ATOMIC_RELAXED);
         if (source_stack(p, t, uc, now, &id) == 0) {
             if (w - w_sys)
-                write_clock(p, t, now, id, EXP_STATE_USER, w - w_sys);
+                write_clock(p, t, now, id, EXP_STATE_USER, rs, w - w_sys);
             if (w_sys)
-                write_clock(p, t, now, id, EXP_STATE_SYSTEM, w_sys);
+                write_clock(p, t, now, id, EXP_STATE_SYSTEM, rs, w_sys);
             if (p->set.clock_mref && w - w_sys)
                 write_mref(t, uc, now, id, w - w_sys);
             ct.last_stack = id;
+            ct.last_rstate = rs;
             ct.last_state = w_sys * 2 > w ? EXP_STATE_SYSTEM : EXP_STATE_USER;
             ct.has_last = 1;
         }

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "collector.h"
+#include "ompstate.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -634,6 +635,11 @@ int coll_ensure_init(void)
         init_process(p);
         trace_thr.guard--;
         __atomic_store_n(&p->init_state, 2, __ATOMIC_RELEASE);
+        if (p->enabled) { /* (through the collector API, which needs init_state 2) */
+            trace_thr.guard++; /* dlsym's allocations are the collector's, not the program's */
+            ompstate_process_start();
+            trace_thr.guard--;
+        }
         errno = saved;
         return p->enabled;
     }

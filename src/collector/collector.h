@@ -21,8 +21,9 @@
  * interposer), sampler.c (the sampler thread: periodic sample
  * packets and thread states; the -l/-y signals; the collector API), trace.c (the tracing core:
  * settings, per-thread trace streams, records) with its interposers sync.c, heap.c and
- * iotrace.c, fastunwind.c (their stacks), and api.c (the versioned collector API for separate
- * libraries, include/tally_collector_api.h: declarations and TRACE records).
+ * iotrace.c, fastunwind.c (their stacks), api.c (the versioned collector API for separate
+ * libraries, include/tally_collector_api.h: declarations, TRACE records, runtime states), and
+ * omp.c, ompt.c (OpenMP Work and Wait: libgomp's entry points, an OMPT tool; ompstate.h).
  *
  * There is exactly one coll_proc_t, `coll_proc`: signal handlers and interposers have no other way
  * to reach the collector's state. Its settings are written once during initialization (or in a

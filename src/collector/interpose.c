@@ -140,6 +140,8 @@ struct start_arg {
     void *(*fn)(void *);
     void *arg;
     int prog_blocked; /* the creator's view of the profiling signal: a new thread inherits it */
+    uint32_t rstate;  /* the creator's runtime state: a thread a runtime starts (an OpenMP
+                         worker) is in it until the runtime says otherwise */
 };
 
 static void unblock_prof_signal(void)
@@ -157,6 +159,7 @@ static void *thread_trampoline(void *a)
     if (coll_proc.enabled && getpid() == coll_proc.pid) {
         unblock_prof_signal(); /* the creator may have been inside dlopen */
         signals_prog_blocked = sa.prog_blocked;
+        threads_set_rstate(sa.rstate); /* (before the thread's slot: it starts with it) */
         threads_start(&coll_proc, "pthread_create");
         interpose_mark_thread();
     }
@@ -175,6 +178,7 @@ COLL_EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(
     sa->fn = fn;
     sa->arg = arg;
     sa->prog_blocked = signals_prog_blocked;
+    sa->rstate = coll_thr.rstate;
     errno = saved;
     int rc = real.pthread_create(t, attr, thread_trampoline, sa);
     if (rc)

@@ -245,7 +245,8 @@ static void write_state(sampler_t *s, uint64_t now, track_t *t, uint32_t state, 
     uint32_t n = threads_last_stack(t->tid, &t->hint, s->pcs, THREADS_LAST_MAX, &flags);
     uint32_t id;
     if (exp_stream_stack(&s->stream, s->pcs, n, n ? flags : EXP_STACK_UNWIND_FAIL, &id) == 0)
-        exp_stream_state(&s->stream, now, (uint32_t)t->tid, id, state, ns);
+        exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, id, state, ns,
+                            threads_rstate_of(t->tid, &t->hint));
 }
 
 /* A sleeping thread: the system call it is blocked in (from /proc: "nr args... sp pc") gives the
@@ -283,7 +284,8 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
         t->blocked_pc = pc;
         t->blocked_sp = sp;
     }
-    exp_stream_state(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns);
+    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns,
+                        threads_rstate_of(t->tid, &t->hint));
 }
 
 /* Looks at every thread; returns 1 when some thread was off a CPU during the period. */

@@ -1,8 +1,8 @@
 /*
  * threads.c - the profiled threads: lifecycle, per-thread context, registry; see threads.h.
  *
- * threads_stop, threads_end_others, threads_publish_stack, threads_last_stack and
- * threads_stack_room are async-signal-safe: system calls and the AS-safe evwriter/logfile
+ * threads_stop, threads_end_others, threads_publish_stack, threads_last_stack,
+ * threads_set_rstate, threads_rstate_of and threads_stack_room are async-signal-safe: system calls and the AS-safe evwriter/logfile
  * functions only.
  */
 #define _GNU_SOURCE
@@ -88,14 +88,16 @@ void threads_publish_stack(coll_slot_t *sl, const uint64_t *pcs, uint32_t n, uin
     __atomic_add_fetch(&sl->seq, 1, __ATOMIC_ACQ_REL);
 }
 
-uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
+/* The registry slot of tid through *hint (threads_last_stack): a search in vain counts down
+ * before the next search. */
+static coll_slot_t *slot_find(pid_t tid, int *hint)
 {
     coll_slot_t *sl = NULL;
     if (*hint >= 0 && *hint < NSLOTS && __atomic_load_n(&slots[*hint].tid, __ATOMIC_ACQUIRE) == tid)
         sl = &slots[*hint];
     if (!sl && *hint < -1) { /* recently searched in vain: count down before searching again */
         (*hint)++;
-        return 0;
+        return NULL;
     }
     if (!sl)
         *hint = -64;
@@ -104,6 +106,31 @@ uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, u
             sl = &slots[i];
             *hint = i;
         }
+    return sl;
+}
+
+uint32_t threads_set_rstate(uint32_t rstate)
+{
+    coll_thread_t *t = &coll_thr;
+    uint32_t old = t->rstate;
+    __atomic_store_n(&t->rstate, rstate, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the slot may be taken by a signal handler */
+    coll_slot_t *sl = t->slot;
+    if (sl)
+        __atomic_store_n(&sl->rstate, rstate, __ATOMIC_RELAXED);
+    return old;
+}
+
+uint32_t threads_rstate_of(pid_t tid, int *hint)
+{
+    coll_slot_t *sl = slot_find(tid, hint); /* (a thread seen only asleep calls no
+                                                threads_last_stack: this counts down too) */
+    return sl ? __atomic_load_n(&sl->rstate, __ATOMIC_RELAXED) : EXP_RSTATE_NONE;
+}
+
+uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
+{
+    coll_slot_t *sl = slot_find(tid, hint);
     if (!sl)
         return 0;
     for (int attempt = 0; attempt < 4; attempt++) {
@@ -209,8 +236,10 @@ void threads_start(coll_proc_t *p, const char *how)
             exp_stream_init(&t->stream, &p->evfile, (uint32_t)t->tid);
             t->stream.last_t = now; /* so that a chunk opened by a STACK record gets a real t0 */
             t->slot = slot_claim(t->tid);
-            if (t->slot)
+            if (t->slot) {
                 pthread_getcpuclockid(pthread_self(), &t->slot->cpuclock);
+                __atomic_store_n(&t->slot->rstate, t->rstate, __ATOMIC_RELAXED);
+            }
             sigset_t old;
             signals_core_enter();
             signals_block(p, &old);
@@ -259,8 +288,12 @@ void threads_stop(coll_proc_t *p)
         t->scratch = NULL;
         t->pcs = NULL;
     }
-    slot_release(t->slot);
+    coll_slot_t *sl = t->slot;
     t->slot = NULL;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (sl)
+        __atomic_store_n(&sl->rstate, EXP_RSTATE_NONE, __ATOMIC_RELAXED);
+    slot_release(sl);
     errno = saved;
 }
 

@@ -42,6 +42,7 @@ typedef struct coll_slot {
     clockid_t cpuclock;
     uint64_t samples;  /* samples written for the thread (its sampling source) */
     uint64_t last_cpu; /* thread CPU time its samples account for so far (its sampling source) */
+    uint32_t rstate;   /* the thread's runtime state (threads_set_rstate), for the sampler */
     /* the stack of the thread's last sample, for the sampler thread (seqlock: odd = writing) */
     uint32_t seq, last_n, last_flags;
     uint64_t last_pcs[THREADS_LAST_MAX];
@@ -59,6 +60,7 @@ typedef struct coll_thread {
     void *altstack;
     uintptr_t stack_lo, stack_hi; /* the thread's own stack, above its guard (0: unknown) */
     uint32_t cpu_num; /* CPU of the last sample (a CPU record is written when it changes) */
+    uint32_t rstate;  /* runtime state (EXP_RSTATE_NONE, or 1 + a declared kind's id) */
     exp_stream_t stream; /* valid while scratch is set */
 } coll_thread_t;
 
@@ -91,6 +93,15 @@ void threads_publish_stack(coll_slot_t *sl, const uint64_t *pcs, uint32_t n, uin
  * skipped). */
 uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
     COLL_HIDDEN;
+
+/* Sets the calling thread's runtime state (evformat.h: EXP_RSTATE_NONE, or 1 + the id of a
+ * declared kind), which its clock samples and thread states carry; returns the previous one. A
+ * per-thread word: any runtime (OpenMP, MPI) sets it on entering and leaving its states. Any
+ * thread, any time; AS-safe. */
+uint32_t threads_set_rstate(uint32_t rstate) COLL_HIDDEN;
+/* The runtime state of thread tid as the sampler sees it (EXP_RSTATE_NONE when it has no registry
+ * slot). *hint as for threads_last_stack. Any thread; never blocks. */
+uint32_t threads_rstate_of(pid_t tid, int *hint) COLL_HIDDEN;
 
 /* Bytes left below the caller's frame on the stack it runs on: the thread's own stack, or an
  * alternate signal stack; SIZE_MAX when unknown (a coroutine's stack). AS-safe. */

@@ -139,6 +139,12 @@ enum exp_counter_flags {
 #define EXP_CTR_NREGS 17
 #define EXP_CTR_MAX 64 /* counters of one process (`counter` ids 0..63) */
 
+/* CLOCK and STATE records may end with a runtime state: 0 (EXP_RSTATE_NONE, or absent) outside
+ * any runtime, else 1 + the id of a declared kind whose first metric takes the time on a CPU or
+ * waiting for one (states USER, SYSTEM, WAIT) and whose second (its first when it has one) the
+ * time blocked (LOCK, IO, SLEEP): e.g. OpenMP Work and Wait. */
+#define EXP_RSTATE_NONE 0
+
 #define EXP_IO_NAME_MAX 1024 /* longest file name an IO record carries */
 
 /* MEMREF: what the record knows of the sample's memory reference (its flags field). */

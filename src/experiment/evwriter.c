@@ -286,8 +286,14 @@ static int put_event(exp_stream_t *s, uint8_t type, uint64_t t, const uint64_t *
 
 int exp_stream_clock(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state, uint64_t weight)
 {
-    const uint64_t v[3] = { stack, state, weight };
-    return put_event(s, EXP_REC_CLOCK, t, v, 3);
+    return exp_stream_clock_rs(s, t, stack, state, weight, 0);
+}
+
+int exp_stream_clock_rs(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state,
+                        uint64_t weight, uint32_t rstate)
+{
+    const uint64_t v[4] = { stack, state, weight, rstate };
+    return put_event(s, EXP_REC_CLOCK, t, v, rstate ? 4 : 3); /* (the field is optional) */
 }
 
 int exp_stream_memref(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t weight,
@@ -337,8 +343,14 @@ int exp_stream_counter(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t cou
 int exp_stream_state(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,
                      uint64_t weight)
 {
-    const uint64_t v[4] = { tid, stack, state, weight };
-    return put_event(s, EXP_REC_STATE, t, v, 4);
+    return exp_stream_state_rs(s, t, tid, stack, state, weight, 0);
+}
+
+int exp_stream_state_rs(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,
+                        uint64_t weight, uint32_t rstate)
+{
+    const uint64_t v[5] = { tid, stack, state, weight, rstate };
+    return put_event(s, EXP_REC_STATE, t, v, rstate ? 5 : 4);
 }
 
 int exp_stream_cpu(exp_stream_t *s, uint64_t t, uint32_t cpu)

@@ -78,6 +78,12 @@ int exp_stream_memref(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t weig
  * time t, at stack id of this stream. */
 int exp_stream_state(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,
                      uint64_t weight);
+/* The same with a runtime state (EXP_RSTATE_NONE, or 1 + the id of a declared kind: the thread
+ * was inside a runtime in that state, see docs/FORMAT.md); 0 writes the records above. */
+int exp_stream_clock_rs(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t state,
+                        uint64_t weight, uint32_t rstate);
+int exp_stream_state_rs(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stack, uint32_t state,
+                        uint64_t weight, uint32_t rstate);
 /* Writes a CPU record: from time t the stream's thread runs on cpu. */
 int exp_stream_cpu(exp_stream_t *s, uint64_t t, uint32_t cpu);
 /* Writes a SYNC record: a wait of wait ns on object (address) in call (EXP_SYNC_*), ended at t. */

@@ -1476,6 +1476,19 @@ static uint32_t map_stack(struct cursor *c, uint64_t id, const uint8_t *rec)
 typedef int (*decode_fn)(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
                          const uint8_t *rec);
 
+/* The optional runtime state that ends a CLOCK or STATE record (EXP_RSTATE_NONE when absent or
+ * beyond any kind id + 1; a value naming no declared kind is kept, the engine finds none). */
+static inline int rstate_get(const uint8_t *q, const uint8_t *rend, exp_event_t *ev)
+{
+    uint64_t r;
+    if (q >= rend)
+        return 0;
+    if (leb128_get(&q, rend, &r))
+        return -1;
+    ev->rstate = r <= EXP_KIND_MAXID + 1u ? (uint32_t)r : EXP_RSTATE_NONE;
+    return 0;
+}
+
 /* STATE: another thread's state, delivered as its CLOCK event. */
 static int decode_state(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
                         const uint8_t *rec)
@@ -1493,7 +1506,7 @@ static int decode_state(struct cursor *c, uint8_t type, const uint8_t *q, const 
     ev->state = (uint32_t)(b < EXP_STATE_COUNT ? b : UINT32_MAX);
     ev->weight = d;
     ev->count = 1;
-    return 0;
+    return rstate_get(q, rend, ev);
 }
 
 /* CPU: no event; the CPU of the events that follow. */
@@ -1521,7 +1534,7 @@ static inline __attribute__((always_inline)) int decode_clock(struct cursor *c, 
     ev->state = (uint32_t)(b < EXP_STATE_COUNT ? b : UINT32_MAX);
     ev->weight = d;
     ev->count = 1;
-    return 0;
+    return q < rend ? rstate_get(q, rend, ev) : 0;
 }
 
 static int decode_lost(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
@@ -1729,6 +1742,7 @@ static inline int decode_event(struct cursor *c, uint8_t type, const uint8_t *q,
     ev->type = type;
     ev->stack = EXP_NO_STACK;
     ev->state = ev->reason = ev->call = ev->err = ev->namelen = ev->nvalues = 0;
+    ev->rstate = EXP_RSTATE_NONE;
     ev->weight = ev->count = ev->addr = ev->size = 0;
     ev->fd = -1;
     ev->name = NULL;

@@ -248,6 +248,7 @@ typedef struct exp_event {
     uint64_t t;
     uint32_t stack;  /* global stack id (CLOCK, SYNC, HEAP_ALLOC, IO, TRACE), else EXP_NO_STACK */
     uint32_t state;  /* EXP_STATE_* (CLOCK; STATE records are delivered as CLOCK events) */
+    uint32_t rstate; /* CLOCK: the runtime state (EXP_RSTATE_NONE, or 1 + a declared kind's id) */
     uint32_t cpu;    /* the CPU the thread last ran on (from CPU records), UINT32_MAX unknown */
     uint64_t weight; /* ns: CPU time (CLOCK), wait (SYNC), duration (IO) */
     uint64_t count;  /* LOST */

@@ -32,6 +32,21 @@ check("selftest: badname=-22 redeclare_same=0 redeclare_other=-17 kind_undeclare
       "kind_same=1 kind_other=-17 emit_outside=-22 emit_badkind=-22" in p.stderr,
       "API answers to misuse: %r" % p.stderr)
 
+# runtime states: bad kinds are EINVAL, the thread was in none before, and gets it back; the
+# time of plug_busy (300 ms of CPU, and its waits for a CPU) is its metric, and no other's (but
+# the waits for a CPU the sampler sees between entering the state and the first sample in it,
+# charged to the last sample's stack, before plug_busy: 62 ms of 2.7 s at load average 15, so
+# 50 ms and 5%)
+check("selftest-state: bad=-22 unknown=-22 none_before=-1 back=1" in p.stderr,
+      "set_state answers: %r" % p.stderr)
+doc = print_json(exp, "-metrics", "i.plugbusy:i.total:i.totalcpu", "-functions")[0]
+rows = {r["name"]: r for r in doc["rows"]}
+busy = rows.get("plug_busy", {})
+check(busy.get("i.plugbusy", 0) >= 0.9 * busy.get("i.total", 1) and
+      busy.get("i.totalcpu", 0) >= 0.2, "plug_busy in its state: %r" % busy)
+check(rows.get("<Total>", {}).get("i.plugbusy", 0) <= busy.get("i.total", 0) * 1.05 + 0.05,
+      "plugbusy outside plug_busy: %r / %r" % (rows.get("<Total>"), busy))
+
 # the declarations are in both logs
 for sub in ("", "_f1.tally"):
     recs = log_records(os.path.join(exp, sub))

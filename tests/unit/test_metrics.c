@@ -298,12 +298,93 @@ static void test_engine_contributors(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- runtime states: clock time inside a runtime split by the state the thread was in -------- */
+
+static void test_runtime_states(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/tally-test-rstate-%d.tally", getpid());
+    assert_int_equal(mkdir(dir, 0755), 0);
+    char path[512], buf[1024];
+    snprintf(path, sizeof path, "%s/log", dir);
+    int fd = exp_log_create(path);
+    assert_true(fd >= 0);
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "start");
+    exp_line_u64(&l, "t", 1000);
+    exp_line_u64(&l, "pid", 42);
+    line(fd, &l);
+    const char *metrics[] = { "ompwork", "ompwait" };
+    for (int i = 0; i < 2; i++) {
+        exp_line_begin(&l, buf, sizeof buf, "metric");
+        exp_line_str(&l, "name", metrics[i]);
+        exp_line_u64(&l, "time", 1);
+        line(fd, &l);
+    }
+    /* kind 0: working (blocked time is a wait), kind 1: waiting */
+    const char *kinds[][2] = { { "omp_work", "ompwork,ompwait" }, { "omp_wait", "ompwait" } };
+    for (int i = 0; i < 2; i++) {
+        exp_line_begin(&l, buf, sizeof buf, "kind");
+        exp_line_u64(&l, "id", (uint64_t)i);
+        exp_line_str(&l, "name", kinds[i][0]);
+        exp_line_str(&l, "metrics", kinds[i][1]);
+        line(fd, &l);
+    }
+    close(fd);
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t s;
+    exp_stream_init(&s, &f, 100);
+    uint64_t a[1] = { 0x401000 };
+    uint32_t sa;
+    assert_int_equal(exp_stream_stack(&s, a, 1, 0, &sa), 0);
+    uint64_t t = 2000;
+    assert_int_equal(exp_stream_clock_rs(&s, t++, sa, EXP_STATE_USER, 10, 1), 0);
+    assert_int_equal(exp_stream_clock_rs(&s, t++, sa, EXP_STATE_SYSTEM, 20, 1), 0);
+    assert_int_equal(exp_stream_state_rs(&s, t++, 100, sa, EXP_STATE_WAIT, 5, 1), 0);
+    assert_int_equal(exp_stream_state_rs(&s, t++, 100, sa, EXP_STATE_LOCK, 40, 1), 0);
+    assert_int_equal(exp_stream_clock_rs(&s, t++, sa, EXP_STATE_USER, 7, 2), 0);
+    assert_int_equal(exp_stream_state_rs(&s, t++, 100, sa, EXP_STATE_SLEEP, 3, 2), 0);
+    assert_int_equal(exp_stream_clock_rs(&s, t++, sa, EXP_STATE_USER, 100, 0), 0); /* outside */
+    assert_int_equal(exp_stream_state(&s, t++, 100, sa, EXP_STATE_IO, 200), 0);
+    assert_int_equal(exp_stream_clock_rs(&s, t++, sa, EXP_STATE_USER, 1000, 77), 0); /* no kind */
+    exp_stream_finish(&s, 900000);
+    exp_evfile_close(&f);
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    sym_ctx_t *sym = sym_new();
+    eng_t *g = eng_new(&e, 1, sym);
+    assert_non_null(g);
+    int mw = eng_metric_find(g, "ompwork"), mx = eng_metric_find(g, "ompwait");
+    assert_true(mw >= 0 && mx >= 0);
+    assert_int_equal(eng_aggregate(g, &err), 0);
+    const exp_scan_stats_t *st = eng_scan_stats(g);
+    assert_int_equal(st->unknown_records + st->bad_records, 0);
+    const uint64_t *tot = eng_total(g);
+    assert_int_equal(tot[mw], 10 + 20 + 5);    /* on a CPU or waiting for one, working */
+    assert_int_equal(tot[mx], 40 + 7 + 3);     /* blocked while working; waiting */
+    assert_int_equal(tot[ENG_M_TOTAL], 1385); /* the states themselves are unchanged */
+    assert_int_equal(tot[ENG_M_USER], 10 + 7 + 100 + 1000);
+    assert_int_equal(tot[ENG_M_LOCK], 40);
+    assert_int_equal(eng_thread(g, 0)->value[mx], 50);
+    eng_free(g);
+    sym_free(sym);
+    exp_close(e);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_metric_set),
         cmocka_unit_test(test_wide_vectors),
         cmocka_unit_test(test_engine_contributors),
+        cmocka_unit_test(test_runtime_states),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,8 @@
  * (include/tally_collector_api.h), as an MPI wrapper library would: plug_send(bytes) "sends a
  * message" (spins about 50 us) and records a msg_send record with its duration (msgtime, ns) and
  * its size (msgbytes); plug_signal_record(uc) records a sig_seen record (sigcount 1) with the
- * stack of a signal context. Without tally (no tally_collector_api_v1) it works and records
+ * stack of a signal context; plug_busy(ms) burns CPU in a runtime state of its own (plugbusy).
+ * Without tally (no tally_collector_api_v1) it works and records
  * nothing. plug_selftest() checks the API's answers to misuse and prints them on stderr.
  */
 #define _GNU_SOURCE
@@ -79,6 +80,31 @@ PLUG_EXPORT void plug_signal_record(void *uc)
     uint32_t n = api->stack_context(uc, pcs, 64);
     api->emit(kind_sig, api->now(), pcs, n, &one, 1, TALLY_EMIT_SIGNAL);
     api->leave();
+}
+
+/* Runtime states: burns ms of CPU time in the state of kind plug_busy (metric plugbusy), as a
+ * runtime marks a thread working inside it, then gives the previous state back. */
+PLUG_EXPORT __attribute__((noinline)) void plug_busy(unsigned ms)
+{
+    setup();
+    int kind = -1, prev = -1;
+    if (api) {
+        static const char *const busy[] = { "plugbusy" };
+        api->declare_metric("plugbusy", "Plugin Busy", NULL, 1);
+        kind = api->declare_kind("plug_busy", busy, 1);
+        prev = api->set_state(kind);
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    uint64_t end = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec + ms * 1000000ull;
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    while ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec < end);
+    if (api) {
+        int back = api->set_state(prev);
+        fprintf(stderr, "selftest-state: bad=%d unknown=%d none_before=%d back=%d\n",
+                api->set_state(-2), api->set_state(999), prev, back == kind);
+    }
 }
 
 /* Misuse gets errors, never a record. */

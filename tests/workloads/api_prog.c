@@ -15,6 +15,7 @@
 void plug_send(uint64_t bytes);
 void plug_signal_record(void *uc);
 void plug_selftest(void);
+void plug_busy(unsigned ms);
 
 __attribute__((noinline)) static void producer(void)
 {
@@ -63,8 +64,10 @@ int main(int argc, char **argv)
     }
     int st = 0;
     waitpid(pid, &st, 0);
-    if (argc > 1 && !strcmp(argv[1], "selftest"))
+    if (argc > 1 && !strcmp(argv[1], "selftest")) {
         plug_selftest();
+        plug_busy(300);
+    }
     printf("api_prog done %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     return 0;
 }
