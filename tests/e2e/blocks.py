@@ -217,6 +217,34 @@ exp, out = collect_run("only", [fprog], ["--blocks=" + sel2])
 check(sorted(x["name"] for x in bl["total"]) == ["main", "work"],
       "include list: %r" % [x["name"] for x in bl["total"]])
 
+# ---- fork: the child keeps the open blocks, each one call from the fork --------------------
+exp, out = collect_run("fork", [prog, "fork"])
+(cs,) = print_json(os.path.join(exp, "_f1.tally"), "-callstack")
+c = cs["callstacks"][0] if cs["callstacks"] else {"rows": []}
+check(rows_of(c) == ["main", "child"], "the child's callstack: %r" % c)
+if rows_of(c) == ["main", "child"]:
+    check(c["rows"][0]["calls"] == 1 and c["rows"][0]["subrs"] == 1, "child's main: %r" % c)
+    # main's instance in the child starts at the fork: the child's 20 ms, not the parent's 10 before
+    bounded(c["rows"][0]["inst_incl"], 0.02, 0.005, 0.45, "main in the child since the fork")
+(cs,) = print_json(exp, "-callstack")
+c = [x for x in cs["callstacks"] if x["label"] == "parent"]
+check(len(c) == 1 and rows_of(c[0]) == ["main"] and c[0]["rows"][0]["subrs"] == 0,
+      "the parent's callstack has none of the child's blocks: %r" % cs)
+
+# ---- records that do not parse are skipped with a note ---------------------------------------
+exp, out = collect_run("hostile", [prog, "seed"])
+with open(os.path.join(exp, "log"), "a") as f:
+    f.write("callstack t=1 tid=1 n=9 rows=0,1,2\n")              # too few numbers
+    f.write("callstack t=1 tid=1 n=9 rows=77,1,0,1,1,1,1\n")     # an undeclared block
+    f.write("block-paths t=1 tid=5 first=1 rows=3,0,1,0,1,1\n")  # a parent after its child
+    f.write("block-profile t=1 tid=5 part=0 rows=0,99999999999999999999999,0,1,1\n")
+    f.write("block id=70000 name=x\n")
+p = run([TALLY, "print", "-callstack", exp], expect=0)
+check(p.stderr.count("record skipped") == 5, "five notes: %r" % p.stderr)
+check("line 30: block-paths record skipped" in p.stderr, "notes name the line: %r" % p.stderr)
+check("monitor point 1 \"seed\"" in p.stdout and "point 9" not in p.stdout,
+      "the good records still shown: %r" % p.stdout)
+
 # ---- --blocks=off and errors ---------------------------------------------------------------------
 exp, out = collect_run("off", [prog, "seed"], ["--blocks=off"])
 check(not log_records(exp, "block"), "--blocks=off: no block records")

@@ -7,10 +7,15 @@
  *   blocks switch     run-time disable and enable: block "io" and group "g" (block "g1")
  *   blocks threads    two threads, each with its own nesting and monitor points
  *   blocks tau        the seed's example written with TAU's macros (include/tau/TAU.h)
+ *   blocks fork       main { 10 ms, fork: the child enters child, 20 ms, monitor, ends; the
+ *                     parent waits, monitor }
  *
  * Prints `span NAME SECONDS` for every span whose length a test checks (CLOCK_MONOTONIC).
  */
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -148,6 +153,24 @@ static void tau(void)
     TAU_PROFILE_STOP(tmain);
 }
 
+static void forking(void)
+{
+    tally_start("main");
+    sleep_units(1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tally_start("child");
+        sleep_units(2);
+        tally_monitor("child");
+        tally_stop("child");
+        tally_stop("main");
+        exit(0);
+    }
+    waitpid(pid, NULL, 0);
+    tally_monitor("parent");
+    tally_stop("main");
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "seed";
@@ -159,8 +182,10 @@ int main(int argc, char **argv)
         threads();
     else if (!strcmp(mode, "tau"))
         tau();
+    else if (!strcmp(mode, "fork"))
+        forking();
     else {
-        fprintf(stderr, "usage: blocks seed|switch|threads|tau\n");
+        fprintf(stderr, "usage: blocks seed|switch|threads|tau|fork\n");
         return 2;
     }
     return 0;
