@@ -146,7 +146,7 @@ static const char *const commands[] = {
     "disasm", "metrics", "cmetrics", "metric_list", "sort", "limit", "name", "header", "overview",
     "thread_list", "thread_select", "experiment_list", "sample_list", "sample_detail",
     "sample_select", "cpu_select", "filters", "timeline", "leaks", "allocs", "heap",
-    "sync_objects", "io_files",
+    "sync_objects", "io_files", "blocks", "callstack", "callstack_history",
 };
 
 /* Whether line l (n bytes) is a command the harness runs: a known one (its argument may be any
