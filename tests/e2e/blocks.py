@@ -159,6 +159,13 @@ if len(w1) == 2:
 j = by_label.get("joined", [{}])[0]
 check(rows_of(j) == ["main"] and j["rows"][0]["subrs"] == 0,
       "the main thread's callstack has none of the workers' blocks: %r" % j)
+(h,) = print_json(exp, "-callstack_history", "step")
+w1h = [x for x in h["history"] if x["label"] == "worker1"]
+check([(x["n"], x["calls"], x["d_calls"]) for x in w1h] == [(1, 1, 1), (2, 2, 1)],
+      "history of step in worker1: %r" % w1h)
+if len(w1h) == 2:
+    near(w1h[1]["d_excl"], w1h[1]["excl"] - w1h[0]["excl"], "history's change of excl")
+    check(w1h[1]["d_incl"] > 0.009, "step's inclusive grew by a 10 ms sleep: %r" % w1h)
 (bl,) = print_json(exp, "-blocks")
 check(len(bl["threads"]) == 3, "three threads with blocks: %r" % len(bl["threads"]))
 tot = {x["name"]: x for x in bl["total"]}
