@@ -341,9 +341,11 @@ typedef struct blk_thr {
 
 static __thread blk_thr_t blk_thr __attribute__((tls_model("initial-exec")));
 
+static int ready(void);
+
 static int thr_start(blk_thr_t *t)
 {
-    if (bs_init(&t->bs, B.nq))
+    if (ready() || bs_init(&t->bs, B.nq))
         return -1;
     t->tid = (pid_t)syscall(SYS_gettid);
     t->slot = -1;
@@ -463,7 +465,7 @@ COLL_EXPORT void __cyg_profile_func_exit(void *fn, void *site)
 
 COLL_EXPORT void tally_collector_block_enable(const char *name_or_group, int on)
 {
-    if (!name_or_group || !B.on)
+    if (!name_or_group || !B.on || ready())
         return;
     blk_thr_t *t = &blk_thr;
     t->busy++;
@@ -728,17 +730,39 @@ void blocks_settings(coll_proc_t *p)
             return;
         B.has_sel = 1;
     }
-    B.defs = map_zero(BLK_MAX * sizeof *B.defs);
-    B.hname = map_zero(BLK_HASH * sizeof *B.hname);
-    B.haddr = map_zero(BLK_HASH * sizeof *B.haddr);
-    B.active = map_zero(BLK_MAX);
-    if (!B.defs || !B.hname || !B.haddr || !B.active) {
-        coll_warn("blocks: no memory for the registry: blocks are off");
-        return;
-    }
-    B.membarrier_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
-    trace_api_ready(); /* starts trace_now's TSC clock (else every read is clock_gettime) */
     B.on = 1;
+}
+
+/* The registry, the end's membarrier and trace_now's TSC clock, made ready by the first block a
+ * process meets (normal context): a process without blocks pays nothing, and no profiled process
+ * spends more before its sampling starts. 0, or -1 (blocks are then off, with a warning). */
+static int ready(void)
+{
+    static int state; /* 0 not yet, 1 being made ready, 2 ready, 3 failed */
+    int s = __atomic_load_n(&state, __ATOMIC_ACQUIRE);
+    if (s == 2)
+        return 0;
+    if (s == 0 && __atomic_compare_exchange_n(&state, &s, 1, 0, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE)) {
+        B.defs = map_zero(BLK_MAX * sizeof *B.defs);
+        B.hname = map_zero(BLK_HASH * sizeof *B.hname);
+        B.haddr = map_zero(BLK_HASH * sizeof *B.haddr);
+        B.active = map_zero(BLK_MAX);
+        if (!B.defs || !B.hname || !B.haddr || !B.active) {
+            coll_warn("blocks: no memory for the registry: blocks are off");
+            B.on = 0;
+            __atomic_store_n(&state, 3, __ATOMIC_RELEASE);
+            return -1;
+        }
+        B.membarrier_ok =
+            syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
+        trace_api_ready(); /* starts trace_now's TSC clock (else every read is clock_gettime) */
+        __atomic_store_n(&state, 2, __ATOMIC_RELEASE);
+        return 0;
+    }
+    while ((s = __atomic_load_n(&state, __ATOMIC_ACQUIRE)) == 1)
+        sched_yield();
+    return s == 2 ? 0 : -1;
 }
 
 void blocks_log_all(void)
