@@ -106,7 +106,7 @@ check([x["name"] for x in h["history"]] == ["foo"] and h["history"][0]["d_calls"
       "history of foo: %r" % h)
 p = run([TALLY, "print", "-callstack", "2", exp], expect=1)
 check("at most 1" in p.stderr, "-callstack 2 of 1: %r" % p.stderr)
-p = run([TALLY, "print", "-callstack", "x", exp], expect=2)
+p = run([TALLY, "print", "-callstack=x", exp], expect=2)
 check("monitor point number" in p.stderr, "-callstack x: %r" % p.stderr)
 p = run([TALLY, "print", "-callstack_history", "nosuch", exp], expect=1)
 check("no profiled block is called 'nosuch'" in p.stderr, "history of nosuch: %r" % p.stderr)
