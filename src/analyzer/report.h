@@ -19,6 +19,8 @@
  *                    (found through the session's archive copies, path maps and directories).
  *   report_range.c   functions per time column: what a time range selected in a front end shows,
  *                    summed there without asking the engine again.
+ *   report_blocks.c  profiled blocks (report_blocks.h): performance callstacks at monitor points,
+ *                    their history, the whole-run profile of blocks per thread and summed.
  *   report_trace.c   traced calls: heap stacks (-leaks, -allocs), a stack's frames as
  *                    "function + offset", sync objects' kinds and names (the rest of the traced
  *                    views' data comes from analyzer/traces.h).
@@ -37,6 +39,7 @@
 #include "analyzer/engine.h"
 #include "analyzer/session.h"
 #include "base/err.h"
+#include "analyzer/report_blocks.h"
 
 /* ---- common --------------------------------------------------------------------------------- */
 

@@ -38,6 +38,7 @@
 #include "hwc.h"
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
+#include "experiment/blocksel.h"
 #include "experiment/settings.h"
 
 #ifndef TALLY_INSTALL_LIBDIR
@@ -65,6 +66,8 @@ struct collect_opts {
     hwc_set_t counters; /* -h */
     const char *counter_args[HWC_MAX];
     int ncounter_args;
+    char blocks[PATH_MAX];   /* profiled blocks: "" on, "off", or a selective file (absolute) */
+    char block_metrics[64];  /* their quantities: "" (wall) or wall,cpu in any order */
 };
 
 static void usage(FILE *out)
@@ -102,6 +105,12 @@ static void usage(FILE *out)
         "                                  all = every call (off by default)\n"
         "  -H, --heap=on|off               heap tracing: the malloc family, mmap and munmap\n"
         "  -i, --io=on|off                 I/O tracing: read, write, open, close, stdio, ...\n"
+        "      --blocks=on|off|FILE        profiled blocks (tally_start/tally_stop, programs\n"
+        "                                  built with -finstrument-functions): on (default),\n"
+        "                                  off, or only those a selective file in TAU's syntax\n"
+        "                                  selects (BEGIN_EXCLUDE_LIST ... END_EXCLUDE_LIST)\n"
+        "      --block-metrics=LIST        what blocks measure: wall (default), cpu (thread CPU\n"
+        "                                  time) or both, e.g. wall,cpu\n"
         "  -n, --dry-run                   print what would be done, run nothing\n"
         "      --help                      this text\n"
         "\n"
@@ -127,6 +136,52 @@ static int parse_sync(const char *v, struct collect_opts *o)
         return -1;
     snprintf(o->sync_ns, sizeof o->sync_ns, "%llu", (unsigned long long)(us * 1e3 + 0.5));
     o->sync = o->sync_ns;
+    return 0;
+}
+
+/* --blocks: on, off, or a selective file, checked now (its errors name the line). */
+static int parse_blocks(const char *v, struct collect_opts *o)
+{
+    if (!strcmp(v, "on") || !strcmp(v, "off")) {
+        snprintf(o->blocks, sizeof o->blocks, "%s", strcmp(v, "on") ? "off" : "");
+        return 0;
+    }
+    char *abs = realpath(v, NULL);
+    FILE *f = abs ? fopen(abs, "r") : NULL;
+    if (!f) {
+        cli_error("collect", "cannot read the selective file '%s' of --blocks: %s (use on, off "
+                  "or a file in TAU's selective instrumentation syntax)", v, strerror(errno));
+        free(abs);
+        return -1;
+    }
+    static char text[1 << 20];
+    static blocksel_t sel;
+    size_t n = fread(text, 1, sizeof text, f);
+    int too_big = n == sizeof text;
+    fclose(f);
+    unsigned line = 0;
+    const char *why = NULL;
+    if (too_big || strlen(abs) >= sizeof o->blocks ||
+        blocksel_parse(&sel, text, n, &line, &why)) {
+        if (too_big || !why)
+            cli_error("collect", "the selective file '%s' is too large or its path too long", v);
+        else
+            cli_error("collect", "%s:%u: %s", v, line, why);
+        free(abs);
+        return -1;
+    }
+    snprintf(o->blocks, sizeof o->blocks, "%s", abs);
+    free(abs);
+    return 0;
+}
+
+static int parse_block_metrics(const char *v, struct collect_opts *o)
+{
+    if (!strcmp(v, "wall"))
+        v = "";
+    else if (strcmp(v, "cpu") && strcmp(v, "wall,cpu") && strcmp(v, "cpu,wall"))
+        return -1;
+    snprintf(o->block_metrics, sizeof o->block_metrics, "%s", v);
     return 0;
 }
 
@@ -563,6 +618,8 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
     if (o->counters.n &&
         hwc_encode(&o->counters, hwc_cpu_hz(), s->counters.s, sizeof s->counters.s) < 0)
         s->counters.s[0] = 0; /* cannot happen: 16 counters fit */
+    snprintf(s->blocks.s, sizeof s->blocks.s, "%s", o->blocks);
+    snprintf(s->block_metrics.s, sizeof s->block_metrics.s, "%s", o->block_metrics);
 }
 
 /* Appends the root's end record; creates a minimal log, with why as a warning, if the collector
@@ -704,6 +761,7 @@ int cmd_collect(int argc, char **argv)
         { "samples", required_argument, 0, 'S' }, { "sample-signal", required_argument, 0, 'l' },
         { "pause-signal", required_argument, 0, 'y' }, { "states", required_argument, 0, 2 },
         { "archive", required_argument, 0, 'A' }, { "counters", required_argument, 0, 'h' },
+        { "blocks", required_argument, 0, 4 }, { "block-metrics", required_argument, 0, 5 },
         { 0, 0, 0, 0 },
     };
     if (argc < 2) {
@@ -829,6 +887,16 @@ int cmd_collect(int argc, char **argv)
                 return 2;
             }
             break;
+        case 4:
+            if (parse_blocks(optarg, &o))
+                return 2;
+            break;
+        case 5:
+            if (parse_block_metrics(optarg, &o)) {
+                cli_error("collect", "bad '--block-metrics=%s': use wall, cpu or wall,cpu", optarg);
+                return 2;
+            }
+            break;
         case 'h':
             if (o.ncounter_args == HWC_MAX) {
                 cli_error("collect", "too many -h options: at most %d counters", HWC_MAX);
@@ -917,6 +985,9 @@ int cmd_collect(int argc, char **argv)
         else
             esc_printf("sync:         waits of %.3f us or more\n", strtod(o.sync, NULL) / 1e3);
         esc_printf("heap:         %s\nio:           %s\n", o.heap ? "on" : "off", o.io ? "on" : "off");
+        esc_printf("blocks:       %s, measuring %s\n",
+                   !o.blocks[0] ? "on" : !strcmp(o.blocks, "off") ? "off" : o.blocks,
+                   o.block_metrics[0] ? o.block_metrics : "wall");
         return 0;
     }
     if (create_experiment(&o, prog, exp, sizeof exp))

@@ -363,7 +363,9 @@ static void default_metrics(pstate_t *ps)
 
 /* A command's argument: none, required, or optional (er_print's [exp_id]: on the command line
  * the next word is taken only when it looks like the argument and is not an experiment). */
-enum { ARG_NONE, ARG_NEEDED, ARG_OPTIONAL };
+enum { ARG_NONE, ARG_NEEDED, ARG_OPTIONAL, ARG_OPTIONAL_NAME };
+/* ARG_OPTIONAL_NAME: an optional name (-callstack_history [BLOCK]): on the command line the next
+ * word is taken when it is no existing path and no option. */
 
 static const struct pcmd {
     const char *name;
@@ -408,6 +410,9 @@ static const struct pcmd {
     { "filters", 1, set_filters, "EXPR", "analyse only events where EXPR holds (none: all)", 0 },
     { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state, runtime states", PR_DATA_CLOCK },
     { "time_functions", 0, c_time_functions, "", "per time column: each function's sort metric", PR_DATA_ALL },
+    { "blocks", 0, view_blocks, "", "profiled blocks: calls, subrs, excl., incl., call paths", 0 },
+    { "callstack", ARG_OPTIONAL, view_callstack, "[N|all]", "performance callstacks at monitor point N (all)", 0 },
+    { "callstack_history", ARG_OPTIONAL_NAME, view_callstack_history, "[BLOCK]", "how blocks change from one monitor point to the next", 0 },
     { "leaks", 0, c_leaks, "", "heap blocks never freed, by allocating stack, largest first", PR_DATA_HEAP },
     { "allocs", 0, c_allocs, "", "heap allocations by allocating stack, largest first", PR_DATA_HEAP },
     { "heap", 0, c_heap, "", "each process's peak heap, the stacks live at it, temporaries", PR_DATA_HEAP },
@@ -820,6 +825,10 @@ int cmd_print(int argc, char **argv)
             goto out;
         }
         if (c->nargs == ARG_OPTIONAL && !arg && i + 1 < argc && optional_arg(argv[i + 1]))
+            arg = argv[++i];
+        struct stat st;
+        if (c->nargs == ARG_OPTIONAL_NAME && !arg && i + 1 < argc && argv[i + 1][0] != '-' &&
+            stat(argv[i + 1], &st) != 0)
             arg = argv[++i];
         if (c->nargs == ARG_NEEDED && !arg) {
             if (i + 1 >= argc) {

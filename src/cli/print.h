@@ -163,6 +163,10 @@ int set_cpu_select(pstate_t *ps, const char *arg);
 int set_filters(pstate_t *ps, const char *arg);
 /* print_source.c: annotated source and disassembly */
 int view_source(pstate_t *ps, const char *arg);
+/* profiled blocks (print_blocks.c) */
+int view_blocks(pstate_t *ps, const char *arg);
+int view_callstack(pstate_t *ps, const char *arg);
+int view_callstack_history(pstate_t *ps, const char *arg);
 int view_disasm(pstate_t *ps, const char *arg);
 int set_setpath(pstate_t *ps, const char *arg);
 int set_addpath(pstate_t *ps, const char *arg);

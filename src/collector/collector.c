@@ -33,6 +33,7 @@
 #include "maps.h"
 #include "sampler.h"
 #include "trace.h"
+#include "blocks.h"
 #include "unwind.h"
 
 coll_proc_t coll_proc = { .log_fd = -1, .evfile = { .fd = -1 } };
@@ -609,6 +610,7 @@ static void init_process(coll_proc_t *p)
     coll_fd_room_leave();
     sources_proc_init(p);
     log_settings(p);
+    blocks_settings(p); /* after the log: its warnings go there */
     signals_install_fatal(p);
     interpose_init(p);
     p->enabled = 1;
@@ -710,6 +712,7 @@ void coll_finalize(const char *how, int status, int sig)
     int saved = errno;
     trace_stop();
     counters_final(p);
+    blocks_end_image();
     threads_stop(p);
     threads_end_others(p);
     log_stats(p);
@@ -809,8 +812,10 @@ void coll_after_fork_child(void)
     trace_after_fork_child(); /* first: the parent's trace streams are not this process's */
     trace_thr.guard++;
     after_fork();
-    if (coll_proc.enabled)
+    if (coll_proc.enabled) {
         api_log_declarations(); /* the collector API's declarations, in the child's own log */
+        blocks_after_fork_child();
+    }
     trace_thr.guard--;
     trace_start(&coll_proc);
 }

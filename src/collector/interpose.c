@@ -25,6 +25,7 @@
 #include "threads.h"
 #include "maps.h"
 #include "trace.h"
+#include "blocks.h"
 
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap);
 int coll_preload_has_self(const char *v, const char *self);
@@ -107,6 +108,7 @@ static int thread_key_ok;
 static void thread_key_dtor(void *v)
 {
     (void)v;
+    blocks_thread_exit();
     if (coll_proc.enabled)
         threads_exit(&coll_proc);
     trace_thread_exit();

@@ -32,9 +32,9 @@ static void put_field(exp_line_t *l, const char *key, const char *v, size_t vn, 
 {
     if (l->cut)
         return;
-    size_t kn = strlen(key), need = 2 + kn;
-    for (size_t i = 0; i < vn; i++)
-        need += escape && needs_escape((unsigned char)v[i]) ? 3 : 1;
+    size_t kn = strlen(key), need = 2 + kn + vn;
+    for (size_t i = 0; escape && i < vn; i++)
+        need += needs_escape((unsigned char)v[i]) ? 2 : 0;
     if (l->len + need + 16 > l->cap) { /* keep room for " truncated=1\n" */
         l->cut = 1;
         return;
@@ -44,6 +44,11 @@ static void put_field(exp_line_t *l, const char *key, const char *v, size_t vn, 
     memcpy(p, key, kn);
     p += kn;
     *p++ = '=';
+    if (!escape) {
+        memcpy(p, v, vn);
+        l->len = (size_t)(p + vn - l->buf);
+        return;
+    }
     for (size_t i = 0; i < vn; i++) {
         unsigned char c = (unsigned char)v[i];
         if (escape && needs_escape(c)) {
@@ -60,6 +65,11 @@ static void put_field(exp_line_t *l, const char *key, const char *v, size_t vn, 
 void exp_line_strn(exp_line_t *l, const char *key, const char *value, size_t n)
 {
     put_field(l, key, value ? value : "", value ? n : 0, 1);
+}
+
+void exp_line_raw(exp_line_t *l, const char *key, const char *value, size_t n)
+{
+    put_field(l, key, value, n, 0);
 }
 
 void exp_line_str(exp_line_t *l, const char *key, const char *value)

@@ -26,6 +26,8 @@ typedef struct exp_line {
 void exp_line_begin(exp_line_t *l, char *buf, size_t cap, const char *kind);
 void exp_line_str(exp_line_t *l, const char *key, const char *value);   /* percent-encoded */
 void exp_line_strn(exp_line_t *l, const char *key, const char *value, size_t n);
+/* A value the caller built of bytes that need no encoding (digits, ',', ';', letters), as is. */
+void exp_line_raw(exp_line_t *l, const char *key, const char *value, size_t n);
 /* key=arg0 arg1 ...: each argument percent-encoded, joined by literal spaces (the cmdline record). */
 void exp_line_argv(exp_line_t *l, const char *key, char *const *argv, int argc);
 void exp_line_u64(exp_line_t *l, const char *key, uint64_t value);     /* decimal */

@@ -147,7 +147,7 @@ static const char *const commands[] = {
     "thread_list", "thread_select", "experiment_list", "sample_list", "sample_detail",
     "sample_select", "cpu_select", "filters", "timeline", "leaks", "allocs", "heap",
     "sync_objects", "io_files", "time_functions", "object_list", "data_objects", "data_single",
-    "data_layout", "memobj", "false_sharing",
+    "data_layout", "memobj", "false_sharing", "blocks", "callstack", "callstack_history",
 };
 
 /* Whether line l (n bytes) is a command the harness runs: a known one (its argument may be any
