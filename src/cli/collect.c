@@ -1012,7 +1012,7 @@ int cmd_collect(int argc, char **argv)
         summarize(exp, shown);
     if (collector_ran && o.archive) {
         tally_err_t aerr = { 0 };
-        if (archive_experiment(exp, o.archive == 2, 1, &aerr))
+        if (archive_experiment(is_rank ? top : exp, o.archive == 2, 1, &aerr))
             cli_error("collect", "warning: archiving '%s' failed: %s (run 'tally archive' "
                       "later)", shown, aerr.msg);
     }

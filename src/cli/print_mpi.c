@@ -1,0 +1,178 @@
+/*
+ * print_mpi.c - the views of MPI jobs (tally collect -M on): -rank_list, -rank_select,
+ * -mpi_imbalance, -mpi_callsites. Models in analyzer/report_mpi.h. See print.h.
+ */
+#include <string.h>
+
+#include "analyzer/report_mpi.h"
+#include "print.h"
+
+/* A metric's raw sum in row v, 0 when the experiments do not have it. */
+static uint64_t raw(const pstate_t *ps, const uint64_t *v, const char *name)
+{
+    int m = eng_metric_find(ps->ses->eng, name);
+    return m >= 0 ? v[m] : 0;
+}
+
+static double secs(const pstate_t *ps, const uint64_t *v, const char *name)
+{
+    int m = eng_metric_find(ps->ses->eng, name);
+    return m >= 0 ? pr_scaled(ps->ses->eng, m, v[m]) : 0.0;
+}
+
+int view_rank_list(pstate_t *ps, const char *a)
+{
+    tally_err_t err = { 0 };
+    rep_ranks_t r;
+    if (rep_mpi_ranks(ps->ses, &r, &err))
+        return pr_report(&err);
+    static const char *const counts[] = { "mpisends", "mpibytessent", "mpireceives",
+                                          "mpibytesrecv", "mpiother", "mpicollsent",
+                                          "mpicollrecv" };
+    sink_t *o = &ps->out;
+    json_t j;
+    if (ps->json) {
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, "rank_list");
+        json_key(&j, "selection");
+        json_str(&j, eng_thread_selection(ps->ses->eng));
+        json_key(&j, "ranks");
+        json_arr_begin(&j);
+    } else {
+        sink_printf(o, "Ranks (threads selected: %s)\n\n", eng_thread_selection(ps->ses->eng));
+        sink_printf(o, "%6s %7s %11s %10s %9s %14s %9s %14s %9s %8s  %s\n", "Rank", "Threads",
+                    "MPI sec.", "CPU sec.", "Sends", "Bytes sent", "Receives", "Bytes recv.",
+                    "Other", "Dropped", "Host");
+    }
+    for (size_t i = 0; i < r.n; i++) {
+        const rep_rank_t *k = &r.ranks[i];
+        double mpi = secs(ps, k->value, "mpitime"), cpu = secs(ps, k->value, "totalcpu");
+        if (ps->json) {
+            json_obj_begin(&j);
+            json_key(&j, "rank");
+            json_u64(&j, k->rank);
+            json_key(&j, "host");
+            json_str(&j, k->host);
+            json_key(&j, "processes");
+            json_u64(&j, k->nprocs);
+            json_key(&j, "threads");
+            json_u64(&j, k->nthreads);
+            json_key(&j, "mpitime");
+            json_num(&j, mpi);
+            json_key(&j, "totalcpu");
+            json_num(&j, cpu);
+            for (size_t c = 0; c < sizeof counts / sizeof *counts; c++) {
+                json_key(&j, counts[c]);
+                json_u64(&j, raw(ps, k->value, counts[c]));
+            }
+            json_key(&j, "dropped");
+            json_u64(&j, k->dropped);
+            json_obj_end(&j);
+        } else {
+            sink_printf(o, "%6llu %7u %11.3f %10.3f %9llu %14llu %9llu %14llu %9llu %8llu  %s\n",
+                        (unsigned long long)k->rank, k->nthreads, mpi, cpu,
+                        (unsigned long long)raw(ps, k->value, "mpisends"),
+                        (unsigned long long)raw(ps, k->value, "mpibytessent"),
+                        (unsigned long long)raw(ps, k->value, "mpireceives"),
+                        (unsigned long long)raw(ps, k->value, "mpibytesrecv"),
+                        (unsigned long long)raw(ps, k->value, "mpiother"),
+                        (unsigned long long)k->dropped, k->host);
+        }
+    }
+    if (ps->json) {
+        json_arr_end(&j);
+        json_obj_end(&j);
+        json_end_doc(&j);
+    } else {
+        sink_printf(o, "\n");
+    }
+    rep_mpi_ranks_free(&r);
+    return 0;
+}
+
+int set_rank_select(pstate_t *ps, const char *a)
+{
+    tally_err_t err = { 0 };
+    if (rep_mpi_select_ranks(ps->ses, a, &err))
+        return pr_report(&err);
+    return 0;
+}
+
+static int imbalance(pstate_t *ps, int callsites)
+{
+    tally_err_t err = { 0 };
+    int m = eng_metric_find(ps->ses->eng, "mpitime");
+    if (m < 0) {
+        tally_errf(&err, TALLY_EUSAGE, "no MPI calls were recorded (collect with -M on)");
+        return pr_report(&err);
+    }
+    rep_imb_t t;
+    if (rep_mpi_imbalance(ps->ses, m, callsites, &t, &err))
+        return pr_report(&err);
+    const char *view = callsites ? "mpi_callsites" : "mpi_imbalance";
+    sink_t *o = &ps->out;
+    json_t j;
+    if (ps->json) {
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, view);
+        json_key(&j, "metric");
+        json_str(&j, "mpitime");
+        json_key(&j, "ranks");
+        json_u64(&j, t.nranks);
+        json_key(&j, "rows");
+        json_arr_begin(&j);
+    } else {
+        sink_printf(o, "MPI time per %s over %zu rank%s, by its maximum\n\n",
+                    callsites ? "MPI call site" : "function (inclusive)", t.nranks,
+                    t.nranks == 1 ? "" : "s");
+        sink_printf(o, "%10s %10s %10s %8s %8s  %s\n", "Min sec.", "Mean sec.", "Max sec.",
+                    "Max rank", "Max/mean", "Name");
+    }
+    size_t n = ps->limit > 0 && (size_t)ps->limit < t.n ? (size_t)ps->limit : t.n;
+    for (size_t i = 0; i < n; i++) {
+        const rep_imb_row_t *r = &t.rows[i];
+        double mn = pr_scaled(ps->ses->eng, m, r->min), mx = pr_scaled(ps->ses->eng, m, r->max);
+        double mean = r->mean * pr_scaled(ps->ses->eng, m, 1);
+        double ratio = mean > 0 ? mx / mean : 0;
+        if (ps->json) {
+            json_obj_begin(&j);
+            json_key(&j, "name");
+            json_str(&j, r->name);
+            json_key(&j, "min");
+            json_num(&j, mn);
+            json_key(&j, "mean");
+            json_num(&j, mean);
+            json_key(&j, "max");
+            json_num(&j, mx);
+            json_key(&j, "max_rank");
+            json_u64(&j, r->max_rank);
+            json_key(&j, "min_rank");
+            json_u64(&j, r->min_rank);
+            json_obj_end(&j);
+        } else {
+            sink_printf(o, "%10.6f %10.6f %10.6f %8llu %8.2f  %s\n", mn, mean, mx,
+                        (unsigned long long)r->max_rank, ratio, r->name);
+        }
+    }
+    if (ps->json) {
+        json_arr_end(&j);
+        json_obj_end(&j);
+        json_end_doc(&j);
+    } else {
+        sink_printf(o, "\n");
+    }
+    rep_mpi_imbalance_free(&t);
+    return 0;
+}
+
+int view_mpi_imbalance(pstate_t *ps, const char *a)
+{
+    return imbalance(ps, 0);
+}
+
+int view_mpi_callsites(pstate_t *ps, const char *a)
+{
+    return imbalance(ps, 1);
+}
