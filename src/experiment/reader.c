@@ -550,10 +550,14 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         if (rank < UINT64_MAX && !p->mpi_rank1) {
             p->mpi_rank1 = rank + 1;
             p->mpi_size = exp_record_u64(r, "size", 0);
+            p->mpi_launcher = get_str(r, "launcher");
+            p->mpi_job = get_str(r, "job");
         }
     } else if (!strcmp(k, "job")) {
         p->is_job = 1;
         p->mpi_size = exp_record_u64(r, "size", 0);
+        p->mpi_launcher = get_str(r, "launcher");
+        p->mpi_job = get_str(r, "job");
     } else if (!strcmp(k, "end")) {
         p->has_end = 1; /* the last one is used */
         p->end_how = get_str(r, "how");

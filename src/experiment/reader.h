@@ -171,6 +171,7 @@ typedef struct exp_process {
      * `mpirun tally collect`: no process of its own) */
     uint64_t mpi_rank1, mpi_size;
     int is_job;
+    char *mpi_launcher, *mpi_job; /* of the mpi or job record; NULL when absent */
     char **warnings; /* warning records and problems found while reading */
     size_t nwarnings;
     exp_damage_t *damage; /* problems found while reading (also in warnings) */

@@ -180,6 +180,12 @@ for impl, cfg in IMPLS.items():
         if made == ["ring_c.1.tally"]:
             top = os.path.join(rd, made[0])
             check(log_records(top, "job") != [], "%s: no job record in %s" % (what, top))
+            # the job's directory is no process: nothing ended without a record or statistics
+            h = run([TALLY, "print", "-header", "-overview", top], expect=0)
+            check("MPI job: launcher" in h.stdout and "without a record" not in h.stdout and
+                  "without statistics" not in h.stdout, "%s: -header of the job: %s"
+                  % (what, h.stdout[:1500]))
+            run([TALLY, "check", top], expect=0)
             check_experiment(top, False, lines, what + " (mpirun tally collect)")
     done(d)
 
