@@ -455,3 +455,72 @@ void rep_mpi_imbalance_free(rep_imb_t *m)
     free(m->rows);
     memset(m, 0, sizeof *m);
 }
+
+/* ---- the communication matrix ------------------------------------------------------------- */
+
+static int cmp_pairs(const void *a, const void *b)
+{
+    const rep_mpi_pair_t *x = a, *y = b;
+    if (x->from != y->from)
+        return x->from < y->from ? -1 : 1;
+    return x->to < y->to ? -1 : x->to > y->to;
+}
+
+int rep_mpi_matrix(ses_t *s, rep_mpi_matrix_t *out, tally_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    uint64_t *ranks;
+    size_t nr, cap = 0;
+    int rc = rep_mpi_rank_numbers(s, &ranks, &nr, err);
+    if (rc)
+        return rc;
+    free(ranks);
+    if (!nr)
+        return no_ranks(err);
+    out->nranks = nr;
+    for (size_t e = 0; e < s->nexps; e++)
+        for (size_t i = 0; i < s->exps[e]->nprocs; i++) {
+            const exp_process_t *p = s->exps[e]->procs[i];
+            uint64_t r1 = exp_mpi_rank_of(s->exps[e], (uint32_t)i);
+            int any = 0;
+            for (size_t k = 0; r1 && k < p->nrecords; k++) {
+                const exp_record_t *r = &p->records[k];
+                const char *name = exp_record_get(r, "name");
+                if (strcmp(r->kind, "note") || !name || strcmp(name, "mpi_peer"))
+                    continue;
+                uint64_t to = exp_record_u64(r, "to", UINT64_MAX);
+                uint64_t msgs = exp_record_u64(r, "msgs", 0);
+                any = 1;
+                if (to == UINT64_MAX || !msgs)
+                    continue;
+                if (GROW(out->pairs, out->n, cap)) {
+                    rep_mpi_matrix_free(out);
+                    return tally_errf(err, TALLY_ENOMEM, "out of memory");
+                }
+                out->pairs[out->n++] = (rep_mpi_pair_t){ r1 - 1, to, msgs,
+                                                         exp_record_u64(r, "bytes", 0) };
+            }
+            out->nnotes += any;
+        }
+    if (out->n)
+        qsort(out->pairs, out->n, sizeof *out->pairs, cmp_pairs);
+    /* one row per pair: a rank's processes (fork children) may each have sent */
+    size_t k = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        if (k && out->pairs[k - 1].from == out->pairs[i].from &&
+            out->pairs[k - 1].to == out->pairs[i].to) {
+            out->pairs[k - 1].msgs = sat_add(out->pairs[k - 1].msgs, out->pairs[i].msgs);
+            out->pairs[k - 1].bytes = sat_add(out->pairs[k - 1].bytes, out->pairs[i].bytes);
+        } else {
+            out->pairs[k++] = out->pairs[i];
+        }
+    }
+    out->n = k;
+    return 0;
+}
+
+void rep_mpi_matrix_free(rep_mpi_matrix_t *m)
+{
+    free(m->pairs);
+    memset(m, 0, sizeof *m);
+}

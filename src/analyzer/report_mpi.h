@@ -67,4 +67,21 @@ typedef struct rep_imb {
 int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally_err_t *err);
 void rep_mpi_imbalance_free(rep_imb_t *m);
 
+/* The communication matrix: the point-to-point messages and bytes each rank sent each other
+ * rank (the wrappers' `note name=mpi_peer` records, written at MPI_Finalize: a rank that did
+ * not reach it has none; the whole run, whatever the selection). */
+typedef struct rep_mpi_pair {
+    uint64_t from, to, msgs, bytes;
+} rep_mpi_pair_t;
+
+typedef struct rep_mpi_matrix {
+    rep_mpi_pair_t *pairs; /* by from, then to; only pairs with messages */
+    size_t n;
+    size_t nranks;
+    size_t nnotes; /* ranks whose notes were found */
+} rep_mpi_matrix_t;
+
+int rep_mpi_matrix(ses_t *s, rep_mpi_matrix_t *out, tally_err_t *err);
+void rep_mpi_matrix_free(rep_mpi_matrix_t *m);
+
 #endif

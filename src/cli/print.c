@@ -422,6 +422,7 @@ static const struct pcmd {
     { "rank_select", 1, set_rank_select, "LIST", "analyse only MPI ranks LIST: all, 0, 1,3-5", 0 },
     { "mpi_imbalance", 0, view_mpi_imbalance, "", "MPI time per function: min, mean, max over ranks", PR_DATA_ALL },
     { "mpi_callsites", 0, view_mpi_callsites, "", "MPI time per MPI call site over ranks", PR_DATA_ALL },
+    { "mpi_matrix", 0, view_mpi_matrix, "", "MPI messages and bytes between every pair of ranks", 0 },
     { "script", 1, c_script, "FILE", "run the commands in FILE, one per line", 0 },
     { "outfile", 1, c_outfile, "FILE", "write what follows to FILE (-: standard output, --: standard error)", 0 },
     { "appendfile", 1, c_appendfile, "FILE", "append what follows to FILE", 0 },

@@ -199,5 +199,6 @@ int view_rank_list(pstate_t *ps, const char *a);
 int set_rank_select(pstate_t *ps, const char *a);
 int view_mpi_imbalance(pstate_t *ps, const char *a);
 int view_mpi_callsites(pstate_t *ps, const char *a);
+int view_mpi_matrix(pstate_t *ps, const char *a);
 
 #endif

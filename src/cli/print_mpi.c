@@ -176,3 +176,56 @@ int view_mpi_callsites(pstate_t *ps, const char *a)
 {
     return imbalance(ps, 1);
 }
+
+int view_mpi_matrix(pstate_t *ps, const char *a)
+{
+    tally_err_t err = { 0 };
+    rep_mpi_matrix_t m;
+    if (rep_mpi_matrix(ps->ses, &m, &err))
+        return pr_report(&err);
+    sink_t *o = &ps->out;
+    json_t j;
+    if (ps->json) {
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, "mpi_matrix");
+        json_key(&j, "ranks");
+        json_u64(&j, m.nranks);
+        json_key(&j, "pairs");
+        json_arr_begin(&j);
+    } else {
+        sink_printf(o, "Point-to-point messages between ranks (%zu ranks)\n\n", m.nranks);
+        sink_printf(o, "%8s %8s %12s %16s\n", "From", "To", "Messages", "Bytes");
+    }
+    for (size_t i = 0; i < m.n; i++) {
+        const rep_mpi_pair_t *p = &m.pairs[i];
+        if (ps->json) {
+            json_obj_begin(&j);
+            json_key(&j, "from");
+            json_u64(&j, p->from);
+            json_key(&j, "to");
+            json_u64(&j, p->to);
+            json_key(&j, "msgs");
+            json_u64(&j, p->msgs);
+            json_key(&j, "bytes");
+            json_u64(&j, p->bytes);
+            json_obj_end(&j);
+        } else {
+            sink_printf(o, "%8llu %8llu %12llu %16llu\n", (unsigned long long)p->from,
+                        (unsigned long long)p->to, (unsigned long long)p->msgs,
+                        (unsigned long long)p->bytes);
+        }
+    }
+    if (ps->json) {
+        json_arr_end(&j);
+        json_obj_end(&j);
+        json_end_doc(&j);
+    } else {
+        if (m.nnotes < m.nranks)
+            sink_printf(o, "(%zu of %zu ranks said what they sent: a rank tells at "
+                        "MPI_Finalize)\n", m.nnotes, m.nranks);
+        sink_printf(o, "\n");
+    }
+    rep_mpi_matrix_free(&m);
+    return 0;
+}

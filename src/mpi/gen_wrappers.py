@@ -98,6 +98,8 @@ def metrics_code(role, name, get):
 
 
 def gen_c_rest(w, role, name, args, call, cget, i):
+    if name == "MPI_Finalize":
+        w("    tw_before_finalize();\n")
     w("    int rc = P%s(%s);\n" % (name, call))
     w("    int tw_saved = errno;\n")
     if role == "coll":
@@ -243,6 +245,8 @@ tw_lazy_common:
                 w("    c.v[TW_OTHER] = 1;\n    TW_EMIT(&c, TW_PUBLIC(%d));\n" % (i + len(FUNCTIONS)))
                 w("    real(%s);\n    tw_leave(&c);\n}\n\n" % fcall)
                 continue
+            if name == "MPI_Finalize":
+                w("    tw_before_finalize();\n")
             w("    real(%s);\n" % fcall)
             w("    int tw_saved = errno;\n")
             w("    int rc = *(const MPI_Fint *)%s;\n    (void)rc;\n" % ierr)

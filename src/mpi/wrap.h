@@ -61,6 +61,9 @@ uint64_t tw_bytes(int count, MPI_Datatype type);
 void tw_sent(tw_call_t *c, int count, MPI_Datatype type, int dest, MPI_Comm comm);
 void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm);
 void tw_req_add(MPI_Request r, unsigned flags, uint64_t bytes, int peer, MPI_Comm comm);
+int tw_world_rank(int r, MPI_Comm comm);
+void tw_peer_add(int world, uint64_t bytes);
+void tw_before_finalize(void);
 void *tw_fortran_real(const char *name);
 void *tw_entry_generated(unsigned slot);
 

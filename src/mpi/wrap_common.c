@@ -73,12 +73,93 @@ uint64_t tw_bytes(int count, MPI_Datatype type)
     return (uint64_t)count * (uint64_t)size;
 }
 
+/* ---- messages to each peer (the communication matrix) ------------------------------------------
+ * Counted per world rank of the destination with atomic adds, written as `note` records
+ * (name=mpi_peer) when the program calls MPI_Finalize. */
+
+static struct {
+    int size;         /* world size; 0: not known yet, -1: no table (no memory, MPI not up) */
+    uint64_t *msgs, *bytes;
+    MPI_Group world;
+} peers;
+
+static void peers_init(void)
+{
+    int size = 0, initialized = 0;
+    if (PMPI_Initialized(&initialized) != MPI_SUCCESS || !initialized ||
+        PMPI_Comm_size(MPI_COMM_WORLD, &size) != MPI_SUCCESS || size <= 0 ||
+        PMPI_Comm_group(MPI_COMM_WORLD, &peers.world) != MPI_SUCCESS) {
+        return;
+    }
+    uint64_t *m = calloc((size_t)size, sizeof *m), *b = calloc((size_t)size, sizeof *b);
+    if (!m || !b) {
+        free(m);
+        free(b);
+        __atomic_store_n(&peers.size, -1, __ATOMIC_RELEASE);
+        return;
+    }
+    peers.msgs = m;
+    peers.bytes = b;
+    __atomic_store_n(&peers.size, size, __ATOMIC_RELEASE);
+}
+
+static pthread_once_t peers_once = PTHREAD_ONCE_INIT;
+
+/* The world rank of rank r of comm (the remote group's for an intercommunicator), or -1. */
+int tw_world_rank(int r, MPI_Comm comm)
+{
+    if (r < 0 || comm == MPI_COMM_NULL)
+        return -1;
+    if (comm == MPI_COMM_WORLD)
+        return r;
+    pthread_once(&peers_once, peers_init);
+    if (__atomic_load_n(&peers.size, __ATOMIC_ACQUIRE) <= 0)
+        return -1;
+    int inter = 0, w = -1;
+    MPI_Group g;
+    PMPI_Comm_test_inter(comm, &inter);
+    if ((inter ? PMPI_Comm_remote_group(comm, &g) : PMPI_Comm_group(comm, &g)) != MPI_SUCCESS)
+        return -1;
+    if (PMPI_Group_translate_ranks(g, 1, &r, peers.world, &w) != MPI_SUCCESS ||
+        w == MPI_UNDEFINED)
+        w = -1;
+    PMPI_Group_free(&g);
+    return w;
+}
+
+void tw_peer_add(int world, uint64_t bytes)
+{
+    pthread_once(&peers_once, peers_init);
+    if (world < 0 || world >= __atomic_load_n(&peers.size, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_add_fetch(&peers.msgs[world], 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&peers.bytes[world], bytes, __ATOMIC_RELAXED);
+}
+
+/* Before MPI_Finalize: one note per peer this process sent to. */
+void tw_before_finalize(void)
+{
+    typedef int (*note_fn)(const char *, const char *const *, const uint64_t *, uint32_t);
+    note_fn note = (note_fn)dlsym(RTLD_DEFAULT, TALLY_COLLECTOR_NOTE_V1_SYMBOL);
+    int size = __atomic_load_n(&peers.size, __ATOMIC_ACQUIRE);
+    static const char *const keys[] = { "to", "msgs", "bytes" };
+    for (int i = 0; note && i < size; i++) {
+        uint64_t m = __atomic_exchange_n(&peers.msgs[i], 0, __ATOMIC_RELAXED);
+        uint64_t b = __atomic_exchange_n(&peers.bytes[i], 0, __ATOMIC_RELAXED);
+        uint64_t v[3] = { (uint64_t)i, m, b };
+        if (m)
+            note("mpi_peer", keys, v, 3);
+    }
+}
+
 void tw_sent(tw_call_t *c, int count, MPI_Datatype type, int dest, MPI_Comm comm)
 {
     if (dest == MPI_PROC_NULL)
         return;
+    uint64_t b = tw_bytes(count, type);
     c->v[TW_SENDS]++;
-    c->v[TW_BSENT] += tw_bytes(count, type);
+    c->v[TW_BSENT] += b;
+    tw_peer_add(tw_world_rank(dest, comm), b);
 }
 
 void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm)
@@ -98,6 +179,7 @@ void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm)
 typedef struct tw_req {
     uint64_t key; /* 0: empty, 1: deleted, else the handle's bits | 1 << 63 */
     unsigned flags;
+    int peer;     /* a persistent send's destination, as a world rank (-1: unknown) */
     uint64_t bytes;
 } tw_req_t;
 
@@ -175,6 +257,7 @@ void tw_req_add(MPI_Request r, unsigned flags, uint64_t bytes, int peer, MPI_Com
 {
     if (r == MPI_REQUEST_NULL || peer == MPI_PROC_NULL)
         return;
+    peer = flags & TW_REQ_SEND ? tw_world_rank(peer, comm) : -1;
     uint64_t k = req_key(r);
     lock();
     tw_req_t *e = req_find(k);
@@ -193,12 +276,15 @@ void tw_req_add(MPI_Request r, unsigned flags, uint64_t bytes, int peer, MPI_Com
     }
     e->flags = flags;
     e->bytes = bytes;
+    e->peer = peer;
     unlock();
 }
 
 /* A request was started (MPI_Start): a persistent send counts now. */
 static void req_started(tw_call_t *c, MPI_Request r)
 {
+    int peer = -1;
+    uint64_t bytes = 0;
     lock();
     tw_req_t *e = req_find(req_key(r));
     if (e) {
@@ -206,9 +292,13 @@ static void req_started(tw_call_t *c, MPI_Request r)
         if (e->flags & TW_REQ_SEND) {
             c->v[TW_SENDS]++;
             c->v[TW_BSENT] += e->bytes;
+            peer = e->peer;
+            bytes = e->bytes;
         }
     }
     unlock();
+    if (peer >= 0)
+        tw_peer_add(peer, bytes);
 }
 
 /* A request completed with status st: an active receive counts now. */

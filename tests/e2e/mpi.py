@@ -8,7 +8,8 @@ to the next rank, MPI_Recv from the previous, MPI_Wait), ring 2 (N x MPI_Irecv, 
 MPI_Wait with the status ignored: the receive counts at the Wait, its bytes from the status the
 wrapper supplies), MPI_Allreduce of K doubles, an imbalanced phase (rank 0 computes three times
 as long) and MPI_Barrier. Checked exactly, per rank and per function: sends, bytes sent,
-receives, bytes received, other events, collective bytes; the program's output and exit status
+receives, bytes received, other events, collective bytes, and the communication matrix
+(-mpi_matrix); the program's output and exit status
 are those of the run without tally; every rank is a sub-experiment _r<rank>.tally with its
 `mpi` record; nothing was dropped; the recorded MPI_Barrier time of each rank is within the
 time the program itself measured around the call (one-sided: the wrapper's interval is inside
@@ -94,9 +95,13 @@ def check_experiment(exp, fortran, lines, what):
     cmds = ["-metrics", spec]
     for r in range(NRANKS):
         cmds += ["-rank_select", str(r), "-functions"]
-    cmds += ["-rank_select", "all", "-rank_list", "-mpi_callsites"]
+    cmds += ["-rank_select", "all", "-rank_list", "-mpi_callsites", "-mpi_matrix"]
     docs = print_json(exp, *cmds)
-    check(len(docs) == NRANKS + 2, "%s: %d documents" % (what, len(docs)))
+    check(len(docs) == NRANKS + 3, "%s: %d documents" % (what, len(docs)))
+    # the ring: each rank sent its 2N messages of S bytes to the next one, and to no other
+    pairs = sorted((q["from"], q["to"], q["msgs"], q["bytes"]) for q in docs[NRANKS + 2]["pairs"])
+    check(pairs == [(r, (r + 1) % NRANKS, 2 * N, 2 * N * S) for r in range(NRANKS)],
+          "%s: -mpi_matrix %s" % (what, pairs))
     exp_fn = expected(fortran)
     barrier = "mpi_barrier_" if fortran else "MPI_Barrier"
     for r in range(NRANKS):
