@@ -70,8 +70,8 @@ def metrics_code(role, name, get):
     if role == "init":
         return "c.v[TW_OTHER] = 1;"
     if role == "send":
-        return "tw_sent(&c, %s, %s, %s, %s);" % (get("count"), get("datatype"), get("dest"),
-                                                get("comm"))
+        return ("if (rc == MPI_SUCCESS) tw_sent(&c, %s, %s, %s, %s);\n        tw_p2p_or_other(&c);"
+                % (get("count"), get("datatype"), get("dest"), get("comm")))
     if role == "send_init":
         return ("c.v[TW_OTHER] = 1;\n        if (rc == MPI_SUCCESS) tw_req_add(%s, TW_REQ_SEND | TW_REQ_PERSISTENT, "
                 "tw_bytes(%s, %s), %s, %s);" % (get("*request"), get("count"), get("datatype"),
@@ -83,13 +83,16 @@ def metrics_code(role, name, get):
         return ("c.v[TW_OTHER] = 1;\n        if (rc == MPI_SUCCESS) tw_req_add(%s, TW_REQ_RECV | TW_REQ_ACTIVE, 0, %s, %s);"
                 % (get("*request"), get("source"), get("comm")))
     if role == "recv":
-        return "if (rc == MPI_SUCCESS) tw_received(&c, %s, %s);" % (get("status"), get("comm"))
+        return ("if (rc == MPI_SUCCESS) tw_received(&c, %s, %s);\n        tw_p2p_or_other(&c);"
+                % (get("status"), get("comm")))
     if role == "sendrecv":
-        return ("tw_sent(&c, %s, %s, %s, %s);\n        if (rc == MPI_SUCCESS) tw_received(&c, %s, %s);"
+        return ("if (rc == MPI_SUCCESS) {\n            tw_sent(&c, %s, %s, %s, %s);\n"
+                "            tw_received(&c, %s, %s);\n        }\n        tw_p2p_or_other(&c);"
                 % (get("sendcount"), get("sendtype"), get("dest"), get("comm"), get("status"),
                    get("comm")))
     if role == "sendrecv_replace":
-        return ("tw_sent(&c, %s, %s, %s, %s);\n        if (rc == MPI_SUCCESS) tw_received(&c, %s, %s);"
+        return ("if (rc == MPI_SUCCESS) {\n            tw_sent(&c, %s, %s, %s, %s);\n"
+                "            tw_received(&c, %s, %s);\n        }\n        tw_p2p_or_other(&c);"
                 % (get("count"), get("datatype"), get("dest"), get("comm"), get("status"),
                    get("comm")))
     if role == "coll":

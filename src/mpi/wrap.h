@@ -18,7 +18,8 @@
  * completes them, from the status, which the wrapper supplies when the program passes
  * MPI_STATUS(ES)_IGNORE), bytes are count x MPI_Type_size for sends and MPI_Get_count(MPI_BYTE)
  * of the status for receives; every other call counts one mpiother; collectives add the bytes
- * of their buffer arguments (wrap_common.c, tw_coll_*).
+ * of their buffer arguments (wrap_common.c, tw_coll_*). A send or receive that fails, or whose
+ * peer is MPI_PROC_NULL, moves nothing: it is another event.
  * Thread safety: MPI_THREAD_MULTIPLE is fine: the request table has a lock; everything else is
  * per call.
  */
@@ -91,6 +92,14 @@ static inline __attribute__((always_inline)) int tw_begin(tw_call_t *c)
             tw_nv--;                                                                             \
         (c)->api->emit(tw_kind, tw_t1, tw_pcs, tw_n, (c)->v, tw_nv, 0);                          \
     } while (0)
+
+/* A call that sent and received nothing (it failed, or its peer was MPI_PROC_NULL) is another
+ * MPI event. */
+static inline void tw_p2p_or_other(tw_call_t *c)
+{
+    if (!c->v[TW_SENDS] && !c->v[TW_RECVS])
+        c->v[TW_OTHER] = 1;
+}
 
 static inline void tw_leave(tw_call_t *c)
 {

@@ -141,6 +141,65 @@ def check_experiment(exp, fortran, lines, what):
               "%s: call site %s" % (what, s))
 
 
+P = 5
+REQ_EXPECTED = {  # tests/workloads/mpi_requests.c, per rank
+    "MPI_Startall": {"mpisends": P, "mpibytessent": 64 * P},
+    "MPI_Waitall": {"mpireceives": P, "mpibytesrecv": 64 * P},
+    "MPI_Waitany": {"mpireceives": 1, "mpibytesrecv": 4, "mpiother": 1},
+    "MPI_Isend": {"mpisends": 2, "mpibytessent": 8},
+    "MPI_Irecv": {"mpiother": 2},
+    "MPI_Sendrecv": {"mpisends": 2 * P, "mpibytessent": 16 * P, "mpireceives": 2 * P,
+                     "mpibytesrecv": 16 * P},
+    "MPI_Send": {"mpiother": 1},  # to a rank that does not exist: it fails, nothing sent
+    "MPI_Send_init": {"mpiother": 1},
+    "MPI_Recv_init": {"mpiother": 1},
+    "MPI_Request_free": {"mpiother": 2},
+}
+
+
+def check_requests(impl, cfg, d):
+    """Persistent requests, Testsome, Waitany, MPI_THREAD_MULTIPLE, an error returned, and
+    MPI_Abort: the program sees what it sees without tally; the counts are exact."""
+    prog = os.path.join(d, "requests")
+    run([cfg["cc"], "-O2", "-g", "-o", prog, os.path.join(SRC, "tests/workloads/mpi_requests.c"),
+         "-lpthread"], expect=0)
+    what = impl + " requests"
+    bare = run(cfg["run"] + [prog, str(P)], env=env, timeout=200)
+    name = impl + "_requests"
+    p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", name] + cfg["run"] + [prog, str(P)],
+            env=env, timeout=200)
+    lines = lambda out: sorted(l for l in out.splitlines() if l.startswith("rank "))
+    check(bare.returncode == 0 and p.returncode == 0 and len(lines(bare.stdout)) == NRANKS and
+          lines(p.stdout) == lines(bare.stdout), "%s: output without tally %s, with %s"
+          % (what, lines(bare.stdout), lines(p.stdout)))
+    exp = os.path.join(d, name + ".tally")
+    spec = ":".join("e." + m for m in METRICS)
+    cmds = ["-metrics", spec]
+    for r in range(NRANKS):
+        cmds += ["-rank_select", str(r), "-functions"]
+    docs = print_json(exp, *(cmds + ["-rank_select", "all", "-mpi_matrix"]))
+    for r in range(NRANKS):
+        rows = rows_by_name(docs[r])
+        for fn, want in REQ_EXPECTED.items():
+            row = rows.get(fn, {})
+            for m in METRICS:
+                check(row.get("e." + m) == want.get(m, 0), "%s: rank %d %s %s = %s, expected %s"
+                      % (what, r, fn, m, row.get("e." + m), want.get(m, 0)))
+        test = rows.get("MPI_Testsome", {})
+        check(test.get("e.mpireceives") == 1 and test.get("e.mpibytesrecv") == 4,
+              "%s: rank %d MPI_Testsome %s" % (what, r, test))
+    pairs = sorted((q["from"], q["to"], q["msgs"], q["bytes"]) for q in docs[NRANKS]["pairs"])
+    check(pairs == [(r, (r + 1) % NRANKS, 2 + 3 * P, 8 + 80 * P) for r in range(NRANKS)],
+          "%s: -mpi_matrix %s" % (what, pairs))
+    # MPI_Abort: the same exit status as without tally
+    bare = run(cfg["run"] + [prog, str(P), "abort"], env=env, timeout=200)
+    p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", name + "_abort"] + cfg["run"] +
+            [prog, str(P), "abort"], env=env, timeout=200)
+    check(bare.returncode != 0 and p.returncode == bare.returncode,
+          "%s: MPI_Abort exit status %d with tally, %d without" % (what, p.returncode,
+                                                                  bare.returncode))
+
+
 ran = []
 for impl, cfg in IMPLS.items():
     tools = [shutil.which(cfg["cc"]), shutil.which(cfg["run"][0])]
@@ -158,6 +217,7 @@ for impl, cfg in IMPLS.items():
         run([cfg["fc"], "-O2", "-g", "-o", os.path.join(d, "ring_f"),
              os.path.join(SRC, "tests/workloads/mpi_ring.f90")], expect=0)
         progs["fortran"] = os.path.join(d, "ring_f")
+    check_requests(impl, cfg, d)
     args = [str(N), str(S), str(K), str(MS)]
     for lang, prog in progs.items():
         fortran = lang == "fortran"
