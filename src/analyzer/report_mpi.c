@@ -524,3 +524,129 @@ void rep_mpi_matrix_free(rep_mpi_matrix_t *m)
     free(m->pairs);
     memset(m, 0, sizeof *m);
 }
+
+/* ---- MPI calls over time -------------------------------------------------------------------- */
+
+#define TL_FNS 4 /* functions tracked per cell: the one with the most wins */
+
+typedef struct mtl_ctx {
+    ses_t *s;
+    int mtime;
+    uint64_t t0, t1;
+    double cell;
+    uint64_t *ranks;
+    size_t nranks;
+    uint64_t *ns;  /* [rank][col][TL_FNS] */
+    uint32_t *fn;  /* same */
+} mtl_ctx_t;
+
+static void mtl_add(mtl_ctx_t *c, size_t ri, int col, uint32_t fn, uint64_t ns)
+{
+    size_t base = (ri * REP_MPI_TL_COLS + (size_t)col) * TL_FNS;
+    int k, low = 0;
+    for (k = 0; k < TL_FNS; k++) {
+        if (c->fn[base + k] == fn || c->ns[base + k] == 0) {
+            c->fn[base + k] = fn;
+            c->ns[base + k] += ns;
+            return;
+        }
+        if (c->ns[base + k] < c->ns[base + low])
+            low = k;
+    }
+    /* full: the smallest gives way (an approximation only of which function wins) */
+    c->fn[base + low] = fn;
+    c->ns[base + low] += ns;
+}
+
+static int mtl_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
+                     uint32_t thread_index)
+{
+    mtl_ctx_t *c = ctx;
+    if (ev->type != EXP_REC_TRACE || !v[c->mtime])
+        return 0;
+    const eng_thread_t *th = eng_thread(c->s->eng, thread_index);
+    uint64_t r1 = exp_mpi_rank_of(c->s->exps[th->exp], th->proc);
+    size_t ri = r1 ? rank_index(c->ranks, c->nranks, r1 - 1) : c->nranks;
+    if (ri == c->nranks)
+        return 0;
+    uint64_t end = ev->t, start = end > v[c->mtime] ? end - v[c->mtime] : 0;
+    if (start < c->t0)
+        start = c->t0;
+    if (end > c->t1)
+        end = c->t1;
+    while (start < end) {
+        int col = (int)((double)(start - c->t0) / c->cell);
+        if (col >= REP_MPI_TL_COLS)
+            col = REP_MPI_TL_COLS - 1;
+        uint64_t col_end = c->t0 + (uint64_t)((double)(col + 1) * c->cell);
+        if (col_end <= start)
+            col_end = start + 1;
+        uint64_t piece_end = end < col_end ? end : col_end;
+        mtl_add(c, ri, col, leaf_fn, piece_end - start);
+        start = piece_end;
+    }
+    return 0;
+}
+
+int rep_mpi_timeline(ses_t *s, rep_mpi_timeline_t *out, tally_err_t *err)
+{
+    memset(out, 0, sizeof *out);
+    mtl_ctx_t c = { .s = s, .mtime = eng_metric_find(s->eng, "mpitime") };
+    int rc = rep_mpi_rank_numbers(s, &c.ranks, &c.nranks, err);
+    if (rc)
+        return rc;
+    if (!c.nranks) {
+        free(c.ranks);
+        return no_ranks(err);
+    }
+    if (c.mtime < 0) {
+        free(c.ranks);
+        return tally_errf(err, TALLY_EUSAGE, "no MPI calls were recorded (collect with -M on)");
+    }
+    rep_run_span(s, &c.t0, &c.t1);
+    out->rows = calloc(c.nranks, sizeof *out->rows);
+    size_t cells = c.nranks * REP_MPI_TL_COLS * TL_FNS;
+    c.ns = calloc(cells, sizeof *c.ns);
+    c.fn = calloc(cells, sizeof *c.fn);
+    if (!out->rows || !c.ns || !c.fn) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory");
+        goto done;
+    }
+    out->n = c.nranks;
+    for (size_t r = 0; r < c.nranks; r++) {
+        out->rows[r].rank = c.ranks[r];
+        for (int k = 0; k < REP_MPI_TL_COLS; k++)
+            out->rows[r].fn[k] = UINT32_MAX;
+    }
+    if (c.t1 <= c.t0)
+        goto done;
+    out->span = (double)(c.t1 - c.t0) * 1e-9;
+    c.cell = out->cell_ns = (double)(c.t1 - c.t0) / REP_MPI_TL_COLS;
+    if ((rc = eng_foreach_event(s->eng, mtl_event, &c, err)))
+        goto done;
+    for (size_t r = 0; r < c.nranks; r++)
+        for (int k = 0; k < REP_MPI_TL_COLS; k++) {
+            size_t base = (r * REP_MPI_TL_COLS + (size_t)k) * TL_FNS;
+            uint64_t best = 0;
+            for (int f = 0; f < TL_FNS; f++) {
+                out->rows[r].ns[k] += c.ns[base + f];
+                if (c.ns[base + f] > best) {
+                    best = c.ns[base + f];
+                    out->rows[r].fn[k] = c.fn[base + f];
+                }
+            }
+        }
+done:
+    free(c.ns);
+    free(c.fn);
+    free(c.ranks);
+    if (rc)
+        rep_mpi_timeline_free(out);
+    return rc;
+}
+
+void rep_mpi_timeline_free(rep_mpi_timeline_t *t)
+{
+    free(t->rows);
+    memset(t, 0, sizeof *t);
+}

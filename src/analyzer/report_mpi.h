@@ -82,6 +82,25 @@ typedef struct rep_mpi_matrix {
 } rep_mpi_matrix_t;
 
 int rep_mpi_matrix(ses_t *s, rep_mpi_matrix_t *out, tally_err_t *err);
+
+/* MPI calls over time: the run's span in REP_MPI_TL_COLS columns; per rank and column, the MPI
+ * time of its selected threads there (each call spread over [end - mpitime, end]) and the MPI
+ * function with the most of it. */
+#define REP_MPI_TL_COLS 60
+typedef struct rep_mpi_tl_row {
+    uint64_t rank;
+    uint64_t ns[REP_MPI_TL_COLS];  /* MPI time in the column (all threads of the rank) */
+    uint32_t fn[REP_MPI_TL_COLS];  /* the function with the most, UINT32_MAX: none */
+} rep_mpi_tl_row_t;
+
+typedef struct rep_mpi_timeline {
+    rep_mpi_tl_row_t *rows;
+    size_t n;
+    double span, cell_ns; /* seconds; ns a column */
+} rep_mpi_timeline_t;
+
+int rep_mpi_timeline(ses_t *s, rep_mpi_timeline_t *out, tally_err_t *err);
+void rep_mpi_timeline_free(rep_mpi_timeline_t *t);
 void rep_mpi_matrix_free(rep_mpi_matrix_t *m);
 
 #endif

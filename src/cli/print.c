@@ -423,6 +423,7 @@ static const struct pcmd {
     { "mpi_imbalance", 0, view_mpi_imbalance, "", "MPI time per function: min, mean, max over ranks", PR_DATA_ALL },
     { "mpi_callsites", 0, view_mpi_callsites, "", "MPI time per MPI call site over ranks", PR_DATA_ALL },
     { "mpi_matrix", 0, view_mpi_matrix, "", "MPI messages and bytes between every pair of ranks", 0 },
+    { "mpi_timeline", 0, view_mpi_timeline, "", "MPI calls over time, a line per rank", PR_DATA_ALL },
     { "script", 1, c_script, "FILE", "run the commands in FILE, one per line", 0 },
     { "outfile", 1, c_outfile, "FILE", "write what follows to FILE (-: standard output, --: standard error)", 0 },
     { "appendfile", 1, c_appendfile, "FILE", "append what follows to FILE", 0 },

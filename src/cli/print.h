@@ -200,5 +200,6 @@ int set_rank_select(pstate_t *ps, const char *a);
 int view_mpi_imbalance(pstate_t *ps, const char *a);
 int view_mpi_callsites(pstate_t *ps, const char *a);
 int view_mpi_matrix(pstate_t *ps, const char *a);
+int view_mpi_timeline(pstate_t *ps, const char *a);
 
 #endif

@@ -2,6 +2,7 @@
  * print_mpi.c - the views of MPI jobs (tally collect -M on): -rank_list, -rank_select,
  * -mpi_imbalance, -mpi_callsites. Models in analyzer/report_mpi.h. See print.h.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "analyzer/report_mpi.h"
@@ -227,5 +228,96 @@ int view_mpi_matrix(pstate_t *ps, const char *a)
         sink_printf(o, "\n");
     }
     rep_mpi_matrix_free(&m);
+    return 0;
+}
+
+/* -mpi_timeline: a line per rank; a column is the dominant MPI function's letter when MPI calls
+ * filled at least half of it, '.' when they took some of it, ' ' otherwise. */
+int view_mpi_timeline(pstate_t *ps, const char *a)
+{
+    tally_err_t err = { 0 };
+    rep_mpi_timeline_t t;
+    if (rep_mpi_timeline(ps->ses, &t, &err))
+        return pr_report(&err);
+    eng_t *g = ps->ses->eng;
+    size_t nf = eng_nobjects(g, ENG_KIND_FUNCTION);
+    char *letter = calloc(nf + 1, 1);
+    uint32_t *legend = calloc(53, sizeof *legend);
+    size_t nl = 0;
+    if (!letter || !legend) {
+        free(letter);
+        free(legend);
+        rep_mpi_timeline_free(&t);
+        tally_errf(&err, TALLY_ENOMEM, "out of memory");
+        return pr_report(&err);
+    }
+    static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    sink_t *o = &ps->out;
+    json_t j;
+    if (ps->json) {
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, "mpi_timeline");
+        json_key(&j, "span");
+        json_num(&j, t.span);
+        json_key(&j, "columns");
+        json_u64(&j, REP_MPI_TL_COLS);
+        json_key(&j, "ranks");
+        json_arr_begin(&j);
+        for (size_t r = 0; r < t.n; r++) {
+            json_obj_begin(&j);
+            json_key(&j, "rank");
+            json_u64(&j, t.rows[r].rank);
+            json_key(&j, "cells");
+            json_arr_begin(&j);
+            for (int k = 0; k < REP_MPI_TL_COLS; k++) {
+                json_obj_begin(&j);
+                json_key(&j, "mpi");
+                json_num(&j, (double)t.rows[r].ns[k] * 1e-9);
+                json_key(&j, "function");
+                json_str(&j, t.rows[r].fn[k] == UINT32_MAX
+                                 ? ""
+                                 : eng_object_name(g, ENG_KIND_FUNCTION, t.rows[r].fn[k],
+                                                   ps->namefmt));
+                json_obj_end(&j);
+            }
+            json_arr_end(&j);
+            json_obj_end(&j);
+        }
+        json_arr_end(&j);
+        json_obj_end(&j);
+        json_end_doc(&j);
+    } else {
+        sink_printf(o, "MPI calls over %.3f s, %d columns of %.1f ms (letter: the MPI function "
+                    "filling at least half a column; '.': less)\n\n", t.span, REP_MPI_TL_COLS,
+                    t.cell_ns / 1e6);
+        for (size_t r = 0; r < t.n; r++) {
+            char line[REP_MPI_TL_COLS + 1];
+            for (int k = 0; k < REP_MPI_TL_COLS; k++) {
+                uint32_t f = t.rows[r].fn[k];
+                line[k] = ' ';
+                if (!t.rows[r].ns[k] || f == UINT32_MAX || f > nf)
+                    continue;
+                line[k] = '.';
+                if ((double)t.rows[r].ns[k] < 0.5 * t.cell_ns)
+                    continue;
+                if (!letter[f] && nl < sizeof letters - 1) {
+                    letter[f] = letters[nl];
+                    legend[nl++] = f;
+                }
+                line[k] = letter[f] ? letter[f] : '*';
+            }
+            line[REP_MPI_TL_COLS] = 0;
+            sink_printf(o, "rank %6llu |%s|\n", (unsigned long long)t.rows[r].rank, line);
+        }
+        sink_printf(o, "\n");
+        for (size_t l = 0; l < nl; l++)
+            sink_printf(o, "  %c  %s\n", letters[l],
+                        eng_object_name(g, ENG_KIND_FUNCTION, legend[l], ps->namefmt));
+        sink_printf(o, "\n");
+    }
+    free(letter);
+    free(legend);
+    rep_mpi_timeline_free(&t);
     return 0;
 }

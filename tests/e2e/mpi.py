@@ -9,7 +9,8 @@ MPI_Wait with the status ignored: the receive counts at the Wait, its bytes from
 wrapper supplies), MPI_Allreduce of K doubles, an imbalanced phase (rank 0 computes three times
 as long) and MPI_Barrier. Checked exactly, per rank and per function: sends, bytes sent,
 receives, bytes received, other events, collective bytes, and the communication matrix
-(-mpi_matrix); the program's output and exit status
+(-mpi_matrix), the timeline (-mpi_timeline: each rank's columns add up to its MPI time);
+the program's output and exit status
 are those of the run without tally; every rank is a sub-experiment _r<rank>.tally with its
 `mpi` record; nothing was dropped; the recorded MPI_Barrier time of each rank is within the
 time the program itself measured around the call (one-sided: the wrapper's interval is inside
@@ -95,15 +96,25 @@ def check_experiment(exp, fortran, lines, what):
     cmds = ["-metrics", spec]
     for r in range(NRANKS):
         cmds += ["-rank_select", str(r), "-functions"]
-    cmds += ["-rank_select", "all", "-rank_list", "-mpi_callsites", "-mpi_matrix"]
+    cmds += ["-rank_select", "all", "-rank_list", "-mpi_callsites", "-mpi_matrix",
+             "-mpi_timeline"]
     docs = print_json(exp, *cmds)
-    check(len(docs) == NRANKS + 3, "%s: %d documents" % (what, len(docs)))
+    check(len(docs) == NRANKS + 4, "%s: %d documents" % (what, len(docs)))
+    barrier = "mpi_barrier_" if fortran else "MPI_Barrier"
+    # the timeline spreads every call over its columns: a rank's cells add up to its MPI time
+    tl = {row["rank"]: row["cells"] for row in docs[NRANKS + 3]["ranks"]}
+    for k in docs[NRANKS]["ranks"]:
+        cells = tl.get(k["rank"], [])
+        close_to(sum(c["mpi"] for c in cells), k["mpitime"], 1e-6,
+                 "%s: rank %s: MPI time in -mpi_timeline against -rank_list" % (what, k["rank"]))
+        init = "mpi_init_" if fortran else "MPI_Init"
+        check(any(c["function"] == init for c in cells if c["mpi"] > 0),
+              "%s: rank %s: no %s in -mpi_timeline" % (what, k["rank"], init))
     # the ring: each rank sent its 2N messages of S bytes to the next one, and to no other
     pairs = sorted((q["from"], q["to"], q["msgs"], q["bytes"]) for q in docs[NRANKS + 2]["pairs"])
     check(pairs == [(r, (r + 1) % NRANKS, 2 * N, 2 * N * S) for r in range(NRANKS)],
           "%s: -mpi_matrix %s" % (what, pairs))
     exp_fn = expected(fortran)
-    barrier = "mpi_barrier_" if fortran else "MPI_Barrier"
     for r in range(NRANKS):
         rows = rows_by_name(docs[r])
         for fn, want in exp_fn.items():
