@@ -98,49 +98,50 @@ static int read_claim(const char *claim, char *out, size_t cap)
     return strchr(out, '/') || !strcmp(out, ".") || !strcmp(out, "..") ? -1 : 0;
 }
 
-/* The first rank: the next free <prog>.<n>.tally, published in the claim file (written whole
- * under a temporary name, then linked: a reader sees all of it or nothing). 0: top is ours;
- * 1: another rank won meanwhile; -1: an error (said). */
+/* The first rank: the claim file is created exclusively first (so exactly one rank chooses),
+ * then the next free <prog>.<n>.tally is made and its name written into the claim in one write
+ * ending with a newline (the others wait for it). 0: top is ours; 1: another rank has the
+ * claim; -1: an error (said). */
 static int claim_new(const char *dir, const char *prog, const char *claim, char *top,
                      size_t tcap)
 {
+    int fd = open(claim, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno == EEXIST)
+        return 1;
+    if (fd < 0) {
+        cli_error("collect", "cannot create '%s': %s", claim, strerror(errno));
+        return -1;
+    }
     const char *base = strrchr(prog, '/');
     base = base ? base + 1 : prog;
-    char name[NAME_MAX + 1];
-    int n;
-    for (n = 1; n < 100000; n++) {
-        snprintf(name, sizeof name, "%s.%d.tally", base, n);
+    char name[NAME_MAX + 2];
+    int n, made = 0;
+    for (n = 1; n < 100000 && !made; n++) {
+        snprintf(name, sizeof name - 1, "%s.%d.tally", base, n);
         snprintf(top, tcap, "%s/%s", dir, name);
         if (mkdir(top, 0755) == 0)
+            made = 1;
+        else if (errno != EEXIST)
             break;
-        if (errno != EEXIST) {
-            cli_error("collect", "cannot create experiment '%s': %s", top, strerror(errno));
-            return -1;
-        }
     }
-    char tmp[PATH_MAX + 32];
-    snprintf(tmp, sizeof tmp, "%s.%ld", claim, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        cli_error("collect", "cannot create '%s': %s", tmp, strerror(errno));
-        rmdir(top);
+    if (!made) {
+        cli_error("collect", "cannot create experiment '%s': %s", top, strerror(errno));
+        close(fd);
+        unlink(claim);
         return -1;
     }
     size_t len = strlen(name);
     name[len] = '\n';
     int ok = write(fd, name, len + 1) == (ssize_t)(len + 1);
-    name[len] = 0;
-    close(fd);
-    int linked = ok && link(tmp, claim) == 0;
     int e = errno;
-    unlink(tmp);
-    if (linked)
-        return 0;
-    rmdir(top);
-    if (ok && e == EEXIST)
-        return 1;
-    cli_error("collect", "cannot create '%s': %s", claim, strerror(ok ? e : ENOSPC));
-    return -1;
+    close(fd);
+    if (!ok) {
+        cli_error("collect", "cannot write '%s': %s", claim, strerror(e ? e : ENOSPC));
+        unlink(claim);
+        rmdir(top);
+        return -1;
+    }
+    return 0;
 }
 
 int collect_mpi_job_dir(const char *directory, const char *output, const char *prog,
@@ -160,7 +161,9 @@ int collect_mpi_job_dir(const char *directory, const char *output, const char *p
         char claim[PATH_MAX], name[NAME_MAX + 2];
         claim_path(dir, prog, mr, claim, sizeof claim);
         int found = 0;
-        for (int attempt = 0; attempt < 200 && !found; attempt++) {
+        /* 10 ms apart, for up to a minute: the first rank writes the name right after it
+         * creates the claim, but a loaded machine may not run it for a while */
+        for (int attempt = 0; attempt < 6000 && !found; attempt++) {
             if (read_claim(claim, name, sizeof name) == 0) {
                 snprintf(top, tcap, "%s/%s", dir, name);
                 char mine[PATH_MAX + 64];
@@ -174,7 +177,7 @@ int collect_mpi_job_dir(const char *directory, const char *output, const char *p
                 found = 1;
                 break;
             }
-            if (access(claim, F_OK) == 0) { /* being written: link makes that brief */
+            if (access(claim, F_OK) == 0) { /* created, its name not written yet */
                 struct timespec ts = { 0, 10000000 };
                 nanosleep(&ts, NULL);
                 continue;

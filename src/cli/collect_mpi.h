@@ -16,7 +16,7 @@ int collect_mpi_lib(const char *collector, char *out, size_t cap);
 
 /* The job's experiment: -o NAME in DIR as given (made by the first rank), else
  * <prog>.<n>.tally chosen by the first rank of the job to come (a claim file, .<prog>.<job>
- * .tally-job, tells the others) with a log holding a `job` record; then this rank's directory
+ * .tally-job, created exclusively, tells the others) with a log holding a `job` record; then this rank's directory
  * <top>/_r<rank>.tally, created, in exp. Returns 0, or -1 (said). */
 int collect_mpi_job_dir(const char *directory, const char *output, const char *prog,
                         const exp_mpi_rank_t *mr, char *top, size_t tcap, char *exp,
