@@ -134,6 +134,15 @@ typedef struct tally_collector_api_v1 {
 /* Exported by libtally-collector.so; NULL when this process is not being profiled. */
 const tally_collector_api_v1_t *tally_collector_api_v1(void);
 
+/* Also exported (find it with dlsym like the table): writes a `note` record into this process's
+ * log: name and n (at most TALLY_API_MAX_VALUES) pairs of a key and a number, for what is not a
+ * metric of a stack (e.g. the MPI wrappers' messages and bytes to each peer rank). Names and
+ * keys as a metric's; "t" and "name" are the record's own. 0, -EINVAL, -EAGAIN (not profiled).
+ * Call outside signal handlers. */
+#define TALLY_COLLECTOR_NOTE_V1_SYMBOL "tally_collector_note_v1"
+int tally_collector_note_v1(const char *name, const char *const *keys, const uint64_t *values,
+                            uint32_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -724,6 +724,11 @@ bad:
                       "thread selection '%s' is not a list such as 'all', '2' or '1,3-5'", list);
 }
 
+int eng_thread_selected(const eng_t *g, size_t i)
+{
+    return i < g->nthreads && (g->select_all || (g->selected && g->selected[i]));
+}
+
 /* ---- aggregation ---------------------------------------------------------------------------- */
 
 typedef struct scan_ctx {

@@ -140,6 +140,8 @@ const eng_thread_t *eng_thread(const eng_t *g, size_t i);
  * 1..nthreads. Takes effect at the next eng_aggregate. */
 int eng_select_threads(eng_t *g, const char *list, tally_err_t *err);
 const char *eng_thread_selection(const eng_t *g); /* as given, "all" by default */
+/* Is thread i (0-based index of eng_thread) in the thread selection? */
+int eng_thread_selected(const eng_t *g, size_t i);
 
 /* Selects sample periods by number list ("3-7,9", "all"): sample k is the period from the k-th
  * sample packet of a process to the next (numbers as in -sample_list). Takes effect at the next

@@ -29,7 +29,9 @@ double rep_run_span(const ses_t *s, uint64_t *t0p, uint64_t *t1p)
 
 void rep_end_text(const exp_process_t *p, char *buf, size_t n)
 {
-    if (!p->has_end)
+    if (p->is_job && !p->has_end)
+        snprintf(buf, n, "an MPI job: each rank's processes ended as -header says");
+    else if (!p->has_end)
         snprintf(buf, n, "ended without a record (killed, e.g. by SIGKILL, or still running)");
     else if (!strcmp(p->end_how, "exit"))
         snprintf(buf, n, "exited with status %d", p->end_status);
@@ -48,6 +50,8 @@ void rep_trust(const ses_t *s, rep_trust_t *tr)
     for (size_t x = 0; x < s->nexps; x++)
         for (size_t i = 0; i < s->exps[x]->nprocs; i++) {
             const exp_process_t *p = s->exps[x]->procs[i];
+            if (p->is_job) /* the directory of a job: no process of its own */
+                continue;
             if (!p->has_stats) {
                 tr->nostats++;
                 continue;
@@ -106,7 +110,7 @@ int rep_header(ses_t *s, rep_header_t *out, tally_err_t *err)
             rep_end_text(p, hp->ended, sizeof hp->ended);
             hp->duration_known = p->t_start != 0;
             hp->duration = p->t_end > p->t_start ? (double)(p->t_end - p->t_start) * 1e-9 : 0.0;
-            if (!p->has_stats) {
+            if (!p->has_stats && !p->is_job) {
                 if (!counted && !count_failed) {
                     counted = calloc(e->nprocs, sizeof *counted);
                     tally_err_t cerr = { 0 };

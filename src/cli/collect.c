@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "archive.h"
+#include "collect_mpi.h"
 #include "base/monotime.h"
 #include "cli.h"
 #include "hwc.h"
@@ -62,6 +63,7 @@ struct collect_opts {
     const char *sync;   /* TALLY_SYNC: NULL (off), "on", "all" or a threshold in ns */
     char sync_ns[32];
     int heap, io;       /* heap and I/O tracing */
+    int mpi;            /* MPI tracing (-M) */
     int archive;        /* 0 off, 1 binaries, 2 binaries and sources */
     hwc_set_t counters; /* -h */
     const char *counter_args[HWC_MAX];
@@ -111,6 +113,10 @@ static void usage(FILE *out)
         "                                  selects (BEGIN_EXCLUDE_LIST ... END_EXCLUDE_LIST)\n"
         "      --block-metrics=LIST        what blocks measure: wall (default), cpu (thread CPU\n"
         "                                  time) or both, e.g. wall,cpu\n"
+        "  -M, --mpi=on|off                MPI tracing: calls, messages, bytes per rank; as\n"
+        "                                  'tally collect -M on mpirun ... ./app' or 'mpirun\n"
+        "                                  ... tally collect -M on ./app': one experiment for\n"
+        "                                  the job, _r<rank>.tally for each rank\n"
         "  -n, --dry-run                   print what would be done, run nothing\n"
         "      --help                      this text\n"
         "\n"
@@ -620,6 +626,7 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
         s->counters.s[0] = 0; /* cannot happen: 16 counters fit */
     snprintf(s->blocks.s, sizeof s->blocks.s, "%s", o->blocks);
     snprintf(s->block_metrics.s, sizeof s->block_metrics.s, "%s", o->block_metrics);
+    s->mpi = o->mpi;
 }
 
 /* Appends the root's end record; creates a minimal log, with why as a warning, if the collector
@@ -757,7 +764,7 @@ int cmd_collect(int argc, char **argv)
         { "directory", required_argument, 0, 'd' }, { "dry-run", no_argument, 0, 'n' },
         { "max-depth", required_argument, 0, 1 },  { "help", no_argument, 0, 3 },
         { "sync", required_argument, 0, 's' },     { "heap", required_argument, 0, 'H' },
-        { "io", required_argument, 0, 'i' },
+        { "io", required_argument, 0, 'i' },       { "mpi", required_argument, 0, 'M' },
         { "samples", required_argument, 0, 'S' }, { "sample-signal", required_argument, 0, 'l' },
         { "pause-signal", required_argument, 0, 'y' }, { "states", required_argument, 0, 2 },
         { "archive", required_argument, 0, 'A' }, { "counters", required_argument, 0, 'h' },
@@ -774,7 +781,7 @@ int cmd_collect(int argc, char **argv)
     opterr = 0;
     int c;
     /* '+': stop at the first non-option, the program; its own options are its own. */
-    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nh:S:l:y:s:H:i:A:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nh:S:l:y:s:H:i:M:A:", longopts, NULL)) != -1) {
         switch (c) {
         case 'p':
             if (parse_clock(optarg, &o.clock_ns, &o.clock_mref)) {
@@ -876,6 +883,12 @@ int cmd_collect(int argc, char **argv)
         case 'i':
             if (parse_onoff(optarg, c == 'H' ? &o.heap : &o.io)) {
                 cli_error("collect", "bad '-%c %s': use on or off", c, optarg);
+                return 2;
+            }
+            break;
+        case 'M':
+            if (parse_onoff(optarg, &o.mpi)) {
+                cli_error("collect", "bad '-M %s': use on or off", optarg);
                 return 2;
             }
             break;
@@ -988,13 +1001,25 @@ int cmd_collect(int argc, char **argv)
         esc_printf("blocks:       %s, measuring %s\n",
                    !o.blocks[0] ? "on" : !strcmp(o.blocks, "off") ? "off" : o.blocks,
                    o.block_metrics[0] ? o.block_metrics : "wall");
+        esc_printf("mpi:          %s\n", o.mpi ? "on" : "off");
         return 0;
     }
-    if (create_experiment(&o, prog, exp, sizeof exp))
+    char mpilib[PATH_MAX], top[PATH_MAX];
+    exp_mpi_rank_t rank;
+    int is_rank = o.mpi && exp_mpi_rank(environ, &rank);
+    if (o.mpi && collect_mpi_lib(lib, mpilib, sizeof mpilib))
+        return 1;
+    if (is_rank ? collect_mpi_job_dir(o.directory, o.output, prog, &rank, top, sizeof top, exp,
+                                      sizeof exp)
+                : create_experiment(&o, prog, exp, sizeof exp))
         return 1;
     char *expabs = realpath(exp, NULL);
     const char *shown = exp[0] == '.' && exp[1] == '/' ? exp + 2 : exp;
-    esc_fprintf(stderr, "tally: recording experiment %s\n", shown);
+    if (is_rank)
+        esc_fprintf(stderr, "tally: recording rank %llu in %s\n", (unsigned long long)rank.rank,
+                    shown);
+    else
+        esc_fprintf(stderr, "tally: recording experiment %s\n", shown);
     char obstacle_buf[PATH_MAX + 512];
     const char *obstacle = preload_obstacle(prog, obstacle_buf, sizeof obstacle_buf, 0);
     if (obstacle)
@@ -1005,7 +1030,12 @@ int cmd_collect(int argc, char **argv)
     settings_from_opts(&o, &set);
     char *preload = lib;
     const char *old_preload = getenv("LD_PRELOAD");
-    if (old_preload && *old_preload && asprintf(&preload, "%s:%s", lib, old_preload) < 0) {
+    if (o.mpi && asprintf(&preload, "%s:%s", lib, mpilib) < 0) {
+        cli_error("collect", "out of memory");
+        return 1;
+    }
+    if (old_preload && *old_preload &&
+        asprintf(&preload, "%s:%s", o.mpi ? preload : lib, old_preload) < 0) {
         cli_error("collect", "out of memory");
         return 1;
     }
@@ -1097,11 +1127,13 @@ int cmd_collect(int argc, char **argv)
         summarize(exp, shown);
     if (collector_ran && o.archive) {
         tally_err_t aerr = { 0 };
-        if (archive_experiment(exp, o.archive == 2, 1, &aerr))
+        if (archive_experiment(is_rank ? top : exp, o.archive == 2, 1, &aerr))
             cli_error("collect", "warning: archiving '%s' failed: %s (run 'tally archive' "
                       "later)", shown, aerr.msg);
     }
     free(expabs);
+    if (is_rank)
+        collect_mpi_job_end(o.directory, prog, &rank);
     if (WIFSIGNALED(status))
         esc_fprintf(stderr, "tally: %s ended by signal %d (%s)\n", prog_argv[0], WTERMSIG(status),
                 strsignal(WTERMSIG(status)));

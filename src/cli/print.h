@@ -198,4 +198,12 @@ int pr_view_needs_arg(const char *name);
  * thread, sample and CPU, no filter, every load object shown, inlines on. 0, or 1 after reporting. */
 int pr_reset(pstate_t *ps);
 
+/* print_mpi.c: MPI jobs (-M on) */
+int view_rank_list(pstate_t *ps, const char *a);
+int set_rank_select(pstate_t *ps, const char *a);
+int view_mpi_imbalance(pstate_t *ps, const char *a);
+int view_mpi_callsites(pstate_t *ps, const char *a);
+int view_mpi_matrix(pstate_t *ps, const char *a);
+int view_mpi_timeline(pstate_t *ps, const char *a);
+
 #endif

@@ -361,7 +361,7 @@ int pr_lost(const pstate_t *ps, int data, pr_lost_t *l)
             if (data & PR_DATA_SYNC)
                 l->sync += p->st_dropped_sync;
             if (data != PR_DATA_CLOCK)
-                l->traced += p->st_dropped_traced;
+                l->traced += p->st_dropped_traced + p->st_dropped_api;
             l->disk_full |= p->st_disk_full;
         }
     return l->clock + l->heap + l->io + l->sync + l->traced != 0;

@@ -252,6 +252,29 @@ static const tally_collector_api_v1_t api_v1 = {
     .set_state = set_state,
 };
 
+/* A `note` record (tally_collector_note_v1): name, then the pairs; each name checked as a
+ * declared metric's, "t" and "name" refused (the record's own fields). */
+COLL_EXPORT int tally_collector_note_v1(const char *name, const char *const *keys,
+                                        const uint64_t *values, uint32_t n)
+{
+    if (!coll_ensure_init())
+        return -EAGAIN;
+    if (!exp_decl_name_ok(name) || n > TALLY_API_MAX_VALUES || (n && (!keys || !values)))
+        return -EINVAL;
+    for (uint32_t i = 0; i < n; i++)
+        if (!exp_decl_name_ok(keys[i]) || !strcmp(keys[i], "t") || !strcmp(keys[i], "name"))
+            return -EINVAL;
+    char buf[1024];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "note");
+    exp_line_u64(&l, "t", coll_now());
+    exp_line_str(&l, "name", name);
+    for (uint32_t i = 0; i < n; i++)
+        exp_line_u64(&l, keys[i], values[i]);
+    coll_log_write(&l);
+    return 0;
+}
+
 COLL_EXPORT const tally_collector_api_v1_t *tally_collector_api_v1(void)
 {
     return coll_ensure_init() ? &api_v1 : NULL;

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "experiment/mpirank.h"
 #include "base/spinlock.h"
 #include "signals.h"
 #include "source.h"
@@ -204,14 +205,38 @@ static int is_self_entry(const char *e, size_t n, const char *self)
     return n >= bl && !strncmp(e + n - bl, base, bl) && (n == bl || e[n - bl - 1] == '/');
 }
 
-/* LD_PRELOAD without the collector (follow off, E2BIG): written into out. AS-safe. */
+/* Is the entry e[0..n) a path whose last component is base? */
+static int is_base_entry(const char *e, size_t n, const char *base)
+{
+    size_t bl = strlen(base);
+    return n >= bl && !strncmp(e + n - bl, base, bl) && (n == bl || e[n - bl - 1] == '/');
+}
+
+/* Does LD_PRELOAD value v hold a library named base (e.g. libtally-mpi.so)? AS-safe. */
+int coll_preload_has_base(const char *v, const char *base);
+int coll_preload_has_base(const char *v, const char *base)
+{
+    while (v && *v) {
+        size_t n = strcspn(v, ": ");
+        if (n && is_base_entry(v, n, base))
+            return 1;
+        v += n;
+        if (*v)
+            v++;
+    }
+    return 0;
+}
+
+/* LD_PRELOAD without the collector and the MPI wrappers it added (follow off, E2BIG): written
+ * into out. AS-safe. */
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap);
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap)
 {
     size_t o = 0;
     while (v && *v) {
         size_t n = strcspn(v, ": ");
-        if (n && !is_self_entry(v, n, self) && o + n + 2 < cap) {
+        if (n && !is_self_entry(v, n, self) && !is_base_entry(v, n, "libtally-mpi.so") &&
+            o + n + 2 < cap) {
             if (o)
                 out[o++] = ':';
             memcpy(out + o, v, n);
@@ -466,6 +491,42 @@ static int make_child_dir(const char *parent, const char *prefix, char *out, siz
     return -EEXIST;
 }
 
+/* Creates <parent>/_r<rank>.tally for the first image of an MPI rank (another one with that
+ * name, as MPI_Comm_spawn's children have: _r<rank>.<n>.tally). */
+static int make_rank_dir(const char *parent, uint64_t rank, char *out, size_t cap, char *name,
+                         size_t ncap)
+{
+    char r[24];
+    r[exp_fmt_u64(r, rank)] = 0;
+    for (unsigned n = 1; n < 1000000; n++) {
+        if (n == 1)
+            snprintf(name, ncap, "_r%s.tally", r);
+        else
+            snprintf(name, ncap, "_r%s.%u.tally", r, n);
+        path_join(out, cap, parent, name);
+        if (mkdir(out, 0777) == 0)
+            return 0;
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EEXIST;
+}
+
+/* `mpi` record: the rank this image is, as its launcher said (-M on). */
+static void log_mpi(const exp_mpi_rank_t *mr)
+{
+    char buf[512];
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, "mpi");
+    exp_line_u64(&l, "rank", mr->rank);
+    if (mr->size)
+        exp_line_u64(&l, "size", mr->size);
+    exp_line_str(&l, "launcher", mr->launcher);
+    if (mr->job[0])
+        exp_line_str(&l, "job", mr->job);
+    coll_log_write(&l);
+}
+
 static void log_descendant(int fd, const char *kind, const char *name)
 {
     char buf[1024];
@@ -553,6 +614,15 @@ static void init_process(coll_proc_t *p)
 
     int is_root = 0;
     char path[PATH_MAX + 64];
+    exp_mpi_rank_t mr;
+    int is_rank = p->set.mpi && exp_mpi_rank(environ, &mr);
+    p->mpi_rank1 = is_rank ? mr.rank + 1 : 0;
+    if (p->set.mpi) { /* libtally-mpi.so: beside the collector */
+        const char *slash = strrchr(p->self_path, '/');
+        int dl = slash ? (int)(slash - p->self_path) : 1;
+        snprintf(p->mpi_path, sizeof p->mpi_path, "%.*s/libtally-mpi.so", dl,
+                 slash ? p->self_path : ".");
+    }
     if ((pid_t)p->set.root_pid == p->pid) {
         path_join(path, sizeof path, p->dir, "log");
         int fd = exp_log_create(path);
@@ -570,7 +640,11 @@ static void init_process(coll_proc_t *p)
         if (!p->follow)
             return; /* a descendant that should not be profiled: leave it alone */
         char dir[PATH_MAX], name[64];
-        int rc = make_child_dir(p->dir, "_x", dir, sizeof dir, name, sizeof name);
+        /* the first image of an MPI rank (its parent image is not that rank: mpirun, orted, the
+         * Hydra proxy) is named by its rank */
+        int rc = is_rank && p->set.parent_rank != mr.rank + 1
+                     ? make_rank_dir(p->dir, mr.rank, dir, sizeof dir, name, sizeof name)
+                     : make_child_dir(p->dir, "_x", dir, sizeof dir, name, sizeof name);
         if (rc) {
             /* said once: by the first image that failed in this directory, or by the image
              * that owns it (a directory without a log is one whose image could not start) */
@@ -604,6 +678,8 @@ static void init_process(coll_proc_t *p)
         give_up(p);
         return;
     }
+    if (is_rank)
+        log_mpi(&mr);
 
     coll_fd_room_enter(); /* libunwind opens its pipe here (interpose.c moves it up) */
     unwind_init();

@@ -77,6 +77,8 @@ typedef struct coll_proc {
     int force_timer;
     char dir[PATH_MAX];        /* this process's experiment directory */
     char self_path[PATH_MAX];  /* path of libtally-collector.so */
+    char mpi_path[PATH_MAX];   /* -M on: libtally-mpi.so beside it, which new images preload too */
+    uint64_t mpi_rank1;        /* -M on: this image's MPI rank + 1 (launcher's environment), 0: none */
     /* files */
     int log_fd;
     int ev_ok;

@@ -29,6 +29,7 @@
 
 size_t coll_preload_strip(const char *v, const char *self, char *out, size_t cap);
 int coll_preload_has_self(const char *v, const char *self);
+int coll_preload_has_base(const char *v, const char *base);
 
 /* ---- real functions -------------------------------------------------------------------------- */
 
@@ -471,12 +472,12 @@ static char *eb_alloc(envbuf_t *eb, size_t n)
     return s;
 }
 
-static char *eb_put3(envbuf_t *eb, const char *name, const char *v1, const char *v2,
-                     const char *v3)
+static char *eb_put5(envbuf_t *eb, const char *name, const char *v1, const char *v2,
+                     const char *v3, const char *v4, const char *v5)
 {
-    const char *v[3] = { v1, v2, v3 };
-    size_t n = strlen(name), l[3], total = n + 2;
-    for (int i = 0; i < 3; i++)
+    const char *v[5] = { v1, v2, v3, v4, v5 };
+    size_t n = strlen(name), l[5], total = n + 2;
+    for (int i = 0; i < 5; i++)
         total += l[i] = v[i] ? strlen(v[i]) : 0;
     char *s = eb_alloc(eb, total), *q = s;
     if (!s)
@@ -484,12 +485,18 @@ static char *eb_put3(envbuf_t *eb, const char *name, const char *v1, const char 
     memcpy(q, name, n);
     q += n;
     *q++ = '=';
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 5; i++) {
         memcpy(q, v[i], l[i]);
         q += l[i];
     }
     *q = 0;
     return s;
+}
+
+static char *eb_put3(envbuf_t *eb, const char *name, const char *v1, const char *v2,
+                     const char *v3)
+{
+    return eb_put5(eb, name, v1, v2, v3, NULL, NULL);
 }
 
 static void *map_anon(size_t len)
@@ -527,6 +534,7 @@ static char *eb_settings(envbuf_t *eb)
     c->dir.s[dl] = 0;
     c->owner_pid = (uint64_t)p->pid;
     c->root_t0 = p->root_t0;
+    c->parent_rank = p->mpi_rank1;
     long n = exp_settings_encode(c, s + sizeof name - 1, room - (sizeof name - 1));
     if (n < 0)
         return NULL;
@@ -557,6 +565,7 @@ static char *const *env_build(envbuf_t *eb, char *const envp[], int mode)
         }
     }
     size_t need = EXP_SETTINGS_ENC_MAX + 64 + 2 * (strlen(p->self_path) + 16) +
+                  strlen(p->mpi_path) + 2 +
                   (preload ? strlen(preload) : 0);
     if (need > eb->cap) {
         eb->strs_map = need;
@@ -575,12 +584,17 @@ static char *const *env_build(envbuf_t *eb, char *const envp[], int mode)
     if (mode == ENV_ADD) {
         if ((s = eb_settings(eb)))
             eb->vec[k++] = s;
+        const char *mpi = p->set.mpi && p->mpi_path[0] &&
+                                  !coll_preload_has_base(preload, "libtally-mpi.so")
+                              ? p->mpi_path
+                              : NULL;
         if (preload && coll_preload_has_self(preload, p->self_path))
-            s = eb_put3(eb, pre_name, preload, NULL, NULL);
+            s = mpi ? eb_put3(eb, pre_name, mpi, ":", preload)
+                    : eb_put3(eb, pre_name, preload, NULL, NULL);
         else if (preload && *preload)
-            s = eb_put3(eb, pre_name, p->self_path, ":", preload);
+            s = eb_put5(eb, pre_name, p->self_path, mpi ? ":" : NULL, mpi, ":", preload);
         else
-            s = eb_put3(eb, pre_name, p->self_path, NULL, NULL);
+            s = eb_put5(eb, pre_name, p->self_path, mpi ? ":" : NULL, mpi, NULL, NULL);
     } else if (preload) {
         char *v = eb_alloc(eb, strlen(preload) + 1);
         s = v && coll_preload_strip(preload, p->self_path, v, strlen(preload) + 1)

@@ -593,6 +593,7 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         uint64_t all = exp_record_u64(r, "trace_dropped", 0),
                  known = p->st_dropped_heap + p->st_dropped_io + p->st_dropped_sync;
         p->st_dropped_traced = all > known ? all - known : 0;
+        p->st_dropped_api = exp_record_u64(r, "trace_dropped_api", 0);
         p->st_disk_full = exp_record_u64(r, "disk_full", 0) != 0 || p->st_dropped_disk;
     } else if (!strcmp(k, "warning")) {
         return add_warning(p, "%s", get_str(r, "what"));
@@ -604,6 +605,19 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         return declare_counter(in, r);
     } else if (!strcmp(k, "counter-stats")) {
         return counter_stats(in, r);
+    } else if (!strcmp(k, "mpi")) {
+        uint64_t rank = exp_record_u64(r, "rank", UINT64_MAX);
+        if (rank < UINT64_MAX && !p->mpi_rank1) {
+            p->mpi_rank1 = rank + 1;
+            p->mpi_size = exp_record_u64(r, "size", 0);
+            p->mpi_launcher = get_str(r, "launcher");
+            p->mpi_job = get_str(r, "job");
+        }
+    } else if (!strcmp(k, "job")) {
+        p->is_job = 1;
+        p->mpi_size = exp_record_u64(r, "size", 0);
+        p->mpi_launcher = get_str(r, "launcher");
+        p->mpi_job = get_str(r, "job");
     } else if (!strcmp(k, "end")) {
         p->has_end = 1; /* the last one is used */
         p->end_how = get_str(r, "how");
@@ -796,6 +810,15 @@ static int parse_log(exp_process_t *p, int dirfd, tally_err_t *err)
 }
 
 /* ---- the process tree --------------------------------------------------------------------- */
+
+uint64_t exp_mpi_rank_of(const exp_experiment_t *e, uint32_t proc)
+{
+    for (int32_t i = (int32_t)proc, n = 0; i >= 0 && (size_t)i < e->nprocs && n < EXP_MAX_DEPTH + 1;
+         i = e->procs[i]->parent, n++)
+        if (e->procs[i]->mpi_rank1)
+            return e->procs[i]->mpi_rank1;
+    return 0;
+}
 
 static int is_descendant_name(const char *n)
 {

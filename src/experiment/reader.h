@@ -179,7 +179,15 @@ typedef struct exp_process {
     uint64_t st_unwind_no_room;   /* clock samples that kept only their PC (no stack room) */
     uint64_t st_dropped_heap, st_dropped_io, st_dropped_sync; /* traced records not written */
     uint64_t st_dropped_traced;   /* traced records not written, of no known kind (older logs) */
+    uint64_t st_dropped_api;      /* records of libraries (collector API: MPI calls) not written */
     int st_disk_full;             /* the events file ran out of disk space */
+    /* MPI (-M on): the `mpi` record of a rank's first image: mpi_rank1 = rank + 1 (0: none;
+     * descendants of a rank have none of their own, see exp_mpi_rank_of), mpi_size (0: not
+     * said); is_job: the `job` record of a directory that holds the ranks of one job (made by
+     * `mpirun tally collect`: no process of its own) */
+    uint64_t mpi_rank1, mpi_size;
+    int is_job;
+    char *mpi_launcher, *mpi_job; /* of the mpi or job record; NULL when absent */
     char **warnings; /* warning records and problems found while reading */
     size_t nwarnings;
     exp_damage_t *damage; /* problems found while reading (also in warnings) */
@@ -206,6 +214,9 @@ typedef struct exp_experiment {
  * record's), for reading only. */
 int exp_open(const char *path, exp_experiment_t **out, tally_err_t *err);
 void exp_close(exp_experiment_t *e);
+/* The MPI rank process proc of e belongs to (its own, or its nearest ancestor's): rank + 1, or 0
+ * when it is not part of a rank. */
+uint64_t exp_mpi_rank_of(const exp_experiment_t *e, uint32_t proc);
 /* The object of process p that contained pc at time t, or NULL. */
 const exp_object_t *exp_object_at(const exp_process_t *p, uint64_t pc, uint64_t t);
 

@@ -1,0 +1,149 @@
+/*
+ * wrap.h - the MPI wrappers of one MPI implementation (libtally-mpi-openmpi.so,
+ * libtally-mpi-mpich.so): the same sources compiled against each implementation's mpi.h.
+ *
+ * Contract. libtally-mpi.so (dispatch.c) dlopens the library of the implementation the process
+ * runs and asks tallyw_bind() for the wrapper of every slot (the traced names, C and gfortran's,
+ * in the order of functions.py). A wrapper calls the implementation's PMPI_ function (Fortran:
+ * its pmpi_x_) and records one TRACE record through the collector API
+ * (include/tally_collector_api.h): kind `mpi_call`, values mpitime (ns in the call), mpisends,
+ * mpibytessent, mpireceives, mpibytesrecv, mpiother, mpicollsent, mpicollrecv. The leaf of the
+ * record's stack is the public entry the program called (MPI_Send in libtally-mpi.so), then the
+ * program's frames. The program sees exactly what the implementation returned: return codes,
+ * statuses, request handles, errno. Without tally (no collector API) every wrapper is a plain
+ * call of the PMPI_ function.
+ *
+ * Roles (functions.py): a send counts when started (persistent ones at each MPI_Start), a
+ * receive when completed (MPI_Recv; MPI_Irecv and persistent receives at the Wait/Test that
+ * completes them, from the status, which the wrapper supplies when the program passes
+ * MPI_STATUS(ES)_IGNORE), bytes are count x MPI_Type_size for sends and MPI_Get_count(MPI_BYTE)
+ * of the status for receives; every other call counts one mpiother; collectives add the bytes
+ * of their buffer arguments (wrap_common.c, tw_coll_*). A send or receive that fails, or whose
+ * peer is MPI_PROC_NULL, moves nothing: it is another event.
+ * Thread safety: MPI_THREAD_MULTIPLE is fine: the request table has a lock; everything else is
+ * per call.
+ */
+#ifndef TALLY_MPI_WRAP_H
+#define TALLY_MPI_WRAP_H
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+
+#include "tally_collector_api.h"
+
+#define TW_WRAPPER __attribute__((visibility("hidden"), noinline))
+
+enum { TW_TIME, TW_SENDS, TW_BSENT, TW_RECVS, TW_BRECV, TW_OTHER, TW_CSENT, TW_CRECV, TW_NV };
+
+typedef struct tw_call {
+    const tally_collector_api_v1_t *api;
+    uint64_t t0;
+    uint64_t v[TW_NV];
+} tw_call_t;
+
+/* request table flags */
+#define TW_REQ_SEND 1u
+#define TW_REQ_RECV 2u
+#define TW_REQ_PERSISTENT 4u
+#define TW_REQ_ACTIVE 8u
+
+/* Fortran status: as many MPI_Fint as an MPI_Status holds, and room to spare */
+#define TW_F_STATUS_INTS (sizeof(MPI_Status) / sizeof(MPI_Fint) + 4)
+
+extern const tally_collector_api_v1_t *tw_api_table;
+extern int tw_kind;
+extern const void *const *tw_public_table;
+
+const tally_collector_api_v1_t *tw_api(void);
+void tw_after_init(void);
+uint64_t tw_bytes(int count, MPI_Datatype type);
+void tw_sent(tw_call_t *c, int count, MPI_Datatype type, int dest, MPI_Comm comm);
+void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm);
+void tw_req_add(MPI_Request r, unsigned flags, uint64_t bytes, int peer, MPI_Comm comm);
+int tw_world_rank(int r, MPI_Comm comm);
+void tw_peer_add(int world, uint64_t bytes);
+void tw_before_finalize(void);
+void *tw_fortran_real(const char *name);
+void *tw_entry_generated(unsigned slot);
+
+#define TW_PUBLIC(i) (tw_public_table[i])
+
+static inline __attribute__((always_inline)) int tw_begin(tw_call_t *c)
+{
+    c->api = tw_api();
+    if (!c->api || tw_kind < 0 || !c->api->enter())
+        return 0;
+    for (int k = 0; k < TW_NV; k++)
+        c->v[k] = 0;
+    c->t0 = c->api->now();
+    return 1;
+}
+
+/* Records the call: must be expanded in the wrapper itself (its caller is the program). */
+#define TW_EMIT(c, fn)                                                                           \
+    do {                                                                                         \
+        uint64_t tw_t1 = (c)->api->now(), tw_pcs[256];                                           \
+        (c)->v[TW_TIME] = tw_t1 - (c)->t0;                                                       \
+        uint32_t tw_n = (c)->api->stack_caller((fn), tw_pcs, 256);                               \
+        uint32_t tw_nv = TW_NV;                                                                  \
+        while (tw_nv > 1 && (c)->v[tw_nv - 1] == 0)                                              \
+            tw_nv--;                                                                             \
+        (c)->api->emit(tw_kind, tw_t1, tw_pcs, tw_n, (c)->v, tw_nv, 0);                          \
+    } while (0)
+
+/* A call that sent and received nothing (it failed, or its peer was MPI_PROC_NULL) is another
+ * MPI event. */
+static inline void tw_p2p_or_other(tw_call_t *c)
+{
+    if (!c->v[TW_SENDS] && !c->v[TW_RECVS])
+        c->v[TW_OTHER] = 1;
+}
+
+static inline void tw_leave(tw_call_t *c)
+{
+    c->api->leave();
+}
+
+/* collectives: bytes of the buffer arguments (wrap_common.c) */
+void tw_coll_Allgather(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                       void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+void tw_coll_Allgatherv(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                        void *recvbuf, const int *recvcounts, const int *displs,
+                        MPI_Datatype recvtype, MPI_Comm comm);
+void tw_coll_Allreduce(tw_call_t *c, const void *sendbuf, void *recvbuf, int count,
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+void tw_coll_Alltoall(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                      void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm);
+void tw_coll_Alltoallv(tw_call_t *c, const void *sendbuf, const int *sendcounts,
+                       const int *sdispls, MPI_Datatype sendtype, void *recvbuf,
+                       const int *recvcounts, const int *rdispls, MPI_Datatype recvtype,
+                       MPI_Comm comm);
+void tw_coll_Alltoallw(tw_call_t *c, const void *sendbuf, const int *sendcounts,
+                       const int *sdispls, const MPI_Datatype *sendtypes, void *recvbuf,
+                       const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes,
+                       MPI_Comm comm);
+void tw_coll_Barrier(tw_call_t *c, MPI_Comm comm);
+void tw_coll_Bcast(tw_call_t *c, void *buffer, int count, MPI_Datatype datatype, int root,
+                   MPI_Comm comm);
+void tw_coll_Gather(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                    void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm);
+void tw_coll_Gatherv(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, const int *recvcounts, const int *displs,
+                     MPI_Datatype recvtype, int root, MPI_Comm comm);
+void tw_coll_Reduce(tw_call_t *c, const void *sendbuf, void *recvbuf, int count,
+                    MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm);
+void tw_coll_Reduce_scatter(tw_call_t *c, const void *sendbuf, void *recvbuf,
+                            const int *recvcounts, MPI_Datatype datatype, MPI_Op op,
+                            MPI_Comm comm);
+void tw_coll_Scan(tw_call_t *c, const void *sendbuf, void *recvbuf, int count,
+                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+void tw_coll_Scatter(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                     MPI_Comm comm);
+void tw_coll_Scatterv(tw_call_t *c, const void *sendbuf, const int *sendcounts,
+                      const int *displs, MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                      MPI_Datatype recvtype, int root, MPI_Comm comm);
+
+#endif

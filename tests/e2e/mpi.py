@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""MPI tracing (tally collect -M on) under Open MPI and MPICH, C and Fortran, both ways a job is
+launched: `tally collect -M on mpirun -np 4 ./prog` (the launcher followed to the ranks) and
+`mpirun -np 4 tally collect -M on ./prog` (every rank's tally collect agrees on one experiment).
+
+tests/workloads/mpi_ring.c (and mpi_ring.f90, the same calls): ring 1 (N x MPI_Isend of S bytes
+to the next rank, MPI_Recv from the previous, MPI_Wait), ring 2 (N x MPI_Irecv, MPI_Send,
+MPI_Wait with the status ignored: the receive counts at the Wait, its bytes from the status the
+wrapper supplies), MPI_Allreduce of K doubles, an imbalanced phase (rank 0 computes three times
+as long) and MPI_Barrier. Checked exactly, per rank and per function: sends, bytes sent,
+receives, bytes received, other events, collective bytes, and the communication matrix
+(-mpi_matrix), the timeline (-mpi_timeline: each rank's columns add up to its MPI time);
+the program's output and exit status
+are those of the run without tally; every rank is a sub-experiment _r<rank>.tally with its
+`mpi` record; nothing was dropped; the recorded MPI_Barrier time of each rank is within the
+time the program itself measured around the call (one-sided: the wrapper's interval is inside
+the program's); call sites name the program's caller, never the wrapper.
+"""
+import os
+import re
+import shutil
+
+from common import *
+
+N, S, K, MS = 10, 1000, 16, 60
+NRANKS = 4
+BUILD = os.path.dirname(os.path.abspath(TALLY))
+
+IMPLS = {
+    "openmpi": {"cc": "mpicc.openmpi", "fc": "mpif90.openmpi",
+                "run": ["mpirun.openmpi", "--oversubscribe", "-np", str(NRANKS)]},
+    "mpich": {"cc": "mpicc.mpich", "fc": "mpif90.mpich",
+              "run": ["mpirun.mpich", "-np", str(NRANKS)]},
+}
+
+env = dict(os.environ)
+# Open MPI refuses root without these (CI runs as root); harmless otherwise
+env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+
+METRICS = ["mpisends", "mpibytessent", "mpireceives", "mpibytesrecv", "mpiother",
+           "mpicollsent", "mpicollrecv"]
+
+
+def expected(fortran):
+    """Per function name: the exact counts every rank must have."""
+    e = {
+        "MPI_Isend": {"mpisends": N, "mpibytessent": N * S},
+        "MPI_Send": {"mpisends": N, "mpibytessent": N * S},
+        "MPI_Recv": {"mpireceives": N, "mpibytesrecv": N * S},
+        # ring 1: completes a send (other); ring 2: completes a receive
+        "MPI_Wait": {"mpireceives": N, "mpibytesrecv": N * S, "mpiother": N},
+        "MPI_Irecv": {"mpiother": N},
+        "MPI_Allreduce": {"mpiother": 1, "mpicollsent": K * 8, "mpicollrecv": K * 8},
+        "MPI_Barrier": {"mpiother": 1},
+        "MPI_Init": {"mpiother": 1},
+        "MPI_Comm_rank": {"mpiother": 1},
+        "MPI_Comm_size": {"mpiother": 1},
+        "MPI_Finalize": {"mpiother": 1},
+    }
+    if fortran:
+        e = {k.lower() + "_": v for k, v in e.items()}
+    return e
+
+
+def rank_lines(out):
+    """{rank: (barrier_ns, bad)} from the program's output."""
+    got = {}
+    for m in re.finditer(r"rank (\d+) size (\d+) barrier_ns (\d+) bad (\d+)", out):
+        got[int(m.group(1))] = (int(m.group(3)), int(m.group(4)))
+    return got
+
+
+def check_program(p, what):
+    lines = rank_lines(p.stdout)
+    check(p.returncode == 0, "%s: exit status %d\n%s" % (what, p.returncode, p.stderr[-3000:]))
+    check(sorted(lines) == list(range(NRANKS)), "%s: ranks printed %s" % (what, sorted(lines)))
+    check(all(b == 0 for _, b in lines.values()), "%s: the data received differs: %s"
+          % (what, lines))
+    return lines
+
+
+def check_experiment(exp, fortran, lines, what):
+    # every rank is a sub-experiment named by its rank, with its mpi record
+    found = {}
+    for root, dirs, files in os.walk(exp):
+        m = re.match(r"_r(\d+)\.tally$", os.path.basename(root))
+        if m and "log" in files:
+            recs = log_records(root, "mpi")
+            check(len(recs) == 1 and recs[0][1].get("rank") == m.group(1),
+                  "%s: %s: mpi record %s" % (what, root, recs))
+            found[int(m.group(1))] = root
+    check(sorted(found) == list(range(NRANKS)), "%s: rank experiments %s" % (what, sorted(found)))
+
+    spec = ":".join("e." + m for m in METRICS) + ":e.mpitime"
+    cmds = ["-metrics", spec]
+    for r in range(NRANKS):
+        cmds += ["-rank_select", str(r), "-functions"]
+    cmds += ["-rank_select", "all", "-rank_list", "-mpi_callsites", "-mpi_matrix",
+             "-mpi_timeline"]
+    docs = print_json(exp, *cmds)
+    check(len(docs) == NRANKS + 4, "%s: %d documents" % (what, len(docs)))
+    barrier = "mpi_barrier_" if fortran else "MPI_Barrier"
+    # the timeline spreads every call over its columns: a rank's cells add up to its MPI time
+    tl = {row["rank"]: row["cells"] for row in docs[NRANKS + 3]["ranks"]}
+    for k in docs[NRANKS]["ranks"]:
+        cells = tl.get(k["rank"], [])
+        close_to(sum(c["mpi"] for c in cells), k["mpitime"], 1e-6,
+                 "%s: rank %s: MPI time in -mpi_timeline against -rank_list" % (what, k["rank"]))
+        init = "mpi_init_" if fortran else "MPI_Init"
+        check(any(c["function"] == init for c in cells if c["mpi"] > 0),
+              "%s: rank %s: no %s in -mpi_timeline" % (what, k["rank"], init))
+    # the ring: each rank sent its 2N messages of S bytes to the next one, and to no other
+    pairs = sorted((q["from"], q["to"], q["msgs"], q["bytes"]) for q in docs[NRANKS + 2]["pairs"])
+    check(pairs == [(r, (r + 1) % NRANKS, 2 * N, 2 * N * S) for r in range(NRANKS)],
+          "%s: -mpi_matrix %s" % (what, pairs))
+    exp_fn = expected(fortran)
+    for r in range(NRANKS):
+        rows = rows_by_name(docs[r])
+        for fn, want in exp_fn.items():
+            row = rows.get(fn)
+            if not check(row is not None, "%s: rank %d: no row %s" % (what, r, fn)):
+                continue
+            for m in METRICS:
+                check(row["e." + m] == want.get(m, 0), "%s: rank %d %s %s = %s, expected %s"
+                      % (what, r, fn, m, row["e." + m], want.get(m, 0)))
+        total = rows["<Total>"]
+        for m in METRICS:
+            check(total["e." + m] == sum(v.get(m, 0) for v in exp_fn.values()),
+                  "%s: rank %d <Total> %s = %s" % (what, r, m, total["e." + m]))
+        if barrier in rows and r in lines:
+            # the wrapper's interval lies inside the program's own (both CLOCK_MONOTONIC; the
+            # collector's clock is re-anchored to it every millisecond: 1% + 0.2 ms of slack)
+            measured = lines[r][0] / 1e9
+            at_most(rows[barrier]["e.mpitime"], measured + 0.0002, 0.01,
+                    "%s: rank %d recorded MPI_Barrier time vs the program's" % (what, r))
+    ranks = docs[NRANKS]["ranks"]
+    check([k["rank"] for k in ranks] == list(range(NRANKS)), "%s: -rank_list %s" % (what, ranks))
+    for k in ranks:
+        check(k["mpisends"] == 2 * N and k["mpibytessent"] == 2 * N * S and
+              k["mpireceives"] == 2 * N and k["mpibytesrecv"] == 2 * N * S and
+              k["mpiother"] == 2 * N + 6 and k["dropped"] == 0,
+              "%s: -rank_list rank %s: %s" % (what, k["rank"], k))
+    sites = docs[NRANKS + 1]["rows"]
+    names = [s["name"] for s in sites]
+    check(any(n.startswith(barrier + " from ") for n in names),
+          "%s: call sites %s" % (what, names))
+    check(not any("tallyw" in n for n in names), "%s: a call site names the wrapper: %s"
+          % (what, names))
+    for s in sites:
+        check(0 <= s["max_rank"] < NRANKS and s["min"] <= s["mean"] <= s["max"],
+              "%s: call site %s" % (what, s))
+
+
+P = 5
+REQ_EXPECTED = {  # tests/workloads/mpi_requests.c, per rank
+    "MPI_Startall": {"mpisends": P, "mpibytessent": 64 * P},
+    "MPI_Waitall": {"mpireceives": P, "mpibytesrecv": 64 * P},
+    "MPI_Waitany": {"mpireceives": 1, "mpibytesrecv": 4, "mpiother": 1},
+    "MPI_Isend": {"mpisends": 2, "mpibytessent": 8},
+    "MPI_Irecv": {"mpiother": 2},
+    "MPI_Sendrecv": {"mpisends": 2 * P, "mpibytessent": 16 * P, "mpireceives": 2 * P,
+                     "mpibytesrecv": 16 * P},
+    "MPI_Send": {"mpiother": 1},  # to a rank that does not exist: it fails, nothing sent
+    "MPI_Send_init": {"mpiother": 1},
+    "MPI_Recv_init": {"mpiother": 1},
+    "MPI_Request_free": {"mpiother": 2},
+}
+
+
+def check_requests(impl, cfg, d):
+    """Persistent requests, Testsome, Waitany, MPI_THREAD_MULTIPLE, an error returned, and
+    MPI_Abort: the program sees what it sees without tally; the counts are exact."""
+    prog = os.path.join(d, "requests")
+    run([cfg["cc"], "-O2", "-g", "-o", prog, os.path.join(SRC, "tests/workloads/mpi_requests.c"),
+         "-lpthread"], expect=0)
+    what = impl + " requests"
+    bare = run(cfg["run"] + [prog, str(P)], env=env, timeout=200)
+    name = impl + "_requests"
+    p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", name] + cfg["run"] + [prog, str(P)],
+            env=env, timeout=200)
+    lines = lambda out: sorted(l for l in out.splitlines() if l.startswith("rank "))
+    check(bare.returncode == 0 and p.returncode == 0 and len(lines(bare.stdout)) == NRANKS and
+          lines(p.stdout) == lines(bare.stdout), "%s: output without tally %s, with %s"
+          % (what, lines(bare.stdout), lines(p.stdout)))
+    exp = os.path.join(d, name + ".tally")
+    spec = ":".join("e." + m for m in METRICS)
+    cmds = ["-metrics", spec]
+    for r in range(NRANKS):
+        cmds += ["-rank_select", str(r), "-functions"]
+    docs = print_json(exp, *(cmds + ["-rank_select", "all", "-mpi_matrix"]))
+    for r in range(NRANKS):
+        rows = rows_by_name(docs[r])
+        for fn, want in REQ_EXPECTED.items():
+            row = rows.get(fn, {})
+            for m in METRICS:
+                check(row.get("e." + m) == want.get(m, 0), "%s: rank %d %s %s = %s, expected %s"
+                      % (what, r, fn, m, row.get("e." + m), want.get(m, 0)))
+        test = rows.get("MPI_Testsome", {})
+        check(test.get("e.mpireceives") == 1 and test.get("e.mpibytesrecv") == 4,
+              "%s: rank %d MPI_Testsome %s" % (what, r, test))
+    pairs = sorted((q["from"], q["to"], q["msgs"], q["bytes"]) for q in docs[NRANKS]["pairs"])
+    check(pairs == [(r, (r + 1) % NRANKS, 2 + 3 * P, 8 + 80 * P) for r in range(NRANKS)],
+          "%s: -mpi_matrix %s" % (what, pairs))
+    # MPI_Abort: the same exit status as without tally
+    bare = run(cfg["run"] + [prog, str(P), "abort"], env=env, timeout=200)
+    p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", name + "_abort"] + cfg["run"] +
+            [prog, str(P), "abort"], env=env, timeout=200)
+    check(bare.returncode != 0 and p.returncode == bare.returncode,
+          "%s: MPI_Abort exit status %d with tally, %d without" % (what, p.returncode,
+                                                                  bare.returncode))
+
+
+ran = []
+for impl, cfg in IMPLS.items():
+    tools = [shutil.which(cfg["cc"]), shutil.which(cfg["run"][0])]
+    if not all(tools):
+        continue
+    lib = os.path.join(BUILD, "libtally-mpi-%s.so" % impl)
+    if not check(os.path.exists(lib), "%s is installed but %s was not built" % (impl, lib)):
+        continue
+    d = workdir("mpi-" + impl)
+    progs = {}
+    run([cfg["cc"], "-O2", "-g", "-o", os.path.join(d, "ring_c"),
+         os.path.join(SRC, "tests/workloads/mpi_ring.c")], expect=0)
+    progs["c"] = os.path.join(d, "ring_c")
+    if shutil.which(cfg["fc"]):
+        run([cfg["fc"], "-O2", "-g", "-o", os.path.join(d, "ring_f"),
+             os.path.join(SRC, "tests/workloads/mpi_ring.f90")], expect=0)
+        progs["fortran"] = os.path.join(d, "ring_f")
+    check_requests(impl, cfg, d)
+    args = [str(N), str(S), str(K), str(MS)]
+    for lang, prog in progs.items():
+        fortran = lang == "fortran"
+        what = "%s %s" % (impl, lang)
+        bare = run(cfg["run"] + [prog] + args, env=env, timeout=200)
+        check_program(bare, what + " without tally")
+        # the launcher followed to its ranks
+        name = "%s_%s_launcher" % (impl, lang)
+        p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", name] + cfg["run"] + [prog] + args,
+                env=env, timeout=200)
+        lines = check_program(p, what + " (tally collect mpirun)")
+        check_experiment(os.path.join(d, name + ".tally"), fortran, lines,
+                         what + " (tally collect mpirun)")
+        ran.append(what)
+        if fortran:
+            continue
+        # every rank under its own tally collect: one experiment, agreed on without -o
+        rd = os.path.join(d, "ranks")
+        os.makedirs(rd)
+        p = run(cfg["run"] + [TALLY, "collect", "-M", "on", "-d", rd, prog] + args, env=env,
+                timeout=200)
+        lines = check_program(p, what + " (mpirun tally collect)")
+        made = sorted(os.listdir(rd))
+        check(made == ["ring_c.1.tally"], "%s (mpirun tally collect): made %s" % (what, made))
+        if made == ["ring_c.1.tally"]:
+            top = os.path.join(rd, made[0])
+            check(log_records(top, "job") != [], "%s: no job record in %s" % (what, top))
+            # the job's directory is no process: nothing ended without a record or statistics
+            h = run([TALLY, "print", "-header", "-overview", top], expect=0)
+            check("MPI job: launcher" in h.stdout and "without a record" not in h.stdout and
+                  "without statistics" not in h.stdout, "%s: -header of the job: %s"
+                  % (what, h.stdout[:1500]))
+            run([TALLY, "check", top], expect=0)
+            check_experiment(top, False, lines, what + " (mpirun tally collect)")
+    done(d)
+
+if not ran:
+    skip("no MPI implementation (mpicc.openmpi, mpicc.mpich and their mpirun) is installed")
+done()
