@@ -288,6 +288,8 @@ struct eng {
                              pairs (inlined function, line id of its call site or UINT32_MAX) */
     uint32_t *inl_seq;
     size_t ninl_seq, inl_cap;
+    uint32_t *xids, *xfrm; /* eng_map_stack's result */
+    size_t xids_cap, xfrm_cap;
 };
 
 /* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
@@ -589,6 +591,8 @@ void eng_free(eng_t *g)
     free(g->obj_mode);
     u64map_free(&g->inl_map);
     free(g->inl_seq);
+    free(g->xids);
+    free(g->xfrm);
     free(g->inl_obj);
     u64map_free(&g->pc_ids);
     free(g->pc_obj);
@@ -1498,6 +1502,8 @@ int eng_object_mode(const eng_t *g, uint32_t obj)
 static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, uint32_t f, const uint32_t **seq);
 static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
                           size_t *cap);
+static uint32_t map_stack_frames(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
+                                 size_t *cap, uint32_t **frm, size_t *frm_cap);
 
 /* The object of kind for frame k of experiment input in. */
 static uint32_t kind_frame(eng_t *g, exp_input_t *in, int kind, size_t k)
@@ -1772,6 +1778,62 @@ int eng_foreach_stack(eng_t *g, eng_stack_fn fn, void *ctx, tally_err_t *err)
     return 0;
 }
 
+int eng_map_stack(eng_t *g, uint32_t exp, uint32_t stack, int kind, eng_mapped_t *out,
+                  tally_err_t *err)
+{
+    if (exp >= g->nin)
+        return tally_errf(err, TALLY_EUSAGE, "no experiment %u in the engine", exp);
+    exp_input_t *in = &g->in[exp];
+    int rc;
+    if (stack >= in->nresolved && (rc = resolve_stacks(g, err)))
+        return rc;
+    if (stack >= in->nresolved)
+        return tally_errf(err, TALLY_EUSAGE, "no stack %u in experiment %u", stack, exp);
+    uint32_t n = map_stack_frames(g, in, kind, stack, &g->xids, &g->xids_cap, &g->xfrm,
+                                  &g->xfrm_cap);
+    if (n == UINT32_MAX)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory mapping frames");
+    uint32_t flags;
+    out->exp = exp;
+    out->stack = stack;
+    out->pcs = exp_stacks_get(in->stacks, stack, &out->npcs, &flags, &out->proc);
+    size_t base = in->foff[stack];
+    out->npcs = (uint32_t)(in->foff[stack + 1] - base);
+    out->fobj = in->fobj + base;
+    out->faddr = in->faddr + base;
+    out->ids = g->xids;
+    out->frame = g->xfrm;
+    out->n = n;
+    return 0;
+}
+
+int eng_foreach_mapped_stack(eng_t *g, int kind, eng_mapped_fn fn, void *ctx, tally_err_t *err)
+{
+    int rc;
+    if (!g->aggregated && (rc = eng_aggregate(g, err)))
+        return rc;
+    if ((rc = resolve_stacks(g, err)))
+        return rc;
+    for (size_t x = 0; x < g->nin; x++) {
+        exp_input_t *in = &g->in[x];
+        size_t n = in->nresolved < in->cap ? in->nresolved : in->cap;
+        for (size_t s = 0; s < n; s++) {
+            const uint64_t *v = in->vec + s * (size_t)g->nmetrics;
+            int any = 0;
+            for (int m = 0; m < g->nmetrics; m++)
+                any |= v[m] != 0;
+            if (!any)
+                continue;
+            eng_mapped_t ms;
+            if ((rc = eng_map_stack(g, (uint32_t)x, (uint32_t)s, kind, &ms, err)))
+                return rc;
+            if ((rc = fn(ctx, &ms, v)))
+                return rc;
+        }
+    }
+    return 0;
+}
+
 exp_stacks_t *eng_stacks(eng_t *g, uint32_t exp) { return g->in[exp].stacks; }
 
 const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint32_t *n,
@@ -1783,9 +1845,6 @@ const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint
     *n = (uint32_t)(in->foff[stack + 1] - in->foff[stack]);
     return in->fids + in->foff[stack];
 }
-
-static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
-                          size_t *cap);
 
 const uint32_t *eng_stack_objects(eng_t *g, uint32_t exp, uint32_t stack, int kind, uint32_t *n,
                                   tally_err_t *err)
@@ -1821,11 +1880,26 @@ static int push_id(uint32_t **ids, size_t *cap, uint32_t n, uint32_t id)
     return 0;
 }
 
+/* push_id, and the frame it comes from into *frm when frm is not NULL. */
+static int push_frame(uint32_t **ids, size_t *cap, uint32_t **frm, size_t *frm_cap, uint32_t n,
+                      uint32_t id, uint32_t frame)
+{
+    return push_id(ids, cap, n, id) || (frm && push_id(frm, frm_cap, n, frame)) ? -1 : 0;
+}
+
 /* The objects of kind for the frames of stack s (leaf first) into *ids: for functions, frames of
  * hidden and API-only objects folded, and inlined functions (when shown) as frames of their own
  * inside their containing function. Returns the count, UINT32_MAX on no memory. */
 static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
                           size_t *cap)
+{
+    return map_stack_frames(g, in, kind, s, ids, cap, NULL, NULL);
+}
+
+/* map_stack, and when frm is not NULL the frame (index in the stack) each id comes from into
+ * *frm (a run of folded frames: its first). */
+static uint32_t map_stack_frames(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
+                                 size_t *cap, uint32_t **frm, size_t *frm_cap)
 {
     size_t base = in->foff[s];
     uint32_t nf = (uint32_t)(in->foff[s + 1] - base), n = 0;
@@ -1842,7 +1916,7 @@ static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_
                 j++;
             uint32_t id = mode == ENG_OBJ_HIDE ? sym_func_whole(g->sym, obj)
                                                : in->fids[base + j - 1];
-            if (push_id(ids, cap, n++, id))
+            if (push_frame(ids, cap, frm, frm_cap, n++, id, i))
                 return UINT32_MAX;
             i = j - 1;
             continue;
@@ -1857,17 +1931,18 @@ static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_
             (k = inline_seq(g, obj, in->faddr[base + i], in->fids[base + i], &seq)) < 0)
             return UINT32_MAX;
         if (kind == ENG_KIND_LINE) { /* the line, then the lines its inlined code was called at */
-            if (push_id(ids, cap, n++, id))
+            if (push_frame(ids, cap, frm, frm_cap, n++, id, i))
                 return UINT32_MAX;
             for (int j = 0; j < k; j++)
-                if (seq[2 * j + 1] != UINT32_MAX && push_id(ids, cap, n++, seq[2 * j + 1]))
+                if (seq[2 * j + 1] != UINT32_MAX &&
+                    push_frame(ids, cap, frm, frm_cap, n++, seq[2 * j + 1], i))
                     return UINT32_MAX;
             continue;
         }
         for (int j = 0; j < k; j++) /* the inlined functions inside their containing one */
-            if (push_id(ids, cap, n++, seq[2 * j]))
+            if (push_frame(ids, cap, frm, frm_cap, n++, seq[2 * j], i))
                 return UINT32_MAX;
-        if (push_id(ids, cap, n++, id))
+        if (push_frame(ids, cap, frm, frm_cap, n++, id, i))
             return UINT32_MAX;
     }
     return n;
