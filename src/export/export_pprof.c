@@ -241,8 +241,11 @@ static void write_function(pp_ctx_t *c, uint32_t id, const char *file)
         return;
     c->fn_done[id] = 1;
     const sym_func_t *f = sym_func(c->s->sym, id);
-    uint64_t name = str_index(c, xp_func_name(c->s, &c->names, c->o->namefmt, id));
-    uint64_t sys = str_index(c, f->mangled), fl = str_index(c, file);
+    const char *dname = xp_func_name(c->s, &c->names, c->o->namefmt, id);
+    uint64_t name = str_index(c, dname), fl = str_index(c, file);
+    /* the symbol's name only when it differs: pprof demangles (and so shortens) a name equal to
+     * its system name, and "<static>@0x4080 (lib)" would lose its brackets */
+    uint64_t sys = f->mangled && strcmp(f->mangled, dname) ? str_index(c, f->mangled) : 0;
     pbuf_t *m = &c->msg;
     m->n = 0;
     pb_uint(m, 1, (uint64_t)id + 1);
