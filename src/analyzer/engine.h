@@ -193,6 +193,16 @@ int eng_map_stack(eng_t *g, uint32_t exp, uint32_t stack, int kind, eng_mapped_t
  * vector; a non-zero return of fn stops and is returned. */
 typedef int (*eng_mapped_fn)(void *ctx, const eng_mapped_t *m, const uint64_t *v);
 int eng_foreach_mapped_stack(eng_t *g, int kind, eng_mapped_fn fn, void *ctx, tally_err_t *err);
+/* Splitting by thread: with on, each aggregation also sums the vector of every (thread, stack)
+ * pair it sees (memory per distinct pair, eng_nmetrics words each), for
+ * eng_foreach_thread_stack. Takes effect at the next eng_aggregate. */
+void eng_split_threads(eng_t *g, int on);
+/* Calls fn for every (thread, stack) pair of the last aggregation, by thread then stack, the
+ * stack mapped to kind, with the pair's vector (aggregates again, split, when the last
+ * aggregation was not). */
+typedef int (*eng_pair_fn)(void *ctx, const eng_thread_t *t, const eng_mapped_t *m,
+                           const uint64_t *v);
+int eng_foreach_thread_stack(eng_t *g, int kind, eng_pair_fn fn, void *ctx, tally_err_t *err);
 /* The engine's interned stacks of experiment exp: a scan of one's own through them (exp_scan)
  * gets the engine's stack ids. */
 exp_stacks_t *eng_stacks(eng_t *g, uint32_t exp);

@@ -362,9 +362,12 @@ typedef struct rep_stack {
 } rep_stack_t;
 typedef int (*rep_stack_fn)(void *ctx, const rep_stack_t *st);
 /* Calls fn for every distinct stack with a non-zero vector under the selection; with per_thread,
- * once per (thread, stack) instead (thread set), ordered by thread. Memory grows with the
- * distinct stacks (and pairs), never with events. fn's non-zero return stops and is returned. */
-int rep_stacks(ses_t *s, int per_thread, rep_stack_fn fn, void *ctx, tally_err_t *err);
+ * once per (thread, stack) instead (thread set), ordered by thread, with the values of the
+ * metrics listed (metrics[0..nmetrics), engine indices; the others 0) summed per pair and the
+ * pairs whose listed values are all 0 left out. Memory grows with the distinct stacks (and
+ * pairs), never with events. fn's non-zero return stops and is returned. */
+int rep_stacks(ses_t *s, int per_thread, const int *metrics, int nmetrics, rep_stack_fn fn,
+               void *ctx, tally_err_t *err);
 
 /* A selected event, in time order within its process (so within its thread), with its vector and
  * its stack mapped to functions (m NULL when the event has no stack). */

@@ -257,6 +257,8 @@ int cmd_export(int argc, char **argv)
         rc = cli_report(&err);
         goto done;
     }
+    if (xo.format == XP_PPROF || xo.format == XP_SPEEDSCOPE)
+        eng_split_threads(s->eng, 1); /* per-thread samples from the one scan */
     if (eng_aggregate(s->eng, &err) || choose_metrics(s, metrics, &mlist, &xo.nmetrics, &err)) {
         rc = cli_report(&err);
         goto done;

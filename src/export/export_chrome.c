@@ -47,6 +47,9 @@ typedef struct ch_ctx {
     int metric;
     uint32_t *ids; /* a sample's ids, root first */
     size_t ids_cap;
+    FILE *f;       /* out's FILE: slices are written to it directly */
+    char **jname;  /* by function id: its name as a JSON string, or NULL until needed */
+    size_t njname;
 } ch_ctx_t;
 
 static void sep(ch_ctx_t *c)
@@ -60,15 +63,45 @@ static uint32_t pid_of(ch_ctx_t *c, const eng_thread_t *t)
     return c->s->exps[t->exp]->procs[t->proc]->pid;
 }
 
-/* A B or E event of function id at ns since the run's start. */
+/* Function id's name as a JSON string literal, escaped once (by the sink's JSON escaping, into
+ * memory) and kept: a trace names the same functions millions of times. */
+static const char *json_name(ch_ctx_t *c, uint32_t id)
+{
+    if (id >= c->njname) {
+        size_t nn = c->njname ? c->njname * 2 : 1024;
+        while (nn <= id)
+            nn *= 2;
+        char **n = realloc(c->jname, nn * sizeof *n);
+        if (!n)
+            return "\"?\"";
+        memset(n + c->njname, 0, (nn - c->njname) * sizeof *n);
+        c->jname = n;
+        c->njname = nn;
+    }
+    if (!c->jname[id]) {
+        sink_t m;
+        if (sink_mem(&m))
+            return "\"?\"";
+        sink_json_str(&m, xp_func_name(c->s, &c->names, c->o->namefmt, id));
+        size_t len;
+        const char *d = sink_data(&m, &len);
+        c->jname[id] = d && !sink_error(&m) ? strdup(d) : NULL;
+        sink_close(&m);
+        if (!c->jname[id])
+            return "\"?\"";
+    }
+    return c->jname[id];
+}
+
+/* A B or E event of function id at ns since the run's start (the name already escaped). */
 static void be(ch_ctx_t *c, const eng_thread_t *t, char ph, uint32_t id, uint64_t ns)
 {
-    sep(c);
-    sink_printf(&c->out, "{\"ph\":\"%c\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03llu,\"name\":", ph,
-                pid_of(c, t), t->tid, (unsigned long long)(ns / 1000),
-                (unsigned long long)(ns % 1000));
-    sink_json_str(&c->out, xp_func_name(c->s, &c->names, c->o->namefmt, id));
-    sink_printf(&c->out, "}");
+    const char *name = json_name(c, id);
+    if (fprintf(c->f, "%s{\"ph\":\"%c\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03llu,\"name\":%s}",
+                c->first ? "\n" : ",\n", ph, pid_of(c, t), t->tid,
+                (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000), name) < 0)
+        c->out.error = 1;
+    c->first = 0;
 }
 
 static void name_thread(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct)
@@ -249,6 +282,7 @@ int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
     if (rc)
         return rc;
     c.t0 = eng_run_start(s->eng);
+    c.f = out;
     sink_file(&c.out, out);
     sink_printf(&c.out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"tally\","
                 "\"metric\":");
@@ -271,6 +305,9 @@ int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
         rc = tally_errf(err, TALLY_EIO, "writing the chrome export failed");
     for (size_t i = 0; i < c.nth; i++)
         free(c.th[i].open);
+    for (size_t i = 0; i < c.njname; i++)
+        free(c.jname[i]);
+    free(c.jname);
     free(c.th);
     free(c.ids);
     rep_names_free(&c.names);

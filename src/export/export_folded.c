@@ -57,7 +57,7 @@ int xp_folded(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
     if (rc)
         return rc;
     sink_file(&c.out, out);
-    rc = rep_stacks(s, 0, folded_stack, &c, err);
+    rc = rep_stacks(s, 0, NULL, 0, folded_stack, &c, err);
     if (rc == TALLY_EIO)
         rc = tally_errf(err, TALLY_EIO, "writing the folded stacks failed");
     free(c.buf);

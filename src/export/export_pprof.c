@@ -443,7 +443,7 @@ int xp_pprof(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
         pb_uint(&c->top, PF_DURATION, t1 - t0);
     if (root && root->clock_ns)
         pb_uint(&c->top, PF_PERIOD, root->clock_ns);
-    rc = rep_stacks(s, 1, pp_stack, c, err);
+    rc = rep_stacks(s, 1, o->metrics, o->nmetrics, pp_stack, c, err);
     if (rc == TALLY_ENOMEM && !err->code)
         rc = tally_errf(err, TALLY_ENOMEM, "out of memory writing the pprof export");
     if (rc == TALLY_EIO && !err->code)

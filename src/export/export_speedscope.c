@@ -132,7 +132,7 @@ int xp_speedscope(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
         sink_printf(&c.out, "}");
     }
     sink_printf(&c.out, "]},\"profiles\":[");
-    rc = rep_stacks(s, 1, ss_stack, &c, err);
+    rc = rep_stacks(s, 1, o->metrics, 1, ss_stack, &c, err);
     if (!rc) {
         end_profile(&c);
         sink_printf(&c.out, "\n]}\n");
