@@ -3,7 +3,8 @@
  * metrics asked (raw units: ns, bytes, counts), each function's exclusive values on its cost
  * line and, for each of its callees, the attributed value of the call (the callee's share of
  * the function's inclusive metric), so a reader's inclusive (self plus calls) is the function
- * table's inclusive, recursion included. Positions are source lines (the function's first line;
+ * table's inclusive, recursion included; the events where a function is the outermost frame are
+ * paid by a function <Total> that calls it. Positions are source lines (the function's first line;
  * 0 when unknown). A sampling profile does not count calls: every call line says one call.
  * Names and files are written once and then referred to by number ("fn=(n)"). See export.h.
  */
@@ -129,7 +130,33 @@ int xp_callgrind(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
         }
         sink_printf(&c.out, "\n");
     }
-    if (sink_error(&c.out))
+    /* A function's inclusive cost in a callgrind reader is what its callers paid for calling it
+     * (callgrind_annotate replaces its own sum with that): the events where it is the outermost
+     * frame (the root of a stack, or a stack cut short) are paid by <Total>, which calls each such
+     * function with them. */
+    static const char total_file[] = "<tally>";
+    put_file(&c, "fl", total_file);
+    sink_printf(&c.out, "fn=(%zu) <Total>\n", t->nobjects + 1);
+    uint64_t *zeros = calloc(nm, sizeof *zeros);
+    if (!zeros)
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory writing the callgrind export");
+    if (zeros)
+        put_costs(&c, 0, zeros);
+    free(zeros);
+    for (size_t id = 0; !rc && id < t->nobjects && !sink_error(&c.out); id++) {
+        const uint64_t *ov = t->outermost + id * nm;
+        int any = 0;
+        for (int k = 0; k < o->nmetrics; k++)
+            any |= ov[o->metrics[k]] != 0;
+        if (!t->present[id] || !any)
+            continue;
+        uint32_t cline;
+        put_file(&c, "cfl", func_file(&c, (uint32_t)id, &cline));
+        put_fn(&c, "cfn", (uint32_t)id);
+        sink_printf(&c.out, "calls=1 %u\n", cline);
+        put_costs(&c, 0, ov);
+    }
+    if (!rc && sink_error(&c.out))
         rc = tally_errf(err, TALLY_EIO, "writing the callgrind export failed");
     free(c.fn_seen);
     free(c.files);
