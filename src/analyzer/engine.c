@@ -324,6 +324,16 @@ struct eng {
                              pairs (inlined function, line id of its call site or UINT32_MAX) */
     uint32_t *inl_seq;
     size_t ninl_seq, inl_cap;
+    uint32_t *xids, *xfrm; /* eng_map_stack's result */
+    size_t xids_cap, xfrm_cap;
+    /* eng_split_threads: every (thread, stack) pair's vector, summed by the aggregation */
+    int split, split_done;
+    u64map_t pair_index; /* thread index << 32 | stack -> pair */
+    uint64_t *pair_key;  /* [pair] */
+    uint64_t *pair_vec;  /* [pair * nmetrics] */
+    size_t npairs, pairs_cap;
+    uint64_t pair_last_key;
+    uint32_t pair_last;
 };
 
 /* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
@@ -631,6 +641,11 @@ void eng_free(eng_t *g)
     free(g->obj_mode);
     u64map_free(&g->inl_map);
     free(g->inl_seq);
+    free(g->xids);
+    free(g->xfrm);
+    u64map_free(&g->pair_index);
+    free(g->pair_key);
+    free(g->pair_vec);
     free(g->inl_obj);
     u64map_free(&g->pc_ids);
     free(g->pc_obj);
@@ -886,6 +901,43 @@ static int heap_event(scan_ctx_t *c, const exp_event_t *ev, uint32_t index, int 
     return hm_alloc(c->heap, ev->addr, ev->size, mapped, &info, NULL, NULL);
 }
 
+/* eng_split_threads: adds an event's values to its (thread, stack) pair. */
+static int pair_add(eng_t *g, uint32_t thread, uint32_t stack, const evvals_t *e)
+{
+    size_t nm = (size_t)g->nmetrics;
+    uint64_t key = (uint64_t)thread << 32 | stack;
+    if (key != g->pair_last_key) { /* (a thread often repeats its stack: one compare) */
+        int found;
+        uint32_t *slot = u64map_slot(&g->pair_index, key, &found);
+        if (!slot)
+            return TALLY_ENOMEM;
+        if (!found) {
+            if (g->npairs == g->pairs_cap) {
+                size_t ncap = g->pairs_cap ? g->pairs_cap * 2 : 1024;
+                uint64_t *nk = realloc(g->pair_key, ncap * sizeof *nk);
+                if (nk)
+                    g->pair_key = nk;
+                uint64_t *nv = realloc(g->pair_vec, ncap * nm * sizeof *nv);
+                if (nv)
+                    g->pair_vec = nv;
+                if (!nk || !nv)
+                    return TALLY_ENOMEM;
+                g->pairs_cap = ncap;
+            }
+            *slot = (uint32_t)g->npairs;
+            g->pair_key[g->npairs] = key;
+            memset(g->pair_vec + g->npairs * nm, 0, nm * sizeof *g->pair_vec);
+            g->npairs++;
+        }
+        g->pair_last_key = key;
+        g->pair_last = *slot;
+    }
+    uint64_t *pv = g->pair_vec + (size_t)g->pair_last * nm;
+    for (int k = 0; k < e->n; k++)
+        g->saturated |= sat_add_to(&pv[e->m[k]], e->v[k]);
+    return 0;
+}
+
 static int on_event(void *ctx, const exp_event_t *ev)
 {
     scan_ctx_t *c = ctx;
@@ -943,6 +995,8 @@ static int on_event(void *ctx, const exp_event_t *ev)
         g->saturated |= sat_add_to(&sv[e.m[k]], e.v[k]);
         g->saturated |= sat_add_to(&g->total[e.m[k]], e.v[k]);
     }
+    if (g->split && e.n && (c->err = pair_add(g, index, ev->stack, &e)))
+        return 1;
     return 0;
 }
 
@@ -958,6 +1012,10 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         memset(g->threads[i].value, 0, nm * sizeof *g->threads[i].value);
     }
     g->table_valid = g->tree_valid = 0;
+    u64map_free(&g->pair_index);
+    g->npairs = 0;
+    g->pair_last_key = UINT64_MAX;
+    g->split_done = 0;
     for (size_t x = 0; x < g->nin; x++) {
         exp_input_t *in = &g->in[x];
         if (in->vec)
@@ -984,7 +1042,45 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
             sat_add_to(&g->stats.lost[r], st.lost[r]);
     }
     g->aggregated = 1;
+    g->split_done = g->split;
     return 0;
+}
+
+void eng_split_threads(eng_t *g, int on) { g->split = on; }
+
+static uint64_t *sort_pair_keys;
+static int cmp_pair(const void *a, const void *b)
+{
+    uint64_t ka = sort_pair_keys[*(const uint32_t *)a], kb = sort_pair_keys[*(const uint32_t *)b];
+    return ka < kb ? -1 : ka > kb;
+}
+
+int eng_foreach_thread_stack(eng_t *g, int kind, eng_pair_fn fn, void *ctx, tally_err_t *err)
+{
+    int rc;
+    if (!g->aggregated || !g->split_done) {
+        g->split = 1;
+        if ((rc = eng_aggregate(g, err)))
+            return rc;
+    }
+    uint32_t *order = malloc((g->npairs ? g->npairs : 1) * sizeof *order);
+    if (!order)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory ordering the stacks of each thread");
+    for (size_t i = 0; i < g->npairs; i++)
+        order[i] = (uint32_t)i;
+    sort_pair_keys = g->pair_key; /* by thread, then stack */
+    qsort(order, g->npairs, sizeof *order, cmp_pair);
+    rc = 0;
+    for (size_t i = 0; !rc && i < g->npairs; i++) {
+        uint64_t key = g->pair_key[order[i]];
+        const eng_thread_t *t = &g->threads[key >> 32];
+        eng_mapped_t m;
+        if ((rc = eng_map_stack(g, t->exp, (uint32_t)key, kind, &m, err)))
+            break;
+        rc = fn(ctx, t, &m, g->pair_vec + (size_t)order[i] * (size_t)g->nmetrics);
+    }
+    free(order);
+    return rc;
 }
 
 int eng_foreach_event(eng_t *g, eng_event_fn fn, void *ctx, tally_err_t *err)
@@ -1545,6 +1641,8 @@ int eng_object_mode(const eng_t *g, uint32_t obj)
 static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, uint32_t f, const uint32_t **seq);
 static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
                           size_t *cap);
+static uint32_t map_stack_frames(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
+                                 size_t *cap, uint32_t **frm, size_t *frm_cap);
 
 /* The object of kind for frame k of experiment input in. */
 static uint32_t kind_frame(eng_t *g, exp_input_t *in, int kind, size_t k)
@@ -1819,6 +1917,62 @@ int eng_foreach_stack(eng_t *g, eng_stack_fn fn, void *ctx, tally_err_t *err)
     return 0;
 }
 
+int eng_map_stack(eng_t *g, uint32_t exp, uint32_t stack, int kind, eng_mapped_t *out,
+                  tally_err_t *err)
+{
+    if (exp >= g->nin)
+        return tally_errf(err, TALLY_EUSAGE, "no experiment %u in the engine", exp);
+    exp_input_t *in = &g->in[exp];
+    int rc;
+    if (stack >= in->nresolved && (rc = resolve_stacks(g, err)))
+        return rc;
+    if (stack >= in->nresolved)
+        return tally_errf(err, TALLY_EUSAGE, "no stack %u in experiment %u", stack, exp);
+    uint32_t n = map_stack_frames(g, in, kind, stack, &g->xids, &g->xids_cap, &g->xfrm,
+                                  &g->xfrm_cap);
+    if (n == UINT32_MAX)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory mapping frames");
+    uint32_t flags;
+    out->exp = exp;
+    out->stack = stack;
+    out->pcs = exp_stacks_get(in->stacks, stack, &out->npcs, &flags, &out->proc);
+    size_t base = in->foff[stack];
+    out->npcs = (uint32_t)(in->foff[stack + 1] - base);
+    out->fobj = in->fobj + base;
+    out->faddr = in->faddr + base;
+    out->ids = g->xids;
+    out->frame = g->xfrm;
+    out->n = n;
+    return 0;
+}
+
+int eng_foreach_mapped_stack(eng_t *g, int kind, eng_mapped_fn fn, void *ctx, tally_err_t *err)
+{
+    int rc;
+    if (!g->aggregated && (rc = eng_aggregate(g, err)))
+        return rc;
+    if ((rc = resolve_stacks(g, err)))
+        return rc;
+    for (size_t x = 0; x < g->nin; x++) {
+        exp_input_t *in = &g->in[x];
+        size_t n = in->nresolved < in->cap ? in->nresolved : in->cap;
+        for (size_t s = 0; s < n; s++) {
+            const uint64_t *v = in->vec + s * (size_t)g->nmetrics;
+            int any = 0;
+            for (int m = 0; m < g->nmetrics; m++)
+                any |= v[m] != 0;
+            if (!any)
+                continue;
+            eng_mapped_t ms;
+            if ((rc = eng_map_stack(g, (uint32_t)x, (uint32_t)s, kind, &ms, err)))
+                return rc;
+            if ((rc = fn(ctx, &ms, v)))
+                return rc;
+        }
+    }
+    return 0;
+}
+
 exp_stacks_t *eng_stacks(eng_t *g, uint32_t exp) { return g->in[exp].stacks; }
 
 const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint32_t *n,
@@ -1830,9 +1984,6 @@ const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint
     *n = (uint32_t)(in->foff[stack + 1] - in->foff[stack]);
     return in->fids + in->foff[stack];
 }
-
-static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
-                          size_t *cap);
 
 const uint32_t *eng_stack_objects(eng_t *g, uint32_t exp, uint32_t stack, int kind, uint32_t *n,
                                   tally_err_t *err)
@@ -1868,11 +2019,26 @@ static int push_id(uint32_t **ids, size_t *cap, uint32_t n, uint32_t id)
     return 0;
 }
 
+/* push_id, and the frame it comes from into *frm when frm is not NULL. */
+static int push_frame(uint32_t **ids, size_t *cap, uint32_t **frm, size_t *frm_cap, uint32_t n,
+                      uint32_t id, uint32_t frame)
+{
+    return push_id(ids, cap, n, id) || (frm && push_id(frm, frm_cap, n, frame)) ? -1 : 0;
+}
+
 /* The objects of kind for the frames of stack s (leaf first) into *ids: for functions, frames of
  * hidden and API-only objects folded, and inlined functions (when shown) as frames of their own
  * inside their containing function. Returns the count, UINT32_MAX on no memory. */
 static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
                           size_t *cap)
+{
+    return map_stack_frames(g, in, kind, s, ids, cap, NULL, NULL);
+}
+
+/* map_stack, and when frm is not NULL the frame (index in the stack) each id comes from into
+ * *frm (a run of folded frames: its first). */
+static uint32_t map_stack_frames(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_t **ids,
+                                 size_t *cap, uint32_t **frm, size_t *frm_cap)
 {
     size_t base = in->foff[s];
     uint32_t nf = (uint32_t)(in->foff[s + 1] - base), n = 0;
@@ -1889,7 +2055,7 @@ static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_
                 j++;
             uint32_t id = mode == ENG_OBJ_HIDE ? sym_func_whole(g->sym, obj)
                                                : in->fids[base + j - 1];
-            if (push_id(ids, cap, n++, id))
+            if (push_frame(ids, cap, frm, frm_cap, n++, id, i))
                 return UINT32_MAX;
             i = j - 1;
             continue;
@@ -1904,17 +2070,18 @@ static uint32_t map_stack(eng_t *g, exp_input_t *in, int kind, size_t s, uint32_
             (k = inline_seq(g, obj, in->faddr[base + i], in->fids[base + i], &seq)) < 0)
             return UINT32_MAX;
         if (kind == ENG_KIND_LINE) { /* the line, then the lines its inlined code was called at */
-            if (push_id(ids, cap, n++, id))
+            if (push_frame(ids, cap, frm, frm_cap, n++, id, i))
                 return UINT32_MAX;
             for (int j = 0; j < k; j++)
-                if (seq[2 * j + 1] != UINT32_MAX && push_id(ids, cap, n++, seq[2 * j + 1]))
+                if (seq[2 * j + 1] != UINT32_MAX &&
+                    push_frame(ids, cap, frm, frm_cap, n++, seq[2 * j + 1], i))
                     return UINT32_MAX;
             continue;
         }
         for (int j = 0; j < k; j++) /* the inlined functions inside their containing one */
-            if (push_id(ids, cap, n++, seq[2 * j]))
+            if (push_frame(ids, cap, frm, frm_cap, n++, seq[2 * j], i))
                 return UINT32_MAX;
-        if (push_id(ids, cap, n++, id))
+        if (push_frame(ids, cap, frm, frm_cap, n++, id, i))
             return UINT32_MAX;
     }
     return n;

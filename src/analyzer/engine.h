@@ -174,6 +174,37 @@ int eng_event_selected(eng_t *g, uint32_t exp, const exp_event_t *ev);
 typedef int (*eng_stack_fn)(void *ctx, uint32_t exp, uint32_t proc, const uint64_t *pcs,
                             const uint32_t *fns, uint32_t n, const uint64_t *v);
 int eng_foreach_stack(eng_t *g, eng_stack_fn fn, void *ctx, tally_err_t *err);
+/* One stack with its frames mapped to the objects of a kind exactly as every table and tree maps
+ * them (inlined functions as frames of their own when shown, hidden objects folded, the
+ * collector's frames dropped but as the leaf): ids[0..n) leaf first, frame[i] the raw frame
+ * ids[i] comes from (0..npcs), and per raw frame its PC, its sym object (UINT32_MAX: none) and
+ * the ELF address looked up (a return address minus one). For exporters that write stacks. */
+typedef struct eng_mapped {
+    uint32_t exp, proc, stack;
+    const uint32_t *ids, *frame;
+    uint32_t n;
+    const uint64_t *pcs, *faddr;
+    const uint32_t *fobj;
+    uint32_t npcs;
+} eng_mapped_t;
+/* Maps stack id of experiment exp (an event's ev->stack in eng_foreach_event); the arrays are the
+ * engine's, valid until the next call, eng_compute, eng_calltree or eng_aggregate. */
+int eng_map_stack(eng_t *g, uint32_t exp, uint32_t stack, int kind, eng_mapped_t *out,
+                  tally_err_t *err);
+/* Calls fn for every stack with a non-zero vector after an aggregation, mapped to kind, with its
+ * vector; a non-zero return of fn stops and is returned. */
+typedef int (*eng_mapped_fn)(void *ctx, const eng_mapped_t *m, const uint64_t *v);
+int eng_foreach_mapped_stack(eng_t *g, int kind, eng_mapped_fn fn, void *ctx, tally_err_t *err);
+/* Splitting by thread: with on, each aggregation also sums the vector of every (thread, stack)
+ * pair it sees (memory per distinct pair, eng_nmetrics words each), for
+ * eng_foreach_thread_stack. Takes effect at the next eng_aggregate. */
+void eng_split_threads(eng_t *g, int on);
+/* Calls fn for every (thread, stack) pair of the last aggregation, by thread then stack, the
+ * stack mapped to kind, with the pair's vector (aggregates again, split, when the last
+ * aggregation was not). */
+typedef int (*eng_pair_fn)(void *ctx, const eng_thread_t *t, const eng_mapped_t *m,
+                           const uint64_t *v);
+int eng_foreach_thread_stack(eng_t *g, int kind, eng_pair_fn fn, void *ctx, tally_err_t *err);
 /* The engine's interned stacks of experiment exp: a scan of one's own through them (exp_scan)
  * gets the engine's stack ids. */
 exp_stacks_t *eng_stacks(eng_t *g, uint32_t exp);

@@ -21,6 +21,9 @@
  *                    summed there without asking the engine again.
  *   report_blocks.c  profiled blocks (report_blocks.h): performance callstacks at monitor points,
  *                    their history, the whole-run profile of blocks per thread and summed.
+ *   report_stacks.c  stacks as the exporters write them: every distinct stack (or every
+ *                    (thread, stack) pair) with its vector, and every selected event in time
+ *                    order, their frames mapped to functions as the tables map them.
  *   report_trace.c   traced calls: heap stacks (-leaks, -allocs), a stack's frames as
  *                    "function + offset", sync objects' kinds and names (the rest of the traced
  *                    views' data comes from analyzer/traces.h).
@@ -357,6 +360,40 @@ void rep_heap_stacks_free(rep_heap_stacks_t *h);
 const char *rep_sync_kind(uint32_t call);
 /* Its name: the variable (with "+offset" inside it), "<thread>" for a join, "<unknown>". */
 void rep_sync_name(const char *var, uint64_t offset, uint32_t call, char *buf, size_t n);
+
+/* ---- stacks: what the exporters write (report_stacks.c) ----------------------------------- */
+
+/* A stack with its vector: frames mapped to functions as every table maps them (engine.h,
+ * eng_mapped_t), so the exclusive and inclusive values a reader sums from these stacks are those
+ * of the function table. */
+typedef struct rep_stack {
+    const eng_mapped_t *m;
+    const eng_thread_t *thread; /* NULL: summed over the selected threads */
+    const uint64_t *v;          /* [eng_nmetrics] */
+} rep_stack_t;
+typedef int (*rep_stack_fn)(void *ctx, const rep_stack_t *st);
+/* Calls fn for every distinct stack with a non-zero vector under the selection; with per_thread,
+ * once per (thread, stack) instead (thread set), ordered by thread, with the values of the
+ * metrics listed (metrics[0..nmetrics), engine indices; the others 0) summed per pair and the
+ * pairs whose listed values are all 0 left out. Memory grows with the distinct stacks (and
+ * pairs), never with events. fn's non-zero return stops and is returned. */
+int rep_stacks(ses_t *s, int per_thread, const int *metrics, int nmetrics, rep_stack_fn fn,
+               void *ctx, tally_err_t *err);
+
+/* A selected event, in time order within its process (so within its thread), with its vector and
+ * its stack mapped to functions (m NULL when the event has no stack). */
+typedef struct rep_event {
+    const exp_event_t *ev;
+    const eng_thread_t *thread;
+    const eng_mapped_t *m;
+    const uint64_t *v;
+} rep_event_t;
+typedef int (*rep_event_fn)(void *ctx, const rep_event_t *e);
+int rep_events(ses_t *s, rep_event_fn fn, void *ctx, tally_err_t *err);
+
+/* The display names of the functions of the data (the function table's, rep_names_build), for
+ * the ids of rep_stack_t and rep_event_t. */
+int rep_stack_names(ses_t *s, int namefmt, rep_names_t *nm, tally_err_t *err);
 
 /* ---- annotated source and disassembly: -source, -disasm (report_source.c) --------------------- */
 

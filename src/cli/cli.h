@@ -16,6 +16,7 @@ int cmd_collect(int argc, char **argv);
 int cmd_print(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 int cmd_view(int argc, char **argv); /* view.c: not in the fuzz harness's sources */
 
 /* Prints "tally: <msg>" to stderr and returns the exit status for err->code. */

@@ -4,7 +4,7 @@ import os
 import re
 from common import *
 
-for cmd in ("collect", "print", "check", "archive", "view"):
+for cmd in ("collect", "print", "check", "archive", "view", "export"):
     p = run([TALLY, cmd, "-h"], expect=0)
     page = os.path.join(SRC, "man", "tally-%s.1" % cmd)
     if not check(os.path.exists(page), "no man page %s" % page):

@@ -2,8 +2,8 @@
  * test_report.c - the report models (src/analyzer/report_table.c) on a synthetic experiment built
  * here: its one load object is this test program, its stacks are made of the PCs of three
  * functions below, with known weights. Checked: the rows of -functions (sorted, limited, named),
- * callers-callees, the call tree's order, one function's summary, and finding a function by a
- * misspelt name.
+ * callers-callees, the call tree's order, one function's summary, finding a function by a
+ * misspelt name, and the stacks the exporters write (per stack, per thread and stack, per event).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -414,6 +414,81 @@ static void test_source_disasm(void **state)
                      TALLY_ENOTFOUND);
 }
 
+/* What the stacks models give, summed per function as a reader of an export would. */
+typedef struct sum_ctx {
+    ses_t *s;
+    uint64_t ex[3], in[3]; /* rp_leaf, rp_mid, rp_top */
+    int calls, with_thread;
+    uint64_t last_t;
+} sum_ctx_t;
+
+static int fn_index(ses_t *s, uint32_t id)
+{
+    const char *name = eng_object_name(s->eng, ENG_KIND_FUNCTION, id, 0);
+    return !strcmp(name, "rp_leaf") ? 0 : !strcmp(name, "rp_mid") ? 1
+         : !strcmp(name, "rp_top") ? 2 : -1;
+}
+
+static void sum_stack(sum_ctx_t *c, const eng_mapped_t *m, uint64_t v)
+{
+    int seen[3] = { 0 };
+    assert_true(m->n >= 1);
+    for (uint32_t i = 0; i < m->n; i++) {
+        int k = fn_index(c->s, m->ids[i]);
+        assert_true(k >= 0);
+        assert_true(m->frame[i] < m->npcs); /* each id names the raw frame it comes from */
+        if (i == 0)
+            c->ex[k] += v;
+        if (!seen[k]++)
+            c->in[k] += v;
+    }
+}
+
+static int on_stack(void *ctx, const rep_stack_t *st)
+{
+    sum_ctx_t *c = ctx;
+    c->calls++;
+    c->with_thread += st->thread != NULL && st->thread->tid == 42;
+    sum_stack(c, st->m, st->v[ENG_M_TOTALCPU]);
+    return 0;
+}
+
+static int on_event(void *ctx, const rep_event_t *e)
+{
+    sum_ctx_t *c = ctx;
+    assert_non_null(e->m);
+    assert_true(e->ev->t > c->last_t); /* in time order */
+    c->last_t = e->ev->t;
+    return on_stack(ctx, &(rep_stack_t){ e->m, e->thread, e->v });
+}
+
+static void test_stacks(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    const uint64_t ex[] = { 7 * MS, 2 * MS, 1 * MS }, in[] = { 7 * MS, 5 * MS, 10 * MS };
+    for (int mode = 0; mode < 3; mode++) { /* merged, per thread, per event */
+        sum_ctx_t c = { .s = s };
+        int metric = ENG_M_TOTALCPU;
+        int rc = mode == 2 ? rep_events(s, on_event, &c, &err)
+                           : rep_stacks(s, mode, &metric, 1, on_stack, &c, &err);
+        assert_int_equal(rc, 0);
+        assert_int_equal(c.calls, 4);
+        assert_int_equal(c.with_thread, mode ? 4 : 0);
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(c.ex[k], ex[k]);
+            assert_int_equal(c.in[k], in[k]);
+        }
+    }
+    rep_names_t nm;
+    assert_int_equal(rep_stack_names(s, 0, &nm, &err), 0);
+    int named = 0;
+    for (size_t i = 0; i < nm.n; i++)
+        named += nm.name[i] && fn_index(s, (uint32_t)i) >= 0;
+    assert_int_equal(named, 3);
+    rep_names_free(&nm);
+}
+
 static void test_end_text(void **state)
 {
     exp_process_t p;
@@ -470,6 +545,7 @@ int main(void)
         cmocka_unit_test(test_timeline),
         cmocka_unit_test(test_time_functions),
         cmocka_unit_test(test_source_disasm),
+        cmocka_unit_test(test_stacks),
         cmocka_unit_test(test_end_text),
         cmocka_unit_test(test_suggest),
         cmocka_unit_test(test_sync_names),

@@ -1,0 +1,303 @@
+/*
+ * export.c - `tally export --format=F [-o FILE] [options] EXPERIMENT...`: writes an analysis in a
+ * format other viewers read (pprof, callgrind, folded, chrome, speedscope; src/export/export.h).
+ * The selection, filter, metric and naming options are print's (same names and meanings), applied
+ * to the session before the export; the exporter formats the report models.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analyzer/session.h"
+#include "cli.h"
+#include "export/export.h"
+
+static void usage(FILE *out)
+{
+    esc_fprintf(out,
+        "usage: tally export --format=FORMAT [-o FILE] [options] EXPERIMENT...\n\n"
+        "Writes the experiments (one run, as tally print aggregates them) in a format other\n"
+        "viewers read. The output streams: memory stays flat however many events there are.\n\n"
+        "formats:\n"
+        "  pprof        gzipped profile.proto: go tool pprof, pprof's web UI (binary)\n"
+        "  callgrind    callgrind_annotate, KCachegrind (events = metrics, calls = inclusive)\n"
+        "  folded       'a;b;c value' lines of the first metric: flamegraph.pl, inferno\n"
+        "  chrome       Trace Event JSON: samples per thread over time as nested slices,\n"
+        "               traced calls, sample packets (chrome://tracing, Perfetto)\n"
+        "  speedscope   speedscope's JSON: a sampled profile per thread\n\n"
+        "options:\n"
+        "  -f, --format=FORMAT       the format (required)\n"
+        "  -o, --output=FILE         write to FILE (default: standard output)\n"
+        "  -metrics LIST             metric names, comma-separated (default: every metric with\n"
+        "                            data; folded, chrome and speedscope use the first)\n"
+        "  -thread_select LIST       threads by number, as tally print -thread_list numbers them\n"
+        "  -sample_select LIST       sample periods by number\n"
+        "  -cpu_select LIST          CPUs by number\n"
+        "  -filters EXPR             keep the events the filter expression selects\n"
+        "  -name short|long|mangled  how functions are named (short)\n"
+        "  -inlines on|off           inlined functions as frames of their own (on)\n"
+        "  -object_hide NAME         a load object's functions as one frame <NAME>\n"
+        "  -object_api NAME          only the functions through which the object is entered\n"
+        "  -object_show NAME         each function of the object (the default)\n"
+        "  -h, --help                this help\n\n"
+        "See 'man tally-export'.\n");
+}
+
+typedef struct objmode {
+    const char *name;
+    int mode;
+} objmode_t;
+
+/* The option a names (without dashes and "=value"), or NULL. */
+static const char *const opts_with_arg[] = {
+    "format", "f", "output", "o", "metrics", "thread_select", "sample_select", "cpu_select",
+    "filters", "name", "inlines", "object_hide", "object_api", "object_show",
+};
+
+static int apply_object_modes(ses_t *s, const objmode_t *om, size_t n, tally_err_t *err)
+{
+    if (!n)
+        return 0;
+    if (!eng_compute(s->eng, ENG_KIND_LOADOBJECT, 0, err)) /* every object of the data known */
+        return 1;
+    size_t nobj = sym_nobjects(s->sym);
+    for (size_t i = 0; i < n; i++) {
+        int found = 0;
+        for (size_t o = 0; o < nobj; o++) {
+            const sym_object_t *so = sym_object(s->sym, (uint32_t)o);
+            if (!strcmp(om[i].name, "all") || !strcmp(om[i].name, so->name) ||
+                !strcmp(om[i].name, so->path)) {
+                eng_set_object_mode(s->eng, (uint32_t)o, om[i].mode);
+                found = 1;
+            }
+        }
+        if (!found) {
+            tally_errf(err, TALLY_ENOTFOUND, "no load object named '%s' in the data (see tally "
+                       "print -objects)", om[i].name);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* The metrics: those named in list, or every metric with data (totalcpu first, as the engine
+ * numbers them). */
+static int choose_metrics(ses_t *s, const char *list, int **out, int *n, tally_err_t *err)
+{
+    int nm = eng_nmetrics(s->eng);
+    int *m = calloc((size_t)nm + 1, sizeof *m);
+    if (!m)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    *out = m;
+    *n = 0;
+    if (!list) {
+        for (int k = 0; k < nm; k++)
+            if (eng_has_metric(s->eng, k))
+                m[(*n)++] = k;
+        if (!*n)
+            return tally_errf(err, TALLY_ENOTFOUND, "the selection has no data: nothing to "
+                              "export (see tally print -overview)");
+        return 0;
+    }
+    char *copy = strdup(list);
+    if (!copy)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    int rc = 0;
+    for (char *save, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        int k = eng_metric_find(s->eng, tok);
+        if (k < 0) {
+            rc = tally_errf(err, TALLY_EUSAGE, "-metrics: no metric named '%s' (see tally print "
+                            "-metric_list)", tok);
+            break;
+        }
+        if (*n < nm)
+            m[(*n)++] = k;
+    }
+    free(copy);
+    if (!rc && !*n)
+        rc = tally_errf(err, TALLY_EUSAGE, "-metrics: no metric named in '%s'", list);
+    return rc;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    const char **paths = calloc((size_t)argc, sizeof *paths);
+    objmode_t *om = calloc((size_t)argc, sizeof *om);
+    if (!paths || !om) {
+        free(paths);
+        free(om);
+        esc_fprintf(stderr, "tally: out of memory\n");
+        return 1;
+    }
+    size_t npaths = 0, nom = 0;
+    const char *format = NULL, *output = NULL, *metrics = NULL, *threads = NULL,
+               *samples = NULL, *cpus = NULL, *filters = NULL, *name = NULL, *inlines = NULL;
+    int rc = 0;
+    ses_t *s = NULL;
+    FILE *out = NULL;
+    int *mlist = NULL;
+    for (int i = 1; i < argc && !rc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            goto done;
+        }
+        if (a[0] != '-' || !a[1]) {
+            paths[npaths++] = a;
+            continue;
+        }
+        char key[64];
+        const char *k = a + (a[1] == '-' ? 2 : 1);
+        const char *eq = strchr(k, '=');
+        size_t klen = eq ? (size_t)(eq - k) : strlen(k);
+        snprintf(key, sizeof key, "%.*s", (int)(klen < sizeof key ? klen : sizeof key - 1), k);
+        int known = 0;
+        for (size_t o = 0; o < sizeof opts_with_arg / sizeof *opts_with_arg; o++)
+            known |= !strcmp(key, opts_with_arg[o]);
+        if (!known) {
+            cli_error("export", "unknown option '%s'; see 'tally export -h'", a);
+            rc = 2;
+            break;
+        }
+        const char *val = eq ? eq + 1 : NULL;
+        if (!val) {
+            if (i + 1 >= argc) {
+                cli_error("export", "%s needs a value; see 'tally export -h'", a);
+                rc = 2;
+                break;
+            }
+            val = argv[++i];
+        }
+        if (!strcmp(key, "format") || !strcmp(key, "f"))
+            format = val;
+        else if (!strcmp(key, "output") || !strcmp(key, "o"))
+            output = val;
+        else if (!strcmp(key, "metrics"))
+            metrics = val;
+        else if (!strcmp(key, "thread_select"))
+            threads = val;
+        else if (!strcmp(key, "sample_select"))
+            samples = val;
+        else if (!strcmp(key, "cpu_select"))
+            cpus = val;
+        else if (!strcmp(key, "filters"))
+            filters = val;
+        else if (!strcmp(key, "name"))
+            name = val;
+        else if (!strcmp(key, "inlines"))
+            inlines = val;
+        else
+            om[nom++] = (objmode_t){ val, !strcmp(key, "object_hide") ? ENG_OBJ_HIDE
+                                          : !strcmp(key, "object_api") ? ENG_OBJ_API
+                                                                        : ENG_OBJ_SHOW };
+    }
+    if (rc)
+        goto done;
+    xp_opts_t xo = { 0 };
+    if (!format) {
+        cli_error("export", "no format given: use --format=pprof, callgrind, folded, chrome or "
+                  "speedscope");
+        rc = 2;
+        goto done;
+    }
+    if ((xo.format = xp_format_find(format)) < 0) {
+        cli_error("export", "unknown format '%s': use pprof, callgrind, folded, chrome or "
+                  "speedscope", format);
+        rc = 2;
+        goto done;
+    }
+    if (name) {
+        xo.namefmt = !strcmp(name, "short") ? 0 : !strcmp(name, "long") ? 1
+                   : !strcmp(name, "mangled") ? 2 : -1;
+        if (xo.namefmt < 0) {
+            cli_error("export", "-name '%s': use short, long or mangled", name);
+            rc = 2;
+            goto done;
+        }
+    }
+    if (inlines && strcmp(inlines, "on") && strcmp(inlines, "off")) {
+        cli_error("export", "-inlines '%s': use on or off", inlines);
+        rc = 2;
+        goto done;
+    }
+    if (!npaths) {
+        cli_error("export", "no experiment given; usage: tally export --format=pprof -o "
+                  "app.pb.gz app.1.tally");
+        rc = 2;
+        goto done;
+    }
+    if (!output && xp_format_binary(xo.format) && isatty(STDOUT_FILENO)) {
+        cli_error("export", "the %s format is binary: name a file with -o FILE (or redirect "
+                  "standard output)", format);
+        rc = 2;
+        goto done;
+    }
+    tally_err_t err = { 0 };
+    if (!(s = ses_new())) {
+        esc_fprintf(stderr, "tally: out of memory\n");
+        rc = 1;
+        goto done;
+    }
+    for (size_t i = 0; i < npaths && !rc; i++)
+        if (ses_open(s, paths[i], &err))
+            rc = cli_report(&err);
+    if (!rc && ses_start(s, &err))
+        rc = cli_report(&err);
+    if (rc)
+        goto done;
+    if (inlines)
+        eng_set_inlines(s->eng, !strcmp(inlines, "on"));
+    if ((threads && eng_select_threads(s->eng, threads, &err)) ||
+        (samples && eng_select_samples(s->eng, samples, &err)) ||
+        (cpus && eng_select_cpus(s->eng, cpus, &err)) ||
+        (filters && eng_set_filter(s->eng, filters, &err))) {
+        rc = cli_report(&err);
+        goto done;
+    }
+    if (xo.format == XP_PPROF || xo.format == XP_SPEEDSCOPE)
+        eng_split_threads(s->eng, 1); /* per-thread samples from the one scan */
+    if (eng_aggregate(s->eng, &err) || choose_metrics(s, metrics, &mlist, &xo.nmetrics, &err)) {
+        rc = cli_report(&err);
+        goto done;
+    }
+    int r = apply_object_modes(s, om, nom, &err);
+    if (r) {
+        cli_report(&err);
+        rc = r;
+        goto done;
+    }
+    xo.metrics = mlist;
+    if (output) {
+        out = fopen(output, "wb");
+        if (!out) {
+            cli_error("export", "cannot write '%s': %s", output, strerror(errno));
+            rc = 1;
+            goto done;
+        }
+    }
+    if (xp_write(s, &xo, out ? out : stdout, &err)) {
+        rc = cli_report(&err);
+        if (rc == 0)
+            rc = 1;
+    }
+    if (out && fclose(out) && !rc) {
+        cli_error("export", "writing '%s' failed: %s", output, strerror(errno));
+        rc = 1;
+    }
+    out = NULL;
+    if (rc && output)
+        unlink(output); /* no half-written file left behind */
+    if (!rc && eng_saturated(s->eng))
+        esc_fprintf(stderr, "tally: note: some sums reached 2^64-1 and stayed there\n");
+done:
+    if (out)
+        fclose(out);
+    free(mlist);
+    ses_free(s);
+    free(paths);
+    free(om);
+    return rc;
+}

@@ -1,0 +1,62 @@
+/*
+ * export.h - `tally export`: an analysis session written in the formats other viewers read.
+ *
+ * Formats (one file each): pprof (export_pprof.c: gzipped profile.proto, encoded here, gzip by
+ * zlib), callgrind (export_callgrind.c), folded stacks (export_folded.c), Chrome's Trace Event
+ * JSON (export_chrome.c) and speedscope's JSON (export_speedscope.c).
+ *
+ * A front end: every number comes from a report model (analyzer/report.h: rep_stacks,
+ * rep_events, the function table with its callers and callees); nothing is computed twice. Each
+ * format streams: what is written goes out as it is made, and memory grows with the distinct
+ * stacks, functions and threads of the data, never with its events.
+ *
+ * Strings of an experiment keep their bytes where the format has its own quoting (JSON through
+ * base/json's escaping, protobuf strings); in the line-based formats (folded, callgrind) they are
+ * written through the sink's text escaping (no control byte can forge a line) and ';' in a
+ * folded frame name becomes ':' (the separator has no quoting).
+ *
+ * Depends on the analyzer and base, zlib (pprof). Not thread-safe. Library code: errors are
+ * returned with a message (a failed write, no memory), nothing is printed.
+ */
+#ifndef TALLY_EXPORT_EXPORT_H
+#define TALLY_EXPORT_EXPORT_H
+
+#include <stdio.h>
+
+#include "analyzer/report.h"
+#include "analyzer/session.h"
+#include "base/err.h"
+
+enum xp_format { XP_PPROF, XP_CALLGRIND, XP_FOLDED, XP_CHROME, XP_SPEEDSCOPE, XP_NFORMATS };
+
+typedef struct xp_opts {
+    int format;        /* XP_* */
+    int namefmt;       /* 0 short, 1 long, 2 mangled (function names) */
+    const int *metrics; /* the engine's metric indices to write, in order (folded, chrome and
+                           speedscope write the first) */
+    int nmetrics;
+} xp_opts_t;
+
+/* The format called name ("pprof", ...), or -1. */
+int xp_format_find(const char *name);
+const char *xp_format_name(int format);
+/* Whether the format is binary (pprof): not for a terminal. */
+int xp_format_binary(int format);
+
+/* Writes the session (its engine's current selection) in o->format to out. */
+int xp_write(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
+
+/* The formats, for xp_write. */
+int xp_pprof(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
+int xp_callgrind(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
+int xp_folded(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
+int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
+int xp_speedscope(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
+
+/* The name of function id for the exports: the display name, else the engine's name. */
+const char *xp_func_name(ses_t *s, const rep_names_t *nm, int namefmt, uint32_t id);
+/* The unit word of metric m for formats that name units: "nanoseconds", "bytes", "count" or the
+ * declared unit. */
+const char *xp_unit(const eng_metric_def_t *d);
+
+#endif

@@ -1,0 +1,404 @@
+"""tally export FORMAT: the export read back by its own tool, compared row by row with
+`tally print --json` on the same experiments (every function, exclusive and inclusive, every
+metric the format carries, to the last unit both can show).
+
+Usage: export.py pprof|callgrind|folded|chrome|speedscope|cli. Experiments: wl_recursion (direct
+and mutual recursion: inclusive counted once per stack) and wl_trace_sync under -s all (several
+threads, sync wait times and counts). A format whose reader is missing here skips (77);
+scripts/bootstrap installs them all (golang-go, valgrind, node with tests/node's packages).
+
+Units: the exports carry raw units (ns, bytes, counts); print --json gives times in seconds
+(raw * 1e-9, with 9 significant digits), so a time is equal when the export's ns, printed the
+way print prints it, is print's number. Counts and bytes are compared exactly.
+"""
+import collections
+import gzip
+import json
+import os
+import re
+import shutil
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from common import *  # noqa: E402,F401
+
+FORMAT = sys.argv[1] if len(sys.argv) > 1 else "folded"
+NODE_MODULES = os.path.join(SRC, "tests", "node", "node_modules")
+
+
+def need(tool):
+    path = shutil.which(tool)
+    if not path:
+        skip("%s is not installed (scripts/bootstrap installs it)" % tool)
+    return path
+
+
+def export(exps, fmt, out, *opts, expect=0):
+    return run([TALLY, "export", "--format=" + fmt, "-o", out] + list(opts) + list(exps),
+               expect=expect)
+
+
+def expected(exps, metric, *opts):
+    """{function: (exclusive, inclusive)} of metric from print --json, and the metric's unit."""
+    doc = print_json(exps, *opts, "-limit", "0", "-metrics", "e.%s:i.%s" % (metric, metric),
+                     "-functions")[0]
+    unit = [m["unit"] for m in doc["metrics"] if m["name"] == "e." + metric][0]
+    rows = {}
+    for r in doc["rows"]:
+        if r["name"] != "<Total>":
+            rows[r["name"]] = (r["e." + metric], r["i." + metric])
+    return rows, unit
+
+
+def same(raw, printed, unit):
+    """Is the export's raw value (ns, bytes, count) what print --json printed?"""
+    if unit == "s":  # as print makes it: raw * 1e-9 as a double, 9 significant digits
+        return float("%.9g" % (raw * 1e-9)) == printed
+    return raw == printed
+
+
+compared = [0]  # functions with data compared, over the whole test
+
+
+def compare(what, got, exps, metric, *opts):
+    """got: {function: (exclusive, inclusive)} read back from an export."""
+    want, unit = expected(exps, metric, *opts)
+    check(want, "%s: print shows no function for %s" % (what, metric))
+    nonzero = 0
+    for name in sorted(set(want) | set(got)):
+        g = got.get(name, (0, 0))
+        w = want.get(name)
+        if w is None:
+            if g != (0, 0):
+                fail("%s %s: %r is in the export (%r) but not in print -functions" %
+                     (what, metric, name, g))
+            continue
+        nonzero += w != (0, 0)
+        for k, flavor in ((0, "exclusive"), (1, "inclusive")):
+            check(same(g[k], w[k], unit), "%s %s %s of %r: export %d, print %r (%s)" %
+                  (what, flavor, metric, name, g[k], w[k], unit))
+    compared[0] += nonzero
+    return nonzero
+
+
+def per_stack(stacks):
+    """{function: (exclusive, inclusive)} from [(frames leaf first, value)]."""
+    out = collections.defaultdict(lambda: [0, 0])
+    for frames, v in stacks:
+        if not frames:
+            continue
+        out[frames[0]][0] += v
+        for f in set(frames):
+            out[f][1] += v
+    return {k: tuple(v) for k, v in out.items()}
+
+
+# ---- pprof: go tool pprof -top and -traces ----------------------------------------------------
+
+def pprof_top(path, metric, unit):
+    args = ["go", "tool", "pprof", "-top", "-nodefraction=0", "-nodecount=1000000",
+            "-sample_index=" + metric]
+    if unit == "s":
+        args.append("-unit=ns")
+    elif unit == "bytes":
+        args.append("-unit=B")
+    p = run(args + [path], expect=0, env=dict(os.environ, HOME=os.environ.get("HOME", "/tmp")))
+    rows, started = {}, False
+    num = r"(-?[0-9.e+]+)(?:ns|B)?"
+    for line in p.stdout.splitlines():
+        if line.strip().startswith("flat"):
+            started = True
+            continue
+        m = started and re.match(r"^\s*%s\s+\S+\s+\S+\s+%s\s+\S+\s+(.*)$" % (num, num), line)
+        if m:
+            # pprof shows a function met only as an inlined frame as "name (inline)"
+            name = re.sub(r" \(inline\)$", "", m.group(3))
+            old = rows.get(name, (0, 0))
+            rows[name] = (old[0] + int(float(m.group(1))), old[1] + int(float(m.group(2))))
+    return rows
+
+
+def pprof_traces(path, metric):
+    """[(labels, value)] of go tool pprof -traces."""
+    p = run(["go", "tool", "pprof", "-traces", "-sample_index=" + metric, "-unit=ns", path],
+            expect=0, env=dict(os.environ, HOME=os.environ.get("HOME", "/tmp")))
+    out, labels = [], {}
+    for line in p.stdout.splitlines():
+        if line.startswith("-----"):
+            labels = {}
+            continue
+        m = re.match(r"^\s+(\w+):\s+(.*)$", line)
+        if m and not re.match(r"^\s+-?[0-9]", line):
+            labels[m.group(1)] = m.group(2).strip()
+            continue
+        m = re.match(r"^\s*(-?[0-9.e+]+)(ns)?\s+\S", line)
+        if m:
+            out.append((dict(labels), int(float(m.group(1)))))
+    return out
+
+
+def test_pprof(d, exps):
+    need("go")
+    for exp in exps:
+        out = os.path.join(d, "p.pb.gz")
+        export([exp], "pprof", out)
+        with gzip.open(out) as f:
+            check(len(f.read()) > 0, "pprof: empty profile")
+        metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
+        check(metrics, "pprof: no metric with data in %s" % exp)
+        for metric in metrics:
+            unit = expected([exp], metric)[1]
+            compare("pprof -top", pprof_top(out, metric, unit), [exp], metric)
+        # -traces: every sample carries its thread; the values add up per thread
+        threads = print_json(exp, "-thread_list")[0]["threads"]
+        tids = {str(t["tid"]) for t in threads}
+        traces = pprof_traces(out, metrics[0])
+        check(traces, "pprof -traces: no sample")
+        by_tid = collections.Counter()
+        for labels, v in traces:
+            check(labels.get("tid") in tids and "thread" in labels,
+                  "pprof -traces: a sample without its thread's labels: %r" % labels)
+            by_tid[labels.get("tid")] += v
+        if metrics[0] == "totalcpu":  # each thread's samples add up to its -thread_list value
+            for t in threads:
+                check(same(by_tid[str(t["tid"])], t["totalcpu"], "s"),
+                      "pprof -traces: thread %d: %d ns, -thread_list %r s" %
+                      (t["tid"], by_tid[str(t["tid"])], t["totalcpu"]))
+    # a selection is the session's: thread 1 only
+    out = os.path.join(d, "sel.pb.gz")
+    export([exps[1]], "pprof", out, "-thread_select", "1")
+    compare("pprof -top -thread_select 1", pprof_top(out, "sync", "s"), [exps[1]], "sync",
+            "-thread_select", "1")
+
+
+# ---- callgrind: callgrind_annotate ------------------------------------------------------------
+
+def annotate(path, metric, inclusive):
+    p = run(["callgrind_annotate", "--threshold=100", "--auto=no", "--show=" + metric,
+             "--sort=" + metric, "--inclusive=" + ("yes" if inclusive else "no"), path],
+            expect=0)
+    rows, started = {}, False
+    for line in p.stdout.splitlines():
+        if "file:function" in line:
+            started = True
+            continue
+        m = started and re.match(r"^\s*([0-9,]+|\.)\s+(?:\([^)]*\)\s+)?([^:]*):(.*)$", line)
+        if m:
+            v = 0 if m.group(1) == "." else int(m.group(1).replace(",", ""))
+            rows[m.group(3)] = rows.get(m.group(3), 0) + v
+    return rows
+
+
+def test_callgrind(d, exps):
+    need("callgrind_annotate")
+    for exp in exps:
+        out = os.path.join(d, "callgrind.out")
+        export([exp], "callgrind", out)
+        metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
+        for metric in metrics:
+            ex, inc = annotate(out, metric, False), annotate(out, metric, True)
+            got = {k: (ex.get(k, 0), inc.get(k, 0)) for k in set(ex) | set(inc)}
+            # <Total> pays for the outermost frames (it has no cost of its own); its inclusive
+            # cost leaves out events without a stack, which print's <Total> counts
+            total = got.pop("<Total>", (0, 0))
+            check(total[0] == 0, "callgrind_annotate <Total> has a cost of its own: %r" % (total,))
+            compare("callgrind_annotate", got, [exp], metric)
+
+
+# ---- folded: a reader here -------------------------------------------------------------------
+
+def read_folded(path):
+    stacks = []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = re.match(r"^(.+) ([0-9]+)$", line)
+            if not check(m, "folded: a malformed line %r" % line):
+                continue
+            frames = m.group(1).split(";")
+            check(all(frames), "folded: an empty frame in %r" % line)
+            stacks.append((frames[::-1], int(m.group(2))))
+    return stacks
+
+
+def test_folded(d, exps):
+    for exp in exps:
+        metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
+        for metric in metrics:
+            out = os.path.join(d, "stacks.folded")
+            export([exp], "folded", out, "-metrics", metric)
+            compare("folded", per_stack(read_folded(out)), [exp], metric)
+    # both experiments as one run, as print aggregates them
+    out = os.path.join(d, "both.folded")
+    export(exps, "folded", out, "-metrics", "totalcpu")
+    compare("folded (two experiments)", per_stack(read_folded(out)), exps, "totalcpu")
+
+
+# ---- chrome: a strict nesting and schema checker -----------------------------------------------
+
+def ns_of(ts, what):
+    check(isinstance(ts, (int, float)) and ts >= 0, "chrome: bad ts %r in %s" % (ts, what))
+    return round(ts * 1000)
+
+
+def check_chrome(path):
+    """Checks the trace strictly; returns {function: (self ns, total ns)} of the sample slices."""
+    with open(path) as f:
+        doc = json.load(f)
+    check(isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list),
+          "chrome: no traceEvents array")
+    open_ = collections.defaultdict(list)   # (pid, tid) -> [[name, start, child ns]]
+    last = collections.defaultdict(int)     # (pid, tid) -> last ts of B/E
+    xend = collections.defaultdict(list)    # (pid, tid) -> ends of enclosing X slices
+    named = set()
+    excl = collections.defaultdict(int)
+    incl = collections.defaultdict(int)
+    for ev in doc["traceEvents"]:
+        ph = ev.get("ph")
+        if not check(ph in ("B", "E", "X", "i", "M", "C"), "chrome: unknown phase in %r" % ev):
+            continue
+        check(isinstance(ev.get("pid"), int) and isinstance(ev.get("tid"), int),
+              "chrome: pid/tid not integers in %r" % ev)
+        check(isinstance(ev.get("name"), str) and ev["name"], "chrome: no name in %r" % ev)
+        key = (ev["pid"], ev["tid"])
+        if ph == "M":
+            check(ev["name"] == "thread_name" and isinstance(ev.get("args", {}).get("name"), str),
+                  "chrome: bad metadata %r" % ev)
+            named.add(key)
+            continue
+        t = ns_of(ev.get("ts"), ev)
+        if ph in ("B", "E"):
+            check(key in named, "chrome: a slice on an unnamed thread %r" % (key,))
+            check(t >= last[key], "chrome: time goes back on %r at %r" % (key, ev))
+            last[key] = t
+            if ph == "B":
+                open_[key].append([ev["name"], t, 0])
+            elif check(open_[key] and open_[key][-1][0] == ev["name"],
+                       "chrome: E %r does not close the innermost open slice on %r (%r)" %
+                       (ev["name"], key, open_[key][-1:] if open_[key] else None)):
+                name, start, child = open_[key].pop()
+                dur = t - start
+                excl[name] += dur - child
+                if open_[key]:
+                    open_[key][-1][2] += dur
+                if name not in [o[0] for o in open_[key]]:  # outermost occurrence
+                    incl[name] += dur
+        elif ph == "X":
+            dur = ns_of(ev.get("dur"), ev)
+            stack = xend[key]
+            while stack and stack[-1] <= t:
+                stack.pop()
+            check(not stack or t + dur <= stack[-1],
+                  "chrome: X slice %r overlaps the one before it on %r" % (ev, key))
+            stack.append(t + dur)
+        elif ph == "i":
+            check(ev.get("s") in ("t", "p", "g"), "chrome: instant without scope %r" % ev)
+        elif ph == "C":
+            check(isinstance(ev.get("args"), dict) and ev["args"], "chrome: empty counter")
+    for key, stack in open_.items():
+        check(not stack, "chrome: slices left open on %r: %r" % (key, stack))
+    return {k: (excl[k], incl[k]) for k in set(excl) | set(incl)}
+
+
+def test_chrome(d, exps):
+    rec, syn = exps
+    for metric in ("totalcpu", "user"):  # samples laid out by a time metric
+        out = os.path.join(d, "trace-%s.json" % metric)
+        export([rec], "chrome", out, "-metrics", metric)
+        compare("chrome", check_chrome(out), [rec], metric)
+    # traced calls on their own tracks: every sync wait a slice, nested strictly
+    out = os.path.join(d, "trace-sync.json")
+    export([syn], "chrome", out)
+    check_chrome(out)
+    with open(out) as f:
+        evs = json.load(f)["traceEvents"]
+    syncs = [e for e in evs if e.get("cat") == "sync" and e["ph"] in ("X", "i")]  # i: 0 ns
+    waits = print_json(syn, "-metrics", "i.syncn", "-functions")[0]["rows"][0]["i.syncn"]
+    check(len(syncs) == waits, "chrome: %d sync slices for %d waits" % (len(syncs), waits))
+    # a metric that is no time cannot be laid out in time
+    p = export([syn], "chrome", os.path.join(d, "x.json"), "-metrics", "syncn", expect=2)
+    check("must be a time" in p.stderr, "chrome -metrics syncn: %r" % p.stderr)
+
+
+# ---- speedscope: ajv against speedscope's schema ------------------------------------------------
+
+def test_speedscope(d, exps):
+    need("node")
+    if not os.path.isdir(os.path.join(NODE_MODULES, "speedscope")):
+        skip("tests/node/node_modules has no speedscope (scripts/bootstrap runs npm ci there)")
+    schema = os.path.join(os.path.dirname(__file__), "speedscope_schema.js")
+    for exp in exps:
+        metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
+        for metric in metrics[:3]:
+            out = os.path.join(d, "profile.speedscope.json")
+            export([exp], "speedscope", out, "-metrics", metric)
+            p = run(["node", schema, NODE_MODULES, out])
+            if p.returncode == SKIP:
+                skip(p.stderr.strip())
+            check(p.returncode == 0, "speedscope schema: %s" % p.stderr[-3000:])
+            with open(out) as f:
+                doc = json.load(f)
+            frames = [fr["name"] for fr in doc["shared"]["frames"]]
+            stacks = []
+            for prof in doc["profiles"]:
+                check(prof["type"] == "sampled", "speedscope: a profile of type %r" % prof["type"])
+                check(len(prof["samples"]) == len(prof["weights"]), "speedscope: samples/weights")
+                check(prof["endValue"] == sum(prof["weights"]), "speedscope: endValue")
+                for s, w in zip(prof["samples"], prof["weights"]):
+                    stacks.append(([frames[i] for i in s][::-1], w))
+            compare("speedscope", per_stack(stacks), [exp], metric)
+
+
+# ---- the command line ------------------------------------------------------------------------
+
+def test_cli(d, exps):
+    p = run([TALLY, "export", "-h"], expect=0)
+    for fmt in ("pprof", "callgrind", "folded", "chrome", "speedscope"):
+        check(fmt in p.stdout, "export -h does not name %s" % fmt)
+    cases = [
+        ([], 2, "no format given"),
+        (["--format=svg", exps[0]], 2, "unknown format 'svg'"),
+        (["--format=folded"], 2, "no experiment given"),
+        (["--format=folded", "-metrics", "nosuch", exps[0]], 2, "no metric named 'nosuch'"),
+        (["--format=folded", "-thread_select", "99", exps[0]], 2, None),
+        (["--format=folded", "-filters", "((", exps[0]], 2, None),
+        (["--format=folded", "-object_hide", "nosuch.so", exps[0]], 2, "no load object"),
+        (["--format=folded", "-bogus", exps[0]], 2, "unknown option"),
+        (["--format=folded", os.path.join(d, "missing.tally")], 1, None),
+        (["--format=folded", "-o", os.path.join(d, "no", "such", "dir"), exps[0]], 1,
+         "cannot write"),
+    ]
+    for args, code, text in cases:
+        p = run([TALLY, "export"] + args)
+        check(p.returncode == code, "export %s: exit %d, expected %d (%s)" %
+              (args, p.returncode, code, p.stderr.strip()))
+        check(p.stderr.strip(), "export %s: no message" % args)
+        if text:
+            check(text in p.stderr, "export %s: %r does not say %r" % (args, p.stderr, text))
+    # standard output when no -o; the same bytes as -o
+    p = run([TALLY, "export", "--format=folded", exps[0]], expect=0)
+    out = os.path.join(d, "o.folded")
+    export([exps[0]], "folded", out)
+    with open(out) as f:
+        check(f.read() == p.stdout, "export to stdout differs from -o")
+    # -object_hide: libc as one frame <libc.so.6>, its functions gone; values still add up
+    out = os.path.join(d, "hide.folded")
+    export([exps[0]], "folded", out, "-object_hide", "libc.so.6")
+    got = per_stack(read_folded(out))
+    check("<libc.so.6>" in got and "__libc_start_main" not in got,
+          "-object_hide libc.so.6 did not fold libc: %r" % sorted(got))
+    compare("folded -object_hide", got, [exps[0]], "totalcpu", "-object_hide", "libc.so.6")
+
+
+def main():
+    d = workdir("export-" + FORMAT)
+    rec = collect(d, [os.path.join(WL, "wl_recursion"), "0.15"], name="rec")
+    syn = collect(d, [os.path.join(WL, "wl_trace_sync"), "1000"], opts=["-s", "all"], name="syn")
+    tests = {"pprof": test_pprof, "callgrind": test_callgrind, "folded": test_folded,
+             "chrome": test_chrome, "speedscope": test_speedscope, "cli": test_cli}
+    tests[FORMAT](d, [rec, syn])
+    check(compared[0] >= 10 or FORMAT == "cli", "only %d rows with data compared" % compared[0])
+    done(d)
+
+
+main()
