@@ -274,8 +274,17 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
         return;
     }
     if (pc != t->blocked_pc || sp != t->blocked_sp) {
+        /* blocked inside an interposer: the caller it published (threads.h), if the thread was
+         * in the same call before and after the look at its stack */
+        fu_regs_t caller, again;
+        uint32_t seq, seq2;
+        int in_call = threads_blocked_caller(t->tid, &t->hint, &caller, &seq);
         uint32_t flags;
-        uint32_t n = unwind_blocked(pc, sp, s->pcs, THREADS_LAST_MAX, &flags);
+        int spliced;
+        uint32_t n = unwind_blocked(pc, sp, in_call ? &caller : NULL, s->pcs, THREADS_LAST_MAX,
+                                    &flags, &spliced);
+        if (spliced && (!threads_blocked_caller(t->tid, &t->hint, &again, &seq2) || seq2 != seq))
+            n = unwind_blocked(pc, sp, NULL, s->pcs, THREADS_LAST_MAX, &flags, &spliced);
         if (exp_stream_stack(&s->stream, s->pcs, n, flags, &t->blocked_stack)) {
             t->blocked_pc = 0;
             return;

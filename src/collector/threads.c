@@ -62,6 +62,7 @@ static coll_slot_t *slot_claim(pid_t tid)
             __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
             slots[i].last_n = 0;
             __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
+            threads_blk_write(&slots[i], 0, 0, 0); /* a stale one of a thread that never left */
             return &slots[i];
         }
     }
@@ -88,14 +89,15 @@ void threads_publish_stack(coll_slot_t *sl, const uint64_t *pcs, uint32_t n, uin
     __atomic_add_fetch(&sl->seq, 1, __ATOMIC_ACQ_REL);
 }
 
-uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
+/* The slot of thread tid, NULL if none; *hint as for threads_last_stack. */
+static coll_slot_t *slot_find(pid_t tid, int *hint)
 {
     coll_slot_t *sl = NULL;
     if (*hint >= 0 && *hint < NSLOTS && __atomic_load_n(&slots[*hint].tid, __ATOMIC_ACQUIRE) == tid)
         sl = &slots[*hint];
     if (!sl && *hint < -1) { /* recently searched in vain: count down before searching again */
         (*hint)++;
-        return 0;
+        return NULL;
     }
     if (!sl)
         *hint = -64;
@@ -104,6 +106,30 @@ uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, u
             sl = &slots[i];
             *hint = i;
         }
+    return sl;
+}
+
+int threads_blocked_caller(pid_t tid, int *hint, fu_regs_t *r, uint32_t *seq)
+{
+    coll_slot_t *sl = slot_find(tid, hint);
+    if (!sl)
+        return 0;
+    uint32_t s0 = __atomic_load_n(&sl->blk_seq, __ATOMIC_ACQUIRE);
+    if (s0 & 1)
+        return 0;
+    r->ip = __atomic_load_n(&sl->blk_ip, __ATOMIC_RELAXED);
+    r->bp = __atomic_load_n(&sl->blk_bp, __ATOMIC_RELAXED);
+    r->sp = __atomic_load_n(&sl->blk_sp, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&sl->blk_seq, __ATOMIC_ACQUIRE) != s0)
+        return 0;
+    *seq = s0;
+    return r->sp != 0;
+}
+
+uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
+{
+    coll_slot_t *sl = slot_find(tid, hint);
     if (!sl)
         return 0;
     for (int attempt = 0; attempt < 4; attempt++) {
