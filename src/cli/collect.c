@@ -463,7 +463,10 @@ static void explain_e2big(const char *prog, char *const *argv, const char *added
 static int make_dirs(const char *dir)
 {
     char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", dir);
+    if ((size_t)snprintf(buf, sizeof buf, "%s", dir) >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     for (char *p = buf + 1; *p; p++)
         if (*p == '/') {
             *p = 0;
@@ -472,6 +475,21 @@ static int make_dirs(const char *dir)
             *p = '/';
         }
     return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Bytes of PATH_MAX kept for the names the collector creates inside the experiment (log,
+ * events.<tid>, archive/, _f<n>.tally/...). */
+#define EXP_INNER_ROOM 128
+
+/* The experiment's path (n bytes, from snprintf) fits with room for what goes inside it; else
+ * says so. */
+static int exp_path_fits(int n, const char *out, size_t cap)
+{
+    if (n >= 0 && (size_t)n + EXP_INNER_ROOM < cap)
+        return 1;
+    cli_error("collect", "the experiment's path is too long (%d bytes, at most %zu): '%.60s...'; "
+              "choose a shorter -d or -o", n, cap - EXP_INNER_ROOM - 1, out);
+    return 0;
 }
 
 /* Creates the experiment directory: NAME as given, or <base>.<n>.tally with the next free n. */
@@ -485,7 +503,8 @@ static int create_experiment(const struct collect_opts *o, const char *prog, cha
     if (o->output) {
         size_t n = strlen(o->output);
         const char *suffix = n > 6 && !strcmp(o->output + n - 6, ".tally") ? "" : ".tally";
-        snprintf(out, cap, "%s/%s%s", dir, o->output, suffix);
+        if (!exp_path_fits(snprintf(out, cap, "%s/%s%s", dir, o->output, suffix), out, cap))
+            return -1;
         if (mkdir(out, 0755) < 0) {
             if (errno == EEXIST)
                 cli_error("collect", "experiment '%s' already exists; remove it or choose "
@@ -499,7 +518,8 @@ static int create_experiment(const struct collect_opts *o, const char *prog, cha
     const char *base = strrchr(prog, '/');
     base = base ? base + 1 : prog;
     for (int n = 1; n < 100000; n++) {
-        snprintf(out, cap, "%s/%s.%d.tally", dir, base, n);
+        if (!exp_path_fits(snprintf(out, cap, "%s/%s.%d.tally", dir, base, n), out, cap))
+            return -1;
         if (mkdir(out, 0755) == 0)
             return 0;
         if (errno != EEXIST) {
@@ -556,7 +576,8 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
 static int record_end(const char *exp, int status, const char *why, int *collector_ran)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/log", exp);
+    if ((size_t)snprintf(path, sizeof path, "%s/log", exp) >= sizeof path)
+        return -1; /* (create_experiment left room for it) */
     int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
     *collector_ran = fd >= 0;
     if (fd < 0 && (fd = exp_log_create(path)) < 0)
