@@ -38,6 +38,7 @@
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
 #include "experiment/settings.h"
+#include "experiment/logrec.h"
 
 #ifndef TALLY_INSTALL_LIBDIR
 #define TALLY_INSTALL_LIBDIR "lib"
@@ -585,24 +586,24 @@ static int record_end(const char *exp, int status, const char *why, int *collect
     char buf[PATH_MAX + 1024];
     exp_line_t l;
     if (!*collector_ran) {
-        exp_line_begin(&l, buf, sizeof buf, "warning");
-        exp_line_str(&l, "what", why);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_WARNING);
+        exp_line_str(&l, EXP_KEY_WHAT, why);
         exp_line_write(&l, fd);
     }
-    exp_line_begin(&l, buf, sizeof buf, "end");
-    exp_line_u64(&l, "t", mono_ns());
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_END);
+    exp_line_u64(&l, EXP_KEY_T, mono_ns());
     if (WIFEXITED(status)) {
-        exp_line_str(&l, "how", "exit");
-        exp_line_u64(&l, "status", (uint64_t)WEXITSTATUS(status));
+        exp_line_str(&l, EXP_KEY_HOW, "exit");
+        exp_line_u64(&l, EXP_KEY_STATUS, (uint64_t)WEXITSTATUS(status));
     } else if (WIFSIGNALED(status)) {
-        exp_line_str(&l, "how", "signal");
-        exp_line_u64(&l, "signal", (uint64_t)WTERMSIG(status));
+        exp_line_str(&l, EXP_KEY_HOW, "signal");
+        exp_line_u64(&l, EXP_KEY_SIGNAL, (uint64_t)WTERMSIG(status));
         const char *name = sigabbrev_np(WTERMSIG(status));
         char sname[32];
         snprintf(sname, sizeof sname, "SIG%s", name ? name : "?");
-        exp_line_str(&l, "name", sname);
+        exp_line_str(&l, EXP_KEY_NAME, sname);
     }
-    exp_line_str(&l, "by", "tally-collect");
+    exp_line_str(&l, EXP_KEY_BY, "tally-collect");
     int rc = exp_line_write(&l, fd);
     close(fd);
     return rc;

@@ -22,6 +22,7 @@
 #include "threads.h"
 #include "trace.h"
 #include "unwind_remote.h"
+#include "experiment/logrec.h"
 
 /* ---- settings ------------------------------------------------------------------------------- */
 
@@ -39,9 +40,9 @@ static void log_pause(coll_proc_t *p, int paused, const char *why)
 {
     char buf[128];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, paused ? "pause" : "resume");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_str(&l, "by", why);
+    exp_line_begin(&l, buf, sizeof buf, paused ? EXP_LOG_PAUSE : EXP_LOG_RESUME);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_str(&l, EXP_KEY_BY, why);
     coll_log_write(&l);
 }
 

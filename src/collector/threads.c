@@ -22,6 +22,7 @@
 #include "signals.h"
 #include "source.h"
 #include "unwind.h"
+#include "experiment/logrec.h"
 
 #define NSLOTS 8192
 #define ALTSTACK_SIZE (64 * 1024)
@@ -173,11 +174,11 @@ static void log_thread(uint64_t now, const char *how)
     char buf[512], name[17] = { 0 };
     prctl(PR_GET_NAME, name, 0, 0, 0);
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "thread");
-    exp_line_u64(&l, "t", now);
-    exp_line_u64(&l, "tid", (uint64_t)coll_thr.tid);
-    exp_line_str(&l, "name", name);
-    exp_line_str(&l, "how", how);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_THREAD);
+    exp_line_u64(&l, EXP_KEY_T, now);
+    exp_line_u64(&l, EXP_KEY_TID, (uint64_t)coll_thr.tid);
+    exp_line_str(&l, EXP_KEY_NAME, name);
+    exp_line_str(&l, EXP_KEY_HOW, how);
     coll_log_write(&l);
 }
 
@@ -271,13 +272,13 @@ void threads_stop(coll_proc_t *p)
     getrusage(RUSAGE_THREAD, &ru);
     char buf[512];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "thread-end");
-    exp_line_u64(&l, "t", now);
-    exp_line_u64(&l, "tid", (uint64_t)t->tid);
-    exp_line_u64(&l, "cpu", cpu);
-    exp_line_u64(&l, "user", tv_ns(ru.ru_utime));
-    exp_line_u64(&l, "system", tv_ns(ru.ru_stime));
-    exp_line_u64(&l, "samples", t->slot ? t->slot->samples : 0);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_THREAD_END);
+    exp_line_u64(&l, EXP_KEY_T, now);
+    exp_line_u64(&l, EXP_KEY_TID, (uint64_t)t->tid);
+    exp_line_u64(&l, EXP_KEY_CPU, cpu);
+    exp_line_u64(&l, EXP_KEY_USER, tv_ns(ru.ru_utime));
+    exp_line_u64(&l, EXP_KEY_SYSTEM, tv_ns(ru.ru_stime));
+    exp_line_u64(&l, EXP_KEY_SAMPLES, t->slot ? t->slot->samples : 0);
     coll_log_write(&l);
     if (t->scratch) {
         exp_stream_finish(&t->stream, now);
@@ -361,20 +362,20 @@ void threads_end_others(coll_proc_t *p)
         task_ticks(tid, &ut, &st);
         char buf[512];
         exp_line_t l;
-        exp_line_begin(&l, buf, sizeof buf, "thread-end");
-        exp_line_u64(&l, "t", now);
-        exp_line_u64(&l, "tid", (uint64_t)tid);
-        exp_line_u64(&l, "cpu", cpu);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_THREAD_END);
+        exp_line_u64(&l, EXP_KEY_T, now);
+        exp_line_u64(&l, EXP_KEY_TID, (uint64_t)tid);
+        exp_line_u64(&l, EXP_KEY_CPU, cpu);
         if (ut + st) { /* tick counts, scaled to the precise CPU time */
             uint64_t user = (uint64_t)((double)cpu * (double)ut / (double)(ut + st));
-            exp_line_u64(&l, "user", user);
-            exp_line_u64(&l, "system", cpu - user);
+            exp_line_u64(&l, EXP_KEY_USER, user);
+            exp_line_u64(&l, EXP_KEY_SYSTEM, cpu - user);
         } else {
-            exp_line_u64(&l, "user", cpu);
-            exp_line_u64(&l, "system", 0);
+            exp_line_u64(&l, EXP_KEY_USER, cpu);
+            exp_line_u64(&l, EXP_KEY_SYSTEM, 0);
         }
-        exp_line_u64(&l, "samples", s->samples);
-        exp_line_str(&l, "alive", "1");
+        exp_line_u64(&l, EXP_KEY_SAMPLES, s->samples);
+        exp_line_str(&l, EXP_KEY_ALIVE, "1");
         coll_log_write(&l);
     }
 }
