@@ -35,6 +35,7 @@
 #include "archive.h"
 #include "base/monotime.h"
 #include "cli.h"
+#include "collect.h"
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
 #include "experiment/settings.h"
@@ -45,24 +46,6 @@
 #endif
 
 /* ---- options ------------------------------------------------------------------------------- */
-
-struct collect_opts {
-    uint64_t clock_ns; /* 0 = off */
-    int clock_mref;    /* -p +...: dataspace data with each clock sample */
-    int follow;
-    uint64_t dur_start, dur_end; /* ns from start; dur_end 0 = to the end */
-    int has_duration;
-    const char *output, *directory;
-    int dry_run;
-    unsigned max_depth;
-    uint64_t sample_ns; /* periodic sample packets, 0 = off */
-    int states;         /* thread-state sampling */
-    int sample_sig, pause_sig;
-    const char *sync;   /* TALLY_SYNC: NULL (off), "on", "all" or a threshold in ns */
-    char sync_ns[32];
-    int heap, io;       /* heap and I/O tracing */
-    int archive;        /* 0 off, 1 binaries, 2 binaries and sources */
-};
 
 static void usage(FILE *out)
 {
@@ -693,7 +676,7 @@ static int exit_like(int status)
     return 1;
 }
 
-int cmd_collect(int argc, char **argv)
+int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog)
 {
     struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024,
                               .sample_ns = 1000000000, .states = 1, .archive = 1 };
@@ -709,12 +692,12 @@ int cmd_collect(int argc, char **argv)
         { "archive", required_argument, 0, 'A' },
         { 0, 0, 0, 0 },
     };
-    if (argc < 2) {
-        usage(stdout);
-        print_capabilities();
-        return 0;
-    }
+    *op = o;
+    *prog = argc;
+    if (argc < 2)
+        return COLLECT_HELP;
     opterr = 0;
+    optind = 0; /* (glibc: start over, also for a second call) */
     int c;
     /* '+': stop at the first non-option, the program; its own options are its own. */
     while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nhS:l:y:s:H:i:A:", longopts, NULL)) != -1) {
@@ -832,9 +815,7 @@ int cmd_collect(int argc, char **argv)
             break;
         case 'h':
         case 3:
-            usage(stdout);
-            print_capabilities();
-            return 0;
+            return COLLECT_HELP;
         case ':':
             cli_error("collect", "option '%s' needs a value; see 'tally collect -h'",
                       argv[optind - 1]);
@@ -848,7 +829,26 @@ int cmd_collect(int argc, char **argv)
         cli_error("collect", "no program to run; usage: tally collect [options] program [args]");
         return 2;
     }
-    char **prog_argv = argv + optind;
+    *op = o;
+    if (op->sync == o.sync_ns) /* (a threshold points into the copy) */
+        op->sync = op->sync_ns;
+    *prog = optind;
+    return 0;
+}
+
+int cmd_collect(int argc, char **argv)
+{
+    struct collect_opts o;
+    int optind_prog;
+    int rc = collect_parse_args(argc, argv, &o, &optind_prog);
+    if (rc == COLLECT_HELP) {
+        usage(stdout);
+        print_capabilities();
+        return 0;
+    }
+    if (rc)
+        return rc;
+    char **prog_argv = argv + optind_prog;
     char prog[PATH_MAX], lib[PATH_MAX], exp[PATH_MAX];
     const char *why = find_program(prog_argv[0], prog, sizeof prog);
     if (why) {
