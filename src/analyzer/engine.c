@@ -479,19 +479,11 @@ static int thread_add(eng_t *g, uint32_t exp, uint32_t proc, uint32_t tid,
         return 0;
     }
     if (g->nthreads == g->threads_cap) {
-        size_t ncap = g->threads_cap ? g->threads_cap * 2 : 16;
-        eng_thread_t *nt = realloc(g->threads, ncap * sizeof *nt);
-        uint8_t *ns = realloc(g->selected, ncap);
-        uint64_t *nv = realloc(g->thread_vals, ncap * (size_t)g->nmetrics * sizeof *nv);
-        if (nt)
-            g->threads = nt;
-        if (ns)
-            g->selected = ns;
-        if (nv)
-            g->thread_vals = nv;
-        if (!nt || !ns || !nv)
+        size_t c1 = g->threads_cap, c2 = c1, c3 = c1; /* three arrays, one capacity */
+        if (GROW(g->threads, g->nthreads, c1) || GROW(g->selected, g->nthreads, c2) ||
+            GROW_W(g->thread_vals, g->nthreads, c3, (size_t)g->nmetrics))
             return TALLY_ENOMEM;
-        g->threads_cap = ncap;
+        g->threads_cap = c1;
         for (size_t i = 0; i < g->nthreads; i++)
             g->threads[i].value = g->thread_vals + i * (size_t)g->nmetrics;
     }
@@ -840,16 +832,7 @@ static int grow_stack_arrays(exp_input_t *in, size_t need, size_t nm)
 {
     if (need <= in->cap)
         return 0;
-    size_t ncap = in->cap ? in->cap : 1024;
-    while (ncap < need)
-        ncap *= 2;
-    uint64_t *v = realloc(in->vec, ncap * nm * sizeof *v);
-    if (!v)
-        return TALLY_ENOMEM;
-    in->vec = v;
-    memset(in->vec + in->cap * nm, 0, (ncap - in->cap) * nm * sizeof *v);
-    in->cap = ncap;
-    return 0;
+    return GROW_W_ZERO(in->vec, need - 1, in->cap, nm);
 }
 
 /* ---- leaks: the blocks of a process still allocated when its events end ----------------------- */
@@ -1181,17 +1164,8 @@ static u64map_t *pc_map(exp_input_t *in, uint32_t gen)
 {
     if (gen == 0)
         return &in->pcs;
-    if (gen > in->ngpcs) {
-        size_t n = in->ngpcs ? in->ngpcs : 4;
-        while (n < gen)
-            n *= 2;
-        u64map_t *m = realloc(in->gpcs, n * sizeof *m);
-        if (!m)
-            return NULL;
-        memset(m + in->ngpcs, 0, (n - in->ngpcs) * sizeof *m);
-        in->gpcs = m;
-        in->ngpcs = n;
-    }
+    if (gen > in->ngpcs && GROW_ZERO(in->gpcs, gen - 1, in->ngpcs)) /* zeroed: empty maps */
+        return NULL;
     return &in->gpcs[gen - 1];
 }
 
@@ -1323,21 +1297,12 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
             const uint64_t *pcs = exp_stacks_get(in->stacks, (uint32_t)s, &nf, &flags, &proc);
             size_t need = foff[s] + nf;
             if (need > in->fids_cap || !in->fids) { /* never NULL: fids + foff[s] is used */
-                size_t ncap = in->fids_cap ? in->fids_cap : 4096;
-                while (ncap < need)
-                    ncap *= 2;
-                uint32_t *nfids = realloc(in->fids, ncap * sizeof *nfids);
-                if (nfids)
-                    in->fids = nfids;
-                uint32_t *nobj = realloc(in->fobj, ncap * sizeof *nobj);
-                if (nobj)
-                    in->fobj = nobj;
-                uint64_t *naddr = realloc(in->faddr, ncap * sizeof *naddr);
-                if (naddr)
-                    in->faddr = naddr;
-                if (!nfids || !nobj || !naddr)
+                size_t c1 = in->fids_cap, c2 = c1, c3 = c1; /* three arrays, one capacity */
+                size_t last = need ? need - 1 : 0;
+                if (GROW(in->fids, last, c1) || GROW(in->fobj, last, c2) ||
+                    GROW(in->faddr, last, c3))
                     return tally_errf(err, TALLY_ENOMEM, "out of memory mapping stacks");
-                in->fids_cap = ncap;
+                in->fids_cap = c1;
             }
             uint32_t gen = exp_stacks_gen(in->stacks, (uint32_t)s);
             int e = 0;
@@ -1368,18 +1333,6 @@ size_t eng_nobjects(eng_t *g, int kind)
 
 /* ---- instructions and lines ------------------------------------------------------------------ */
 
-static int grow(void **p, size_t *cap, size_t n, size_t elem)
-{
-    if (n < *cap)
-        return 0;
-    size_t ncap = *cap ? *cap * 2 : 1024;
-    void *q = realloc(*p, ncap * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    return 0;
-}
-
 /* The id of instruction (obj, addr); UINT32_MAX on no memory. */
 static uint32_t pc_id(eng_t *g, uint32_t obj, uint64_t addr)
 {
@@ -1390,13 +1343,11 @@ static uint32_t pc_id(eng_t *g, uint32_t obj, uint64_t addr)
         return UINT32_MAX;
     if (found)
         return *slot;
-    size_t cap = g->pcs_cap;
-    if (grow((void **)&g->pc_obj, &cap, g->npcs, sizeof *g->pc_obj) ||
-        grow((void **)&g->pc_addr, &cap, g->npcs, sizeof *g->pc_addr) ||
-        grow((void **)&g->pc_line, &cap, g->npcs, sizeof *g->pc_line))
+    size_t c1 = g->pcs_cap, c2 = c1, c3 = c1; /* three arrays, one capacity */
+    if (GROW(g->pc_obj, g->npcs, c1) || GROW(g->pc_addr, g->npcs, c2) ||
+        GROW(g->pc_line, g->npcs, c3))
         return UINT32_MAX;
-    if (g->npcs == g->pcs_cap)
-        g->pcs_cap = g->pcs_cap ? g->pcs_cap * 2 : 1024;
+    g->pcs_cap = c1;
     g->pc_obj[g->npcs] = obj;
     g->pc_addr[g->npcs] = addr;
     g->pc_line[g->npcs] = UINT32_MAX;
@@ -1429,13 +1380,11 @@ static uint32_t line_key_id(eng_t *g, uint32_t fid, uint32_t line, uint32_t f, i
     if (!slot)
         return UINT32_MAX;
     if (!found) {
-        size_t cap = g->lines_cap;
-        if (grow((void **)&g->line_file, &cap, g->nlines, sizeof *g->line_file) ||
-            grow((void **)&g->line_no, &cap, g->nlines, sizeof *g->line_no) ||
-            grow((void **)&g->line_func, &cap, g->nlines, sizeof *g->line_func))
+        size_t c1 = g->lines_cap, c2 = c1, c3 = c1; /* three arrays, one capacity */
+        if (GROW(g->line_file, g->nlines, c1) || GROW(g->line_no, g->nlines, c2) ||
+            GROW(g->line_func, g->nlines, c3))
             return UINT32_MAX;
-        if (g->nlines == g->lines_cap)
-            g->lines_cap = g->lines_cap ? g->lines_cap * 2 : 1024;
+        g->lines_cap = c1;
         g->line_file[g->nlines] = fid;
         g->line_no[g->nlines] = line;
         g->line_func[g->nlines] = f;
@@ -1532,15 +1481,9 @@ const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt)
 
 void eng_set_object_mode(eng_t *g, uint32_t obj, int mode)
 {
-    if (obj >= g->nobj_mode) {
-        size_t n = obj + 16;
-        uint8_t *m = realloc(g->obj_mode, n);
-        if (!m)
-            return;
-        memset(m + g->nobj_mode, ENG_OBJ_SHOW, n - g->nobj_mode);
-        g->obj_mode = m;
-        g->nobj_mode = n;
-    }
+    _Static_assert(ENG_OBJ_SHOW == 0, "objects not set yet are shown: zeroed");
+    if (obj >= g->nobj_mode && GROW_ZERO(g->obj_mode, obj, g->nobj_mode))
+        return;
     g->obj_mode[obj] = (uint8_t)mode;
     g->table_valid = g->tree_valid = 0;
 }
@@ -1558,15 +1501,8 @@ int eng_inlines(const eng_t *g) { return g->inlines; }
  * fifth of a second and its inlined internals are not what a profile of a program is about. */
 static int expand_inlines(eng_t *g, uint32_t obj)
 {
-    if (obj >= g->ninl_obj) {
-        size_t n = obj + 64;
-        uint8_t *m = realloc(g->inl_obj, n);
-        if (!m)
-            return 0;
-        memset(m + g->ninl_obj, 0, n - g->ninl_obj);
-        g->inl_obj = m;
-        g->ninl_obj = n;
-    }
+    if (obj >= g->ninl_obj && GROW_ZERO(g->inl_obj, obj, g->ninl_obj))
+        return 0;
     if (!g->inl_obj[obj]) {
         const char *path = sym_object(g->sym, obj)->path;
         int sys = !strncmp(path, "/lib/", 5) || !strncmp(path, "/lib64/", 7) ||
@@ -1602,16 +1538,8 @@ static int inline_seq(eng_t *g, uint32_t obj, uint64_t addr, uint32_t f, const u
                                    : UINT32_MAX;
         }
         size_t need = g->ninl_seq + 1 + 2 * (size_t)n;
-        if (need > g->inl_cap) {
-            size_t ncap = g->inl_cap ? g->inl_cap * 2 : 4096;
-            while (ncap < need)
-                ncap *= 2;
-            uint32_t *ns = realloc(g->inl_seq, ncap * sizeof *ns);
-            if (!ns)
-                return -1;
-            g->inl_seq = ns;
-            g->inl_cap = ncap;
-        }
+        if (need > g->inl_cap && GROW(g->inl_seq, need - 1, g->inl_cap))
+            return -1;
         slot = (uint32_t *)u64map_get(&g->inl_map, key);
         *slot = (uint32_t)g->ninl_seq + 1;
         g->inl_seq[g->ninl_seq++] = (uint32_t)n;
@@ -1699,16 +1627,10 @@ static int edge_add(eng_edgeset_t *es, int callee, uint32_t x, uint32_t y, const
         return TALLY_ENOMEM;
     if (!found) {
         if (es->n == es->cap) {
-            size_t ncap = es->cap ? es->cap * 2 : 1024;
-            uint64_t *nv = realloc(es->vals, ncap * es->nm * sizeof *nv);
-            if (!nv)
+            size_t c1 = es->cap, c2 = c1; /* two arrays, one capacity */
+            if (GROW_W(es->vals, es->n, c1, es->nm) || GROW(es->keys, es->n, c2))
                 return TALLY_ENOMEM;
-            es->vals = nv;
-            uint64_t *nk = realloc(es->keys, ncap * sizeof *nk);
-            if (!nk)
-                return TALLY_ENOMEM;
-            es->keys = nk;
-            es->cap = ncap;
+            es->cap = c1;
         }
         *slot = (uint32_t)es->n;
         memset(es->vals + es->n * es->nm, 0, es->nm * sizeof *es->vals);
@@ -1839,13 +1761,7 @@ static int ensure_stamp(eng_t *g, size_t n)
 {
     if (n <= g->stamp_cap)
         return 0;
-    uint32_t *s = realloc(g->stamp, n * sizeof *s);
-    if (!s)
-        return TALLY_ENOMEM;
-    memset(s + g->stamp_cap, 0, (n - g->stamp_cap) * sizeof *s);
-    g->stamp = s;
-    g->stamp_cap = n;
-    return 0;
+    return GROW_ZERO(g->stamp, n - 1, g->stamp_cap);
 }
 
 /* Calls fn for every stack with a non-zero vector, with its frames mapped to objects of kind. */
@@ -2007,14 +1923,8 @@ const uint32_t *eng_stack_objects(eng_t *g, uint32_t exp, uint32_t stack, int ki
 
 static int push_id(uint32_t **ids, size_t *cap, uint32_t n, uint32_t id)
 {
-    if (n >= *cap) {
-        size_t ncap = *cap ? *cap * 2 : 256;
-        uint32_t *ni = realloc(*ids, ncap * sizeof *ni);
-        if (!ni)
-            return -1;
-        *ids = ni;
-        *cap = ncap;
-    }
+    if (GROW(*ids, n, *cap))
+        return -1;
     (*ids)[n] = id;
     return 0;
 }
@@ -2181,16 +2091,11 @@ static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, cons
             return TALLY_ENOMEM;
         if (!found) {
             if (tr->nnodes == c->cap) {
-                size_t ncap = c->cap * 2;
-                eng_node_t *nn = realloc(tr->nodes, ncap * sizeof *nn);
-                if (nn)
-                    tr->nodes = nn;
-                uint64_t *nv = realloc(tr->values, 2 * ncap * nm * sizeof *nv);
-                if (nv)
-                    tr->values = nv;
-                if (!nn || !nv)
+                size_t c1 = c->cap, c2 = c1; /* nodes and their vectors, one capacity */
+                if (GROW(tr->nodes, tr->nnodes, c1) ||
+                    GROW_W(tr->values, tr->nnodes, c2, 2 * (size_t)nm))
                     return TALLY_ENOMEM;
-                c->cap = ncap;
+                c->cap = c1;
             }
             uint32_t k = (uint32_t)tr->nnodes++;
             eng_node_t *nd = &tr->nodes[k];

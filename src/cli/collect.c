@@ -36,41 +36,19 @@
 #include "collect_mpi.h"
 #include "base/monotime.h"
 #include "cli.h"
+#include "collect.h"
 #include "hwc.h"
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
 #include "experiment/blocksel.h"
 #include "experiment/settings.h"
+#include "experiment/logrec.h"
 
 #ifndef TALLY_INSTALL_LIBDIR
 #define TALLY_INSTALL_LIBDIR "lib"
 #endif
 
 /* ---- options ------------------------------------------------------------------------------- */
-
-struct collect_opts {
-    uint64_t clock_ns; /* 0 = off */
-    int clock_mref;    /* -p +...: dataspace data with each clock sample */
-    int follow;
-    uint64_t dur_start, dur_end; /* ns from start; dur_end 0 = to the end */
-    int has_duration;
-    const char *output, *directory;
-    int dry_run;
-    unsigned max_depth;
-    uint64_t sample_ns; /* periodic sample packets, 0 = off */
-    int states;         /* thread-state sampling */
-    int sample_sig, pause_sig;
-    const char *sync;   /* TALLY_SYNC: NULL (off), "on", "all" or a threshold in ns */
-    char sync_ns[32];
-    int heap, io;       /* heap and I/O tracing */
-    int mpi;            /* MPI tracing (-M) */
-    int archive;        /* 0 off, 1 binaries, 2 binaries and sources */
-    hwc_set_t counters; /* -h */
-    const char *counter_args[HWC_MAX];
-    int ncounter_args;
-    char blocks[PATH_MAX];   /* profiled blocks: "" on, "off", or a selective file (absolute) */
-    char block_metrics[64];  /* their quantities: "" (wall) or wall,cpu in any order */
-};
 
 static void usage(FILE *out)
 {
@@ -535,7 +513,10 @@ static void explain_e2big(const char *prog, char *const *argv, const char *added
 static int make_dirs(const char *dir)
 {
     char buf[PATH_MAX];
-    snprintf(buf, sizeof buf, "%s", dir);
+    if ((size_t)snprintf(buf, sizeof buf, "%s", dir) >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
     for (char *p = buf + 1; *p; p++)
         if (*p == '/') {
             *p = 0;
@@ -544,6 +525,21 @@ static int make_dirs(const char *dir)
             *p = '/';
         }
     return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Bytes of PATH_MAX kept for the names the collector creates inside the experiment (log,
+ * events.<tid>, archive/, _f<n>.tally/...). */
+#define EXP_INNER_ROOM 128
+
+/* The experiment's path (n bytes, from snprintf) fits with room for what goes inside it; else
+ * says so. */
+static int exp_path_fits(int n, const char *out, size_t cap)
+{
+    if (n >= 0 && (size_t)n + EXP_INNER_ROOM < cap)
+        return 1;
+    cli_error("collect", "the experiment's path is too long (%d bytes, at most %zu): '%.60s...'; "
+              "choose a shorter -d or -o", n, cap - EXP_INNER_ROOM - 1, out);
+    return 0;
 }
 
 /* Creates the experiment directory: NAME as given, or <base>.<n>.tally with the next free n. */
@@ -557,7 +553,8 @@ static int create_experiment(const struct collect_opts *o, const char *prog, cha
     if (o->output) {
         size_t n = strlen(o->output);
         const char *suffix = n > 6 && !strcmp(o->output + n - 6, ".tally") ? "" : ".tally";
-        snprintf(out, cap, "%s/%s%s", dir, o->output, suffix);
+        if (!exp_path_fits(snprintf(out, cap, "%s/%s%s", dir, o->output, suffix), out, cap))
+            return -1;
         if (mkdir(out, 0755) < 0) {
             if (errno == EEXIST)
                 cli_error("collect", "experiment '%s' already exists; remove it or choose "
@@ -571,7 +568,8 @@ static int create_experiment(const struct collect_opts *o, const char *prog, cha
     const char *base = strrchr(prog, '/');
     base = base ? base + 1 : prog;
     for (int n = 1; n < 100000; n++) {
-        snprintf(out, cap, "%s/%s.%d.tally", dir, base, n);
+        if (!exp_path_fits(snprintf(out, cap, "%s/%s.%d.tally", dir, base, n), out, cap))
+            return -1;
         if (mkdir(out, 0755) == 0)
             return 0;
         if (errno != EEXIST) {
@@ -634,7 +632,8 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
 static int record_end(const char *exp, int status, const char *why, int *collector_ran)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/log", exp);
+    if ((size_t)snprintf(path, sizeof path, "%s/log", exp) >= sizeof path)
+        return -1; /* (create_experiment left room for it) */
     int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
     *collector_ran = fd >= 0;
     if (fd < 0 && (fd = exp_log_create(path)) < 0)
@@ -642,24 +641,24 @@ static int record_end(const char *exp, int status, const char *why, int *collect
     char buf[PATH_MAX + 1024];
     exp_line_t l;
     if (!*collector_ran) {
-        exp_line_begin(&l, buf, sizeof buf, "warning");
-        exp_line_str(&l, "what", why);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_WARNING);
+        exp_line_str(&l, EXP_KEY_WHAT, why);
         exp_line_write(&l, fd);
     }
-    exp_line_begin(&l, buf, sizeof buf, "end");
-    exp_line_u64(&l, "t", mono_ns());
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_END);
+    exp_line_u64(&l, EXP_KEY_T, mono_ns());
     if (WIFEXITED(status)) {
-        exp_line_str(&l, "how", "exit");
-        exp_line_u64(&l, "status", (uint64_t)WEXITSTATUS(status));
+        exp_line_str(&l, EXP_KEY_HOW, "exit");
+        exp_line_u64(&l, EXP_KEY_STATUS, (uint64_t)WEXITSTATUS(status));
     } else if (WIFSIGNALED(status)) {
-        exp_line_str(&l, "how", "signal");
-        exp_line_u64(&l, "signal", (uint64_t)WTERMSIG(status));
+        exp_line_str(&l, EXP_KEY_HOW, "signal");
+        exp_line_u64(&l, EXP_KEY_SIGNAL, (uint64_t)WTERMSIG(status));
         const char *name = sigabbrev_np(WTERMSIG(status));
         char sname[32];
         snprintf(sname, sizeof sname, "SIG%s", name ? name : "?");
-        exp_line_str(&l, "name", sname);
+        exp_line_str(&l, EXP_KEY_NAME, sname);
     }
-    exp_line_str(&l, "by", "tally-collect");
+    exp_line_str(&l, EXP_KEY_BY, "tally-collect");
     int rc = exp_line_write(&l, fd);
     close(fd);
     return rc;
@@ -754,7 +753,7 @@ static int exit_like(int status)
     return 1;
 }
 
-int cmd_collect(int argc, char **argv)
+int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog)
 {
     struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024,
                               .sample_ns = 1000000000, .states = 1, .archive = 1 };
@@ -771,14 +770,12 @@ int cmd_collect(int argc, char **argv)
         { "blocks", required_argument, 0, 4 }, { "block-metrics", required_argument, 0, 5 },
         { 0, 0, 0, 0 },
     };
-    if (argc < 2) {
-        usage(stdout);
-        fputs("\n", stdout);
-        hwc_print_lists(stdout);
-        print_capabilities();
-        return 0;
-    }
+    *op = o;
+    *prog = argc;
+    if (argc < 2)
+        return COLLECT_HELP_ALL;
     opterr = 0;
+    optind = 0; /* (glibc: start over, also for a second call) */
     int c;
     /* '+': stop at the first non-option, the program; its own options are its own. */
     while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nh:S:l:y:s:H:i:M:A:", longopts, NULL)) != -1) {
@@ -918,14 +915,10 @@ int cmd_collect(int argc, char **argv)
             o.counter_args[o.ncounter_args++] = optarg;
             break;
         case 3:
-            usage(stdout);
-            print_capabilities();
-            return 0;
+            return COLLECT_HELP;
         case ':':
-            if (optopt == 'h') {
-                hwc_print_lists(stdout);
-                return 0;
-            }
+            if (optopt == 'h')
+                return COLLECT_LISTS;
             cli_error("collect", "option '%s' needs a value; see 'tally collect -h'",
                       argv[optind - 1]);
             return 2;
@@ -938,7 +931,34 @@ int cmd_collect(int argc, char **argv)
         cli_error("collect", "no program to run; usage: tally collect [options] program [args]");
         return 2;
     }
-    char **prog_argv = argv + optind;
+    *op = o;
+    if (op->sync == o.sync_ns) /* (a threshold points into the copy) */
+        op->sync = op->sync_ns;
+    *prog = optind;
+    return 0;
+}
+
+int cmd_collect(int argc, char **argv)
+{
+    struct collect_opts o;
+    int optind_prog;
+    int rc = collect_parse_args(argc, argv, &o, &optind_prog);
+    if (rc == COLLECT_HELP || rc == COLLECT_HELP_ALL) {
+        usage(stdout);
+        if (rc == COLLECT_HELP_ALL) { /* no arguments: as gprofng's collect, the counters too */
+            fputs("\n", stdout);
+            hwc_print_lists(stdout);
+        }
+        print_capabilities();
+        return 0;
+    }
+    if (rc == COLLECT_LISTS) { /* -h alone: the counters this machine has */
+        hwc_print_lists(stdout);
+        return 0;
+    }
+    if (rc)
+        return rc;
+    char **prog_argv = argv + optind_prog;
     char prog[PATH_MAX], lib[PATH_MAX], exp[PATH_MAX];
     const char *why = find_program(prog_argv[0], prog, sizeof prog);
     if (why) {

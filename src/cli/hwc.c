@@ -593,9 +593,10 @@ uint64_t hwc_cpu_hz(void)
     while (d && (de = readdir(d))) {
         if (strncmp(de->d_name, "cpu", 3) || !isdigit((unsigned char)de->d_name[3]))
             continue;
-        char path[300];
-        snprintf(path, sizeof path, "/sys/devices/system/cpu/%s/cpufreq/cpuinfo_max_freq",
-                 de->d_name);
+        char path[320];
+        if ((size_t)snprintf(path, sizeof path, "/sys/devices/system/cpu/%.255s/cpufreq/cpuinfo_max_freq",
+                             de->d_name) >= sizeof path)
+            continue;
         FILE *f = fopen(path, "r");
         unsigned long long khz = 0;
         if (f) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "experiment/logfile.h"
 #include "print.h"
 
 /* ---- formatting helpers --------------------------------------------------------------------- */
@@ -159,8 +160,10 @@ static int pr_fl_index(int fl) { return fl == FL_E ? 0 : fl == FL_I ? 1 : 2; }
 
 uint64_t pr_row_value(const row_t *r, int fl, int metric) { return rep_row_value(r, fl, metric); }
 
+/* A column's three header lines: a flavor word and a metric's title (up to EXP_DECL_TITLE_MAX
+ * bytes, declared by the experiment), padded to the column's width. */
 typedef struct col_text {
-    char h1[64], h2[64], h3[64];
+    char h1[EXP_DECL_TITLE_MAX + 64], h2[EXP_DECL_TITLE_MAX + 64], h3[EXP_DECL_TITLE_MAX + 64];
     int width;
 } col_text_t;
 

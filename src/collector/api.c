@@ -20,6 +20,7 @@
 #include "threads.h"
 #include "trace.h"
 #include "unwind.h"
+#include "experiment/logrec.h"
 
 /* ---- the registry of declarations ------------------------------------------------------------- */
 
@@ -53,13 +54,13 @@ static void log_metric(const api_metric_t *m)
 {
     char buf[512];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "metric");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_str(&l, "name", m->name);
-    exp_line_str(&l, "title", m->title);
-    exp_line_str(&l, "unit", m->unit);
-    exp_line_str(&l, "aggregate", "sum");
-    exp_line_u64(&l, "time", (uint64_t)m->time);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_METRIC);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_str(&l, EXP_KEY_NAME, m->name);
+    exp_line_str(&l, EXP_KEY_TITLE, m->title);
+    exp_line_str(&l, EXP_KEY_UNIT, m->unit);
+    exp_line_str(&l, EXP_KEY_AGGREGATE, "sum");
+    exp_line_u64(&l, EXP_KEY_TIME, (uint64_t)m->time);
     coll_log_write(&l);
 }
 
@@ -78,11 +79,11 @@ static void log_kind(uint32_t id)
     }
     list[len] = 0;
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "kind");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_u64(&l, "id", id);
-    exp_line_str(&l, "name", k->name);
-    exp_line_str(&l, "metrics", list);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_KIND);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_u64(&l, EXP_KEY_ID, id);
+    exp_line_str(&l, EXP_KEY_NAME, k->name);
+    exp_line_str(&l, EXP_KEY_METRICS, list);
     coll_log_write(&l);
 }
 

@@ -17,6 +17,7 @@
 #include "mref.h"
 #include "perfev.h"
 #include "signals.h"
+#include "experiment/logrec.h"
 
 #define TIMER_MAGIC 0x7a11c10c
 #define RING_DATA_PAGES 2 /* power of two; 16-byte records, one per signal with REFRESH */
@@ -109,11 +110,11 @@ static void clock_in_use(const coll_proc_t *p, exp_settings_t *in_use)
 
 static void clock_log_settings(const coll_proc_t *p, exp_line_t *l)
 {
-    exp_line_str(l, "clock_source", p->source == COLL_SRC_PERF    ? "task-clock"
+    exp_line_str(l, EXP_KEY_CLOCK_SOURCE, p->source == COLL_SRC_PERF    ? "task-clock"
                                     : p->source == COLL_SRC_TIMER ? "cputime-timer"
                                                                   : "none");
     if (p->split_by_rusage)
-        exp_line_str(l, "state_split", "rusage");
+        exp_line_str(l, EXP_KEY_STATE_SPLIT, "rusage");
 }
 
 /* ---- per thread ------------------------------------------------------------------------------ */

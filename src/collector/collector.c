@@ -36,6 +36,7 @@
 #include "trace.h"
 #include "blocks.h"
 #include "unwind.h"
+#include "experiment/logrec.h"
 
 coll_proc_t coll_proc = { .log_fd = -1, .evfile = { .fd = -1 } };
 
@@ -175,9 +176,9 @@ void coll_warn(const char *what)
 {
     char buf[1024];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "warning");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_str(&l, "what", what);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_WARNING);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_str(&l, EXP_KEY_WHAT, what);
     coll_log_write(&l);
 }
 
@@ -321,17 +322,17 @@ static void log_start(coll_proc_t *p)
     struct timespec rt;
     clock_gettime(CLOCK_REALTIME, &rt);
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "start");
-    exp_line_u64(&l, "t", p->t_start);
-    exp_line_u64(&l, "real", (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
-    exp_line_u64(&l, "pid", (uint64_t)getpid());
-    exp_line_u64(&l, "ppid", (uint64_t)getppid());
-    exp_line_str(&l, "host", u.nodename);
-    exp_line_str(&l, "kernel", u.release);
-    exp_line_str(&l, "arch", u.machine);
-    exp_line_u64(&l, "ncpus", (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
-    exp_line_str(&l, "exe", exe);
-    exp_line_str(&l, "cwd", cwd);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_START);
+    exp_line_u64(&l, EXP_KEY_T, p->t_start);
+    exp_line_u64(&l, EXP_KEY_REAL, (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
+    exp_line_u64(&l, EXP_KEY_PID, (uint64_t)getpid());
+    exp_line_u64(&l, EXP_KEY_PPID, (uint64_t)getppid());
+    exp_line_str(&l, EXP_KEY_HOST, u.nodename);
+    exp_line_str(&l, EXP_KEY_KERNEL, u.release);
+    exp_line_str(&l, EXP_KEY_ARCH, u.machine);
+    exp_line_u64(&l, EXP_KEY_NCPUS, (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
+    exp_line_str(&l, EXP_KEY_EXE, exe);
+    exp_line_str(&l, EXP_KEY_CWD, cwd);
     coll_log_write(&l);
 }
 
@@ -368,8 +369,8 @@ static void log_cmdline(void)
         for (size_t i = 0; i < len && k < argc; i += strlen(b + i) + 1)
             argv[k++] = b + i;
         exp_line_t l;
-        exp_line_begin(&l, lb, lcap, "cmdline");
-        exp_line_argv(&l, "argv", argv, k);
+        exp_line_begin(&l, lb, lcap, EXP_LOG_CMDLINE);
+        exp_line_argv(&l, EXP_KEY_ARGV, argv, k);
         coll_log_write(&l);
     }
     free(lb);
@@ -392,9 +393,9 @@ static void log_env(void)
         if (!want)
             continue;
         exp_line_t l;
-        exp_line_begin(&l, buf, sizeof buf, "env");
-        exp_line_strn(&l, "name", *e, n);
-        exp_line_str(&l, "value", eq + 1);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_ENV);
+        exp_line_strn(&l, EXP_KEY_NAME, *e, n);
+        exp_line_str(&l, EXP_KEY_VALUE, eq + 1);
         coll_log_write(&l);
     }
 }
@@ -406,7 +407,7 @@ static void log_settings(coll_proc_t *p)
     static exp_settings_t ls; /* one thread here: initialization or a fork child */
     char buf[1024];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "settings");
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_SETTINGS);
     ls = p->set;
     ls.sync.ns = trace_cfg.sync_threshold;
     sources_settings_in_use(p, &ls);
@@ -425,21 +426,21 @@ void coll_log_sample(coll_proc_t *p, const char *reason, const char *label)
     getrusage(RUSAGE_SELF, &ru);
     char buf[512];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "sample");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_u64(&l, "id", __atomic_fetch_add(&p->sample_id, 1, __ATOMIC_RELAXED));
-    exp_line_str(&l, "reason", reason);
-    exp_line_u64(&l, "utime", (uint64_t)ru.ru_utime.tv_sec * 1000000000u +
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_SAMPLE);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_u64(&l, EXP_KEY_ID, __atomic_fetch_add(&p->sample_id, 1, __ATOMIC_RELAXED));
+    exp_line_str(&l, EXP_KEY_REASON, reason);
+    exp_line_u64(&l, EXP_KEY_UTIME, (uint64_t)ru.ru_utime.tv_sec * 1000000000u +
                                   (uint64_t)ru.ru_utime.tv_usec * 1000u);
-    exp_line_u64(&l, "stime", (uint64_t)ru.ru_stime.tv_sec * 1000000000u +
+    exp_line_u64(&l, EXP_KEY_STIME, (uint64_t)ru.ru_stime.tv_sec * 1000000000u +
                                   (uint64_t)ru.ru_stime.tv_usec * 1000u);
-    exp_line_u64(&l, "minflt", (uint64_t)ru.ru_minflt);
-    exp_line_u64(&l, "majflt", (uint64_t)ru.ru_majflt);
-    exp_line_u64(&l, "inblock", (uint64_t)ru.ru_inblock);
-    exp_line_u64(&l, "oublock", (uint64_t)ru.ru_oublock);
-    exp_line_u64(&l, "nvcsw", (uint64_t)ru.ru_nvcsw);
-    exp_line_u64(&l, "nivcsw", (uint64_t)ru.ru_nivcsw);
-    exp_line_u64(&l, "maxrss", (uint64_t)ru.ru_maxrss);
+    exp_line_u64(&l, EXP_KEY_MINFLT, (uint64_t)ru.ru_minflt);
+    exp_line_u64(&l, EXP_KEY_MAJFLT, (uint64_t)ru.ru_majflt);
+    exp_line_u64(&l, EXP_KEY_INBLOCK, (uint64_t)ru.ru_inblock);
+    exp_line_u64(&l, EXP_KEY_OUBLOCK, (uint64_t)ru.ru_oublock);
+    exp_line_u64(&l, EXP_KEY_NVCSW, (uint64_t)ru.ru_nvcsw);
+    exp_line_u64(&l, EXP_KEY_NIVCSW, (uint64_t)ru.ru_nivcsw);
+    exp_line_u64(&l, EXP_KEY_MAXRSS, (uint64_t)ru.ru_maxrss);
     char sbuf[256];
     int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     ssize_t n = fd >= 0 ? read(fd, sbuf, sizeof sbuf - 1) : -1;
@@ -451,7 +452,7 @@ void coll_log_sample(coll_proc_t *p, const char *reason, const char *label)
         sbuf[n] = 0;
         const char *q = strchr(sbuf, ' ');
         if (q)
-            exp_line_u64(&l, "rss", (uint64_t)strtoull(q + 1, NULL, 10) *
+            exp_line_u64(&l, EXP_KEY_RSS, (uint64_t)strtoull(q + 1, NULL, 10) *
                                         (uint64_t)sysconf(_SC_PAGESIZE) / 1024u);
     }
     fd = open("/proc/self/io", O_RDONLY | O_CLOEXEC);
@@ -465,12 +466,12 @@ void coll_log_sample(coll_proc_t *p, const char *reason, const char *label)
         const char *r = strstr(sbuf, "rchar: "), *w = strstr(sbuf, "wchar: ");
         uint64_t rchar = r ? (uint64_t)strtoull(r + 7, NULL, 10) : 0;
         if (r)
-            exp_line_u64(&l, "rchar", rchar > own ? rchar - own : 0);
+            exp_line_u64(&l, EXP_KEY_RCHAR, rchar > own ? rchar - own : 0);
         if (w)
-            exp_line_u64(&l, "wchar", (uint64_t)strtoull(w + 7, NULL, 10));
+            exp_line_u64(&l, EXP_KEY_WCHAR, (uint64_t)strtoull(w + 7, NULL, 10));
     }
     if (label && *label)
-        exp_line_str(&l, "label", label);
+        exp_line_str(&l, EXP_KEY_LABEL, label);
     coll_log_write(&l);
 }
 
@@ -531,11 +532,11 @@ static void log_descendant(int fd, const char *kind, const char *name)
 {
     char buf[1024];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "descendant");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_str(&l, "kind", kind);
-    exp_line_str(&l, "dir", name);
-    exp_line_u64(&l, "pid", (uint64_t)getpid());
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_DESCENDANT);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_str(&l, EXP_KEY_KIND, kind);
+    exp_line_str(&l, EXP_KEY_DIR, name);
+    exp_line_u64(&l, EXP_KEY_PID, (uint64_t)getpid());
     exp_line_write(&l, fd);
 }
 
@@ -740,19 +741,19 @@ static void log_stats(coll_proc_t *p)
     coll_stats_t *st = &p->st;
     char buf[512];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "stats");
-    exp_line_u64(&l, "samples", st->samples);
-    exp_line_u64(&l, "expected", p->interval_ns ? st->profiled_ns / p->interval_ns : 0);
-    exp_line_u64(&l, "unwind_failures", st->unwind_failures);
-    exp_line_u64(&l, "dropped_busy", st->dropped_busy);
-    exp_line_u64(&l, "dropped_disk", st->dropped_disk);
-    exp_line_u64(&l, "truncated_stacks", st->truncated_stacks);
-    exp_line_u64(&l, "stacks", st->stacks);
-    exp_line_u64(&l, "profiled_ns", st->profiled_ns);
-    exp_line_u64(&l, "ring_lost", st->ring_lost);
-    exp_line_u64(&l, "unwind_no_room", st->unwind_no_room);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_STATS);
+    exp_line_u64(&l, EXP_KEY_SAMPLES, st->samples);
+    exp_line_u64(&l, EXP_KEY_EXPECTED, p->interval_ns ? st->profiled_ns / p->interval_ns : 0);
+    exp_line_u64(&l, EXP_KEY_UNWIND_FAILURES, st->unwind_failures);
+    exp_line_u64(&l, EXP_KEY_DROPPED_BUSY, st->dropped_busy);
+    exp_line_u64(&l, EXP_KEY_DROPPED_DISK, st->dropped_disk);
+    exp_line_u64(&l, EXP_KEY_TRUNCATED_STACKS, st->truncated_stacks);
+    exp_line_u64(&l, EXP_KEY_STACKS, st->stacks);
+    exp_line_u64(&l, EXP_KEY_PROFILED_NS, st->profiled_ns);
+    exp_line_u64(&l, EXP_KEY_RING_LOST, st->ring_lost);
+    exp_line_u64(&l, EXP_KEY_UNWIND_NO_ROOM, st->unwind_no_room);
     int disk_full = __atomic_load_n(&p->evfile.disk_full, __ATOMIC_RELAXED);
-    exp_line_u64(&l, "disk_full", (uint64_t)disk_full);
+    exp_line_u64(&l, EXP_KEY_DISK_FULL, (uint64_t)disk_full);
     trace_log_stats(&l);
     coll_log_write(&l);
     trace_warn_dropped(disk_full);
@@ -796,11 +797,11 @@ void coll_finalize(const char *how, int status, int sig)
     coll_log_sample(p, "end", NULL);
     char buf[256];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "end");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_str(&l, "how", how);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_END);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_str(&l, EXP_KEY_HOW, how);
     if (!strcmp(how, "exit"))
-        exp_line_u64(&l, "status", (uint64_t)(status & 0xff));
+        exp_line_u64(&l, EXP_KEY_STATUS, (uint64_t)(status & 0xff));
     if (!strcmp(how, "signal")) {
         char name[32] = "SIG";
         const char *ab = sigabbrev_np(sig);
@@ -808,8 +809,8 @@ void coll_finalize(const char *how, int status, int sig)
             memcpy(name + 3, ab, strlen(ab) + 1);
         else
             name[0] = 0;
-        exp_line_u64(&l, "signal", (uint64_t)sig);
-        exp_line_str(&l, "name", name);
+        exp_line_u64(&l, EXP_KEY_SIGNAL, (uint64_t)sig);
+        exp_line_str(&l, EXP_KEY_NAME, name);
     }
     coll_log_write(&l);
     errno = saved;

@@ -385,13 +385,13 @@ static void *dl_open(void *caller, fu_regs_t regs, const dl_open_call_t *c)
 COLL_EXPORT void *dlopen(const char *file, int mode)
 {
     dl_open_call_t c = { 0, LM_ID_BASE, file, mode };
-    return dl_open(__builtin_return_address(0), FU_REGS(), &c);
+    return COLL_BLOCKING(dl_open(__builtin_return_address(0), FU_REGS(), &c));
 }
 
 COLL_EXPORT void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
     dl_open_call_t c = { 1, lmid, file, mode };
-    return dl_open(__builtin_return_address(0), FU_REGS(), &c);
+    return COLL_BLOCKING(dl_open(__builtin_return_address(0), FU_REGS(), &c));
 }
 
 COLL_EXPORT int dlclose(void *h)
@@ -401,7 +401,7 @@ COLL_EXPORT int dlclose(void *h)
     sigset_t old;
     if (on)
         dl_enter(&old);
-    int r = real.dlclose(h);
+    int r = COLL_BLOCKING(real.dlclose(h));
     if (r == 0)
         fu_forget(); /* the traced calls' unwinder: an address may now be another object's */
     dl_finish(on, &old, r == 0);
@@ -805,14 +805,14 @@ COLL_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file
                             const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     launch_t c = { L_SPAWN, path, -1, argv, pid, fa, attr };
-    return launch(&c, envp);
+    return COLL_BLOCKING(launch(&c, envp)); /* the parent waits for the child's exec */
 }
 
 COLL_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
                              const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
 {
     launch_t c = { L_SPAWNP, file, -1, argv, pid, fa, attr };
-    return launch(&c, envp);
+    return COLL_BLOCKING(launch(&c, envp));
 }
 
 /* ---- signals --------------------------------------------------------------------------------- */
@@ -938,15 +938,19 @@ COLL_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 }
 
 /* A thread waiting in sigsuspend runs no code: the profiling signal is kept out of the wait, where
- * its delivery would end the wait early (sigsuspend returns after any handler). */
+ * its delivery would end the wait early (sigsuspend returns after any handler). glibc declares
+ * the mask nonnull, so the compiler would drop a test of it for NULL (and the copy would fault):
+ * the pointer is laundered first, and a NULL mask gets the kernel's EFAULT as without tally. */
 COLL_EXPORT int sigsuspend(const sigset_t *mask)
 {
     interpose_resolve();
-    if (!mask || !mask_filtered())
-        return real.sigsuspend(mask);
-    sigset_t m = *mask;
+    const sigset_t *given = mask;
+    __asm__("" : "+r"(given)); /* the compiler knows nothing of it now */
+    if (!given || !mask_filtered())
+        return COLL_BLOCKING(real.sigsuspend(given));
+    sigset_t m = *given;
     sigaddset(&m, coll_proc.sig);
-    return real.sigsuspend(&m);
+    return COLL_BLOCKING(real.sigsuspend(&m));
 }
 
 /* ---- namespaces ------------------------------------------------------------------------------ */

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "iotrace.h"
 #include "realfn.h"
+#include "threads.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -190,8 +191,8 @@ static void io_done(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, ui
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
-    ssize_t rc = call_expr;                                                                        \
+        return COLL_BLOCKING(call_expr);                                                           \
+    ssize_t rc = COLL_BLOCKING(call_expr);                                                         \
     io_done(t, FU_REGS(), (const void *)fn, t0, call_id, fd, rc < 0, rc > 0 ? (uint64_t)rc : 0,  \
             NULL);                                                                                 \
     return rc
@@ -302,7 +303,7 @@ COLL_EXPORT int close(int fd)
     uint64_t t0;
     trace_thr_t *t = io_enter(RA(), &t0);
     if (!t) {
-        int rc = real.close(fd);
+        int rc = COLL_BLOCKING(real.close(fd));
         if (rc == 0)
             fd_mark(fd, 0);
         return rc;
@@ -310,7 +311,7 @@ COLL_EXPORT int close(int fd)
     char buf[EXP_IO_NAME_MAX + 1];
     const char *name = fd_named(fd) ? NULL : fd_name(fd, buf, sizeof buf);
     t0 = trace_now();
-    int rc = real.close(fd);
+    int rc = COLL_BLOCKING(real.close(fd));
     io_closed(t, FU_REGS(), (const void *)close, t0, EXP_IO_CLOSE, fd, rc < 0, name);
     return rc;
 }
@@ -319,7 +320,7 @@ COLL_EXPORT int dup2(int old, int fd)
 {
     resolve();
     coll_fd_evacuate(fd); /* the collector's log or events moved out of the way first */
-    int rc = real.dup2(old, fd);
+    int rc = COLL_BLOCKING(real.dup2(old, fd));
     if (rc >= 0 && rc != old)
         fd_mark(rc, 0);
     return rc;
@@ -329,7 +330,7 @@ COLL_EXPORT int dup3(int old, int fd, int flags)
 {
     resolve();
     coll_fd_evacuate(fd);
-    int rc = real.dup3(old, fd, flags);
+    int rc = COLL_BLOCKING(real.dup3(old, fd, flags));
     if (rc >= 0)
         fd_mark(rc, 0);
     return rc;
@@ -345,8 +346,8 @@ static mode_t open_mode(int flags, va_list ap)
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
-    int fd = call_expr;                                                                            \
+        return COLL_BLOCKING(call_expr);                                                           \
+    int fd = COLL_BLOCKING(call_expr);                                                             \
     io_done(t, FU_REGS(), (const void *)fn, t0, EXP_IO_OPEN, fd, fd < 0, 0, path);                \
     return fd
 
@@ -407,8 +408,8 @@ static int fp_failed(FILE *fp) { return fp && ferror(fp); }
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
-    FILE *fp = call_expr;                                                                          \
+        return COLL_BLOCKING(call_expr);                                                           \
+    FILE *fp = COLL_BLOCKING(call_expr);                                                           \
     io_done(t, FU_REGS(), (const void *)fn, t0, EXP_IO_FOPEN, fp_fd(fp), !fp, 0, path);           \
     return fp
 
@@ -438,7 +439,7 @@ COLL_EXPORT int fclose(FILE *fp)
     trace_thr_t *t = io_enter(RA(), &t0);
     if (!t) {
         int fd = fp_fd(fp);
-        int rc = real.fclose(fp);
+        int rc = COLL_BLOCKING(real.fclose(fp));
         if (rc == 0)
             fd_mark(fd, 0);
         return rc;
@@ -447,7 +448,7 @@ COLL_EXPORT int fclose(FILE *fp)
     char buf[EXP_IO_NAME_MAX + 1];
     const char *name = fd_named(fd) ? NULL : fd_name(fd, buf, sizeof buf);
     t0 = trace_now();
-    int rc = real.fclose(fp);
+    int rc = COLL_BLOCKING(real.fclose(fp));
     io_closed(t, FU_REGS(), (const void *)fclose, t0, EXP_IO_FCLOSE, fd, rc == EOF, name);
     return rc;
 }
@@ -457,8 +458,8 @@ COLL_EXPORT int fclose(FILE *fp)
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
-    size_t rc = call_expr;                                                                         \
+        return COLL_BLOCKING(call_expr);                                                           \
+    size_t rc = COLL_BLOCKING(call_expr);                                                          \
     io_done(t, FU_REGS(), (const void *)fn, t0, call_id, fp_fd(fp),                                \
             rc < (n) && ((write) || fp_failed(fp)), (uint64_t)rc * (size), NULL);                 \
     return rc
@@ -483,8 +484,8 @@ COLL_EXPORT size_t fwrite(const void *b, size_t size, size_t n, FILE *fp)
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
-    char *rc = call_expr;                                                                          \
+        return COLL_BLOCKING(call_expr);                                                           \
+    char *rc = COLL_BLOCKING(call_expr);                                                           \
     io_done(t, FU_REGS(), (const void *)fn, t0, EXP_IO_FGETS, fp_fd(fp), !rc && fp_failed(fp),   \
             rc ? strlen(rc) : 0, NULL);                                                            \
     return rc
@@ -503,8 +504,8 @@ COLL_EXPORT char *__fgets_chk(char *s, size_t size, int n, FILE *fp)
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
-    ssize_t rc = call_expr;                                                                        \
+        return COLL_BLOCKING(call_expr);                                                           \
+    ssize_t rc = COLL_BLOCKING(call_expr);                                                         \
     io_done(t, FU_REGS(), fn, t0, EXP_IO_GETLINE, fp_fd(fp), rc < 0 && fp_failed(fp),             \
             rc > 0 ? (uint64_t)rc : 0, NULL);                                                      \
     return rc
@@ -525,8 +526,8 @@ COLL_EXPORT int fputs(const char *s, FILE *fp)
     uint64_t t0;
     trace_thr_t *t = io_enter(RA(), &t0);
     if (!t)
-        return real.fputs(s, fp);
-    int rc = real.fputs(s, fp);
+        return COLL_BLOCKING(real.fputs(s, fp));
+    int rc = COLL_BLOCKING(real.fputs(s, fp));
     io_done(t, FU_REGS(), (const void *)fputs, t0, EXP_IO_FPUTS, fp_fd(fp), rc == EOF,
             rc == EOF ? 0 : strlen(s), NULL);
     return rc;
@@ -537,8 +538,8 @@ COLL_EXPORT int puts(const char *s)
     uint64_t t0;
     trace_thr_t *t = io_enter(RA(), &t0);
     if (!t)
-        return real.puts(s);
-    int rc = real.puts(s);
+        return COLL_BLOCKING(real.puts(s));
+    int rc = COLL_BLOCKING(real.puts(s));
     io_done(t, FU_REGS(), (const void *)puts, t0, EXP_IO_FPUTS, fp_fd(stdout), rc == EOF,
             rc == EOF ? 0 : strlen(s) + 1, NULL);
     return rc;
@@ -549,7 +550,7 @@ COLL_EXPORT int puts(const char *s)
 #define PRINTF_BODY(fn, fd_expr, call_expr)                                                        \
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
-    int rc = call_expr;                                                                            \
+    int rc = COLL_BLOCKING(call_expr);                                                             \
     if (t)                                                                                         \
         io_done(t, FU_REGS(), fn, t0, EXP_IO_FPRINTF, fd_expr, rc < 0, rc > 0 ? (uint64_t)rc : 0, \
                 NULL);                                                                             \
@@ -592,7 +593,7 @@ COLL_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap)
     va_start(ap, fmt);                                                                             \
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
-    int rc = call_expr;                                                                            \
+    int rc = COLL_BLOCKING(call_expr);                                                             \
     va_end(ap);                                                                                    \
     if (t)                                                                                         \
         io_done(t, FU_REGS(), fn, t0, EXP_IO_FPRINTF, fd_expr, rc < 0, rc > 0 ? (uint64_t)rc : 0, \
@@ -635,8 +636,8 @@ COLL_EXPORT int fflush(FILE *fp)
     uint64_t t0;
     trace_thr_t *t = io_enter(RA(), &t0);
     if (!t)
-        return real.fflush(fp);
-    int rc = real.fflush(fp);
+        return COLL_BLOCKING(real.fflush(fp));
+    int rc = COLL_BLOCKING(real.fflush(fp));
     io_done(t, FU_REGS(), (const void *)fflush, t0, EXP_IO_FFLUSH, fp_fd(fp), rc == EOF, 0,
             NULL);
     return rc;
@@ -646,8 +647,8 @@ COLL_EXPORT int fflush(FILE *fp)
     uint64_t t0;                                                                                   \
     trace_thr_t *t = io_enter(RA(), &t0);                                                          \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
-    int rc = call_expr;                                                                            \
+        return COLL_BLOCKING(call_expr);                                                           \
+    int rc = COLL_BLOCKING(call_expr);                                                             \
     io_done(t, FU_REGS(), fn, t0, EXP_IO_FSEEK, fp_fd(fp), rc < 0, 0, NULL);                      \
     return rc
 
@@ -667,7 +668,10 @@ COLL_EXPORT void rewind(FILE *fp)
 {
     uint64_t t0;
     trace_thr_t *t = io_enter(RA(), &t0);
+    coll_blocking_t blk;
+    threads_blocking_enter(&blk, FU_REGS());
     real.rewind(fp);
+    threads_blocking_leave(&blk);
     if (t)
         io_done(t, FU_REGS(), (const void *)rewind, t0, EXP_IO_FSEEK, fp_fd(fp), 0, 0, NULL);
 }

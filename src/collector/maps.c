@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "signals.h"
+#include "experiment/logrec.h"
 
 typedef struct obj {
     uint32_t id;
@@ -75,17 +76,17 @@ static void log_load(coll_proc_t *p, const obj_t *o, const char *bid, uint64_t t
 {
     char buf[PATH_MAX * 6 + 512]; /* path and cwd, each percent-encoded at worst */
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "load");
-    exp_line_u64(&l, "t", t);
-    exp_line_u64(&l, "id", o->id);
-    exp_line_str(&l, "path", o->path);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_LOAD);
+    exp_line_u64(&l, EXP_KEY_T, t);
+    exp_line_u64(&l, EXP_KEY_ID, o->id);
+    exp_line_str(&l, EXP_KEY_PATH, o->path);
     char cwd[PATH_MAX];
     if (o->path[0] != '/' && o->path[0] != '[' && getcwd(cwd, sizeof cwd))
-        exp_line_str(&l, "cwd", cwd); /* dlopen("./x.so"): the directory it is relative to */
-    exp_line_str(&l, "buildid", bid);
-    exp_line_hex(&l, "bias", o->bias);
-    exp_line_hex(&l, "lo", o->lo);
-    exp_line_hex(&l, "hi", o->hi);
+        exp_line_str(&l, EXP_KEY_CWD, cwd); /* dlopen("./x.so"): the directory it is relative to */
+    exp_line_str(&l, EXP_KEY_BUILDID, bid);
+    exp_line_hex(&l, EXP_KEY_BIAS, o->bias);
+    exp_line_hex(&l, EXP_KEY_LO, o->lo);
+    exp_line_hex(&l, EXP_KEY_HI, o->hi);
     coll_log_write(&l);
 }
 
@@ -166,9 +167,9 @@ void maps_rescan(coll_proc_t *p)
         }
         char buf[128];
         exp_line_t l;
-        exp_line_begin(&l, buf, sizeof buf, "unload");
-        exp_line_u64(&l, "t", now);
-        exp_line_u64(&l, "id", objs[i].id);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_UNLOAD);
+        exp_line_u64(&l, EXP_KEY_T, now);
+        exp_line_u64(&l, EXP_KEY_ID, objs[i].id);
         coll_log_write(&l);
         free(objs[i].path);
     }

@@ -22,6 +22,7 @@
 #include "threads.h"
 #include "trace.h"
 #include "unwind_remote.h"
+#include "experiment/logrec.h"
 
 /* ---- settings ------------------------------------------------------------------------------- */
 
@@ -39,9 +40,9 @@ static void log_pause(coll_proc_t *p, int paused, const char *why)
 {
     char buf[128];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, paused ? "pause" : "resume");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_str(&l, "by", why);
+    exp_line_begin(&l, buf, sizeof buf, paused ? EXP_LOG_PAUSE : EXP_LOG_RESUME);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_str(&l, EXP_KEY_BY, why);
     coll_log_write(&l);
 }
 
@@ -275,8 +276,17 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
         return;
     }
     if (pc != t->blocked_pc || sp != t->blocked_sp) {
+        /* blocked inside an interposer: the caller it published (threads.h), if the thread was
+         * in the same call before and after the look at its stack */
+        fu_regs_t caller, again;
+        uint32_t seq, seq2;
+        int in_call = threads_blocked_caller(t->tid, &t->hint, &caller, &seq);
         uint32_t flags;
-        uint32_t n = unwind_blocked(pc, sp, s->pcs, THREADS_LAST_MAX, &flags);
+        int spliced;
+        uint32_t n = unwind_blocked(pc, sp, in_call ? &caller : NULL, s->pcs, THREADS_LAST_MAX,
+                                    &flags, &spliced);
+        if (spliced && (!threads_blocked_caller(t->tid, &t->hint, &again, &seq2) || seq2 != seq))
+            n = unwind_blocked(pc, sp, NULL, s->pcs, THREADS_LAST_MAX, &flags, &spliced);
         if (exp_stream_stack(&s->stream, s->pcs, n, flags, &t->blocked_stack)) {
             t->blocked_pc = 0;
             return;

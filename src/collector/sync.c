@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "sync.h"
 #include "realfn.h"
+#include "threads.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -100,7 +101,7 @@ static void waited(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, con
     resolve();                                                                                     \
     trace_thr_t *t = trace_enter_core(TRACE_K_SYNC, trace_sync_on, RA());                                            \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
+        return COLL_BLOCKING(call_expr);                                                           \
     if (trace_cfg.sync_threshold) {                                                                \
         int tr = try_expr;                                                                         \
         if (tr != (busy)) {                                                                        \
@@ -109,7 +110,7 @@ static void waited(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, con
         }                                                                                          \
     }                                                                                              \
     uint64_t t0 = trace_now();                                                                     \
-    int rc = call_expr;                                                                            \
+    int rc = COLL_BLOCKING(call_expr);                                                             \
     waited(t, FU_REGS(), (const void *)fn, t0, obj, call_id);                                      \
     trace_leave(t, TRACE_K_SYNC);                                                                                \
     return rc
@@ -119,9 +120,9 @@ static void waited(trace_thr_t *t, fu_regs_t r, const void *fn, uint64_t t0, con
     resolve();                                                                                     \
     trace_thr_t *t = trace_enter_core(TRACE_K_SYNC, trace_sync_on, RA());                                            \
     if (!t)                                                                                        \
-        return call_expr;                                                                          \
+        return COLL_BLOCKING(call_expr);                                                           \
     uint64_t t0 = trace_now();                                                                     \
-    int rc = call_expr;                                                                            \
+    int rc = COLL_BLOCKING(call_expr);                                                             \
     waited(t, FU_REGS(), (const void *)fn, t0, obj, call_id);                                      \
     trace_leave(t, TRACE_K_SYNC);                                                                                \
     return rc

@@ -22,6 +22,7 @@
 #include "signals.h"
 #include "source.h"
 #include "unwind.h"
+#include "experiment/logrec.h"
 
 #define NSLOTS 8192
 #define ALTSTACK_SIZE (64 * 1024)
@@ -62,6 +63,7 @@ static coll_slot_t *slot_claim(pid_t tid)
             __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
             slots[i].last_n = 0;
             __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
+            threads_blk_write(&slots[i], 0, 0, 0); /* a stale one of a thread that never left */
             return &slots[i];
         }
     }
@@ -88,8 +90,8 @@ void threads_publish_stack(coll_slot_t *sl, const uint64_t *pcs, uint32_t n, uin
     __atomic_add_fetch(&sl->seq, 1, __ATOMIC_ACQ_REL);
 }
 
-/* The registry slot of tid through *hint (threads_last_stack): a search in vain counts down
- * before the next search. */
+/* The registry slot of tid through *hint (threads_last_stack), NULL if none: a search in vain
+ * counts down before the next search. */
 static coll_slot_t *slot_find(pid_t tid, int *hint)
 {
     coll_slot_t *sl = NULL;
@@ -126,6 +128,24 @@ uint32_t threads_rstate_of(pid_t tid, int *hint)
     coll_slot_t *sl = slot_find(tid, hint); /* (a thread seen only asleep calls no
                                                 threads_last_stack: this counts down too) */
     return sl ? __atomic_load_n(&sl->rstate, __ATOMIC_RELAXED) : EXP_RSTATE_NONE;
+}
+
+int threads_blocked_caller(pid_t tid, int *hint, fu_regs_t *r, uint32_t *seq)
+{
+    coll_slot_t *sl = slot_find(tid, hint);
+    if (!sl)
+        return 0;
+    uint32_t s0 = __atomic_load_n(&sl->blk_seq, __ATOMIC_ACQUIRE);
+    if (s0 & 1)
+        return 0;
+    r->ip = __atomic_load_n(&sl->blk_ip, __ATOMIC_RELAXED);
+    r->bp = __atomic_load_n(&sl->blk_bp, __ATOMIC_RELAXED);
+    r->sp = __atomic_load_n(&sl->blk_sp, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&sl->blk_seq, __ATOMIC_ACQUIRE) != s0)
+        return 0;
+    *seq = s0;
+    return r->sp != 0;
 }
 
 uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
@@ -174,11 +194,11 @@ static void log_thread(uint64_t now, const char *how)
     char buf[512], name[17] = { 0 };
     prctl(PR_GET_NAME, name, 0, 0, 0);
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "thread");
-    exp_line_u64(&l, "t", now);
-    exp_line_u64(&l, "tid", (uint64_t)coll_thr.tid);
-    exp_line_str(&l, "name", name);
-    exp_line_str(&l, "how", how);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_THREAD);
+    exp_line_u64(&l, EXP_KEY_T, now);
+    exp_line_u64(&l, EXP_KEY_TID, (uint64_t)coll_thr.tid);
+    exp_line_str(&l, EXP_KEY_NAME, name);
+    exp_line_str(&l, EXP_KEY_HOW, how);
     coll_log_write(&l);
 }
 
@@ -274,13 +294,13 @@ void threads_stop(coll_proc_t *p)
     getrusage(RUSAGE_THREAD, &ru);
     char buf[512];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "thread-end");
-    exp_line_u64(&l, "t", now);
-    exp_line_u64(&l, "tid", (uint64_t)t->tid);
-    exp_line_u64(&l, "cpu", cpu);
-    exp_line_u64(&l, "user", tv_ns(ru.ru_utime));
-    exp_line_u64(&l, "system", tv_ns(ru.ru_stime));
-    exp_line_u64(&l, "samples", t->slot ? t->slot->samples : 0);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_THREAD_END);
+    exp_line_u64(&l, EXP_KEY_T, now);
+    exp_line_u64(&l, EXP_KEY_TID, (uint64_t)t->tid);
+    exp_line_u64(&l, EXP_KEY_CPU, cpu);
+    exp_line_u64(&l, EXP_KEY_USER, tv_ns(ru.ru_utime));
+    exp_line_u64(&l, EXP_KEY_SYSTEM, tv_ns(ru.ru_stime));
+    exp_line_u64(&l, EXP_KEY_SAMPLES, t->slot ? t->slot->samples : 0);
     coll_log_write(&l);
     if (t->scratch) {
         exp_stream_finish(&t->stream, now);
@@ -368,20 +388,20 @@ void threads_end_others(coll_proc_t *p)
         task_ticks(tid, &ut, &st);
         char buf[512];
         exp_line_t l;
-        exp_line_begin(&l, buf, sizeof buf, "thread-end");
-        exp_line_u64(&l, "t", now);
-        exp_line_u64(&l, "tid", (uint64_t)tid);
-        exp_line_u64(&l, "cpu", cpu);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_THREAD_END);
+        exp_line_u64(&l, EXP_KEY_T, now);
+        exp_line_u64(&l, EXP_KEY_TID, (uint64_t)tid);
+        exp_line_u64(&l, EXP_KEY_CPU, cpu);
         if (ut + st) { /* tick counts, scaled to the precise CPU time */
             uint64_t user = (uint64_t)((double)cpu * (double)ut / (double)(ut + st));
-            exp_line_u64(&l, "user", user);
-            exp_line_u64(&l, "system", cpu - user);
+            exp_line_u64(&l, EXP_KEY_USER, user);
+            exp_line_u64(&l, EXP_KEY_SYSTEM, cpu - user);
         } else {
-            exp_line_u64(&l, "user", cpu);
-            exp_line_u64(&l, "system", 0);
+            exp_line_u64(&l, EXP_KEY_USER, cpu);
+            exp_line_u64(&l, EXP_KEY_SYSTEM, 0);
         }
-        exp_line_u64(&l, "samples", s->samples);
-        exp_line_str(&l, "alive", "1");
+        exp_line_u64(&l, EXP_KEY_SAMPLES, s->samples);
+        exp_line_str(&l, EXP_KEY_ALIVE, "1");
         coll_log_write(&l);
     }
 }

@@ -30,6 +30,7 @@
 #include <time.h>
 
 #include "collector.h"
+#include "fastunwind.h"
 
 /* Frames of a thread's last sample kept for the sampler thread (deeper stacks are cut). */
 #define THREADS_LAST_MAX 128
@@ -46,6 +47,10 @@ typedef struct coll_slot {
     /* the stack of the thread's last sample, for the sampler thread (seqlock: odd = writing) */
     uint32_t seq, last_n, last_flags;
     uint64_t last_pcs[THREADS_LAST_MAX];
+    /* while the thread is inside an interposer's call that may block: the interposer's caller
+     * (threads_blocking_enter; blk_sp 0: none), for the sampler's remote unwind (seqlock) */
+    uint32_t blk_seq;
+    uint64_t blk_ip, blk_sp, blk_bp;
 } coll_slot_t;
 
 /* The calling thread as the sources see it. */
@@ -102,6 +107,72 @@ uint32_t threads_set_rstate(uint32_t rstate) COLL_HIDDEN;
 /* The runtime state of thread tid as the sampler sees it (EXP_RSTATE_NONE when it has no registry
  * slot). *hint as for threads_last_stack. Any thread; never blocks. */
 uint32_t threads_rstate_of(pid_t tid, int *hint) COLL_HIDDEN;
+
+/* ---- a thread blocked inside an interposer ----------------------------------------------------
+ *
+ * The sampler thread unwinds a blocked thread from the stack pointer and program counter the
+ * kernel shows (unwind_remote.h), which cannot go through a frame whose unwinding needs the frame
+ * pointer register: the interposers are built with frame pointers, and without the frame pointer
+ * the caller's frames were lost. So an interposer publishes its caller's registers (FU_REGS) in
+ * the thread's slot around the real call that may block (COLL_BLOCKING), and the sampler splices
+ * the unwind there (threads_blocked_caller). Nested calls (a program callback run inside the real
+ * call) save and restore the outer one. A thread that never leaves (pthread_exit or cancellation
+ * inside the call) leaves a stale entry that slot_claim clears; one that leaves by longjmp leaves
+ * one that the sampler refuses (the return address at sp - 8 is no longer the published ip). */
+
+typedef struct coll_blocking {
+    coll_slot_t *slot; /* NULL: the thread has no slot */
+    uint64_t ip, sp, bp; /* what was published before (an outer call's caller) */
+} coll_blocking_t;
+
+static inline void threads_blk_write(coll_slot_t *sl, uint64_t ip, uint64_t sp, uint64_t bp)
+{
+    /* one writer (the thread itself): plain stores in order, made visible by the odd/even seq */
+    uint32_t q = __atomic_load_n(&sl->blk_seq, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->blk_seq, q + 1, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&sl->blk_ip, ip, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->blk_bp, bp, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->blk_sp, sp, __ATOMIC_RELAXED);
+    __atomic_store_n(&sl->blk_seq, q + 2, __ATOMIC_RELEASE);
+}
+
+/* Publishes r (the interposer's caller) before a call that may block. AS-safe. */
+static inline void threads_blocking_enter(coll_blocking_t *b, fu_regs_t r)
+{
+    coll_slot_t *sl = coll_thr.slot;
+    b->slot = sl;
+    if (!sl)
+        return;
+    b->ip = sl->blk_ip;
+    b->sp = sl->blk_sp;
+    b->bp = sl->blk_bp;
+    threads_blk_write(sl, r.ip, r.sp, r.bp);
+}
+
+/* After the call: what was published before is published again. AS-safe. */
+static inline void threads_blocking_leave(const coll_blocking_t *b)
+{
+    if (b->slot && b->slot == coll_thr.slot)
+        threads_blk_write(b->slot, b->ip, b->sp, b->bp);
+}
+
+/* The value of expr, evaluated with the interposer's caller published (the interposer must keep
+ * a frame pointer: FU_REGS). */
+#define COLL_BLOCKING(expr)                                                                        \
+    __extension__({                                                                                \
+        coll_blocking_t blk_;                                                                      \
+        threads_blocking_enter(&blk_, FU_REGS());                                                  \
+        __typeof__(expr) blk_rc_ = (expr);                                                         \
+        threads_blocking_leave(&blk_);                                                             \
+        blk_rc_;                                                                                   \
+    })
+
+/* The caller's registers thread tid published (COLL_BLOCKING) into *r, and the publication's
+ * sequence number into *seq (equal in two calls: nothing changed between them). Returns 1 when
+ * the thread is inside such a call, 0 when not (or no slot, or being written). *hint as for
+ * threads_last_stack. Any thread; never blocks. */
+int threads_blocked_caller(pid_t tid, int *hint, fu_regs_t *r, uint32_t *seq) COLL_HIDDEN;
 
 /* Bytes left below the caller's frame on the stack it runs on: the thread's own stack, or an
  * alternate signal stack; SIZE_MAX when unknown (a coroutine's stack). AS-safe. */

@@ -6,6 +6,7 @@
 #include "trace.h"
 
 #include "base/spinlock.h"
+#include "experiment/logrec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -111,8 +112,8 @@ void trace_settings(coll_proc_t *p)
 void trace_log_settings(exp_line_t *l)
 {
     if (trace_cfg.sync_calibrated) {
-        exp_line_str(l, "sync_calibrated", "1");
-        exp_line_u64(l, "sync_calibration", trace_cfg.sync_calibration);
+        exp_line_str(l, EXP_KEY_SYNC_CALIBRATED, "1");
+        exp_line_u64(l, EXP_KEY_SYNC_CALIBRATION, trace_cfg.sync_calibration);
     }
 }
 /* ---- threads ---------------------------------------------------------------------------------- */
@@ -554,17 +555,17 @@ void trace_warn_dropped(int disk_full)
 void trace_log_stats(exp_line_t *l)
 {
     if (counts.dropped[K_API]) /* TRACE records of the collector API (api.c) */
-        exp_line_u64(l, "trace_dropped_api", counts.dropped[K_API]);
+        exp_line_u64(l, EXP_KEY_TRACE_DROPPED_API, counts.dropped[K_API]);
     if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
         return;
-    exp_line_u64(l, "trace_dropped", counts.dropped[K_HEAP] + counts.dropped[K_IO] +
+    exp_line_u64(l, EXP_KEY_TRACE_DROPPED, counts.dropped[K_HEAP] + counts.dropped[K_IO] +
                                          counts.dropped[K_SYNC]);
-    exp_line_u64(l, "trace_dropped_heap", counts.dropped[K_HEAP]);
-    exp_line_u64(l, "trace_dropped_io", counts.dropped[K_IO]);
-    exp_line_u64(l, "trace_dropped_sync", counts.dropped[K_SYNC]);
-    exp_line_u64(l, "trace_unwind_failures", counts.unwind_failures);
-    exp_line_u64(l, "trace_truncated_stacks", counts.truncated);
-    exp_line_u64(l, "trace_walks", counts.walks);
+    exp_line_u64(l, EXP_KEY_TRACE_DROPPED_HEAP, counts.dropped[K_HEAP]);
+    exp_line_u64(l, EXP_KEY_TRACE_DROPPED_IO, counts.dropped[K_IO]);
+    exp_line_u64(l, EXP_KEY_TRACE_DROPPED_SYNC, counts.dropped[K_SYNC]);
+    exp_line_u64(l, EXP_KEY_TRACE_UNWIND_FAILURES, counts.unwind_failures);
+    exp_line_u64(l, EXP_KEY_TRACE_TRUNCATED_STACKS, counts.truncated);
+    exp_line_u64(l, EXP_KEY_TRACE_WALKS, counts.walks);
 }
 
 void trace_after_fork_child(void)

@@ -19,7 +19,8 @@
 #define NPAGES 64 /* the stack is copied page by page, on demand, up to 256 KiB above sp */
 
 typedef struct target {
-    uint64_t pc, sp;
+    uint64_t pc, sp, bp;
+    int has_bp;                /* bp is known (a published caller's) */
     uint64_t base;             /* sp rounded down to a page */
     uint8_t state[NPAGES];     /* 0 not read, 1 copied, 2 unreadable */
     uint8_t (*copy)[PAGE];
@@ -99,6 +100,8 @@ static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, in
         *val = t->pc;
     else if (reg == UNW_X86_64_RSP)
         *val = t->sp;
+    else if (reg == UNW_X86_64_RBP && t->has_bp)
+        *val = t->bp;
     else
         return -UNW_EBADREG;
     return 0;
@@ -117,11 +120,8 @@ static int resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
     return -UNW_EINVAL;
 }
 
-uint32_t unwind_blocked(uint64_t pc, uint64_t sp, uint64_t *out, uint32_t max, uint32_t *flags)
+static int load_space(void)
 {
-    *flags = 0;
-    if (!max || !pc)
-        return 0;
     if (!space && !space_failed) {
         space_failed = 1;
         if (load_generic() == 0) {
@@ -138,18 +138,24 @@ uint32_t unwind_blocked(uint64_t pc, uint64_t sp, uint64_t *out, uint32_t max, u
             }
         }
     }
-    out[0] = pc;
-    if (!space) {
-        *flags = EXP_STACK_UNWIND_FAIL;
-        return 1;
+    return space ? 0 : -1;
+}
+
+/* Unwinds from t's registers into out[n..max): the first frame is t->pc. With stop_sp, a frame
+ * whose stack pointer is at or above it is not taken and *cut is set. Returns the new n. */
+static uint32_t walk(target_t *t, uint64_t *out, uint32_t n, uint32_t max, uint32_t *flags,
+                     uint64_t stop_sp, int *cut)
+{
+    if (n == max) {
+        *flags |= EXP_STACK_TRUNCATED;
+        return n;
     }
-    target_t t = { .pc = pc, .sp = sp, .base = sp & ~(uint64_t)(PAGE - 1), .copy = stack_copy };
+    out[n++] = t->pc;
     unw_cursor_t cur;
-    if (lib.init_remote(&cur, space, &t) < 0) {
-        *flags = EXP_STACK_UNWIND_FAIL;
-        return 1;
+    if (lib.init_remote(&cur, space, t) < 0) {
+        *flags |= EXP_STACK_UNWIND_FAIL;
+        return n;
     }
-    uint32_t n = 1;
     for (;;) {
         int s = lib.step(&cur);
         if (s == 0)
@@ -158,9 +164,13 @@ uint32_t unwind_blocked(uint64_t pc, uint64_t sp, uint64_t *out, uint32_t max, u
             *flags |= EXP_STACK_UNWIND_FAIL;
             break;
         }
-        unw_word_t ip;
+        unw_word_t ip, sp;
         if (lib.get_reg(&cur, UNW_REG_IP, &ip) < 0 || ip == 0)
             break;
+        if (stop_sp && (lib.get_reg(&cur, UNW_REG_SP, &sp) < 0 || sp >= stop_sp)) {
+            *cut = 1;
+            break;
+        }
         if (n == max) {
             *flags |= EXP_STACK_TRUNCATED;
             break;
@@ -168,4 +178,45 @@ uint32_t unwind_blocked(uint64_t pc, uint64_t sp, uint64_t *out, uint32_t max, u
         out[n++] = ip;
     }
     return n;
+}
+
+/* The published caller still stands where it was published: its return address is at sp - 8,
+ * above the blocked thread's stack pointer and within the part of the stack that is copied. */
+static int caller_valid(target_t *t, const fu_regs_t *c)
+{
+    if (!c || !c->ip || c->sp <= t->sp || c->sp - 8 < t->base || c->sp - t->base > NPAGES * PAGE)
+        return 0;
+    unw_word_t ra;
+    return access_mem(space, c->sp - 8, &ra, 0, t) == 0 && ra == c->ip;
+}
+
+uint32_t unwind_blocked(uint64_t pc, uint64_t sp, const fu_regs_t *caller, uint64_t *out,
+                        uint32_t max, uint32_t *flags, int *spliced)
+{
+    *flags = 0;
+    *spliced = 0;
+    if (!max || !pc)
+        return 0;
+    if (load_space() < 0) {
+        out[0] = pc;
+        *flags = EXP_STACK_UNWIND_FAIL;
+        return 1;
+    }
+    target_t t = { .pc = pc, .sp = sp, .base = sp & ~(uint64_t)(PAGE - 1), .copy = stack_copy };
+    if (!caller_valid(&t, caller))
+        return walk(&t, out, 0, max, flags, 0, NULL);
+    /* the frames below the caller from the kernel's registers (they end at the interposer's
+     * frame, or where that walk failed: then a libc frame or two between is missing) ... */
+    int cut = 0;
+    uint32_t n = walk(&t, out, 0, max, flags, caller->sp, &cut);
+    if (*flags & EXP_STACK_TRUNCATED)
+        return n;
+    /* ... and the caller's and above from the published registers */
+    *flags = 0;
+    t.pc = caller->ip;
+    t.sp = caller->sp;
+    t.bp = caller->bp;
+    t.has_bp = 1;
+    *spliced = 1;
+    return walk(&t, out, n, max, flags, 0, NULL);
 }

@@ -11,6 +11,13 @@
  * EXP_STACK_UNWIND_FAIL. The thread may wake up meanwhile: the stack is then that of the moment
  * of the copy, still one the thread really had.
  *
+ * A thread blocked inside one of the collector's interposers (built with frame pointers, so not
+ * unwindable this way) has published its caller's registers (threads.h, COLL_BLOCKING): the
+ * frames below the caller come from the kernel's (pc, sp), and the caller's and above from the
+ * published (ip, sp, bp), the frame pointer included, so frame-pointer-based frames of the
+ * program unwind too. The publication is used only while the return address it names is still
+ * on the stack at sp - 8 (a thread that left the call by longjmp does not have it).
+ *
  * Not async-signal-safe (libunwind allocates its caches): sampler thread only. Not thread-safe.
  * Depends on: libunwind-generic.
  */
@@ -19,8 +26,13 @@
 
 #include <stdint.h>
 
+#include "fastunwind.h"
+
 /* Unwinds from (pc, sp) of a blocked thread: up to max frames into out (leaf first); sets *flags
- * (EXP_STACK_*). Returns the number of frames, 0 when nothing could be read. */
-uint32_t unwind_blocked(uint64_t pc, uint64_t sp, uint64_t *out, uint32_t max, uint32_t *flags);
+ * (EXP_STACK_*). caller: the registers an interposer the thread is blocked in published (NULL:
+ * none); *spliced is set to 1 when they were used. Returns the number of frames, 0 when nothing
+ * could be read. */
+uint32_t unwind_blocked(uint64_t pc, uint64_t sp, const fu_regs_t *caller, uint64_t *out,
+                        uint32_t max, uint32_t *flags, int *spliced);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EXP_LOG_FIRST_LINE "tally-experiment version=1"
+#include "logrec.h" /* EXP_LOG_FIRST_LINE, the record kinds and keys */
 
 typedef struct exp_line {
     char *buf;

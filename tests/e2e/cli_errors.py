@@ -24,6 +24,15 @@ p = run([TALLY, "collect", "-d", d, "-o", "bad", bad], expect=1)
 check("cannot run" in p.stderr, "exec failure: %r" % p.stderr)
 check(not os.path.exists(os.path.join(d, "bad.tally")), "failed exec left an experiment")
 
+# an experiment path that leaves no room for the files inside it (PATH_MAX) is refused, not cut
+deep = os.path.join(d, *(["d" * 250] * 16))
+os.makedirs(deep)
+for args in (["-o", "x" * 200], []):
+    p = run([TALLY, "collect", "-d", deep] + args + ["/bin/true"], expect=1)
+    check("too long" in p.stderr and "shorter -d or -o" in p.stderr,
+          "long experiment path %r: %r" % (args, p.stderr[-300:]))
+    check(os.listdir(deep) == [], "long experiment path %r left %r" % (args, os.listdir(deep)))
+
 p = run([TALLY, "collect", "--bogus", "/bin/true"], expect=2)
 check("unknown option" in p.stderr, "unknown option: %r" % p.stderr)
 p = run([TALLY, "collect", "-p", "fast", "/bin/true"], expect=2)

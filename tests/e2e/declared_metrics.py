@@ -83,6 +83,9 @@ size = os.path.getsize(prog)
 pc = {f: BIAS + sym[full[f]] for f in ("main", "hot_loop", "cold_loop")}
 
 d = workdir("declared")
+# a title as long as a title may be (127 bytes): shown whole in the text views' headers
+LONG_TITLE = " ".join(["Words"] * 20) + " Overall"
+assert len(LONG_TITLE) == 127
 exp = os.path.join(d, "declared.tally")
 os.mkdir(exp)
 log = ("tally-experiment version=1\n"
@@ -95,9 +98,11 @@ log = ("tally-experiment version=1\n"
        "metric name=msgbytes title=Message%%20Bytes unit=bytes aggregate=sum time=0\n"
        "metric name=badagg title=Bad aggregate=max\n"
        "metric name=badtitle title=A%%1B[31mred unit=count\n"
+       "metric name=longt title=%s unit=count aggregate=sum time=0\n"
        "kind id=3 name=msg_send metrics=msgtime,msgbytes\n"
        "kind id=4 name=broken metrics=msgtime,undeclared\n"
-       "end t=2000000000 how=exit status=0\n") % (prog, prog, BIAS, BIAS, BIAS + size)
+       "end t=2000000000 how=exit status=0\n") % (prog, prog, BIAS, BIAS, BIAS + size,
+                                                   "%20".join(LONG_TITLE.split()))
 with open(os.path.join(exp, "log"), "w") as f:
     f.write(log)
 body = stack_rec(0, [pc["hot_loop"] + 4, pc["main"] + 10])
@@ -184,6 +189,14 @@ for fn, want in zip(path, (307, 307, 7)):
     node = kids[fn]
     check(node.get("i.msgbytes") == want, "calltree %s: %r" % (fn, node))
 check(node.get("e.msgbytes") == 7, "calltree leaf cold_loop exclusive: %r" % node)
+
+p = run([TALLY, "print", "-metrics", "e.longt:name", "-functions", exp], expect=0)
+lines = p.stdout.split("\n")
+at = next((i for i, l in enumerate(lines) if l.startswith("Excl. ")), len(lines))
+head = lines[at:at + 3]  # the three lines of the column headers
+check(len(head) == 3 and head[0].startswith("Excl. " + LONG_TITLE.rsplit(" ", 1)[0] + " ") and
+      head[1].startswith("Overall ") and head[2].rstrip().endswith("count"),
+      "a 127-byte title is cut in the text header:\n%s" % p.stdout[:600])
 
 # ---- the other views that show every metric ----------------------------------------------------
 doc = print_json(exp, "-fsingle", HOT)[0]

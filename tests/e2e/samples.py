@@ -155,6 +155,24 @@ except ValueError as e:
 p = run([TALLY, "print", "-sample_select", str(labels["lock"]), "-sample_detail", "-sample_select", "all", "-timeline", exp], expect=0)
 check("Context switches" in p.stdout and "|" in p.stdout, "text views: %r" % p.stdout[:400])
 
+# A thread blocked inside one of the collector's interposers (pthread_mutex_lock under -s on,
+# read under -i on: they keep a frame pointer, which the sampler's unwind of a blocked thread
+# cannot go through) still has its callers in its thread states: the interposer publishes its
+# caller's registers and the sampler continues from them. (Without -s and -i the same holds in a
+# Debug build, where the interposers' untraced calls are not tail calls.)
+p = run([TALLY, "collect", "-d", d, "-o", "traced", "-s", "on", "-i", "on", wlp, str(S)], expect=0)
+m = re.search(r"^walls (.*)$", p.stderr, re.M)
+if check(m, "phases (traced) did not print its walls: %r" % p.stderr[-500:]):
+    w2 = {k: int(v) / 1e9 for k, v in (f.split("=") for f in m.group(1).split())}
+    d2 = print_json(os.path.join(d, "traced.tally"), "-metrics", "i.lock:i.iowait:name",
+                    "-functions")
+    rows = rows_by_name(d2[-1])
+    waited(rows.get("lock_phase", {}).get("i.lock", 0), w2["lock_ns"],
+           "-s on: lock_phase's lock (its frames above the interposer)")
+    waited(rows.get("io_phase", {}).get("i.iowait", 0), w2["io_ns"],
+           "-i on: io_phase's iowait (its frames above the interposer)")
+    waited(rows.get("main", {}).get("i.lock", 0), w2["lock_ns"], "-s on: main's lock")
+
 # pause: tally_pause()/tally_resume() around a first cpu phase: only one phase is recorded
 exp2 = collect(d, [wlp, str(S), "pause"], name="paused")
 d2 = print_json(exp2, "-metrics", "i.totalcpu:name", "-functions")

@@ -11,6 +11,56 @@
 #include "base/grow.h"
 #include "base/leb128.h"
 
+/* Vectors of a run-time width, zeroed when added; parallel arrays from copies of one capacity. */
+static void test_grow_width_zero(void **state)
+{
+    (void)state;
+    uint64_t *v = NULL;
+    size_t cap = 0;
+    const size_t w = 5;
+    for (size_t n = 0; n < 100; n++) {
+        assert_int_equal(GROW_W_ZERO(v, n, cap, w), 0);
+        assert_true(cap > n);
+        for (size_t k = 0; k < w; k++) {
+            assert_int_equal(v[n * w + k], 0); /* added zeroed */
+            v[n * w + k] = n * w + k + 1;
+        }
+    }
+    for (size_t i = 0; i < 100 * w; i++)
+        assert_int_equal(v[i], i + 1);
+    size_t old = cap;
+    assert_int_equal(GROW_W(v, 10, cap, w), 0); /* room already: nothing moves */
+    assert_int_equal(cap, old);
+    /* a width whose element size overflows is refused, the vector kept */
+    assert_int_equal(GROW_W(v, cap, cap, SIZE_MAX / 4), TALLY_ENOMEM);
+    assert_int_equal(cap, old);
+    assert_int_equal(v[0], 1);
+    free(v);
+    /* GROW_ZERO to an index far beyond: everything up to it exists and is zero */
+    unsigned char *b = NULL;
+    cap = 0;
+    assert_int_equal(GROW_ZERO(b, 1000, cap), 0);
+    assert_true(cap > 1000);
+    for (size_t i = 0; i < cap; i++)
+        assert_int_equal(b[i], 0);
+    free(b);
+    /* two arrays, one capacity */
+    int *x = NULL;
+    double *y = NULL;
+    size_t both = 0;
+    for (size_t n = 0; n < 50; n++) {
+        size_t c1 = both, c2 = both;
+        assert_int_equal(GROW(x, n, c1) || GROW(y, n, c2), 0);
+        assert_int_equal(c1, c2);
+        both = c1;
+        x[n] = (int)n;
+        y[n] = (double)n;
+    }
+    assert_int_equal(x[49], 49);
+    free(x);
+    free(y);
+}
+
 static void test_grow(void **state)
 {
     int *a = NULL;
@@ -60,6 +110,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grow),
+        cmocka_unit_test(test_grow_width_zero),
         cmocka_unit_test(test_leb128),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -160,6 +160,38 @@ static void test_table(void **state)
     rep_table_free(&rt);
 }
 
+/* Object modes: the test program's object shown (its functions), hidden (one row for the object)
+ * or by its API (only the functions it is entered by: rp_top, the root of every stack, takes
+ * what its callees in the object had); back to showing every function afterwards. */
+static void test_object_modes(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_table_t rt;
+    assert_int_equal(eng_nobjects(s->eng, ENG_KIND_LOADOBJECT) >= 1, 1);
+    uint32_t obj = eng_function_object(s->eng, 0);
+    assert_true(obj != UINT32_MAX);
+    for (int mode = ENG_OBJ_HIDE; mode <= ENG_OBJ_API; mode++) {
+        eng_set_object_mode(s->eng, obj, mode);
+        assert_int_equal(eng_object_mode(s->eng, obj), mode);
+        assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &by_excl, &rt, &err), 0);
+        assert_int_equal(rt.total[ENG_M_TOTALCPU], 10 * MS);
+        assert_int_equal(rt.n, 1);
+        if (mode == ENG_OBJ_HIDE)
+            assert_non_null(strstr(rt.rows[0].name, "<")); /* <object name> */
+        else
+            assert_string_equal(rt.rows[0].name, "rp_top");
+        assert_int_equal(rep_row_value(&rt.rows[0], REP_FL_E, ENG_M_TOTALCPU), 10 * MS);
+        assert_int_equal(rep_row_value(&rt.rows[0], REP_FL_I, ENG_M_TOTALCPU), 10 * MS);
+        rep_table_free(&rt);
+    }
+    eng_reset_object_modes(s->eng);
+    assert_int_equal(eng_object_mode(s->eng, obj), ENG_OBJ_SHOW);
+    assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &by_excl, &rt, &err), 0);
+    assert_int_equal(rt.n, 3);
+    rep_table_free(&rt);
+}
+
 static void test_callers_callees(void **state)
 {
     ses_t *s = *state;
@@ -538,6 +570,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
+        cmocka_unit_test(test_object_modes),
         cmocka_unit_test(test_callers_callees),
         cmocka_unit_test(test_calltree),
         cmocka_unit_test(test_function),

@@ -10,12 +10,13 @@
  *                              the same
  *   faults sigmask             blocks every signal and prints how many it reads back as blocked,
  *                              through sigprocmask, pthread_sigmask, sigaction's sa_mask and a
- *                              handler's mask
+ *                              handler's mask; and what sigsuspend(NULL) returns
  *   faults stdio n             n rounds of fopen/fprintf/fclose and fopen/fread/fclose
  *   faults heap n              n malloc/free pairs (for runs on a full disk)
  *   faults die sig             computes a little, then kills itself with signal sig
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -182,6 +183,11 @@ static int mask_readback(void)
     printf("sigaction sa_mask: %d\n", count(&back.sa_mask));
     raise(SIGUSR2);
     printf("in a handler with a full sa_mask: %d blocked\n", in_handler);
+    /* a NULL mask (glibc declares it nonnull): the kernel's EFAULT */
+    const sigset_t *volatile none = NULL;
+    errno = 0;
+    int r = sigsuspend(none);
+    printf("sigsuspend(NULL): %d %s\n", r, strerror(errno));
     spin(0.05); /* still profiled */
     return 0;
 }
