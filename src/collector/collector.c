@@ -784,12 +784,16 @@ void coll_finalize(const char *how, int status, int sig)
     coll_proc_t *p = &coll_proc;
     if (!p->enabled || getpid() != p->pid)
         return;
+    /* the profiled blocks' end-of-image profile is written while recording still goes on: what
+     * it costs (fresh pages of the log, a membarrier) is counted by a counter of the thread and
+     * so must be recorded too, not lost after `final` (its own guard makes it once) */
+    int saved = errno;
+    blocks_end_image();
+    errno = saved;
     if (__atomic_exchange_n(&p->final, 1, __ATOMIC_ACQ_REL))
         return;
-    int saved = errno;
     trace_stop();
     counters_final(p);
-    blocks_end_image();
     threads_stop(p);
     threads_end_others(p);
     log_stats(p);

@@ -28,7 +28,7 @@
 #include "realfn.h"
 #include "trace.h"
 
-#include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
@@ -181,8 +181,28 @@ static __attribute__((noreturn)) void missing(const char *name)
             missing(name);                                                                       \
     } while (0)
 
+/* dl_iterate_phdr's callback: is this object an OpenMP runtime (libgomp, libomp)? */
+static int omp_runtime_object(struct dl_phdr_info *info, size_t size, void *found)
+{
+    (void)size;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name ? info->dlpi_name : "";
+    if (!strncmp(base, "libgomp.so", 10) || !strncmp(base, "libomp.so", 9) ||
+        !strncmp(base, "libomp-", 7) || !strncmp(base, "libiomp5.so", 11))
+        *(int *)found = 1;
+    return *(int *)found;
+}
+
 void ompstate_process_start(void)
 {
+    /* only a process with an OpenMP runtime loaded looks its entry points up now (some thirty
+     * dlsym calls, whose allocations and page faults would otherwise be every process's, counted
+     * by a page-fault counter as nobody's); one that loads a runtime later looks them up at its
+     * first call (REAL) */
+    int found = 0;
+    dl_iterate_phdr(omp_runtime_object, &found);
+    if (!found)
+        return;
     realfn_ready(&real_table);
     /* libgomp or libomp among the program's libraries: an OpenMP program, whose main thread is
      * in Work from the start (the serial part is work too) */
