@@ -701,6 +701,9 @@ int pr_open(pstate_t *ps, const char *const *paths, size_t npaths, int json)
     }
     if (!rc && ses_start(ps->ses, &err))
         rc = cli_report(&err);
+    const char *threads = getenv("TALLY_SCAN_THREADS"); /* tally-print(1): ENVIRONMENT */
+    if (!rc && threads && *threads)
+        eng_set_scan_threads(ps->ses->eng, (unsigned)strtoul(threads, NULL, 10));
     if (!rc)
         default_metrics(ps);
     return rc;
