@@ -1276,6 +1276,17 @@ static uint64_t get_le64(const uint8_t *p)
     return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 }
 
+/* Reading a chunk's header maps the pages around it too (the kernel's fault-around): the
+ * passes over headers drop what they mapped every HEADER_DROP bytes, so that a pass over a file
+ * of gigabytes holds a few megabytes of it. */
+#define HEADER_DROP (4u << 20)
+static void drop_pages(const uint8_t *m, uint64_t from, uint64_t to)
+{
+    from &= ~(uint64_t)4095;
+    if (to > from)
+        madvise((void *)(m + from), to - from, MADV_DONTNEED);
+}
+
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
     return a + b < a ? UINT64_MAX : a + b;
@@ -1400,19 +1411,54 @@ struct intern_entry {
     uint32_t proc, stream, initial; /* initial: 0 before the first event, else 1 */
     uint32_t seq;                   /* order in the stream */
     uint64_t t;                     /* the time of the event before it */
-    uint32_t worker, id;            /* the worker's provisional stack id */
+    uint32_t worker, id;            /* the worker's provisional stack id (its worker: see
+                                       intern_log) */
 };
 
+/* The first place of each provisional id (v[id]; worker 0: not seen): interning a stack again
+ * changes nothing, so the first record of a stack is the one that gives it its id. */
 struct intern_log {
     struct intern_entry *v;
     size_t n, cap;
 };
+
+static int cmp_intern(const void *a, const void *b);
+
+static int log_intern(struct intern_log *lg, struct intern_entry e)
+{
+    if (e.id >= lg->cap) {
+        size_t ncap = lg->cap ? 2 * lg->cap : 1024;
+        while (ncap <= e.id)
+            ncap *= 2;
+        struct intern_entry *v = realloc(lg->v, ncap * sizeof *v);
+        if (!v)
+            return TALLY_ENOMEM;
+        memset(v + lg->cap, 0, (ncap - lg->cap) * sizeof *v);
+        lg->v = v;
+        lg->cap = ncap;
+    }
+    if (e.id >= lg->n)
+        lg->n = e.id + 1;
+    if (!lg->v[e.id].worker || cmp_intern(&e, &lg->v[e.id]) < 0)
+        lg->v[e.id] = e;
+    return 0;
+}
 
 /* Loads the cursor's next chunk; returns 0 when the stream has none left. A chunk the file ends
  * inside is read as far as the file goes. */
 static int cursor_load(struct cursor *c)
 {
     exp_scan_stats_t *st = c->sc->st;
+    if (c->next > 0) { /* done with the previous chunk: its pages leave the resident set, so
+                          memory grows with what is kept (the stacks), not with the file; and
+                          the neighbours' pages the kernel mapped around it (fault-around: up to
+                          64 KiB aligned in memory, not to chunks), which would otherwise stay
+                          once their own stream is past them (another one may fault them in
+                          again, from the page cache) */
+        uint64_t prev = c->refs[c->next - 1].off, lo = prev > 65536 ? prev - 65536 : 0;
+        uint64_t hi = prev + c->csize + 65536;
+        drop_pages(c->map, lo, hi < c->size ? hi : c->size);
+    }
     if (c->next >= c->nrefs)
         return 0;
     const struct chunk_ref *r = &c->refs[c->next];
@@ -1837,14 +1883,11 @@ static int cursor_next(struct cursor *c)
         if (type == EXP_REC_STACK) {
             uint32_t gid;
             int rc = decode_stack(&c->ts, c->sc, q, rend, &gid);
-            if (rc == 0 && c->sc->log) {
-                struct intern_log *lg = c->sc->log;
-                if (GROW(lg->v, lg->n, lg->cap)) {
-                    c->sc->oom = 1;
-                    return 0;
-                }
-                lg->v[lg->n++] = (struct intern_entry){ c->sc->proc, c->stream, c->delivered > 0,
-                                                        c->nlogged++, c->last_t, 0, gid };
+            if (rc == 0 && c->sc->log && log_intern(c->sc->log, (struct intern_entry){
+                                             c->sc->proc, c->stream, c->delivered > 0,
+                                             c->nlogged++, c->last_t, 1, gid })) {
+                c->sc->oom = 1;
+                return 0;
             }
             if (rc < 0)
                 c->sc->oom = 1;
@@ -2000,10 +2043,15 @@ static uint64_t first_chunk_time(const exp_process_t *p)
     if (map_events(p, path, sizeof path, &m, &size, NULL) || !m)
         return 0;
     if (!check_header(path, m, size, &hsize, &csize, NULL))
-        for (uint64_t off = hsize; off + EXP_CHUNK_HEADER_SIZE <= size; off += csize) {
+        for (uint64_t off = hsize, dropped = 0; off + EXP_CHUNK_HEADER_SIZE <= size;
+             off += csize) {
             uint64_t t = get_le64(m + off + 16);
             if (get_le32(m + off) == EXP_CHUNK_MAGIC && t && (!t0 || t < t0))
                 t0 = t;
+            if (off - dropped >= HEADER_DROP) {
+                drop_pages(m, dropped, off);
+                dropped = off;
+            }
         }
     munmap((void *)m, size);
     return t0;
@@ -2062,9 +2110,14 @@ static int proc_scan_init(struct proc_scan *ps, const exp_process_t *pr, exp_sta
     }
     struct chunk_ref *refs = ps->refs;
     size_t nrefs = 0, ncs = 0;
+    uint64_t dropped = 0;
     for (size_t i = 0; i < nchunks; i++) {
         uint64_t off = hsize + (uint64_t)i * csize;
         st->chunks++;
+        if (off - dropped >= HEADER_DROP) {
+            drop_pages(m, dropped, off);
+            dropped = off;
+        }
         if (off + EXP_CHUNK_HEADER_SIZE > size) {
             st->bad_chunks++;
             damage_at(&ps->sc, off, "a chunk header cut short by the end of the file");
@@ -2344,15 +2397,18 @@ int exp_scan_parallel(const exp_experiment_t *e, exp_stacks_t *stacks, unsigned 
     for (unsigned w = 0; w < nworkers; w++)
         nlog += ws[w].log.n;
     struct intern_entry *all = malloc((nlog ? nlog : 1) * sizeof *all);
+    size_t nall = 0;
     if (!all) {
         rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
         goto out;
     }
-    for (unsigned w = 0, k = 0; w < nworkers; w++)
-        for (size_t i = 0; i < ws[w].log.n; i++) {
-            all[k] = ws[w].log.v[i];
-            all[k++].worker = w;
-        }
+    for (unsigned w = 0; w < nworkers; w++)
+        for (size_t i = 0; i < ws[w].log.n; i++)
+            if (ws[w].log.v[i].worker) {
+                all[nall] = ws[w].log.v[i];
+                all[nall++].worker = w;
+            }
+    nlog = nall;
     qsort(all, nlog, sizeof *all, cmp_intern);
     for (unsigned w = 0; w < nworkers && !rc; w++) {
         size_t n = exp_stacks_count(ws[w].stacks);
