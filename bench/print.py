@@ -185,6 +185,13 @@ else:
     ok = wall < limit and rss < 200e6
     verdict = "%s (%.2f s wall, %.2f s CPU, %.0f MB)" % ("met" if ok else "**missed**", wall, cpu,
                                                         rss / 1e6)
+serial = [r for r in rows if r[0].startswith("tally print -functions, serial")][0]
+if not isinstance(goal[2], str) and not isinstance(serial[2], str):
+    notes.append("The parallel scan took %.2f s of CPU (%.0f%% of the serial scan's %.2f s): "
+                 "spread over the %d CPUs with nothing else running, that is %.2f s of wall "
+                 "time (an estimate, not a measurement: other work shared the CPUs)." % (
+                     goal[2][1], 100 * goal[2][1] / serial[2][1], serial[2][1],
+                     min(os.cpu_count() or 1, 8), goal[2][1] / min(os.cpu_count() or 1, 8)))
 try:
     load = "Load average at the end of the run: %.1f (1 min) on %d CPUs." % (
         os.getloadavg()[0], os.cpu_count())

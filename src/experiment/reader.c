@@ -2226,8 +2226,15 @@ int exp_count_samples(const exp_experiment_t *e, uint64_t *counts, tally_err_t *
 
 struct pworker;
 
+/* A job: streams read one after the other by one worker (one stream, or every stream of a
+ * process when there are many processes: each worker then holds the stacks of fewer). */
+struct pjob {
+    struct cursor *cs;
+    size_t n, chunks;
+};
+
 struct pscan {
-    struct cursor **jobs; /* every stream of every process, the longest first */
+    struct pjob *jobs;    /* the largest first */
     size_t njobs, next;   /* next: the next job to take (atomic) */
     int stop;             /* atomic: a worker failed or needs the serial scan */
     exp_pscan_cb cb;
@@ -2243,7 +2250,31 @@ struct pworker {
     int result; /* 0, EXP_SCAN_NEED_ORDER, a callback's stop value, TALLY_ENOMEM */
 };
 
-/* Decodes whole streams, one at a time, until none is left or a worker stops. */
+/* Decodes the stream of cursor c to its end for worker w: 0, or why it stopped. */
+static int pworker_stream(struct pworker *w, struct cursor *c)
+{
+    struct pscan *p = w->p;
+    struct scan sc = { w->stacks, &w->st, c->pr->index, 0, &w->log };
+    c->sc = &sc;
+    int r = 0;
+    while (!r && cursor_next(c)) {
+        if (c->delivered && c->ev.t < c->last_t) {
+            r = EXP_SCAN_NEED_ORDER; /* time goes back: only the merge knows the order */
+            break;
+        }
+        r = p->cb(p->ctx, w->index, &c->ev);
+        c->delivered++;
+        c->last_t = c->ev.t;
+    }
+    if (sc.oom)
+        r = TALLY_ENOMEM;
+    else if (!r && w->st.bad_offset != UINT64_MAX)
+        r = EXP_SCAN_NEED_ORDER; /* damage: the first one is the serial scan's to name */
+    c->sc = NULL;
+    return r;
+}
+
+/* Decodes jobs, one at a time, until none is left or a worker stops. */
 static void *pworker_run(void *arg)
 {
     struct pworker *w = arg;
@@ -2252,24 +2283,9 @@ static void *pworker_run(void *arg)
         size_t j = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
         if (j >= p->njobs)
             break;
-        struct cursor *c = p->jobs[j];
-        struct scan sc = { w->stacks, &w->st, c->pr->index, 0, &w->log };
-        c->sc = &sc;
         int r = 0;
-        while (!r && cursor_next(c)) {
-            if (c->delivered && c->ev.t < c->last_t) {
-                r = EXP_SCAN_NEED_ORDER; /* time goes back: only the merge knows the order */
-                break;
-            }
-            r = p->cb(p->ctx, w->index, &c->ev);
-            c->delivered++;
-            c->last_t = c->ev.t;
-        }
-        if (sc.oom)
-            r = TALLY_ENOMEM;
-        else if (!r && w->st.bad_offset != UINT64_MAX)
-            r = EXP_SCAN_NEED_ORDER; /* damage: the first one is the serial scan's to name */
-        c->sc = NULL;
+        for (size_t k = 0; k < p->jobs[j].n && !r; k++)
+            r = pworker_stream(w, &p->jobs[j].cs[k]);
         if (r) {
             w->result = r;
             __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
@@ -2281,8 +2297,8 @@ static void *pworker_run(void *arg)
 
 static int cmp_jobs(const void *a, const void *b)
 {
-    const struct cursor *x = *(struct cursor *const *)a, *y = *(struct cursor *const *)b;
-    return x->nrefs != y->nrefs ? (x->nrefs > y->nrefs ? -1 : 1) : 0;
+    const struct pjob *x = a, *y = b;
+    return x->chunks != y->chunks ? (x->chunks > y->chunks ? -1 : 1) : 0;
 }
 
 /* The order in which the serial scan interns the STACK records: within a process, first the
@@ -2358,9 +2374,16 @@ int exp_scan_parallel(const exp_experiment_t *e, exp_stacks_t *stacks, unsigned 
         rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
         goto out;
     }
+    int by_process = e->nprocs > nworkers;
     for (size_t i = 0; i < e->nprocs; i++)
-        for (size_t k = 0; k < procs[i].ncs; k++)
-            p.jobs[p.njobs++] = &procs[i].cs[k];
+        for (size_t k = 0; k < procs[i].ncs; k++) {
+            if (by_process && k > 0) {
+                p.jobs[p.njobs - 1].n++;
+                p.jobs[p.njobs - 1].chunks += procs[i].cs[k].nrefs;
+            } else {
+                p.jobs[p.njobs++] = (struct pjob){ &procs[i].cs[k], 1, procs[i].cs[k].nrefs };
+            }
+        }
     qsort(p.jobs, p.njobs, sizeof *p.jobs, cmp_jobs);
     for (unsigned w = 0; w < nworkers; w++) {
         ws[w].p = &p;

@@ -159,7 +159,7 @@ static char *aggregate(const char *d, unsigned threads, unsigned *workers)
     exp_experiment_t *e;
     tally_err_t err = { 0 };
     assert_int_equal(exp_open(d, &e, &err), 0);
-    assert_int_equal(e->nprocs, 2);
+    assert_int_equal(e->nprocs, 4);
     sym_ctx_t *sym = sym_new();
     assert_non_null(sym);
     eng_t *g = eng_new(&e, 1, sym);
@@ -216,19 +216,25 @@ static void check(int how, unsigned want_workers)
     char d[] = "/tmp/tally-test-pscan-XXXXXX", root[64], child[96], cmd[128];
     assert_non_null(mkdtemp(d));
     snprintf(root, sizeof root, "%s/a.1.tally", d);
-    snprintf(child, sizeof child, "%s/_f1.tally", root);
     rng = 88172645463325252ULL;
     write_process(root, 4000, "_f1.tally", how & ~(DAMAGE | BACKWARDS));
-    write_process(child, 4100, NULL, how);
-    unsigned w1, w3;
+    for (int i = 1; i <= 3; i++) { /* the damage is in the last one read */
+        snprintf(child, sizeof child, "%s/_f%d.tally", root, i);
+        write_process(child, 4000 + 100 * (uint32_t)i, NULL, i == 3 ? how : how & ~(DAMAGE | BACKWARDS));
+    }
+    unsigned w1, w3, w8;
     char *serial = aggregate(root, 1, &w1);
-    char *parallel = aggregate(root, 3, &w3);
+    char *by_process = aggregate(root, 3, &w3); /* 4 processes, 3 threads: a job per process */
+    char *by_stream = aggregate(root, 8, &w8);  /* 8 threads: a job per stream */
     assert_int_equal(w1, 1);
-    assert_int_equal(w3, want_workers);
+    assert_int_equal(w3, want_workers == 1 ? 1 : 3);
+    assert_int_equal(w8, want_workers == 1 ? 1 : 8);
     assert_true(strlen(serial) > 10000);
-    assert_string_equal(serial, parallel);
+    assert_string_equal(serial, by_process);
+    assert_string_equal(serial, by_stream);
     free(serial);
-    free(parallel);
+    free(by_process);
+    free(by_stream);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
     assert_int_equal(system(cmd), 0);
 }
@@ -236,7 +242,7 @@ static void check(int how, unsigned want_workers)
 static void test_parallel_equals_serial(void **state)
 {
     (void)state;
-    check(0, 3);
+    check(0, 3); /* (and 8) */
 }
 
 static void test_heap_events_scan_in_order(void **state)
