@@ -1243,7 +1243,7 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
             memset(in->vec, 0, in->cap * nm * sizeof *in->vec);
         exp_scan_stats_t st;
         int rc = EXP_SCAN_NEED_ORDER;
-        if (g->scan_threads > 1 && !eng_selecting(g)) {
+        if (g->scan_threads > 1 && !eng_selecting(g) && !g->split) { /* split: pairs numbered as met */
             rc = aggregate_parallel(g, (uint32_t)x, &st, err);
             if (rc && rc != EXP_SCAN_NEED_ORDER)
                 return rc < 0 ? rc : tally_errf(err, TALLY_ENOMEM, "out of memory aggregating "
