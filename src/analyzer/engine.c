@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyzer/filter.h"
 #include "analyzer/heapmatch.h"
@@ -269,6 +270,8 @@ typedef struct exp_input {
 } exp_input_t;
 
 struct eng {
+    unsigned scan_threads; /* eng_set_scan_threads */
+    unsigned scan_workers; /* how many the last aggregation used */
     int saturated; /* a sum of the last aggregation reached UINT64_MAX (sat_add_to) */
     uint32_t *sobj;   /* eng_stack_objects: its answer */
     size_t sobj_cap;
@@ -572,6 +575,7 @@ eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
     }
     g->select_all = 1;
     g->inlines = 1;
+    eng_set_scan_threads(g, 0);
     g->run_start = UINT64_MAX;
     for (size_t x = 0; x < nexps; x++)
         for (size_t p = 0; p < exps[x]->nprocs; p++)
@@ -983,6 +987,239 @@ static int on_event(void *ctx, const exp_event_t *ev)
     return 0;
 }
 
+/* ---- the parallel aggregation: without a selection and without heap events, a sum ------------ */
+
+void eng_set_scan_threads(eng_t *g, unsigned n)
+{
+    if (n == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        n = cpus < 1 ? 1 : cpus > 8 ? 8 : (unsigned)cpus;
+    }
+    g->scan_threads = n > 64 ? 64 : n;
+}
+
+unsigned eng_scan_workers(const eng_t *g) { return g->scan_workers; }
+
+/* A thread as one worker saw it: its sums and its first event (in the serial scan's order). */
+typedef struct pthread_sum {
+    uint32_t proc, tid, stream;
+    uint64_t t, ord; /* the first event: its time, its place in its stream */
+    uint64_t events;
+} pthread_sum_t;
+
+typedef struct pwork {
+    uint64_t *vec; /* [provisional stack * nmetrics] */
+    size_t cap;
+    u64map_t thr; /* proc << 32 | tid -> index in th */
+    pthread_sum_t *th;
+    uint64_t *thval; /* [index * nmetrics] */
+    size_t nth, thcap;
+    uint64_t last_key;
+    uint32_t last;
+    uint32_t cur_proc, cur_stream; /* the stream being read and its events so far */
+    uint64_t ord;
+    int saturated, err;
+} pwork_t;
+
+typedef struct par_ctx {
+    eng_t *g;
+    const kind_map_t *kmap;
+    pwork_t *w;
+} par_ctx_t;
+
+static int par_thread(pwork_t *w, size_t nm, const exp_event_t *ev, uint64_t key, uint32_t *index)
+{
+    int found;
+    uint32_t *slot = u64map_slot(&w->thr, key, &found);
+    if (!slot)
+        return TALLY_ENOMEM;
+    if (found) {
+        pthread_sum_t *th = &w->th[*slot];
+        if (ev->t < th->t || (ev->t == th->t && (ev->stream < th->stream ||
+                                                (ev->stream == th->stream && w->ord < th->ord)))) {
+            th->t = ev->t;
+            th->stream = ev->stream;
+            th->ord = w->ord;
+        }
+        *index = *slot;
+        return 0;
+    }
+    if (w->nth == w->thcap) {
+        size_t ncap = w->thcap ? 2 * w->thcap : 16;
+        pthread_sum_t *nt = realloc(w->th, ncap * sizeof *nt);
+        if (nt)
+            w->th = nt;
+        uint64_t *nv = realloc(w->thval, ncap * nm * sizeof *nv);
+        if (nv)
+            w->thval = nv;
+        if (!nt || !nv)
+            return TALLY_ENOMEM;
+        w->thcap = ncap;
+    }
+    w->th[w->nth] = (pthread_sum_t){ ev->proc, ev->tid, ev->stream, ev->t, w->ord, 0 };
+    memset(w->thval + w->nth * nm, 0, nm * sizeof *w->thval);
+    *slot = *index = (uint32_t)w->nth++;
+    return 0;
+}
+
+static int on_event_par(void *ctx, unsigned worker, const exp_event_t *ev)
+{
+    par_ctx_t *pc = ctx;
+    pwork_t *w = &pc->w[worker];
+    size_t nm = (size_t)pc->g->nmetrics;
+    if (ev->proc != w->cur_proc || ev->stream != w->cur_stream) { /* a worker reads whole streams */
+        w->cur_proc = ev->proc;
+        w->cur_stream = ev->stream;
+        w->ord = 0;
+    }
+    w->ord++;
+    if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE)
+        return EXP_SCAN_NEED_ORDER; /* leaks: frees matched to allocations in time order */
+    evvals_t e;
+    if (!event_values(ev, pc->kmap, &e))
+        return 0;
+    uint64_t key = (uint64_t)ev->proc << 32 | ev->tid;
+    uint32_t index;
+    if (key == w->last_key) {
+        index = w->last;
+    } else {
+        if ((w->err = par_thread(w, nm, ev, key, &index)))
+            return 1;
+        w->last_key = key;
+        w->last = index;
+    }
+    w->th[index].events++;
+    uint64_t *tv = w->thval + (size_t)index * nm;
+    if (ev->stack >= w->cap) {
+        size_t ncap = w->cap ? w->cap : 1024;
+        while (ncap <= ev->stack)
+            ncap *= 2;
+        uint64_t *v = realloc(w->vec, ncap * nm * sizeof *v);
+        if (!v) {
+            w->err = TALLY_ENOMEM;
+            return 1;
+        }
+        memset(v + w->cap * nm, 0, (ncap - w->cap) * nm * sizeof *v);
+        w->vec = v;
+        w->cap = ncap;
+    }
+    uint64_t *sv = w->vec + (size_t)ev->stack * nm;
+    for (int k = 0; k < e.n; k++) {
+        w->saturated |= sat_add_to(&tv[e.m[k]], e.v[k]);
+        w->saturated |= sat_add_to(&sv[e.m[k]], e.v[k]);
+    }
+    return 0;
+}
+
+typedef struct pfirst {
+    uint32_t proc, tid, stream;
+    uint64_t t, ord;
+} pfirst_t;
+
+static int cmp_first(const void *a, const void *b)
+{
+    const pfirst_t *x = a, *y = b;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return x->ord < y->ord ? -1 : x->ord > y->ord;
+}
+
+/* Adds what the workers summed: threads first seen in the serial scan's order, then the sums. */
+static int par_merge(eng_t *g, uint32_t exp, pwork_t *ws, unsigned nw, uint32_t **remap)
+{
+    size_t nm = (size_t)g->nmetrics, nfirst = 0;
+    exp_input_t *in = &g->in[exp];
+    for (unsigned w = 0; w < nw; w++)
+        nfirst += ws[w].nth;
+    pfirst_t *first = malloc((nfirst ? nfirst : 1) * sizeof *first);
+    if (!first)
+        return TALLY_ENOMEM;
+    size_t k = 0;
+    for (unsigned w = 0; w < nw; w++)
+        for (size_t i = 0; i < ws[w].nth; i++) {
+            const pthread_sum_t *th = &ws[w].th[i];
+            first[k++] = (pfirst_t){ th->proc, th->tid, th->stream, th->t, th->ord };
+        }
+    qsort(first, nfirst, sizeof *first, cmp_first);
+    int rc = 0;
+    for (size_t i = 0; i < nfirst && !rc; i++) {
+        uint32_t index;
+        rc = thread_add(g, exp, first[i].proc, first[i].tid, NULL, &index);
+    }
+    free(first);
+    size_t nstacks = exp_stacks_count(in->stacks);
+    if (rc || (rc = grow_stack_arrays(in, nstacks, nm)))
+        return rc;
+    for (unsigned w = 0; w < nw; w++) {
+        pwork_t *pw = &ws[w];
+        g->saturated |= pw->saturated;
+        for (size_t i = 0; i < pw->nth; i++) {
+            const pthread_sum_t *th = &pw->th[i];
+            const uint32_t *index = u64map_get(&g->thread_index, thread_key(exp, th->proc, th->tid));
+            eng_thread_t *t = &g->threads[*index];
+            const uint64_t *v = pw->thval + i * nm;
+            t->events += th->events;
+            g->nselected += th->events;
+            for (size_t m = 0; m < nm; m++)
+                if (v[m])
+                    g->saturated |= sat_add_to(&t->value[m], v[m]);
+        }
+        for (size_t s = 0; s < pw->cap; s++) {
+            const uint64_t *v = pw->vec + s * nm;
+            uint64_t *sv = NULL;
+            for (size_t m = 0; m < nm; m++) {
+                if (!v[m])
+                    continue;
+                if (!sv)
+                    sv = in->vec + (size_t)remap[w][s] * nm;
+                g->saturated |= sat_add_to(&sv[m], v[m]);
+                g->saturated |= sat_add_to(&g->total[m], v[m]);
+            }
+        }
+    }
+    return 0;
+}
+
+/* Aggregates experiment x with the parallel scan: 0 done, EXP_SCAN_NEED_ORDER (nothing changed:
+ * the serial scan is needed), or an error. */
+static int aggregate_parallel(eng_t *g, uint32_t x, exp_scan_stats_t *st, tally_err_t *err)
+{
+    unsigned nw = g->scan_threads;
+    exp_input_t *in = &g->in[x];
+    pwork_t *ws = calloc(nw, sizeof *ws);
+    uint32_t **remap = calloc(nw, sizeof *remap);
+    if (!ws || !remap) {
+        free(ws);
+        free(remap);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory aggregating '%s'", in->e->path);
+    }
+    for (unsigned w = 0; w < nw; w++) {
+        ws[w].last_key = UINT64_MAX;
+        ws[w].cur_proc = UINT32_MAX;
+    }
+    par_ctx_t pc = { g, in->kmap, ws };
+    int rc = exp_scan_parallel(in->e, in->stacks, nw, on_event_par, &pc, remap, st, err);
+    for (unsigned w = 0; w < nw && rc == 1; w++)
+        if (ws[w].err)
+            rc = tally_errf(err, ws[w].err, "out of memory aggregating '%s'", in->e->path);
+    if (rc == 0 && (rc = par_merge(g, x, ws, nw, remap)))
+        rc = tally_errf(err, rc, "out of memory aggregating '%s'", in->e->path);
+    for (unsigned w = 0; w < nw; w++) {
+        free(ws[w].vec);
+        u64map_free(&ws[w].thr);
+        free(ws[w].th);
+        free(ws[w].thval);
+        free(remap[w]);
+    }
+    free(ws);
+    free(remap);
+    return rc;
+}
+
 int eng_aggregate(eng_t *g, tally_err_t *err)
 {
     size_t nm = (size_t)g->nmetrics;
@@ -990,6 +1227,7 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
     memset(&g->stats, 0, sizeof g->stats);
     g->saturated = 0;
     g->nselected = 0;
+    g->scan_workers = 1;
     for (size_t i = 0; i < g->nthreads; i++) {
         g->threads[i].events = 0;
         memset(g->threads[i].value, 0, nm * sizeof *g->threads[i].value);
@@ -1003,16 +1241,27 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         exp_input_t *in = &g->in[x];
         if (in->vec)
             memset(in->vec, 0, in->cap * nm * sizeof *in->vec);
-        scan_ctx_t c = { .g = g, .exp = (uint32_t)x, .last_key = UINT64_MAX };
         exp_scan_stats_t st;
-        int rc = exp_scan(in->e, in->stacks, on_event, &c, &st, err);
-        if (!c.err)
-            leaks_flush(&c);
-        hm_free(c.heap);
-        if (c.err)
-            return tally_errf(err, c.err, "out of memory aggregating '%s'", in->e->path);
-        if (rc < 0)
-            return rc;
+        int rc = EXP_SCAN_NEED_ORDER;
+        if (g->scan_threads > 1 && !eng_selecting(g) && !g->split) { /* split: pairs numbered as met */
+            rc = aggregate_parallel(g, (uint32_t)x, &st, err);
+            if (rc && rc != EXP_SCAN_NEED_ORDER)
+                return rc < 0 ? rc : tally_errf(err, TALLY_ENOMEM, "out of memory aggregating "
+                                                "'%s'", in->e->path);
+            if (rc == 0)
+                g->scan_workers = g->scan_threads;
+        }
+        if (rc == EXP_SCAN_NEED_ORDER) {
+            scan_ctx_t c = { .g = g, .exp = (uint32_t)x, .last_key = UINT64_MAX };
+            rc = exp_scan(in->e, in->stacks, on_event, &c, &st, err);
+            if (!c.err)
+                leaks_flush(&c);
+            hm_free(c.heap);
+            if (c.err)
+                return tally_errf(err, c.err, "out of memory aggregating '%s'", in->e->path);
+            if (rc < 0)
+                return rc;
+        }
         g->stats.chunks += st.chunks;
         g->stats.unused_chunks += st.unused_chunks;
         g->stats.bad_chunks += st.bad_chunks;

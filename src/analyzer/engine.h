@@ -236,6 +236,14 @@ int eng_object_mode(const eng_t *g, uint32_t obj);
 
 /* Scans every event (again) under the current selection. */
 int eng_aggregate(eng_t *g, tally_err_t *err);
+/* Threads of the aggregation: with no selection beyond all threads, no eng_split_threads and no
+ * heap events, the streams are read by n threads at once (exp_scan_parallel), with the serial
+ * scan's results (the same stacks and ids, threads in the same order, the same sums). 0: as many
+ * as CPUs online,
+ * at most 8 (the default); 1: the serial scan. eng_scan_workers: how many the last aggregation
+ * used (1 when it was the serial scan). */
+void eng_set_scan_threads(eng_t *g, unsigned n);
+unsigned eng_scan_workers(const eng_t *g);
 /* Scan totals of the last aggregation: events, and lost records by reason. */
 const exp_scan_stats_t *eng_scan_stats(const eng_t *g);
 /* Does a selection leave events out (threads, samples or CPUs other than all, or a filter)? */

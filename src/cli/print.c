@@ -701,6 +701,16 @@ int pr_open(pstate_t *ps, const char *const *paths, size_t npaths, int json)
     }
     if (!rc && ses_start(ps->ses, &err))
         rc = cli_report(&err);
+    const char *threads = getenv("TALLY_SCAN_THREADS"); /* tally-print(1): ENVIRONMENT */
+    if (!rc && threads && *threads) {
+        char *end;
+        unsigned long n = strtoul(threads, &end, 10);
+        if (*end || n < 1 || n > 64 || *threads == '-')
+            esc_fprintf(stderr, "tally: warning: TALLY_SCAN_THREADS='%s' is not a number of "
+                        "threads from 1 to 64: ignored (one per CPU)\n", threads);
+        else
+            eng_set_scan_threads(ps->ses->eng, (unsigned)n);
+    }
     if (!rc)
         default_metrics(ps);
     return rc;

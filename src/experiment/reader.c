@@ -6,7 +6,9 @@
 #include "reader.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -1274,6 +1276,17 @@ static uint64_t get_le64(const uint8_t *p)
     return (uint64_t)get_le32(p) | (uint64_t)get_le32(p + 4) << 32;
 }
 
+/* Reading a chunk's header maps the pages around it too (the kernel's fault-around): the
+ * passes over headers drop what they mapped every HEADER_DROP bytes, so that a pass over a file
+ * of gigabytes holds a few megabytes of it. */
+#define HEADER_DROP (4u << 20)
+static void drop_pages(const uint8_t *m, uint64_t from, uint64_t to)
+{
+    from &= ~(uint64_t)4095;
+    if (to > from)
+        madvise((void *)(m + from), to - from, MADV_DONTNEED);
+}
+
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
     return a + b < a ? UINT64_MAX : a + b;
@@ -1294,12 +1307,15 @@ struct thread_state {
 
 #define NO_STACK UINT32_MAX
 
+struct intern_log;
+
 /* What a scan of one process shares between its streams. */
 struct scan {
     exp_stacks_t *stacks;
     exp_scan_stats_t *st;
     uint32_t proc;
     int oom; /* memory ran out: the scan stops with TALLY_ENOMEM */
+    struct intern_log *log; /* exp_scan_parallel: where each STACK record is noted */
 };
 
 /* Notes the first damage of the scan: where it is and what. */
@@ -1314,7 +1330,7 @@ static void damage_at(struct scan *sc, uint64_t off, const char *what)
 
 /* Decodes a STACK record. 0, 1 for a malformed one, TALLY_ENOMEM. */
 static int decode_stack(struct thread_state *ts, struct scan *sc, const uint8_t *p,
-                        const uint8_t *end)
+                        const uint8_t *end, uint32_t *gid)
 {
     uint64_t id, flags, n, first;
     if (leb128_get(&p, end, &id) || leb128_get(&p, end, &flags) || leb128_get(&p, end, &n))
@@ -1360,6 +1376,7 @@ static int decode_stack(struct thread_state *ts, struct scan *sc, const uint8_t 
     ts->map[id] = (uint32_t)g;
     if (id >= ts->n)
         ts->n = id + 1;
+    *gid = (uint32_t)g;
     return 0;
 }
 
@@ -1383,13 +1400,65 @@ struct cursor {
     uint64_t values[EXP_KIND_MAXVALUES]; /* ev.values of a TRACE event */
     exp_memref_t mref;                   /* ev.mref of a MEMREF event */
     uint64_t regs[EXP_CTR_NREGS];        /* ev.regs of a COUNTER event */
+    uint64_t delivered, last_t; /* exp_scan_parallel: events so far, the time of the last one */
+    uint32_t nlogged;           /* exp_scan_parallel: STACK records noted so far */
 };
+
+/* exp_scan_parallel: the STACK records a worker decoded, each with its place in the serial scan:
+ * a stream's records before its first event are interned at the start of the process, stream by
+ * stream; the others right after the stream's event before them was delivered. */
+struct intern_entry {
+    uint32_t proc, stream, initial; /* initial: 0 before the first event, else 1 */
+    uint32_t seq;                   /* order in the stream */
+    uint64_t t;                     /* the time of the event before it */
+    uint32_t worker, id;            /* the worker's provisional stack id (its worker: see
+                                       intern_log) */
+};
+
+/* The first place of each provisional id (v[id]; worker 0: not seen): interning a stack again
+ * changes nothing, so the first record of a stack is the one that gives it its id. */
+struct intern_log {
+    struct intern_entry *v;
+    size_t n, cap;
+};
+
+static int cmp_intern(const void *a, const void *b);
+
+static int log_intern(struct intern_log *lg, struct intern_entry e)
+{
+    if (e.id >= lg->cap) {
+        size_t ncap = lg->cap ? 2 * lg->cap : 1024;
+        while (ncap <= e.id)
+            ncap *= 2;
+        struct intern_entry *v = realloc(lg->v, ncap * sizeof *v);
+        if (!v)
+            return TALLY_ENOMEM;
+        memset(v + lg->cap, 0, (ncap - lg->cap) * sizeof *v);
+        lg->v = v;
+        lg->cap = ncap;
+    }
+    if (e.id >= lg->n)
+        lg->n = e.id + 1;
+    if (!lg->v[e.id].worker || cmp_intern(&e, &lg->v[e.id]) < 0)
+        lg->v[e.id] = e;
+    return 0;
+}
 
 /* Loads the cursor's next chunk; returns 0 when the stream has none left. A chunk the file ends
  * inside is read as far as the file goes. */
 static int cursor_load(struct cursor *c)
 {
     exp_scan_stats_t *st = c->sc->st;
+    if (c->next > 0) { /* done with the previous chunk: its pages leave the resident set, so
+                          memory grows with what is kept (the stacks), not with the file; and
+                          the neighbours' pages the kernel mapped around it (fault-around: up to
+                          64 KiB aligned in memory, not to chunks), which would otherwise stay
+                          once their own stream is past them (another one may fault them in
+                          again, from the page cache) */
+        uint64_t prev = c->refs[c->next - 1].off, lo = prev > 65536 ? prev - 65536 : 0;
+        uint64_t hi = prev + c->csize + 65536;
+        drop_pages(c->map, lo, hi < c->size ? hi : c->size);
+    }
     if (c->next >= c->nrefs)
         return 0;
     const struct chunk_ref *r = &c->refs[c->next];
@@ -1812,7 +1881,14 @@ static int cursor_next(struct cursor *c)
         c->p = rend;
         st->records++;
         if (type == EXP_REC_STACK) {
-            int rc = decode_stack(&c->ts, c->sc, q, rend);
+            uint32_t gid;
+            int rc = decode_stack(&c->ts, c->sc, q, rend, &gid);
+            if (rc == 0 && c->sc->log && log_intern(c->sc->log, (struct intern_entry){
+                                             c->sc->proc, c->stream, c->delivered > 0,
+                                             c->nlogged++, c->last_t, 1, gid })) {
+                c->sc->oom = 1;
+                return 0;
+            }
             if (rc < 0)
                 c->sc->oom = 1;
             else if (rc) {
@@ -1967,43 +2043,84 @@ static uint64_t first_chunk_time(const exp_process_t *p)
     if (map_events(p, path, sizeof path, &m, &size, NULL) || !m)
         return 0;
     if (!check_header(path, m, size, &hsize, &csize, NULL))
-        for (uint64_t off = hsize; off + EXP_CHUNK_HEADER_SIZE <= size; off += csize) {
+        for (uint64_t off = hsize, dropped = 0; off + EXP_CHUNK_HEADER_SIZE <= size;
+             off += csize) {
             uint64_t t = get_le64(m + off + 16);
             if (get_le32(m + off) == EXP_CHUNK_MAGIC && t && (!t0 || t < t0))
                 t0 = t;
+            if (off - dropped >= HEADER_DROP) {
+                drop_pages(m, dropped, off);
+                dropped = off;
+            }
         }
     munmap((void *)m, size);
     return t0;
 }
 
-static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event_cb cb,
-                        void *ctx, exp_scan_stats_t *st, tally_err_t *err)
-{
-    char path[4096];
+/* The events of one process ready to be decoded: its mapped file, its chunks grouped by stream
+ * (refs, sorted by stream then seq) and one cursor per stream. */
+struct proc_scan {
+    const exp_process_t *pr;
     const uint8_t *m;
     size_t size;
-    int rc = map_events(pr, path, sizeof path, &m, &size, err);
-    if (rc || !m)
-        return rc;
-    struct chunk_ref *refs = NULL;
-    struct cursor *cs = NULL;
-    size_t nrefs = 0, ncs = 0;
-    uint32_t hsize, csize;
-    if ((rc = check_header(path, m, size, &hsize, &csize, err)))
-        goto out;
-    size_t nchunks = (size - hsize + csize - 1) / csize; /* at most size / 4096 */
-    refs = malloc((nchunks ? nchunks : 1) * sizeof *refs);
-    if (!refs) {
-        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
-        goto out;
+    struct chunk_ref *refs;
+    struct cursor *cs;
+    size_t nrefs, ncs;
+    struct scan sc;
+    char path[4096]; /* last: proc_scan_init clears what comes before */
+};
+
+static void proc_scan_done(struct proc_scan *ps)
+{
+    for (size_t i = 0; ps->cs && i < ps->ncs; i++) {
+        free(ps->cs[i].ts.map);
+        free(ps->cs[i].ts.frames);
+        free(ps->cs[i].genmap);
     }
-    struct scan sc = { stacks, st, pr->index, 0 };
+    free(ps->cs);
+    free(ps->refs);
+    if (ps->m)
+        munmap((void *)ps->m, ps->size);
+    ps->cs = NULL;
+    ps->refs = NULL;
+    ps->m = NULL;
+}
+
+/* Maps the events of pr and sets up a cursor per stream (none when pr has no events). Damage of
+ * the chunk headers is counted in st. */
+static int proc_scan_init(struct proc_scan *ps, const exp_process_t *pr, exp_stacks_t *stacks,
+                          exp_scan_stats_t *st, tally_err_t *err)
+{
+    memset(ps, 0, offsetof(struct proc_scan, path));
+    ps->pr = pr;
+    ps->sc = (struct scan){ stacks, st, pr->index, 0, NULL };
+    int rc = map_events(pr, ps->path, sizeof ps->path, &ps->m, &ps->size, err);
+    if (rc || !ps->m)
+        return rc;
+    const uint8_t *m = ps->m;
+    size_t size = ps->size;
+    uint32_t hsize, csize;
+    if ((rc = check_header(ps->path, m, size, &hsize, &csize, err)))
+        goto fail;
+    size_t nchunks = (size - hsize + csize - 1) / csize; /* at most size / 4096 */
+    ps->refs = malloc((nchunks ? nchunks : 1) * sizeof *ps->refs);
+    if (!ps->refs) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", ps->path);
+        goto fail;
+    }
+    struct chunk_ref *refs = ps->refs;
+    size_t nrefs = 0, ncs = 0;
+    uint64_t dropped = 0;
     for (size_t i = 0; i < nchunks; i++) {
         uint64_t off = hsize + (uint64_t)i * csize;
         st->chunks++;
+        if (off - dropped >= HEADER_DROP) {
+            drop_pages(m, dropped, off);
+            dropped = off;
+        }
         if (off + EXP_CHUNK_HEADER_SIZE > size) {
             st->bad_chunks++;
-            damage_at(&sc, off, "a chunk header cut short by the end of the file");
+            damage_at(&ps->sc, off, "a chunk header cut short by the end of the file");
             continue;
         }
         uint32_t magic = get_le32(m + off);
@@ -2013,7 +2130,7 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         }
         if (magic != EXP_CHUNK_MAGIC) {
             st->bad_chunks++;
-            damage_at(&sc, off, "a chunk with a bad magic number");
+            damage_at(&ps->sc, off, "a chunk with a bad magic number");
             continue;
         }
         refs[nrefs++] = (struct chunk_ref){ get_le32(m + off + 24), get_le32(m + off + 8),
@@ -2023,40 +2140,51 @@ static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event
         qsort(refs, nrefs, sizeof *refs, cmp_chunks);
     for (size_t i = 0; i < nrefs; i++)
         ncs += i == 0 || refs[i].stream != refs[i - 1].stream;
-    cs = calloc(ncs ? ncs : 1, sizeof *cs);
-    if (!cs) {
-        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
-        goto out;
+    ps->cs = calloc(ncs ? ncs : 1, sizeof *ps->cs);
+    if (!ps->cs) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", ps->path);
+        goto fail;
     }
     for (size_t i = 0, k = 0; i < nrefs; i++) {
         if (i && refs[i].stream == refs[i - 1].stream)
             continue;
-        struct cursor *c = &cs[k++];
+        struct cursor *c = &ps->cs[k++];
         c->refs = &refs[i];
         while (i + c->nrefs < nrefs && refs[i + c->nrefs].stream == refs[i].stream)
             c->nrefs++;
         c->map = m;
         c->size = size;
         c->csize = csize;
-        c->sc = &sc;
+        c->sc = &ps->sc;
         c->pr = pr;
         c->stream = refs[i].stream;
         c->ev.proc = pr->index;
+        c->ev.stream = refs[i].stream;
         c->ts.cpu = UINT32_MAX;
         c->ts.max_ids = c->nrefs * (size_t)((csize - EXP_CHUNK_HEADER_SIZE) / MIN_STACK_RECORD) + 1;
     }
-    rc = merge_streams(cs, ncs, cb, ctx, &sc);
-    if (rc == TALLY_ENOMEM && sc.oom)
-        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", path);
-out:
-    for (size_t i = 0; cs && i < ncs; i++) {
-        free(cs[i].ts.map);
-        free(cs[i].ts.frames);
-        free(cs[i].genmap);
+    ps->nrefs = nrefs;
+    ps->ncs = ncs;
+    return 0;
+fail:
+    proc_scan_done(ps);
+    return rc;
+}
+
+static int scan_process(const exp_process_t *pr, exp_stacks_t *stacks, exp_event_cb cb,
+                        void *ctx, exp_scan_stats_t *st, tally_err_t *err)
+{
+    struct proc_scan *ps = malloc(sizeof *ps);
+    if (!ps)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory reading the events of '%s'", pr->dir);
+    int rc = proc_scan_init(ps, pr, stacks, st, err);
+    if (!rc && ps->m) {
+        rc = merge_streams(ps->cs, ps->ncs, cb, ctx, &ps->sc);
+        if (rc == TALLY_ENOMEM && ps->sc.oom)
+            rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", ps->path);
     }
-    free(cs);
-    free(refs);
-    munmap((void *)m, size);
+    proc_scan_done(ps);
+    free(ps);
     return rc;
 }
 
@@ -2091,5 +2219,252 @@ int exp_count_samples(const exp_experiment_t *e, uint64_t *counts, tally_err_t *
         return tally_errf(err, TALLY_ENOMEM, "out of memory");
     int rc = exp_scan(e, stacks, count_sample, counts, NULL, err);
     exp_stacks_free(stacks);
+    return rc;
+}
+
+/* ---- the parallel scan ------------------------------------------------------------------------ */
+
+struct pworker;
+
+/* A job: streams read one after the other by one worker (one stream, or every stream of a
+ * process when there are many processes: each worker then holds the stacks of fewer). */
+struct pjob {
+    struct cursor *cs;
+    size_t n, chunks;
+};
+
+struct pscan {
+    struct pjob *jobs;    /* the largest first */
+    size_t njobs, next;   /* next: the next job to take (atomic) */
+    int stop;             /* atomic: a worker failed or needs the serial scan */
+    exp_pscan_cb cb;
+    void *ctx;
+};
+
+struct pworker {
+    struct pscan *p;
+    unsigned index;
+    exp_stacks_t *stacks; /* the worker's provisional stack ids */
+    exp_scan_stats_t st;
+    struct intern_log log;
+    int result; /* 0, EXP_SCAN_NEED_ORDER, a callback's stop value, TALLY_ENOMEM */
+};
+
+/* Decodes the stream of cursor c to its end for worker w: 0, or why it stopped. */
+static int pworker_stream(struct pworker *w, struct cursor *c)
+{
+    struct pscan *p = w->p;
+    struct scan sc = { w->stacks, &w->st, c->pr->index, 0, &w->log };
+    c->sc = &sc;
+    int r = 0;
+    while (!r && cursor_next(c)) {
+        if (c->delivered && c->ev.t < c->last_t) {
+            r = EXP_SCAN_NEED_ORDER; /* time goes back: only the merge knows the order */
+            break;
+        }
+        r = p->cb(p->ctx, w->index, &c->ev);
+        c->delivered++;
+        c->last_t = c->ev.t;
+    }
+    if (sc.oom)
+        r = TALLY_ENOMEM;
+    else if (!r && w->st.bad_offset != UINT64_MAX)
+        r = EXP_SCAN_NEED_ORDER; /* damage: the first one is the serial scan's to name */
+    c->sc = NULL;
+    return r;
+}
+
+/* Decodes jobs, one at a time, until none is left or a worker stops. */
+static void *pworker_run(void *arg)
+{
+    struct pworker *w = arg;
+    struct pscan *p = w->p;
+    while (!__atomic_load_n(&p->stop, __ATOMIC_RELAXED)) {
+        size_t j = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED);
+        if (j >= p->njobs)
+            break;
+        int r = 0;
+        for (size_t k = 0; k < p->jobs[j].n && !r; k++)
+            r = pworker_stream(w, &p->jobs[j].cs[k]);
+        if (r) {
+            w->result = r;
+            __atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+    return NULL;
+}
+
+static int cmp_jobs(const void *a, const void *b)
+{
+    const struct pjob *x = a, *y = b;
+    return x->chunks != y->chunks ? (x->chunks > y->chunks ? -1 : 1) : 0;
+}
+
+/* The order in which the serial scan interns the STACK records: within a process, first the
+ * records before each stream's first event, stream by stream, then the others as the merge
+ * delivers the event before each (by time, then stream). */
+static int cmp_intern(const void *a, const void *b)
+{
+    const struct intern_entry *x = a, *y = b;
+    if (x->proc != y->proc)
+        return x->proc < y->proc ? -1 : 1;
+    if (x->initial != y->initial)
+        return x->initial < y->initial ? -1 : 1;
+    if (x->initial && x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    if (x->stream != y->stream)
+        return x->stream < y->stream ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void stats_add(exp_scan_stats_t *to, const exp_scan_stats_t *from)
+{
+    to->chunks += from->chunks;
+    to->unused_chunks += from->unused_chunks;
+    to->bad_chunks += from->bad_chunks;
+    to->records += from->records;
+    to->unknown_records += from->unknown_records;
+    to->bad_records += from->bad_records;
+    to->seq_gaps += from->seq_gaps;
+    to->events += from->events;
+    for (int r = 0; r < EXP_LOST_NREASONS; r++)
+        to->lost[r] = sat_add(to->lost[r], from->lost[r]);
+}
+
+int exp_scan_parallel(const exp_experiment_t *e, exp_stacks_t *stacks, unsigned nworkers,
+                      exp_pscan_cb cb, void *ctx, uint32_t **remap, exp_scan_stats_t *st,
+                      tally_err_t *err)
+{
+    exp_scan_stats_t local;
+    if (!st)
+        st = &local;
+    memset(st, 0, sizeof *st);
+    st->bad_offset = UINT64_MAX;
+    if (nworkers == 0)
+        nworkers = 1;
+    for (unsigned w = 0; w < nworkers; w++)
+        remap[w] = NULL;
+    for (size_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i]->ngens > 1)
+            return EXP_SCAN_NEED_ORDER; /* stacks are interned per generation as events come */
+    struct proc_scan *procs = calloc(e->nprocs ? e->nprocs : 1, sizeof *procs);
+    struct pworker *ws = calloc(nworkers, sizeof *ws);
+    pthread_t *tids = calloc(nworkers, sizeof *tids);
+    struct pscan p = { .cb = cb, .ctx = ctx };
+    size_t ninit = 0;
+    int rc = 0;
+    if (!procs || !ws || !tids) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
+        goto out;
+    }
+    size_t njobs = 0;
+    for (; ninit < e->nprocs; ninit++) {
+        if ((rc = proc_scan_init(&procs[ninit], e->procs[ninit], stacks, st, err))) {
+            goto out;
+        }
+        njobs += procs[ninit].ncs;
+    }
+    if (st->bad_offset != UINT64_MAX) {
+        rc = EXP_SCAN_NEED_ORDER;
+        goto out;
+    }
+    p.jobs = malloc((njobs ? njobs : 1) * sizeof *p.jobs);
+    if (!p.jobs) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
+        goto out;
+    }
+    int by_process = e->nprocs > nworkers;
+    for (size_t i = 0; i < e->nprocs; i++)
+        for (size_t k = 0; k < procs[i].ncs; k++) {
+            if (by_process && k > 0) {
+                p.jobs[p.njobs - 1].n++;
+                p.jobs[p.njobs - 1].chunks += procs[i].cs[k].nrefs;
+            } else {
+                p.jobs[p.njobs++] = (struct pjob){ &procs[i].cs[k], 1, procs[i].cs[k].nrefs };
+            }
+        }
+    qsort(p.jobs, p.njobs, sizeof *p.jobs, cmp_jobs);
+    for (unsigned w = 0; w < nworkers; w++) {
+        ws[w].p = &p;
+        ws[w].index = w;
+        ws[w].st.bad_offset = UINT64_MAX;
+        if (!(ws[w].stacks = exp_stacks_new())) {
+            rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
+            goto out;
+        }
+    }
+    /* worker 0 is this thread; a worker that cannot start leaves its share to the others */
+    uint8_t *started = calloc(nworkers, 1);
+    if (!started) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
+        goto out;
+    }
+    for (unsigned w = 1; w < nworkers && w < p.njobs; w++)
+        started[w] = pthread_create(&tids[w], NULL, pworker_run, &ws[w]) == 0;
+    pworker_run(&ws[0]);
+    for (unsigned w = 1; w < nworkers; w++)
+        if (started[w])
+            pthread_join(tids[w], NULL);
+    free(started);
+    for (unsigned w = 0; w < nworkers; w++) /* an error first, then a stop, then the fallback */
+        if (ws[w].result < 0 || (ws[w].result && (rc == 0 || rc == EXP_SCAN_NEED_ORDER)))
+            rc = rc < 0 ? rc : ws[w].result;
+    if (rc == TALLY_ENOMEM)
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
+    if (rc)
+        goto out;
+
+    /* the stacks, interned as the serial scan would: the same ids */
+    size_t nlog = 0;
+    for (unsigned w = 0; w < nworkers; w++)
+        nlog += ws[w].log.n;
+    struct intern_entry *all = malloc((nlog ? nlog : 1) * sizeof *all);
+    size_t nall = 0;
+    if (!all) {
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
+        goto out;
+    }
+    for (unsigned w = 0; w < nworkers; w++)
+        for (size_t i = 0; i < ws[w].log.n; i++)
+            if (ws[w].log.v[i].worker) {
+                all[nall] = ws[w].log.v[i];
+                all[nall++].worker = w;
+            }
+    nlog = nall;
+    qsort(all, nlog, sizeof *all, cmp_intern);
+    for (unsigned w = 0; w < nworkers && !rc; w++) {
+        size_t n = exp_stacks_count(ws[w].stacks);
+        if (!(remap[w] = malloc((n ? n : 1) * sizeof *remap[w])))
+            rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
+    }
+    for (size_t i = 0; i < nlog && !rc; i++) {
+        uint32_t n, flags, proc;
+        const uint64_t *pcs = exp_stacks_get(ws[all[i].worker].stacks, all[i].id, &n, &flags, &proc);
+        int64_t g = exp_stacks_intern(stacks, proc, pcs, n, flags);
+        if (g < 0)
+            rc = tally_errf(err, TALLY_ENOMEM, "out of memory reading '%s'", e->path);
+        else
+            remap[all[i].worker][all[i].id] = (uint32_t)g;
+    }
+    free(all);
+    for (unsigned w = 0; w < nworkers; w++)
+        stats_add(st, &ws[w].st);
+out:
+    if (rc)
+        for (unsigned w = 0; w < nworkers; w++) {
+            free(remap[w]);
+            remap[w] = NULL;
+        }
+    for (size_t i = 0; i < ninit; i++)
+        proc_scan_done(&procs[i]);
+    for (unsigned w = 0; ws && w < nworkers; w++) {
+        exp_stacks_free(ws[w].stacks);
+        free(ws[w].log.v);
+    }
+    free(p.jobs);
+    free(tids);
+    free(ws);
+    free(procs);
     return rc;
 }

@@ -255,6 +255,7 @@ typedef struct exp_event {
     uint32_t type; /* EXP_REC_CLOCK, _LOST, _SYNC, _HEAP_ALLOC, _HEAP_FREE, _IO, _TRACE, _MEMREF,
                       _COUNTER */
     uint32_t proc; /* process index */
+    uint32_t stream; /* the stream it was read from (its chunks' stream number) */
     uint32_t tid;
     uint64_t t;
     uint32_t stack;  /* global stack id (CLOCK, SYNC, HEAP_ALLOC, IO, TRACE), else EXP_NO_STACK */
@@ -303,6 +304,26 @@ typedef struct exp_scan_stats {
 typedef int (*exp_event_cb)(void *ctx, const exp_event_t *ev);
 int exp_scan(const exp_experiment_t *e, exp_stacks_t *stacks, exp_event_cb cb, void *ctx,
              exp_scan_stats_t *st, tally_err_t *err);
+
+/* The scan in parallel, for a consumer that sums: nworkers threads (this one included) decode
+ * whole streams of every process at once, without the merge, so the callback sees each
+ * stream's events in order but the streams interleaved, and is called from several threads at
+ * once with the worker's index (0 to nworkers - 1). An event's stack is then the worker's
+ * provisional id; at the end, remap[w] (malloc'd, nworkers entries given by the caller, freed by
+ * the caller) maps worker w's ids to ids of `stacks`, interned in the order exp_scan would have
+ * interned them, so the ids, the stacks and the statistics are exp_scan's. Within a process the
+ * serial scan's order of two events is (t, stream, order in the stream): a consumer that needs
+ * the first of something can find it from the events.
+ * Returns 0; EXP_SCAN_NEED_ORDER when only exp_scan gives the right answer (damage, whose first
+ * place is the merge's to say; time going back within a stream; several mapping generations; or
+ * the callback returned EXP_SCAN_NEED_ORDER): nothing was added to stacks, the caller discards
+ * what the callback summed and calls exp_scan; another non-zero value the callback returned; or
+ * a negative error. */
+#define EXP_SCAN_NEED_ORDER 0x4f524452
+typedef int (*exp_pscan_cb)(void *ctx, unsigned worker, const exp_event_t *ev);
+int exp_scan_parallel(const exp_experiment_t *e, exp_stacks_t *stacks, unsigned nworkers,
+                      exp_pscan_cb cb, void *ctx, uint32_t **remap, exp_scan_stats_t *st,
+                      tally_err_t *err);
 
 /* Counts the clock samples (CLOCK records; not thread states) of every process into
  * counts[e->nprocs] by a scan: what a process that died before writing its statistics record
