@@ -130,6 +130,14 @@ static void header_json(pstate_t *ps, const rep_header_t *h, size_t only)
                     json_u64(&j, v[k]);
                 }
             }
+            json_key(&j, "comments");
+            json_arr_begin(&j);
+            for (size_t r = 0; r < p->nrecords; r++) {
+                const char *text = exp_record_get(&p->records[r], "text");
+                if (!strcmp(p->records[r].kind, "comment"))
+                    json_str(&j, text ? text : "");
+            }
+            json_arr_end(&j);
             json_key(&j, "counters");
             json_arr_begin(&j);
             for (size_t c = 0; c < p->ncounters; c++)
@@ -184,6 +192,10 @@ static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
     sink_printf(o, "\n");
     if (p->exe)
         sink_printf(o, "    Executable:       %s\n", p->exe);
+    for (size_t r = 0; r < p->nrecords; r++) /* collect -C */
+        if (!strcmp(p->records[r].kind, "comment"))
+            sink_printf(o, "    Comment:          %s\n", exp_record_get(&p->records[r], "text")
+                        ? exp_record_get(&p->records[r], "text") : "");
     sink_printf(o, "    Host:             %s, %s, %s, %u CPUs\n", p->host ? p->host : "?",
                 p->kernel ? p->kernel : "?", p->arch ? p->arch : "?", p->ncpus);
     sink_printf(o, "    Started:          %s\n", pr_fmt_time(p->real_start, buf, sizeof buf));

@@ -54,6 +54,14 @@ static void set_paused(coll_proc_t *p, int paused, const char *why)
         log_pause(p, paused, why);
 }
 
+void sampler_initial_pause(coll_proc_t *p, const char *why)
+{
+    int want = strcmp(why, "fork") ? p->pause_sig && p->set.start_paused : p->paused;
+    p->paused = 0;
+    if (want)
+        set_paused(p, 1, why);
+}
+
 COLL_EXPORT void tally_collector_sample(const char *label)
 {
     coll_proc_t *p = &coll_proc;
@@ -445,7 +453,6 @@ static void *sampler_main(void *arg)
 
 void sampler_start(coll_proc_t *p)
 {
-    p->paused = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = control_handler;

@@ -30,6 +30,10 @@ void sampler_settings(coll_proc_t *p);
 /* Installs the -l/-y handlers and starts the sampler thread (normal context; also in a fork
  * child, where the parent's sampler thread does not exist). */
 void sampler_start(coll_proc_t *p);
+/* The pause state a process starts in, logged as a `pause` record when paused: a new image
+ * (why "start") starts paused under -y SIG without ',r' (gprofng's meaning); a fork child
+ * (why "fork") stays as its parent was. Call once its log is open, before sampler_start. */
+void sampler_initial_pause(coll_proc_t *p, const char *why);
 /* In a fork child: closes the descriptors inherited from the parent's sampler (its thread is not
  * in the child). */
 void sampler_forget(coll_proc_t *p);

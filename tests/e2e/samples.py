@@ -180,9 +180,9 @@ close_to(rows_by_name(d2[-1])["cpu_phase"]["i.totalcpu"], S, 0.15,
          "paused: cpu_phase recorded once, not twice")
 check(any(k == "pause" for k, _ in log_records(exp2)), "no pause record in the log")
 
-# -y: a signal pauses and the next resumes
+# -y SIG,r: starts recording, a signal pauses and the next resumes
 exp3 = os.path.join(d, "ysig.tally")
-col = subprocess.Popen([TALLY, "collect", "-d", d, "-o", "ysig", "-y", "USR2",
+col = subprocess.Popen([TALLY, "collect", "-d", d, "-o", "ysig", "-y", "USR2,r",
                         os.path.join(WL, "wl_cpu_single"), "2"], stderr=subprocess.PIPE)
 child = child_of(col.pid)
 # not a fixed sleep: under load the program may still be starting, and SIGUSR2 before the
