@@ -167,6 +167,24 @@ check(settings(exp).get("start_paused") == "off", "-y USR2,r: %r" % settings(exp
 p = run([TALLY, "collect", "-y", "USR2,q", "/bin/true"], expect=2)
 check("-y" in p.stderr and ",r" in p.stderr, "-y USR2,q: %r" % p.stderr)
 
+# ---- --max-depth: a stack cut at the limit has a <Truncated-stack> frame at its root ----------
+exp = os.path.join(d, "deep.er")
+run([TALLY, "collect", "-o", exp, "-a", "off", "--max-depth=16",
+     os.path.join(WL, "wl_deep_recursion"), "200", "0.3"], expect=0)
+rows = rows_by_name(print_json(exp, "-metrics", "i.totalcpu:name", "-functions")[-1])
+total = rows.get("<Total>", {}).get("i.totalcpu", 0)
+check(total > 0 and rows.get("<Truncated-stack>", {}).get("i.totalcpu") == total,
+      "deep stacks: <Truncated-stack> row %r, total %r" % (rows.get("<Truncated-stack>"), total))
+p = run([TALLY, "print", "-calltree", exp], expect=0)
+tree = [l.split()[-1] for l in p.stdout.splitlines() if "+-" in l]
+check(tree[:1] == ["+-<Truncated-stack>"], "calltree root: %r" % tree[:3])
+# a stack within the limit has none
+exp = os.path.join(d, "shallow.er")
+run([TALLY, "collect", "-o", exp, "-a", "off", os.path.join(WL, "wl_deep_recursion"), "20", "0.2"],
+    expect=0)
+rows = rows_by_name(print_json(exp, "-metrics", "i.totalcpu:name", "-functions")[-1])
+check("<Truncated-stack>" not in rows and "main" in rows, "shallow stacks: %r" % sorted(rows))
+
 # ---- --verbose, --version, --help ----------------------------------------------------------
 exp = os.path.join(d, "v.er")
 p = run([TALLY, "collect", "--verbose", "-o", exp, "-C", "noted", "/bin/true"], expect=0)
