@@ -795,6 +795,7 @@ static void log_stats(coll_proc_t *p)
     exp_line_u64(&l, EXP_KEY_UNWIND_NO_ROOM, st->unwind_no_room);
     int disk_full = __atomic_load_n(&p->evfile.disk_full, __ATOMIC_RELAXED);
     exp_line_u64(&l, EXP_KEY_DISK_FULL, (uint64_t)disk_full);
+    exp_line_u64(&l, EXP_KEY_SAMPLER_CPU, sampler_cpu_ns(p));
     trace_log_stats(&l);
     coll_log_write(&l);
     trace_warn_dropped(disk_full);

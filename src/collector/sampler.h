@@ -40,5 +40,9 @@ void sampler_forget(coll_proc_t *p);
 /* Ends the sampler thread (waiting up to one period) so that the process is single-threaded
  * again, for unshare/setns; returns 1 if there was one to end (restart it with sampler_start). */
 int sampler_suspend(coll_proc_t *p);
+/* The CPU time the sampler threads of this process used so far, in ns (the running one's CPU
+ * clock and those of the ones ended for unshare/setns): the collector's own share of the
+ * process's getrusage, which the profile leaves out. Async-signal-safe. */
+uint64_t sampler_cpu_ns(coll_proc_t *p);
 
 #endif
