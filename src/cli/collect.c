@@ -1364,9 +1364,16 @@ int cmd_collect(int argc, char **argv)
         summarize(exp, shown);
     if (collector_ran && o.archive) {
         tally_err_t aerr = { 0 };
-        if (archive_experiment(is_rank ? top : exp, o.archive == 2, 1, &aerr))
+        archive_stats_t ast = { 0 };
+        if (archive_experiment(is_rank ? top : exp, o.archive == 2, 1, 1, &ast, &aerr))
             cli_error("collect", "warning: archiving '%s' failed: %s (run 'tally archive' "
                       "later)", shown, aerr.msg);
+        else
+            esc_fprintf(stderr, "tally: archive: %u binar%s copied (%.2f MB%s), %u system "
+                        "librar%s referenced by build-id ('tally archive %s' copies them too)\n",
+                        ast.copied, ast.copied == 1 ? "y" : "ies", (double)ast.bytes / 1e6,
+                        ast.debugfiles ? " with debug files" : "", ast.referenced,
+                        ast.referenced == 1 ? "y" : "ies", is_rank ? top : shown);
     }
     free(expabs);
     if (is_rank)
