@@ -605,7 +605,7 @@ static int ends_with(const char *s, const char *suffix)
 static int is_experiment_dir(const char *path)
 {
     struct stat st;
-    char f[PATH_MAX];
+    char f[PATH_MAX + 16];
     if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
         return 0;
     snprintf(f, sizeof f, "%s/log", path);
