@@ -1544,7 +1544,10 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
         for (size_t s = in->nresolved; s < n; s++) {
             uint32_t nf, flags, proc;
             const uint64_t *pcs = exp_stacks_get(in->stacks, (uint32_t)s, &nf, &flags, &proc);
-            size_t need = foff[s] + nf;
+            /* a stack cut at the depth limit gets a <Truncated-stack> frame at its root, as
+             * er_print shows it: the cut frames' time is not taken for the outermost caller's */
+            uint32_t cut = nf && (flags & EXP_STACK_TRUNCATED) ? 1 : 0;
+            size_t need = foff[s] + nf + cut;
             if (need > in->fids_cap || !in->fids) { /* never NULL: fids + foff[s] is used */
                 size_t c1 = in->fids_cap, c2 = c1, c3 = c1; /* three arrays, one capacity */
                 size_t last = need ? need - 1 : 0;
@@ -1560,6 +1563,11 @@ static int resolve_stacks(eng_t *g, tally_err_t *err)
                 uint64_t pc = i == 0 ? real_leaf(g, in, proc, gen, pcs[i], &e) : pcs[i];
                 in->fids[k] = frame_function(g, in, proc, gen, pc, i == 0, &e);
                 in->fobj[k] = frame_location(g, in, proc, gen, pc, i == 0, &in->faddr[k], &e);
+            }
+            if (cut) {
+                in->fids[foff[s] + nf] = sym_func_truncated(g->sym);
+                in->fobj[foff[s] + nf] = UINT32_MAX;
+                in->faddr[foff[s] + nf] = 0;
             }
             if (e)
                 return tally_errf(err, e, "out of memory mapping stacks");

@@ -273,7 +273,7 @@ void rep_sample(ses_t *s, const rep_buckets_t *b, const exp_process_t *p, int is
 #define REP_TL_RSTATES 9 /* runtime-state metrics a timeline tells apart (digits 1-9) */
 typedef struct rep_tl_row {
     const eng_thread_t *t;
-    char cells[REP_TL_COLS + 1]; /* a legend letter, '^' wait CPU, '=' lock, '%' I/O, '.' sleep,
+    char cells[REP_TL_COLS + 1]; /* a legend mark, '^' wait CPU, '=' lock, '%' I/O, '.' sleep,
                                     ' ' nothing */
     /* the runtime state (OpenMP, MPI: Work, Wait) the thread spent most of the cell in: '1' +
      * its index in rep_timeline_t.rstates, ' ' none; has_rstates: any cell has one */
@@ -281,7 +281,8 @@ typedef struct rep_tl_row {
     int has_rstates;
 } rep_tl_row_t;
 typedef struct rep_tl_legend {
-    char letter;      /* by how many cells the function wins: 'A' the most */
+    char letter;      /* by how many cells the function wins: '1' the most, then 2-9, then
+                         punctuation (# @ & ...), '*' for all beyond */
     const char *name; /* display name */
 } rep_tl_legend_t;
 typedef struct rep_timeline {

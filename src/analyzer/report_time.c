@@ -202,7 +202,7 @@ int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err)
         goto out;
     if ((rc = rep_names_build(s->eng, t, namefmt, &out->names, err)))
         goto out;
-    /* legend: the functions that win a cell, lettered by how many cells they win */
+    /* legend: the functions that win a cell, marked by how many cells they win */
     wins = calloc(nf + 1, sizeof *wins);
     winner = malloc(cells * sizeof *winner);
     glyph = malloc(cells);
@@ -228,10 +228,13 @@ int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err)
             if (st[i] > st[top])
                 top = i;
         }
+        /* Waiting for a CPU is wanting to run what it runs: a thread that ran in the cell and was
+         * otherwise mostly runnable shows its function (under load it may wait more than it
+         * runs); '^' is for a cell in which it waited for a CPU and did not run at all. */
         glyph[c] = ' ';
-        if (cpu >= off && cpu > 0 && winner[c] != UINT32_MAX) {
+        if (cpu > 0 && cpu + st[0] >= off - st[0] && winner[c] != UINT32_MAX) {
             wins[winner[c]]++;
-            glyph[c] = 0; /* a function letter, assigned below */
+            glyph[c] = 0; /* a function mark, assigned below */
         } else if (off > 0 && (double)off > 0.05 * out->cell_ns) {
             glyph[c] = "^=%."[top];
             winner[c] = UINT32_MAX;
@@ -250,7 +253,9 @@ int rep_timeline(ses_t *s, int namefmt, rep_timeline_t *out, tally_err_t *err)
                 order[i] = order[j];
                 order[j] = tmp;
             }
-    static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    /* marks no function name can be mistaken for (a name never is one digit or punctuation),
+     * none of the states' (^ = % .), nor the row's border (|) */
+    static const char letters[] = "123456789#@&$+~!?:;<>";
     for (size_t i = 0; i < nl; i++)
         letter[order[i]] = i < sizeof letters - 1 ? letters[i] : '*';
     if (!(out->legend = calloc(nl + 1, sizeof *out->legend)))

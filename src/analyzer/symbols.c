@@ -120,6 +120,7 @@ struct sym_ctx {
     statkey_t *stat; /* open addressing: (object, start of a made-up range) -> function */
     size_t stat_cap, nstat;
     uint32_t unknown; /* `<Unknown>`, UINT32_MAX until needed */
+    uint32_t truncated; /* `<Truncated-stack>`, UINT32_MAX until needed */
     char **archives;  /* directories of archived binaries, named by build-id */
     size_t narchives;
 };
@@ -1015,6 +1016,14 @@ uint32_t sym_func_unknown(sym_ctx_t *s)
     return s->unknown;
 }
 
+uint32_t sym_func_truncated(sym_ctx_t *s)
+{
+    if (s->truncated == UINT32_MAX)
+        s->truncated = new_func(s, 0, UINT32_MAX, 0, 0, "<Truncated-stack>",
+                                "<Truncated-stack>", "<Truncated-stack>", NULL, NULL);
+    return s->truncated == UINT32_MAX ? sym_func_unknown(s) : s->truncated;
+}
+
 /* A function with a made-up name (printf-style), or `<Unknown>` when out of memory. */
 static uint32_t made_up_func(sym_ctx_t *s, uint32_t obj, uint64_t addr, uint64_t size,
                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -1283,6 +1292,7 @@ sym_ctx_t *sym_new(void)
     if (!s)
         return NULL;
     s->unknown = UINT32_MAX;
+    s->truncated = UINT32_MAX;
     s->fblocks_cap = 8;
     s->fblocks = malloc(s->fblocks_cap * sizeof *s->fblocks);
     func_t *blk = malloc(FBLOCK * sizeof *blk);

@@ -94,6 +94,9 @@ int sym_object_read(const sym_ctx_t *s, uint32_t obj);
 uint32_t sym_func_at(sym_ctx_t *s, uint32_t obj, uint64_t addr);
 /* The function for a pc in no known object: one `<Unknown>` function (object UINT32_MAX). */
 uint32_t sym_func_unknown(sym_ctx_t *s);
+/* The frame at the root of a stack cut at the depth limit: one `<Truncated-stack>` function
+ * (object UINT32_MAX), as er_print names it. */
+uint32_t sym_func_truncated(sym_ctx_t *s);
 size_t sym_nfuncs(const sym_ctx_t *s);
 const sym_func_t *sym_func(const sym_ctx_t *s, uint32_t id);
 

@@ -42,6 +42,23 @@ typedef struct actx {
     int werr; /* the first error writing into the archive (a full disk): said, not hidden */
 } actx_t;
 
+/* A file the system's package manager keeps: on a system path (not /usr/local), owned by root
+ * and writable by no one else, so it stays what it was until an update (which the analysis sees
+ * by the build-id) and need not be copied for the experiment to be analysed here. */
+static int system_file(const char *path)
+{
+    static const char *const dirs[] = { "/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/",
+                                        "/bin/", "/sbin/" };
+    int on = 0;
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs && !on; i++)
+        on = !strncmp(path, dirs[i], strlen(dirs[i]));
+    if (!on || !strncmp(path, "/usr/local/", 11))
+        return 0;
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0 &&
+           !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
 /* Is -rc a failure to write into the archive, rather than to read an original? */
 static int write_error(int rc)
 {
@@ -169,7 +186,8 @@ static int archive_source(actx_t *a, int srcdir, const char *file)
     return rc;
 }
 
-int archive_experiment(const char *path, int sources, int quiet, tally_err_t *err)
+int archive_experiment(const char *path, int sources, int quiet, int lost_only,
+                       archive_stats_t *stats, tally_err_t *err)
 {
     exp_experiment_t *e;
     int rc = exp_open(path, &e, err);
@@ -209,7 +227,7 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
         exp_close(e);
         return tally_errf(err, TALLY_ENOMEM, "out of memory");
     }
-    unsigned copied = 0, already = 0, noid = 0, failed = 0, debugfiles = 0;
+    unsigned copied = 0, already = 0, noid = 0, failed = 0, debugfiles = 0, referenced = 0;
     for (size_t i = 0; i < e->nprocs; i++) {
         const exp_process_t *p = e->procs[i];
         for (size_t k = 0; k < p->nobjects; k++) {
@@ -231,6 +249,10 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
                 warn(&a, "not archived: %s", so && *so->message ? so->message : o->path);
                 continue;
             }
+            if (lost_only && system_file(o->path)) {
+                referenced++; /* by path and build-id, in the log */
+                continue;
+            }
             int in = fs_open_read(o->path, 0);
             int c = in < 0 ? in : copy_in(&a, in, a.dir, o->buildid, o->buildid, 0, o->buildid);
             if (in >= 0)
@@ -244,7 +266,7 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
             copied++;
             index_line(&a, ix, o->buildid, o->path);
             /* its separate debug file (symbols of static functions, lines), beside it */
-            if (*so->debugfile) {
+            if (*so->debugfile && !(lost_only && system_file(so->debugfile))) {
                 char name[160];
                 snprintf(name, sizeof name, "%s.debug", o->buildid);
                 int din = fs_open_read(so->debugfile, 0);
@@ -304,6 +326,9 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
             esc_printf(" with %u debug file%s", debugfiles, debugfiles == 1 ? "" : "s");
         if (already)
             esc_printf(", %u already there", already);
+        if (referenced)
+            esc_printf(", %u system librar%s referenced by build-id", referenced,
+                       referenced == 1 ? "y" : "ies");
         if (noid)
             esc_printf(", %u without a build-id skipped", noid);
         if (failed)
@@ -316,6 +341,8 @@ int archive_experiment(const char *path, int sources, int quiet, tally_err_t *er
     close(a.dir);
     sym_free(sym);
     exp_close(e);
+    if (stats)
+        *stats = (archive_stats_t){ copied, debugfiles, referenced, failed, a.bytes };
     if (a.werr)
         return tally_errf(err, TALLY_EIO, "cannot write the archive '%s/archive': %s (%u object%s "
                           "not archived)", path, strerror(a.werr), failed, failed == 1 ? "" : "s");
@@ -358,7 +385,7 @@ int cmd_archive(int argc, char **argv)
             continue;
         n++;
         tally_err_t err = { 0 };
-        if (archive_experiment(argv[i], sources, quiet, &err))
+        if (archive_experiment(argv[i], sources, quiet, 0, NULL, &err))
             rc = cli_report(&err);
     }
     if (!n) {

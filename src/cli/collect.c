@@ -15,6 +15,8 @@
 #include <grp.h>
 #include <pwd.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <regex.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <signal.h>
@@ -47,6 +49,9 @@
 #ifndef TALLY_INSTALL_LIBDIR
 #define TALLY_INSTALL_LIBDIR "lib"
 #endif
+#ifndef TALLY_VERSION
+#define TALLY_VERSION "(unknown version)"
+#endif
 
 /* ---- options ------------------------------------------------------------------------------- */
 
@@ -59,7 +64,8 @@ static void usage(FILE *out)
         "\n"
         "options:\n"
         "  -p, --clock=on|off|hi|lo|<ms>   clock profiling: on = 10 ms (default), hi = 1 ms,\n"
-        "                                  lo = 100 ms, or an interval in milliseconds (e.g. 0.5)\n"
+        "                                  lo = 100 ms, or an interval in milliseconds (e.g. 0.5,\n"
+        "                                  5ms, or 500us)\n"
         "  -h, --counters=[+]CTR[,INT],... counter overflow profiling: a sample every INT events\n"
         "                                  (on, hi, lo or a number) of each counter CTR: an alias\n"
         "                                  (cycles, insts, ...), a software event (page-faults,\n"
@@ -67,22 +73,36 @@ static void usage(FILE *out)
         "                                  name, or a data breakpoint mem:<addr|symbol>[/len][:w];\n"
         "                                  '+' also records each event's data address. -h alone\n"
         "                                  lists the counters of this machine\n"
-        "  -F, --follow=on|off             follow descendant processes (fork, exec, spawn); on\n"
-        "  -t, --duration=<s>|<a>-<b>      record only the first <s> seconds, or from a to b\n"
-        "  -o, --output=NAME               experiment name (default <program>.<n>.tally)\n"
+        "  -F, --follow=on|off|all|=REGEX  follow descendant processes (fork, exec, spawn); on;\n"
+        "                                  =REGEX: only new programs whose name (file name or\n"
+        "                                  path, or argv[0]) the whole extended regex matches\n"
+        "  -t, --duration=<t>|<a>-<b>      record only the first <t>, or from a to b; seconds,\n"
+        "                                  or with a suffix s or m (minutes): 30s, 2m, 10s-1m\n"
+        "  -o, --output=PATH               experiment name, or path (DIR/NAME); a name ending\n"
+        "                                  in .er or .tally is kept as given, others get .tally\n"
+        "                                  (default <program>.<n>.tally)\n"
+        "  -O, --overwrite=PATH            as -o, and an existing experiment there is removed\n"
         "  -d, --directory=DIR             put the experiment in DIR (created if missing)\n"
+        "  -C, --comment=LABEL             a comment recorded in the experiment, shown by\n"
+        "                                  'tally print -header' (up to 10)\n"
         "      --max-depth=N               deepest call stack recorded (default 1024 frames)\n"
         "  -S, --samples=on|off|<s>        periodic sample packets: on = every second (default)\n"
         "  -l, --sample-signal=SIG         record a sample packet when the program gets SIG\n"
-        "  -y, --pause-signal=SIG          SIG pauses and resumes collection\n"
+        "  -y, --pause-signal=SIG[,r]      SIG pauses and resumes collection; as gprofng's,\n"
+        "                                  the run starts paused (SIG starts recording)\n"
+        "                                  unless ',r' is given (starts recording)\n"
         "      --states=on|off             thread states (wait CPU, lock, I/O, sleep); on\n"
         "  -A, --archive=on|off|src        after the run, copy the binaries used into the\n"
         "                                  experiment (on, the default), also the sources (src)\n"
-        "  -s, --sync=on|off|<us>|all      synchronization wait tracing: waits in mutexes,\n"
+        "  -a KEYWORD                      gprofng's spelling of -A: off; on, ldobjects or\n"
+        "                                  usedldobjects (= on); src or usedsrc (= src)\n"
+        "  -s, --sync=on|off|<us>|all[,n]  synchronization wait tracing: waits in mutexes,\n"
         "                                  rwlocks, condition variables, semaphores, joins,\n"
         "                                  barriers and spin locks at least as long as a\n"
-        "                                  threshold: on = calibrated, <us> microseconds,\n"
-        "                                  all = every call (off by default)\n"
+        "                                  threshold: on (or calibrate) = calibrated, <us>\n"
+        "                                  microseconds, all = every call (off by default);\n"
+        "                                  ',n' (gprofng's native-API scope) is what tally\n"
+        "                                  traces anyway\n"
         "  -H, --heap=on|off               heap tracing: the malloc family, mmap and munmap\n"
         "  -i, --io=on|off                 I/O tracing: read, write, open, close, stdio, ...\n"
         "      --blocks=on|off|FILE        profiled blocks (tally_start/tally_stop, programs\n"
@@ -96,27 +116,48 @@ static void usage(FILE *out)
         "                                  ... tally collect -M on ./app': one experiment for\n"
         "                                  the job, _r<rank>.tally for each rank\n"
         "  -n, --dry-run                   print what would be done, run nothing\n"
+        "  -v, --verbose                   print the settings (as -n does) before running\n"
+        "  -V, --version                   print tally's version and exit\n"
         "      --help                      this text\n"
         "\n"
         "With no arguments, prints this text, the counters and what clock profiling can do on\n"
         "this system.\n");
 }
 
-/* -s: on (calibrated), off, all (every call, threshold 0) or a threshold in microseconds. */
+/* -s: on or calibrate (calibrated), off, all (every call, threshold 0) or a threshold in
+ * microseconds, optionally followed by gprofng's scope ",n" (native APIs: what tally traces).
+ * -1: a bad value; -2: a scope tally cannot trace (Java). */
 static int parse_sync(const char *v, struct collect_opts *o)
 {
-    if (!strcmp(v, "off")) {
+    char val[64];
+    const char *comma = strchr(v, ',');
+    size_t n = comma ? (size_t)(comma - v) : strlen(v);
+    if (n >= sizeof val)
+        return -1;
+    if (comma) {
+        if (!comma[1] || comma[1 + strspn(comma + 1, "nj")])
+            return -1;
+        if (strchr(comma + 1, 'j'))
+            return -2;
+    }
+    memcpy(val, v, n);
+    val[n] = 0;
+    if (!strcmp(val, "off")) {
         o->sync = NULL;
         return 0;
     }
-    if (!strcmp(v, "on") || !strcmp(v, "all")) {
-        o->sync = v;
+    if (!strcmp(val, "on") || !strcmp(val, "calibrate")) {
+        o->sync = "on";
+        return 0;
+    }
+    if (!strcmp(val, "all")) {
+        o->sync = "all";
         return 0;
     }
     char *end;
     errno = 0;
-    double us = strtod(v, &end);
-    if (errno || end == v || *end || !(us >= 0) || us > 1e9)
+    double us = strtod(val, &end);
+    if (errno || end == val || *end || !(us >= 0) || us > 1e9)
         return -1;
     snprintf(o->sync_ns, sizeof o->sync_ns, "%llu", (unsigned long long)(us * 1e3 + 0.5));
     o->sync = o->sync_ns;
@@ -180,8 +221,8 @@ static int parse_onoff(const char *v, int *out)
     return 0;
 }
 
-/* "on" / "off" / "hi" / "lo" / milliseconds -> ns (0 = off); a leading '+' (not with off) asks
- * for dataspace data (*mref). */
+/* "on" / "off" / "hi" / "lo" / milliseconds, bare or with "ms", or microseconds with "us"
+ * -> ns (0 = off); a leading '+' (not with off) asks for dataspace data (*mref). */
 static int parse_clock(const char *v, uint64_t *ns, int *mref)
 {
     *mref = *v == '+';
@@ -199,6 +240,12 @@ static int parse_clock(const char *v, uint64_t *ns, int *mref)
         char *end;
         errno = 0;
         double ms = strtod(v, &end);
+        if (end != v && !strcmp(end, "us")) {
+            ms /= 1000;
+            end += 2;
+        } else if (end != v && !strcmp(end, "ms")) {
+            end += 2;
+        }
         if (errno || end == v || *end || !(ms >= 0.01) || ms > 10000)
             return -1;
         *ns = (uint64_t)(ms * 1e6 + 0.5);
@@ -233,7 +280,12 @@ static int parse_seconds(const char *s, const char *end, uint64_t *ns)
     char *e;
     errno = 0;
     double sec = strtod(buf, &e);
-    if (errno || *e || !(sec >= 0) || sec > 1e7)
+    if (e != buf && (!strcmp(e, "m") || !strcmp(e, "s"))) { /* gprofng's suffixes */
+        if (*e == 'm')
+            sec *= 60;
+        e++;
+    }
+    if (errno || e == buf || *e || !(sec >= 0) || sec > 1e7)
         return -1;
     *ns = (uint64_t)(sec * 1e9 + 0.5);
     return 0;
@@ -542,23 +594,69 @@ static int exp_path_fits(int n, const char *out, size_t cap)
     return 0;
 }
 
-/* Creates the experiment directory: NAME as given, or <base>.<n>.tally with the next free n. */
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n > m && !strcmp(s + n - m, suffix);
+}
+
+/* Whether path is an experiment directory -O may replace: a real directory (not a link) with a
+ * tally log or a gprofng log.xml in it. */
+static int is_experiment_dir(const char *path)
+{
+    struct stat st;
+    char f[PATH_MAX + 16];
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+        return 0;
+    snprintf(f, sizeof f, "%s/log", path);
+    if (lstat(f, &st) == 0 && S_ISREG(st.st_mode))
+        return 1;
+    snprintf(f, sizeof f, "%s/log.xml", path);
+    return lstat(f, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static void remove_tree(const char *dir);
+
+/* Creates the experiment directory: -o/-O PATH (DIR/NAME, under -d when relative; a NAME ending
+ * in .er or .tally kept as given, others get .tally), or <base>.<n>.tally with the next free n.
+ * With -O an existing experiment of that name is removed first. */
 static int create_experiment(const struct collect_opts *o, const char *prog, char *out, size_t cap)
 {
+    char dirbuf[PATH_MAX];
     const char *dir = o->directory ? o->directory : ".";
-    if (o->directory && make_dirs(o->directory) < 0) {
-        cli_error("collect", "cannot create directory '%s': %s", o->directory, strerror(errno));
+    const char *name = o->output;
+    if (name && strchr(name, '/')) {
+        const char *slash = strrchr(name, '/');
+        int n = (int)(slash - name);
+        if (name[0] == '/' || !o->directory)
+            snprintf(dirbuf, sizeof dirbuf, "%.*s", n ? n : 1, name);
+        else
+            snprintf(dirbuf, sizeof dirbuf, "%s/%.*s", o->directory, n, name);
+        dir = dirbuf;
+        name = slash + 1;
+    }
+    if (strcmp(dir, ".") && make_dirs(dir) < 0) {
+        cli_error("collect", "cannot create directory '%s': %s", dir, strerror(errno));
         return -1;
     }
-    if (o->output) {
-        size_t n = strlen(o->output);
-        const char *suffix = n > 6 && !strcmp(o->output + n - 6, ".tally") ? "" : ".tally";
-        if (!exp_path_fits(snprintf(out, cap, "%s/%s%s", dir, o->output, suffix), out, cap))
+    if (name) {
+        const char *suffix = ends_with(name, ".tally") || ends_with(name, ".er") ? "" : ".tally";
+        if (!exp_path_fits(snprintf(out, cap, "%s%s%s%s", dir, strcmp(dir, "/") ? "/" : "", name,
+                                    suffix), out, cap))
             return -1;
+        if (o->overwrite && access(out, F_OK) == 0) {
+            if (!is_experiment_dir(out)) {
+                cli_error("collect", "'%s' exists and is not an experiment (no log or log.xml "
+                          "in a directory): -O replaces only an experiment; remove it yourself "
+                          "or choose another name", out);
+                return -1;
+            }
+            remove_tree(out);
+        }
         if (mkdir(out, 0755) < 0) {
             if (errno == EEXIST)
-                cli_error("collect", "experiment '%s' already exists; remove it or choose "
-                          "another name with -o", out);
+                cli_error("collect", "experiment '%s' already exists; remove it, choose "
+                          "another name with -o, or replace it with -O", out);
             else
                 cli_error("collect", "cannot create experiment '%s': %s", out, strerror(errno));
             return -1;
@@ -609,6 +707,9 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
     s->states_ns = o->states ? (o->clock_ns > 10000000 ? o->clock_ns : 10000000) : 0;
     s->sample_signal = o->sample_sig;
     s->pause_signal = o->pause_sig;
+    s->start_paused = o->pause_sig && o->start_paused;
+    if (o->follow_regex)
+        snprintf(s->follow_regex.s, sizeof s->follow_regex.s, "%s", o->follow_regex);
     if (!o->sync) {
         s->sync.mode = EXP_SYNC_OFF;
     } else if (!strcmp(o->sync, "on")) {
@@ -627,9 +728,10 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
     s->mpi = o->mpi;
 }
 
-/* Appends the root's end record; creates a minimal log, with why as a warning, if the collector
- * never started. */
-static int record_end(const char *exp, int status, const char *why, int *collector_ran)
+/* Appends the root's end record (after the -C comments); creates a minimal log, with why as a
+ * warning, if the collector never started. */
+static int record_end(const char *exp, int status, const char *why, int *collector_ran,
+                      const struct collect_opts *o)
 {
     char path[PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "%s/log", exp) >= sizeof path)
@@ -643,6 +745,11 @@ static int record_end(const char *exp, int status, const char *why, int *collect
     if (!*collector_ran) {
         exp_line_begin(&l, buf, sizeof buf, EXP_LOG_WARNING);
         exp_line_str(&l, EXP_KEY_WHAT, why);
+        exp_line_write(&l, fd);
+    }
+    for (int i = 0; i < o->ncomments; i++) {
+        exp_line_begin(&l, buf, sizeof buf, "comment");
+        exp_line_str(&l, "text", o->comments[i]);
         exp_line_write(&l, fd);
     }
     exp_line_begin(&l, buf, sizeof buf, EXP_LOG_END);
@@ -753,6 +860,66 @@ static int exit_like(int status)
     return 1;
 }
 
+/* What a run with these options does: -n prints it and stops, -v prints it and runs. */
+static void print_plan(FILE *out, const struct collect_opts *o, const char *prog,
+                       char **prog_argv, const char *lib)
+{
+    esc_fprintf(out, "would run:    %s", prog);
+    for (char **a = prog_argv + 1; *a; a++)
+        esc_fprintf(out, " %s", *a);
+    esc_fprintf(out, "\ncollector:    %s\n", lib);
+    esc_fprintf(out, "experiment:   %s%s%s%s\n", o->directory ? o->directory : "",
+                o->directory ? "/" : "", o->output ? o->output : "<program>.<n>.tally (next free n)",
+                o->overwrite ? " (replaced if it exists)" : "");
+    for (int i = 0; i < o->ncomments; i++)
+        esc_fprintf(out, "comment:      %s\n", o->comments[i]);
+    if (o->clock_ns)
+        esc_fprintf(out, "clock:        every %.3f ms of thread CPU time%s\n",
+                    (double)o->clock_ns / 1e6, o->clock_mref ? ", with dataspace data" : "");
+    else
+        esc_fprintf(out, "clock:        off\n");
+    for (int i = 0; i < o->counters.n; i++) {
+        const hwc_counter_t *hc = &o->counters.c[i];
+        esc_fprintf(out, "counter:      %s%s every %llu events (%s; metric %s)\n",
+                    (hc->flags & HWC_DATA) ? "+" : "", hc->name,
+                    (unsigned long long)hc->interval, hc->desc, hc->metric);
+    }
+    if (o->follow && o->follow_regex)
+        esc_fprintf(out, "follow:       forks, and new programs whose name matches '%s'\n",
+                    o->follow_regex);
+    else
+        esc_fprintf(out, "follow:       %s\n", o->follow ? "on (fork, exec, spawn)" : "off");
+    if (o->has_duration)
+        esc_fprintf(out, "duration:     %.3f s to %.3f s\n", (double)o->dur_start / 1e9,
+               (double)o->dur_end / 1e9);
+    esc_fprintf(out, "max depth:    %u frames\n", o->max_depth);
+    if (o->sample_ns)
+        esc_fprintf(out, "samples:      every %.3f s", (double)o->sample_ns / 1e9);
+    else
+        esc_fprintf(out, "samples:      at start and end only");
+    if (o->sample_sig)
+        esc_fprintf(out, ", and on SIG%s", sigabbrev_np(o->sample_sig));
+    esc_fprintf(out, "\nstates:       %s\n", o->states ? "on (wait CPU, lock, I/O, sleep)" : "off");
+    if (o->pause_sig)
+        esc_fprintf(out, "pause/resume: on SIG%s; %s\n", sigabbrev_np(o->pause_sig),
+                    o->start_paused ? "starts paused" : "starts recording");
+    if (!o->sync)
+        esc_fprintf(out, "sync:         off\n");
+    else if (!strcmp(o->sync, "on"))
+        esc_fprintf(out, "sync:         waits above 6 x an uncontended lock (calibrated at start)\n");
+    else if (!strcmp(o->sync, "all"))
+        esc_fprintf(out, "sync:         every call\n");
+    else
+        esc_fprintf(out, "sync:         waits of %.3f us or more\n", strtod(o->sync, NULL) / 1e3);
+    esc_fprintf(out, "heap:         %s\nio:           %s\n", o->heap ? "on" : "off", o->io ? "on" : "off");
+    esc_fprintf(out, "blocks:       %s, measuring %s\n",
+                !o->blocks[0] ? "on" : !strcmp(o->blocks, "off") ? "off" : o->blocks,
+                o->block_metrics[0] ? o->block_metrics : "wall");
+    esc_fprintf(out, "mpi:          %s\n", o->mpi ? "on" : "off");
+    esc_fprintf(out, "archive:      %s\n", o->archive == 2 ? "binaries and sources"
+                : o->archive ? "binaries" : "off");
+}
+
 int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog)
 {
     struct collect_opts o = { .clock_ns = 10000000, .follow = 1, .max_depth = 1024,
@@ -768,6 +935,9 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
         { "pause-signal", required_argument, 0, 'y' }, { "states", required_argument, 0, 2 },
         { "archive", required_argument, 0, 'A' }, { "counters", required_argument, 0, 'h' },
         { "blocks", required_argument, 0, 4 }, { "block-metrics", required_argument, 0, 5 },
+        { "overwrite", required_argument, 0, 'O' },
+        { "comment", required_argument, 0, 'C' }, { "verbose", no_argument, 0, 'v' },
+        { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
     };
     *op = o;
@@ -778,7 +948,8 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
     optind = 0; /* (glibc: start over, also for a second call) */
     int c;
     /* '+': stop at the first non-option, the program; its own options are its own. */
-    while ((c = getopt_long(argc, argv, "+:p:F:t:o:d:nh:S:l:y:s:H:i:M:A:", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+:p:F:t:o:O:d:C:nh:S:l:y:s:H:i:M:A:a:vV", longopts,
+                            NULL)) != -1) {
         switch (c) {
         case 'p':
             if (parse_clock(optarg, &o.clock_ns, &o.clock_mref)) {
@@ -789,26 +960,77 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
             }
             break;
         case 'F':
-            if (parse_onoff(optarg, &o.follow)) {
-                cli_error("collect", "bad '-F %s': use on or off", optarg);
+            o.follow_regex = NULL;
+            if (optarg[0] == '=') {
+                regex_t re;
+                char msg[256];
+                int rc = optarg[1] ? regcomp(&re, optarg + 1, REG_EXTENDED) : REG_BADPAT;
+                if (rc) {
+                    if (optarg[1])
+                        regerror(rc, &re, msg, sizeof msg);
+                    else
+                        snprintf(msg, sizeof msg, "it is empty");
+                    cli_error("collect", "bad '-F %s': the regular expression is not valid (%s); "
+                              "write -F '=REGEX', an extended regular expression the whole name "
+                              "of a descendant program must match, e.g. -F '=cc1|ld'", optarg,
+                              msg);
+                    return 2;
+                }
+                regfree(&re);
+                if (strlen(optarg + 1) >= EXP_SETTINGS_PATH_MAX) {
+                    cli_error("collect", "bad '-F': the regular expression is longer than %d "
+                              "bytes", EXP_SETTINGS_PATH_MAX - 1);
+                    return 2;
+                }
+                o.follow = 1;
+                o.follow_regex = optarg + 1;
+            } else if (!strcmp(optarg, "all")) {
+                o.follow = 1;
+            } else if (parse_onoff(optarg, &o.follow)) {
+                cli_error("collect", "bad '-F %s': use on, all, off or =REGEX (follow only the "
+                          "descendant programs whose name matches)", optarg);
                 return 2;
             }
             break;
         case 't':
             if (parse_duration(optarg, &o)) {
-                cli_error("collect", "bad duration '-t %s': use seconds (e.g. 5) or a range "
-                          "of seconds (e.g. 2-10)", optarg);
+                cli_error("collect", "bad duration '-t %s': use seconds (e.g. 5, 5s or 2m) or "
+                          "a range (e.g. 2-10 or 30s-2m)", optarg);
                 return 2;
             }
             break;
         case 'o':
-            if (!*optarg || strchr(optarg, '/')) {
-                cli_error("collect", "bad experiment name '-o %s': give a name without '/' "
-                          "and use -d for the directory", optarg);
+        case 'O': {
+            size_t n = strlen(optarg);
+            const char *base = strrchr(optarg, '/');
+            base = base ? base + 1 : optarg;
+            if (!n || !*base || !strcmp(base, ".") || !strcmp(base, "..")) {
+                cli_error("collect", "bad experiment name '-%c %s': give a name such as "
+                          "test.1.er or run.tally, with a directory if you want one "
+                          "(/tmp/test.1.er)", c, optarg);
                 return 2;
             }
             o.output = optarg;
+            o.overwrite = c == 'O';
             break;
+        }
+        case 'C':
+            if (o.ncomments == 10) {
+                cli_error("collect", "too many comments: -C can be given up to 10 times");
+                return 2;
+            }
+            if (strlen(optarg) > 1000) {
+                cli_error("collect", "the comment '-C %.40s...' is longer than 1000 bytes",
+                          optarg);
+                return 2;
+            }
+            o.comments[o.ncomments++] = optarg;
+            break;
+        case 'v':
+            o.verbose = 1;
+            break;
+        case 'V':
+            return COLLECT_VERSION;
         case 'd':
             o.directory = optarg;
             break;
@@ -844,7 +1066,17 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
         }
         case 'l':
         case 'y': {
-            int sig = parse_signal(optarg);
+            char sigbuf[64];
+            const char *comma = c == 'y' ? strchr(optarg, ',') : NULL;
+            if (comma && strcmp(comma, ",r")) {
+                cli_error("collect", "bad '-y %s': use -y SIG (start paused; SIG resumes and "
+                          "pauses) or -y SIG,r (start recording)", optarg);
+                return 2;
+            }
+            if (c == 'y')
+                o.start_paused = !comma;
+            snprintf(sigbuf, sizeof sigbuf, "%.*s", comma ? (int)(comma - optarg) : 63, optarg);
+            int sig = parse_signal(sigbuf);
             if (!sig) {
                 cli_error("collect", "bad signal '-%c %s': use a name such as SIGUSR1 or USR2, "
                           "or a number", c, optarg);
@@ -869,13 +1101,21 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
                 return 2;
             }
             break;
-        case 's':
-            if (parse_sync(optarg, &o)) {
+        case 's': {
+            int rc = parse_sync(optarg, &o);
+            if (rc == -2) {
+                cli_error("collect", "'-s %s': tally traces native synchronization calls "
+                          "only (the scope n); Java's (j) cannot be traced", optarg);
+                return 2;
+            }
+            if (rc) {
                 cli_error("collect", "bad synchronization tracing setting '-s %s': use on, off, "
-                          "all or a threshold in microseconds (e.g. 100)", optarg);
+                          "calibrate, all or a threshold in microseconds (e.g. 100), "
+                          "optionally with ',n'", optarg);
                 return 2;
             }
             break;
+        }
         case 'H':
         case 'i':
             if (parse_onoff(optarg, c == 'H' ? &o.heap : &o.io)) {
@@ -904,6 +1144,20 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
         case 5:
             if (parse_block_metrics(optarg, &o)) {
                 cli_error("collect", "bad '--block-metrics=%s': use wall, cpu or wall,cpu", optarg);
+                return 2;
+            }
+            break;
+        case 'a': /* gprofng's keywords */
+            if (!strcmp(optarg, "off")) {
+                o.archive = 0;
+            } else if (!strcmp(optarg, "on") || !strcmp(optarg, "ldobjects") ||
+                       !strcmp(optarg, "usedldobjects")) {
+                o.archive = 1;
+            } else if (!strcmp(optarg, "src") || !strcmp(optarg, "usedsrc")) {
+                o.archive = 2;
+            } else {
+                cli_error("collect", "bad '-a %s': use off, on, ldobjects, usedldobjects, src "
+                          "or usedsrc", optarg);
                 return 2;
             }
             break;
@@ -952,6 +1206,10 @@ int cmd_collect(int argc, char **argv)
         print_capabilities();
         return 0;
     }
+    if (rc == COLLECT_VERSION) {
+        esc_printf("tally collect %s\n", TALLY_VERSION);
+        return 0;
+    }
     if (rc == COLLECT_LISTS) { /* -h alone: the counters this machine has */
         hwc_print_lists(stdout);
         return 0;
@@ -978,52 +1236,11 @@ int cmd_collect(int argc, char **argv)
         return 1;
     }
     if (o.dry_run) {
-        esc_printf("would run:    %s", prog);
-        for (char **a = prog_argv + 1; *a; a++)
-            esc_printf(" %s", *a);
-        esc_printf("\ncollector:    %s\n", lib);
-        esc_printf("experiment:   %s/%s\n", o.directory ? o.directory : ".",
-               o.output ? o.output : "<program>.<n>.tally (next free n)");
-        if (o.clock_ns)
-            esc_printf("clock:        every %.3f ms of thread CPU time%s\n", (double)o.clock_ns / 1e6,
-                       o.clock_mref ? ", with dataspace data" : "");
-        else
-            esc_printf("clock:        off\n");
-        for (int i = 0; i < o.counters.n; i++) {
-            const hwc_counter_t *hc = &o.counters.c[i];
-            esc_printf("counter:      %s%s every %llu events (%s; metric %s)\n",
-                       (hc->flags & HWC_DATA) ? "+" : "", hc->name,
-                       (unsigned long long)hc->interval, hc->desc, hc->metric);
-        }
-        esc_printf("follow:       %s\n", o.follow ? "on (fork, exec, spawn)" : "off");
-        if (o.has_duration)
-            esc_printf("duration:     %.3f s to %.3f s\n", (double)o.dur_start / 1e9,
-                   (double)o.dur_end / 1e9);
-        esc_printf("max depth:    %u frames\n", o.max_depth);
-        if (o.sample_ns)
-            esc_printf("samples:      every %.3f s", (double)o.sample_ns / 1e9);
-        else
-            esc_printf("samples:      at start and end only");
-        if (o.sample_sig)
-            esc_printf(", and on SIG%s", sigabbrev_np(o.sample_sig));
-        esc_printf("\nstates:       %s\n", o.states ? "on (wait CPU, lock, I/O, sleep)" : "off");
-        if (o.pause_sig)
-            esc_printf("pause/resume: on SIG%s\n", sigabbrev_np(o.pause_sig));
-        if (!o.sync)
-            esc_printf("sync:         off\n");
-        else if (!strcmp(o.sync, "on"))
-            esc_printf("sync:         waits above 6 x an uncontended lock (calibrated at start)\n");
-        else if (!strcmp(o.sync, "all"))
-            esc_printf("sync:         every call\n");
-        else
-            esc_printf("sync:         waits of %.3f us or more\n", strtod(o.sync, NULL) / 1e3);
-        esc_printf("heap:         %s\nio:           %s\n", o.heap ? "on" : "off", o.io ? "on" : "off");
-        esc_printf("blocks:       %s, measuring %s\n",
-                   !o.blocks[0] ? "on" : !strcmp(o.blocks, "off") ? "off" : o.blocks,
-                   o.block_metrics[0] ? o.block_metrics : "wall");
-        esc_printf("mpi:          %s\n", o.mpi ? "on" : "off");
+        print_plan(stdout, &o, prog, prog_argv, lib);
         return 0;
     }
+    if (o.verbose)
+        print_plan(stderr, &o, prog, prog_argv, lib);
     char mpilib[PATH_MAX], top[PATH_MAX];
     exp_mpi_rank_t rank;
     int is_rank = o.mpi && exp_mpi_rank(environ, &rank);
@@ -1127,7 +1344,7 @@ int cmd_collect(int argc, char **argv)
     else
         snprintf(not_started, sizeof not_started, "the collector did not start in '%s' (LD_PRELOAD was removed "
                  "or refused before the program started)", prog);
-    if (record_end(exp, status, not_started, &collector_ran) < 0) {
+    if (record_end(exp, status, not_started, &collector_ran, &o) < 0) {
         int e = errno;
         if (!collector_ran) { /* nothing readable was written: keep nothing */
             remove_tree(exp);
@@ -1147,9 +1364,16 @@ int cmd_collect(int argc, char **argv)
         summarize(exp, shown);
     if (collector_ran && o.archive) {
         tally_err_t aerr = { 0 };
-        if (archive_experiment(is_rank ? top : exp, o.archive == 2, 1, &aerr))
+        archive_stats_t ast = { 0 };
+        if (archive_experiment(is_rank ? top : exp, o.archive == 2, 1, 1, &ast, &aerr))
             cli_error("collect", "warning: archiving '%s' failed: %s (run 'tally archive' "
                       "later)", shown, aerr.msg);
+        else
+            esc_fprintf(stderr, "tally: archive: %u binar%s copied (%.2f MB%s), %u system "
+                        "librar%s referenced by build-id ('tally archive %s' copies them too)\n",
+                        ast.copied, ast.copied == 1 ? "y" : "ies", (double)ast.bytes / 1e6,
+                        ast.debugfiles ? " with debug files" : "", ast.referenced,
+                        ast.referenced == 1 ? "y" : "ies", is_rank ? top : shown);
     }
     free(expabs);
     if (is_rank)

@@ -20,6 +20,12 @@ struct collect_opts {
     uint64_t dur_start, dur_end; /* ns from start; dur_end 0 = to the end */
     int has_duration;
     const char *output, *directory;
+    int overwrite;            /* -O: an existing experiment of that name is replaced */
+    const char *comments[10]; /* -C labels */
+    int ncomments;
+    const char *follow_regex; /* -F =REGEX */
+    int start_paused;         /* -y SIG without ',r' */
+    int verbose;              /* -v */
     int dry_run;
     unsigned max_depth;
     uint64_t sample_ns; /* periodic sample packets, 0 = off */
@@ -39,10 +45,11 @@ struct collect_opts {
 
 /* collect_parse_args's answers other than 0 and 2: the help (--help), the help with the counter
  * lists (no arguments at all, as gprofng's collect), the counter lists alone (-h with nothing
- * after it). */
+ * after it), the version (-V). */
 #define COLLECT_HELP 3
 #define COLLECT_HELP_ALL 4
 #define COLLECT_LISTS 5
+#define COLLECT_VERSION 6 /* -V, --version */
 
 /* Parses argv[1..] (stopping at the program, whose own options are its own) into *o, defaults
  * first; *prog gets the index of the program in argv. Returns 0, COLLECT_HELP, or 2 after saying

@@ -130,6 +130,18 @@ static void header_json(pstate_t *ps, const rep_header_t *h, size_t only)
                     json_u64(&j, v[k]);
                 }
             }
+            if (p->has_stats && p->st_has_sampler_cpu) {
+                json_key(&j, "sampler_cpu_ns");
+                json_u64(&j, p->st_sampler_cpu);
+            }
+            json_key(&j, "comments");
+            json_arr_begin(&j);
+            for (size_t r = 0; r < p->nrecords; r++) {
+                const char *text = exp_record_get(&p->records[r], "text");
+                if (!strcmp(p->records[r].kind, "comment"))
+                    json_str(&j, text ? text : "");
+            }
+            json_arr_end(&j);
             json_key(&j, "counters");
             json_arr_begin(&j);
             for (size_t c = 0; c < p->ncounters; c++)
@@ -184,6 +196,10 @@ static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
     sink_printf(o, "\n");
     if (p->exe)
         sink_printf(o, "    Executable:       %s\n", p->exe);
+    for (size_t r = 0; r < p->nrecords; r++) /* collect -C */
+        if (!strcmp(p->records[r].kind, "comment"))
+            sink_printf(o, "    Comment:          %s\n", exp_record_get(&p->records[r], "text")
+                        ? exp_record_get(&p->records[r], "text") : "");
     sink_printf(o, "    Host:             %s, %s, %s, %u CPUs\n", p->host ? p->host : "?",
                 p->kernel ? p->kernel : "?", p->arch ? p->arch : "?", p->ncpus);
     sink_printf(o, "    Started:          %s\n", pr_fmt_time(p->real_start, buf, sizeof buf));
@@ -226,6 +242,18 @@ static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
                     (unsigned long long)p->st_truncated_stacks);
         sink_printf(o, "    Dropped events:   %llu (signal during a write), %llu (disk full)\n",
                     (unsigned long long)p->st_dropped_busy, (unsigned long long)p->st_dropped_disk);
+        if (p->st_has_sampler_cpu) {
+            const exp_sample_t *last = p->nsamples ? &p->samples[p->nsamples - 1] : NULL;
+            double all = last ? (double)(last->utime + last->stime) * 1e-9 : 0;
+            sink_printf(o, "    Collector CPU:    %.3f s in tally's sampler thread",
+                        (double)p->st_sampler_cpu * 1e-9);
+            if (all > 0)
+                sink_printf(o, " (%.1f%% of the process's %.3f s by getrusage)",
+                            100.0 * (double)p->st_sampler_cpu * 1e-9 / all, all);
+            sink_printf(o, ":\n                      counted by getrusage, left out of the "
+                           "profile; the clock handler's own cost\n                      is "
+                           "inside the profiled threads' time\n");
+        }
     } else {
         sink_printf(o, "    Statistics:       none (the process ended before writing them)\n");
         if (hp->counted_known)

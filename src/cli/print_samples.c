@@ -315,9 +315,10 @@ int view_timeline(pstate_t *ps)
         json_obj_end(&j);
         json_end_doc(&j);
     } else {
-        sink_printf(o, "Timeline: %.3f s in %d columns of %.1f ms; each cell shows the function "
-                       "with the most CPU time,\nor the thread's main state when it mostly did not "
-                       "run (^ wait CPU, = lock, %% I/O, . sleep)\n\n",
+        sink_printf(o, "Timeline: %.3f s in %d columns of %.1f ms; each cell shows the mark of "
+                       "the function with the most\nCPU time (1 the most cells, the legend "
+                       "follows), or the thread's main state when it mostly did\nnot run (= lock, "
+                       "%% I/O, . sleep; ^ waiting for a CPU without running at all)\n\n",
                     tl.span, REP_TL_COLS, tl.cell_ns * 1e-6);
         if (tl.nrstates)
             sink_printf(o, "A line below a thread shows the runtime state it was in most "

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <regex.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -596,6 +597,43 @@ static int open_experiment(coll_proc_t *p)
 
 /* ---- initialization -------------------------------------------------------------------------- */
 
+/* Whether the whole of name, or of its last path component, matches re. */
+static int name_matches(const regex_t *re, const char *name)
+{
+    regmatch_t m;
+    const char *slash = strrchr(name, '/');
+    const char *cand[2] = { name, slash ? slash + 1 : NULL };
+    for (int i = 0; i < 2; i++)
+        if (cand[i] && *cand[i] && regexec(re, cand[i], 1, &m, 0) == 0 && m.rm_so == 0 &&
+            cand[i][m.rm_eo] == 0)
+            return 1;
+    return 0;
+}
+
+/* -F =REGEX: is this new image (an exec or a spawn of a followed process) one to record? Its
+ * executable (the path or the file name) or its argv[0] must match the whole expression. The
+ * driver checked that the expression compiles; one that does not here follows nothing. */
+static int follow_regex_matches(const char *spec)
+{
+    regex_t re;
+    if (regcomp(&re, spec, REG_EXTENDED) != 0)
+        return 0;
+    char exe[PATH_MAX], arg0[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    int match = name_matches(&re, exe);
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (!match && fd >= 0) {
+        ssize_t r = read(fd, arg0, sizeof arg0 - 1);
+        arg0[r > 0 ? r : 0] = 0;
+        match = name_matches(&re, arg0);
+    }
+    if (fd >= 0)
+        close(fd);
+    regfree(&re);
+    return match;
+}
+
 static void init_process(coll_proc_t *p)
 {
     interpose_resolve();
@@ -640,6 +678,8 @@ static void init_process(coll_proc_t *p)
     if (!is_root) {
         if (!p->follow)
             return; /* a descendant that should not be profiled: leave it alone */
+        if (p->set.follow_regex.s[0] && !follow_regex_matches(p->set.follow_regex.s))
+            return; /* not one -F =REGEX names: unprofiled, its own descendants may be */
         char dir[PATH_MAX], name[64];
         /* the first image of an MPI rank (its parent image is not that rank: mpirun, orted, the
          * Hydra proxy) is named by its rank */
@@ -694,6 +734,7 @@ static void init_process(coll_proc_t *p)
     maps_rescan(p);
     coll_log_sample(p, "start", NULL);
     threads_start(p, (pid_t)syscall(SYS_gettid) == p->pid ? "main" : "pthread_create");
+    sampler_initial_pause(p, "start");
     sampler_start(p);
     interpose_mark_thread();
     trace_start(p); /* last: nothing the collector did while starting is traced */
@@ -754,6 +795,7 @@ static void log_stats(coll_proc_t *p)
     exp_line_u64(&l, EXP_KEY_UNWIND_NO_ROOM, st->unwind_no_room);
     int disk_full = __atomic_load_n(&p->evfile.disk_full, __ATOMIC_RELAXED);
     exp_line_u64(&l, EXP_KEY_DISK_FULL, (uint64_t)disk_full);
+    exp_line_u64(&l, EXP_KEY_SAMPLER_CPU, sampler_cpu_ns(p));
     trace_log_stats(&l);
     coll_log_write(&l);
     trace_warn_dropped(disk_full);
@@ -883,6 +925,7 @@ static void after_fork(void)
     maps_rescan(p);
     coll_log_sample(p, "start", NULL);
     threads_start(p, "fork-child");
+    sampler_initial_pause(p, "fork");
     sampler_start(p);
     interpose_mark_thread();
 }

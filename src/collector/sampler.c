@@ -54,6 +54,14 @@ static void set_paused(coll_proc_t *p, int paused, const char *why)
         log_pause(p, paused, why);
 }
 
+void sampler_initial_pause(coll_proc_t *p, const char *why)
+{
+    int want = strcmp(why, "fork") ? p->pause_sig && p->set.start_paused : p->paused;
+    p->paused = 0;
+    if (want)
+        set_paused(p, 1, why);
+}
+
 COLL_EXPORT void tally_collector_sample(const char *label)
 {
     coll_proc_t *p = &coll_proc;
@@ -124,6 +132,8 @@ typedef struct sampler {
     exp_stream_t stream;
     uint64_t pcs[THREADS_LAST_MAX];
     uint64_t tick;
+    uint64_t spent_ns; /* atomic: CPU time of the sampler threads of spent_pid that ended */
+    pid_t spent_pid;
 } sampler_t;
 
 static track_t *track_get(sampler_t *s, int tid)
@@ -440,12 +450,32 @@ static void *sampler_main(void *arg)
                 next_sample += p->sample_ns;
         }
     }
+    struct timespec ts; /* its CPU, for sampler_cpu_ns once it is gone (unshare, setns) */
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0 && getpid() == p->pid) {
+        if (s->spent_pid != p->pid) {
+            s->spent_ns = 0;
+            s->spent_pid = p->pid;
+        }
+        __atomic_add_fetch(&s->spent_ns, (uint64_t)ts.tv_sec * 1000000000u +
+                                             (uint64_t)ts.tv_nsec, __ATOMIC_RELAXED);
+    }
     return NULL;
+}
+
+uint64_t sampler_cpu_ns(coll_proc_t *p)
+{
+    sampler_t *s = &the_sampler;
+    uint64_t ns = s->spent_pid == p->pid ? __atomic_load_n(&s->spent_ns, __ATOMIC_RELAXED) : 0;
+    clockid_t cid;
+    struct timespec ts;
+    if (s->running && getpid() == p->pid && pthread_getcpuclockid(s->thread, &cid) == 0 &&
+        clock_gettime(cid, &ts) == 0)
+        ns += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return ns;
 }
 
 void sampler_start(coll_proc_t *p)
 {
-    p->paused = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = control_handler;

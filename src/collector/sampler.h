@@ -30,11 +30,19 @@ void sampler_settings(coll_proc_t *p);
 /* Installs the -l/-y handlers and starts the sampler thread (normal context; also in a fork
  * child, where the parent's sampler thread does not exist). */
 void sampler_start(coll_proc_t *p);
+/* The pause state a process starts in, logged as a `pause` record when paused: a new image
+ * (why "start") starts paused under -y SIG without ',r' (gprofng's meaning); a fork child
+ * (why "fork") stays as its parent was. Call once its log is open, before sampler_start. */
+void sampler_initial_pause(coll_proc_t *p, const char *why);
 /* In a fork child: closes the descriptors inherited from the parent's sampler (its thread is not
  * in the child). */
 void sampler_forget(coll_proc_t *p);
 /* Ends the sampler thread (waiting up to one period) so that the process is single-threaded
  * again, for unshare/setns; returns 1 if there was one to end (restart it with sampler_start). */
 int sampler_suspend(coll_proc_t *p);
+/* The CPU time the sampler threads of this process used so far, in ns (the running one's CPU
+ * clock and those of the ones ended for unshare/setns): the collector's own share of the
+ * process's getrusage, which the profile leaves out. Async-signal-safe. */
+uint64_t sampler_cpu_ns(coll_proc_t *p);
 
 #endif

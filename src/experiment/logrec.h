@@ -125,6 +125,7 @@
 #define EXP_KEY_RING_LOST "ring_lost"
 #define EXP_KEY_UNWIND_NO_ROOM "unwind_no_room"
 #define EXP_KEY_DISK_FULL "disk_full"
+#define EXP_KEY_SAMPLER_CPU "sampler_cpu" /* stats: ns of CPU of the collector's sampler */
 #define EXP_KEY_TRACE_DROPPED "trace_dropped"
 #define EXP_KEY_TRACE_DROPPED_HEAP "trace_dropped_heap"
 #define EXP_KEY_TRACE_DROPPED_IO "trace_dropped_io"

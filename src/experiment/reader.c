@@ -598,6 +598,8 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         p->st_dropped_traced = all > known ? all - known : 0;
         p->st_dropped_api = exp_record_u64(r, "trace_dropped_api", 0);
         p->st_disk_full = exp_record_u64(r, EXP_KEY_DISK_FULL, 0) != 0 || p->st_dropped_disk;
+        p->st_has_sampler_cpu = exp_record_get(r, EXP_KEY_SAMPLER_CPU) != NULL;
+        p->st_sampler_cpu = exp_record_u64(r, EXP_KEY_SAMPLER_CPU, 0);
     } else if (!strcmp(k, EXP_LOG_WARNING)) {
         return add_warning(p, "%s", get_str(r, EXP_KEY_WHAT));
     } else if (!strcmp(k, EXP_LOG_METRIC)) {

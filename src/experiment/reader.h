@@ -181,6 +181,8 @@ typedef struct exp_process {
     uint64_t st_dropped_traced;   /* traced records not written, of no known kind (older logs) */
     uint64_t st_dropped_api;      /* records of libraries (collector API: MPI calls) not written */
     int st_disk_full;             /* the events file ran out of disk space */
+    int st_has_sampler_cpu;       /* the stats record says what the collector's sampler used */
+    uint64_t st_sampler_cpu;      /* ns of CPU of the collector's sampler thread(s) */
     /* MPI (-M on): the `mpi` record of a rank's first image: mpi_rank1 = rank + 1 (0: none;
      * descendants of a rank have none of their own, see exp_mpi_rank_of), mpi_size (0: not
      * said); is_job: the `job` record of a directory that holds the ranks of one job (made by

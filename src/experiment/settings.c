@@ -111,10 +111,11 @@ static const char *dec_PATH(exp_set_PATH_t *x, const char *v, size_t n, uint64_t
     x->s[n] = 0;
     return NULL;
 }
-/* the PATH setting is the process context, not logged: these two exist for the X-macro */
+/* a PATH is logged only when set (the process context has no log key) */
 __attribute__((unused)) static void log_PATH(exp_line_t *l, const char *k, const exp_set_PATH_t *x)
 {
-    exp_line_str(l, k, x->s);
+    if (x->s[0])
+        exp_line_str(l, k, x->s);
 }
 __attribute__((unused)) static int rd_PATH(exp_set_PATH_t *x, const char *v)
 {

@@ -195,7 +195,7 @@ def test_settings(d):
     check_settings_everywhere(exp, "collect " + " ".join(opts), {
         "clock": "20000000", "duration": "0-100000000000", "max_depth": "77", "sample": "0",
         "states": "20000000", "sample_signal": "10", "pause_signal": "12", "sync": "50000",
-        "heap": "on", "io": "on", "follow": "on"})
+        "heap": "on", "io": "on", "follow": "on", "start_paused": "on"})
 
     # the variable written here (the collector's contract), with what the driver cannot set
     exp = os.path.join(d, "direct")

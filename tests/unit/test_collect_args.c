@@ -145,7 +145,7 @@ static void test_refused(void **state)
     assert_int_equal(PARSE(&o, &prog, "-F", "maybe", "prog"), 2);
     assert_int_equal(PARSE(&o, &prog, "-t", "x", "prog"), 2);
     assert_int_equal(PARSE(&o, &prog, "-t", "10-2", "prog"), 2);
-    assert_int_equal(PARSE(&o, &prog, "-o", "a/b", "prog"), 2);
+    assert_int_equal(PARSE(&o, &prog, "-o", "a/", "prog"), 2); /* a path needs a name */
     assert_int_equal(PARSE(&o, &prog, "-o", "", "prog"), 2);
     assert_int_equal(PARSE(&o, &prog, "--max-depth=0", "prog"), 2);
     assert_int_equal(PARSE(&o, &prog, "--max-depth=65537", "prog"), 2);

@@ -1,0 +1,60 @@
+"""tally collect's default archive copies only what would be lost: a binary the system manages
+(root's, on a system path) is referenced by the path and build-id the log records, and its debug
+file is found by build-id at analysis time; a binary of the user's (here the collector library
+in the build tree, and a program in a scratch directory) is copied. collect says what the archive
+cost. `tally archive` still makes the experiment self-contained. Goal: /bin/true under 1 MB."""
+import os
+from common import *
+
+d = workdir("archive_reference")
+
+
+def size(path):
+    return sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(path) for f in fs)
+
+
+def archived(exp):
+    a = os.path.join(exp, "archive")
+    return set(os.listdir(a)) if os.path.isdir(a) else set()
+
+
+exp = os.path.join(d, "true.er")
+p = run([TALLY, "collect", "-o", exp, "/bin/true"], expect=0)
+check("tally: archive: " in p.stderr and "referenced by build-id" in p.stderr and
+      "copies them too" in p.stderr, "collect's archive summary: %r" % p.stderr)
+loads = [f for _, f in log_records(exp, "load")]
+# tally's own collector library is copied when it is not the system's (the build tree's carries
+# its debug information, about 1 MB): the rest of the experiment is what archiving by reference
+# saves, from 7.5 MB (libc and its debug file) to well under 1 MB
+own = [f["buildid"] for f in loads if f.get("path", "").endswith("/libtally-collector.so")]
+total = size(exp) - sum(os.path.getsize(os.path.join(exp, "archive", b)) for b in own
+                        if b in archived(exp))
+check(total < 1_000_000, "/bin/true's experiment is %d bytes without the collector library, "
+      "not under 1 MB" % total)
+libc = [f for f in loads if "/libc.so" in f.get("path", "")]
+st = os.stat(libc[0]["path"]) if libc else None
+system_libc = st is not None and st.st_uid == 0 and not st.st_mode & 0o022
+if check(libc, "no libc load record: %r" % loads) and system_libc:
+    check(libc[0]["buildid"] not in archived(exp), "libc was copied by default")
+    check(libc[0]["buildid"] + ".debug" not in archived(exp), "libc's debug file was copied")
+# the analysis of a referenced library works as before, with no note
+p = run([TALLY, "print", "-objects", exp], expect=0)
+check("changed" not in p.stderr and "gone" not in p.stderr, "notes on a fresh run: %r" % p.stderr)
+
+# a program of the user's is copied
+prog = os.path.join(d, "mine")
+with open(os.path.join(WL, "wl_cpu_single"), "rb") as src, open(prog, "wb") as dst:
+    dst.write(src.read())
+os.chmod(prog, 0o755)
+exp2 = os.path.join(d, "mine.er")
+run([TALLY, "collect", "-o", exp2, prog, "0.1"], expect=0)
+mine = [f for _, f in log_records(exp2, "load") if f.get("path") == prog]
+check(mine and mine[0]["buildid"] in archived(exp2), "the user's program was not copied: %r" %
+      archived(exp2))
+
+# tally archive: self-contained on demand
+p = run([TALLY, "archive", exp], expect=0)
+if system_libc:
+    check(libc[0]["buildid"] in archived(exp), "tally archive did not copy libc: %r" % p.stdout)
+check("referenced" not in p.stdout, "tally archive only referenced: %r" % p.stdout)
+done(d)
