@@ -1,6 +1,7 @@
 /*
  * export.c - `tally export --format=F [-o FILE] [options] EXPERIMENT...`: writes an analysis in a
- * format other viewers read (pprof, callgrind, folded, chrome, speedscope; src/export/export.h).
+ * format other viewers read (pprof, callgrind, folded, chrome, speedscope; src/export/export.h),
+ * or, --format=tau, TAU's profile files of the profiled blocks into a directory.
  * The selection, filter, metric and naming options are print's (same names and meanings), applied
  * to the session before the export; the exporter formats the report models.
  */
@@ -27,10 +28,14 @@ static void usage(FILE *out)
         "  folded       'a;b;c value' lines of the first metric: flamegraph.pl, inferno\n"
         "  chrome       Trace Event JSON: samples per thread over time as nested slices,\n"
         "               traced calls, sample packets (chrome://tracing, Perfetto)\n"
-        "  speedscope   speedscope's JSON: a sampled profile per thread\n\n"
+        "  speedscope   speedscope's JSON: a sampled profile per thread\n"
+        "  tau          TAU's profile.N.0.T files of the profiled blocks (pprof, ParaProf),\n"
+        "               into the directory -o names (default: the current directory)\n\n"
         "options:\n"
         "  -f, --format=FORMAT       the format (required)\n"
-        "  -o, --output=FILE         write to FILE (default: standard output)\n"
+        "  -o, --output=FILE         write to FILE (default: standard output); tau: the\n"
+        "                            directory (made when missing)\n"
+        "  --force                   tau: replace the profile.* files already in the directory\n"
         "  -metrics LIST             metric names, comma-separated (default: every metric with\n"
         "                            data; folded, chrome and speedscope use the first)\n"
         "  -thread_select LIST       threads by number, as tally print -thread_list numbers them\n"
@@ -122,6 +127,22 @@ static int choose_metrics(ses_t *s, const char *list, int **out, int *n, tally_e
     return rc;
 }
 
+/* --format=tau: the profiled blocks' model, its notes told, written into dir. */
+static int export_tau(ses_t *s, const char *dir, int force)
+{
+    tally_err_t err = { 0 };
+    rep_blocks_t b;
+    if (rep_blocks(s, &b, &err))
+        return cli_report(&err);
+    for (size_t i = 0; i < b.nnotes; i++)
+        esc_fprintf(stderr, "tally: %s\n", b.notes[i]);
+    int rc = 0;
+    if (xp_tau(&b, dir, force, &err))
+        rc = cli_report(&err);
+    rep_blocks_free(&b);
+    return rc;
+}
+
 int cmd_export(int argc, char **argv)
 {
     const char **paths = calloc((size_t)argc, sizeof *paths);
@@ -135,7 +156,7 @@ int cmd_export(int argc, char **argv)
     size_t npaths = 0, nom = 0;
     const char *format = NULL, *output = NULL, *metrics = NULL, *threads = NULL,
                *samples = NULL, *cpus = NULL, *filters = NULL, *name = NULL, *inlines = NULL;
-    int rc = 0;
+    int rc = 0, force = 0, selected = 0;
     ses_t *s = NULL;
     FILE *out = NULL;
     int *mlist = NULL;
@@ -147,6 +168,10 @@ int cmd_export(int argc, char **argv)
         }
         if (a[0] != '-' || !a[1]) {
             paths[npaths++] = a;
+            continue;
+        }
+        if (!strcmp(a, "--force") || !strcmp(a, "-force")) {
+            force = 1;
             continue;
         }
         char key[64];
@@ -162,6 +187,8 @@ int cmd_export(int argc, char **argv)
             rc = 2;
             break;
         }
+        selected |= strcmp(key, "format") && strcmp(key, "f") && strcmp(key, "output") &&
+                    strcmp(key, "o");
         const char *val = eq ? eq + 1 : NULL;
         if (!val) {
             if (i + 1 >= argc) {
@@ -198,14 +225,25 @@ int cmd_export(int argc, char **argv)
         goto done;
     xp_opts_t xo = { 0 };
     if (!format) {
-        cli_error("export", "no format given: use --format=pprof, callgrind, folded, chrome or "
-                  "speedscope");
+        cli_error("export", "no format given: use --format=pprof, callgrind, folded, chrome, "
+                  "speedscope or tau");
         rc = 2;
         goto done;
     }
     if ((xo.format = xp_format_find(format)) < 0) {
-        cli_error("export", "unknown format '%s': use pprof, callgrind, folded, chrome or "
-                  "speedscope", format);
+        cli_error("export", "unknown format '%s': use pprof, callgrind, folded, chrome, "
+                  "speedscope or tau", format);
+        rc = 2;
+        goto done;
+    }
+    if (xo.format != XP_TAU && force) {
+        cli_error("export", "--force is for --format=tau (a file named by -o is replaced)");
+        rc = 2;
+        goto done;
+    }
+    if (xo.format == XP_TAU && selected) {
+        cli_error("export", "the tau format writes every thread's profiled blocks: print's "
+                  "selection, metric and naming options do not apply to it");
         rc = 2;
         goto done;
     }
@@ -248,6 +286,10 @@ int cmd_export(int argc, char **argv)
         rc = cli_report(&err);
     if (rc)
         goto done;
+    if (xo.format == XP_TAU) {
+        rc = export_tau(s, output ? output : ".", force);
+        goto done;
+    }
     if (inlines)
         eng_set_inlines(s->eng, !strcmp(inlines, "on"));
     if ((threads && eng_select_threads(s->eng, threads, &err)) ||

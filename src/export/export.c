@@ -9,13 +9,14 @@
 static const struct {
     const char *name;
     int (*fn)(ses_t *, const xp_opts_t *, FILE *, tally_err_t *);
-    int binary;
+    int binary, dir;
 } formats[XP_NFORMATS] = {
     [XP_PPROF] = { "pprof", xp_pprof, 1 },
     [XP_CALLGRIND] = { "callgrind", xp_callgrind, 0 },
     [XP_FOLDED] = { "folded", xp_folded, 0 },
     [XP_CHROME] = { "chrome", xp_chrome, 0 },
     [XP_SPEEDSCOPE] = { "speedscope", xp_speedscope, 0 },
+    [XP_TAU] = { "tau", NULL, 0, 1 }, /* a directory: xp_tau */
 };
 
 int xp_format_find(const char *name)
@@ -28,10 +29,11 @@ int xp_format_find(const char *name)
 
 const char *xp_format_name(int format) { return formats[format].name; }
 int xp_format_binary(int format) { return formats[format].binary; }
+int xp_format_dir(int format) { return formats[format].dir; }
 
 int xp_write(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
 {
-    if (o->format < 0 || o->format >= XP_NFORMATS)
+    if (o->format < 0 || o->format >= XP_NFORMATS || !formats[o->format].fn)
         return tally_errf(err, TALLY_EUSAGE, "no export format %d", o->format);
     if (o->nmetrics < 1)
         return tally_errf(err, TALLY_EUSAGE, "no metric to export");

@@ -3,7 +3,9 @@
  *
  * Formats (one file each): pprof (export_pprof.c: gzipped profile.proto, encoded here, gzip by
  * zlib), callgrind (export_callgrind.c), folded stacks (export_folded.c), Chrome's Trace Event
- * JSON (export_chrome.c) and speedscope's JSON (export_speedscope.c).
+ * JSON (export_chrome.c) and speedscope's JSON (export_speedscope.c); TAU's profile.N.C.T
+ * files of the profiled blocks (export_tau.c: a directory of files, not a stream, so apart from
+ * xp_write).
  *
  * A front end: every number comes from a report model (analyzer/report.h: rep_stacks,
  * rep_events, the function table with its callers and callees); nothing is computed twice. Each
@@ -27,7 +29,8 @@
 #include "analyzer/session.h"
 #include "base/err.h"
 
-enum xp_format { XP_PPROF, XP_CALLGRIND, XP_FOLDED, XP_CHROME, XP_SPEEDSCOPE, XP_NFORMATS };
+enum xp_format { XP_PPROF, XP_CALLGRIND, XP_FOLDED, XP_CHROME, XP_SPEEDSCOPE, XP_TAU,
+                 XP_NFORMATS };
 
 typedef struct xp_opts {
     int format;        /* XP_* */
@@ -43,7 +46,10 @@ const char *xp_format_name(int format);
 /* Whether the format is binary (pprof): not for a terminal. */
 int xp_format_binary(int format);
 
-/* Writes the session (its engine's current selection) in o->format to out. */
+/* Whether the format writes a directory of files (tau: xp_tau) rather than one stream. */
+int xp_format_dir(int format);
+
+/* Writes the session (its engine's current selection) in o->format to out (not XP_TAU). */
 int xp_write(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
 
 /* The formats, for xp_write. */
@@ -52,6 +58,12 @@ int xp_callgrind(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
 int xp_folded(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
 int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
 int xp_speedscope(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
+
+/* TAU's profiles of the profiled blocks b (rep_blocks of the session) into dir (made when
+ * missing): profile.N.0.T per process and thread, in MULTI__<METRIC> subdirectories when b has
+ * several quantities. A directory that already holds profile.N.C.T files is refused
+ * (TALLY_EUSAGE) unless force, which removes them first. No blocks: TALLY_ENOTFOUND. */
+int xp_tau(const rep_blocks_t *b, const char *dir, int force, tally_err_t *err);
 
 /* The name of function id for the exports: the display name, else the engine's name. */
 const char *xp_func_name(ses_t *s, const rep_names_t *nm, int namefmt, uint32_t id);
