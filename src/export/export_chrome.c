@@ -12,7 +12,11 @@
  * values, and a reader's per-function self and total times are the function table's exclusive
  * and inclusive values, to the nanosecond (timestamps are microseconds with three decimals).
  * Traced calls are laid out the same way on their track (a call ends at its time stamp and lasts
- * its duration, never overlapping the previous one), so each track nests strictly.
+ * its duration, never overlapping the previous one), so each track nests strictly. Slices are
+ * written as B/E pairs, never as X events with a duration: a reader adds ts and dur in binary
+ * floating point, and a call ending where the next begins would then end 1e-11 us after the
+ * next one's start (speedscope's importer, seeing the two overlap, counted the wait of another
+ * thread on the main thread's track); an E's time stamp is the exact decimal of the next B's.
  *
  * Streaming: events are written as they come (in time order within each process); what is kept
  * is per thread (its open frames). pid is the process's pid, tid the thread's id; the traced
@@ -222,13 +226,10 @@ static int ch_event(void *ctx, const rep_event_t *e)
             start = ct->trace_end;
         sep(c);
         sink_printf(&c->out, "{\"ph\":\"%s\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,"
-                    "\"ts\":%llu.%03llu,", w ? "X" : "i", cat, pid_of(c, e->thread),
+                    "\"ts\":%llu.%03llu,", w ? "B" : "i", cat, pid_of(c, e->thread),
                     TRACED_TID + e->thread->number, (unsigned long long)(start / 1000),
                     (unsigned long long)(start % 1000));
-        if (w)
-            sink_printf(&c->out, "\"dur\":%llu.%03llu,", (unsigned long long)(w / 1000),
-                        (unsigned long long)(w % 1000));
-        else
+        if (!w)
             sink_printf(&c->out, "\"s\":\"t\",");
         sink_printf(&c->out, "\"name\":");
         sink_json_str(&c->out, name);
@@ -239,6 +240,15 @@ static int ch_event(void *ctx, const rep_event_t *e)
         if (ev->type == EXP_REC_IO || ev->type == EXP_REC_HEAP_ALLOC)
             sink_printf(&c->out, ",\"bytes\":%llu", (unsigned long long)ev->size);
         sink_printf(&c->out, "}}");
+        if (w) { /* its end written as a time stamp of its own: see the top */
+            sep(c);
+            sink_printf(&c->out, "{\"ph\":\"E\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03llu,"
+                        "\"name\":", pid_of(c, e->thread), TRACED_TID + e->thread->number,
+                        (unsigned long long)((start + w) / 1000),
+                        (unsigned long long)((start + w) % 1000));
+            sink_json_str(&c->out, name);
+            sink_printf(&c->out, "}");
+        }
         ct->trace_end = start + w;
     }
     return sink_error(&c->out) ? TALLY_EIO : 0;

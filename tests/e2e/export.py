@@ -312,7 +312,10 @@ def test_chrome(d, exps):
     check_chrome(out)
     with open(out) as f:
         evs = json.load(f)["traceEvents"]
-    syncs = [e for e in evs if e.get("cat") == "sync" and e["ph"] in ("X", "i")]  # i: 0 ns
+    syncs = [e for e in evs if e.get("cat") == "sync" and e["ph"] in ("B", "i")]  # i: 0 ns
+    # B/E pairs, not X: a reader's float ts + dur would overlap a call with the next one
+    check(not [e for e in evs if e["ph"] == "X"], "chrome: an X event (ts + dur in a reader's "
+          "floating point can overlap the next slice)")
     waits = print_json(syn, "-metrics", "i.syncn", "-functions")[0]["rows"][0]["i.syncn"]
     check(len(syncs) == waits, "chrome: %d sync slices for %d waits" % (len(syncs), waits))
     # a metric that is no time cannot be laid out in time
