@@ -356,7 +356,7 @@ def test_speedscope(d, exps):
 
 def test_cli(d, exps):
     p = run([TALLY, "export", "-h"], expect=0)
-    for fmt in ("pprof", "callgrind", "folded", "chrome", "speedscope"):
+    for fmt in ("pprof", "callgrind", "folded", "chrome", "speedscope", "tau"):
         check(fmt in p.stdout, "export -h does not name %s" % fmt)
     cases = [
         ([], 2, "no format given"),
