@@ -137,8 +137,10 @@ static int is_profile_name(const char *name)
 }
 
 /* Makes dir if missing; then, when it holds profile files: removes them when force, else an
- * error (the old files would be read with the new ones). */
-static int prepare_dir(const char *dir, int force, tally_err_t *err)
+ * error (the old files would be read with the new ones). top: also the MULTI__* subdirectories
+ * of an earlier export with several metrics (TAU's tools would read those), removed when force
+ * leaves them empty. */
+static int prepare_dir(const char *dir, int force, int top, tally_err_t *err)
 {
     if (mkdir(dir, 0777) && errno != EEXIST)
         return tally_errf(err, TALLY_EIO, "cannot create the directory '%s': %s", dir,
@@ -150,6 +152,21 @@ static int prepare_dir(const char *dir, int force, tally_err_t *err)
     int rc = 0;
     struct dirent *de;
     while (!rc && (de = readdir(d))) {
+        if (top && !strncmp(de->d_name, "MULTI__", 7) && de->d_name[7]) {
+            struct stat st;
+            if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
+                continue;
+            char *sub = NULL;
+            if (asprintf(&sub, "%s/%s", dir, de->d_name) < 0) {
+                rc = tally_errf(err, TALLY_ENOMEM, "out of memory");
+                break;
+            }
+            rc = prepare_dir(sub, force, 0, err);
+            if (!rc && force)
+                rmdir(sub); /* kept when it holds other files */
+            free(sub);
+            continue;
+        }
         if (!is_profile_name(de->d_name))
             continue;
         if (!force) {
@@ -211,7 +228,7 @@ int xp_tau(const rep_blocks_t *b, const char *dir, int force, tally_err_t *err)
         rc = tally_errf(err, TALLY_ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = prepare_dir(dir, force, err)))
+    if ((rc = prepare_dir(dir, force, 1, err)))
         goto out;
     for (unsigned q = 0; q < b->nq && !rc; q++) {
         char *qdir = path;
@@ -219,7 +236,7 @@ int xp_tau(const rep_blocks_t *b, const char *dir, int force, tally_err_t *err)
             snprintf(qdir, cap, "%s", dir);
         } else {
             snprintf(qdir, cap, "%s/MULTI__%s", dir, tau_metric(b->qname[q]));
-            if ((rc = prepare_dir(qdir, force, err)))
+            if ((rc = prepare_dir(qdir, force, 0, err)))
                 break;
         }
         size_t dl = strlen(qdir);

@@ -147,6 +147,13 @@ export_tau(tau, out, "--force")
 check(sorted(os.listdir(out)) == ["notes.txt", "profile.0.0.0"],
       "--force replaces every old profile file and nothing else: %r" % sorted(os.listdir(out)))
 check("bar void (void)" in open(os.path.join(out, "profile.0.0.0")).read(), "--force rewrote")
+# an earlier export with two metrics left MULTI__ directories, which TAU's tools would read
+multi = os.path.join(d, "finstr.tau")
+p = export_tau(seed, multi, expect=2)
+check("MULTI__" in p.stderr and "--force" in p.stderr, "MULTI__ profiles refused: %r" % p.stderr)
+export_tau(seed, multi, "--force")
+check(sorted(os.listdir(multi)) == ["profile.0.0.0"],
+      "--force removes the MULTI__ profiles: %r" % sorted(os.listdir(multi)))
 # the default directory: the current one
 cwd = os.path.join(d, "cwd")
 os.mkdir(cwd)
