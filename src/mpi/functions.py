@@ -15,6 +15,20 @@
 #   coll         a collective: mpiother 1 and the bytes of its buffer arguments
 #                (mpicollsent, mpicollrecv; wrap_common.c, coll_<name>)
 
+# The calls that wait (for a message, a request, the other ranks of a collective or a window
+# epoch) put the thread in the runtime state MPI Wait (kind mpi_wait) for their duration; every
+# other call is MPI Work (mpi_work). Waits and Tests: the hand-written wrappers (wrap_common.c)
+# use Wait for MPI_Wait* and Work for MPI_Test* (a test returns at once). Every collective
+# (role coll) waits for the other ranks.
+WAIT = {"MPI_Recv", "MPI_Sendrecv", "MPI_Sendrecv_replace", "MPI_Probe", "MPI_Ssend",
+        "MPI_Win_fence", "MPI_Win_complete", "MPI_Wait", "MPI_Waitall", "MPI_Waitany",
+        "MPI_Waitsome"}
+
+
+def waits(name, role):
+    return role == "coll" or name in WAIT
+
+
 FUNCTIONS = [
     ("int MPI_Abort(MPI_Comm comm, int errorcode)", "abort"),
     ("int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win)", "other"),

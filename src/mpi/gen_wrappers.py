@@ -14,7 +14,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from functions import FUNCTIONS  # noqa: E402
+from functions import FUNCTIONS, waits  # noqa: E402
 
 # roles whose C and Fortran wrappers are written by hand in wrap_common.c
 HAND = {"start", "startall", "wait", "test", "waitall", "testall", "waitany", "testany",
@@ -118,6 +118,10 @@ def gen_c_rest(w, role, name, args, call, cget, i):
 
 
 def gen(outdir):
+    from functions import WAIT
+    unknown = WAIT - {parse(proto)[0] for proto, _ in FUNCTIONS}
+    if unknown:
+        raise SystemExit("functions.py: WAIT names untraced functions: %s" % sorted(unknown))
     names = []  # (symbol, index of function, is_fortran)
     for i, (proto, role) in enumerate(FUNCTIONS):
         name, _ = parse(proto)
@@ -200,7 +204,8 @@ tw_lazy_common:
             # ---- C ----
             w("TW_WRAPPER int tallyw_%s(%s)\n{\n" % (name, params))
             w("    tw_call_t c;\n")
-            w("    if (!tw_begin(&c))\n        return P%s(%s);\n" % (name, call))
+            state = "TW_WAIT" if waits(name, role) else "TW_WORK"
+            w("    if (!tw_begin(&c, %s))\n        return P%s(%s);\n" % (state, name, call))
             if role == "recv" or role.startswith("sendrecv"):
                 w("    MPI_Status tw_st;\n    if (status == MPI_STATUS_IGNORE)\n        status = &tw_st;\n")
             if role == "abort":
@@ -223,7 +228,8 @@ tw_lazy_common:
             w("    static tw_f_%s_t real;\n" % fname)
             w("    if (!real)\n        real = (tw_f_%s_t)tw_fortran_real(\"p%s\");\n" % (fname, fname))
             w("    tw_call_t c;\n")
-            w("    if (!tw_begin(&c)) {\n        real(%s);\n        return;\n    }\n" % fcall)
+            w("    if (!tw_begin(&c, %s)) {\n        real(%s);\n        return;\n    }\n"
+              % (state, fcall))
             pos = {n: k for k, (_, n) in enumerate(args)}
 
             def fget(a, pos=pos, args=args):

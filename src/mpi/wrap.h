@@ -37,8 +37,14 @@
 
 enum { TW_TIME, TW_SENDS, TW_BSENT, TW_RECVS, TW_BRECV, TW_OTHER, TW_CSENT, TW_CRECV, TW_NV };
 
+/* The runtime state a call puts its thread in for clock profiling (kinds mpi_work and
+ * mpi_wait, declared with mpi_call; functions.py, WAIT, says which calls wait). */
+enum { TW_WORK, TW_WAIT };
+
 typedef struct tw_call {
     const tally_collector_api_v1_t *api;
+    int prev_state; /* the thread's state before the call (restored by tw_leave) */
+    int state_set;  /* 1: tw_begin set a state */
     uint64_t t0;
     uint64_t v[TW_NV];
 } tw_call_t;
@@ -54,6 +60,7 @@ typedef struct tw_call {
 
 extern const tally_collector_api_v1_t *tw_api_table;
 extern int tw_kind;
+extern int tw_state_kind[2]; /* [TW_WORK], [TW_WAIT]: the kinds, or -1 */
 extern const void *const *tw_public_table;
 
 const tally_collector_api_v1_t *tw_api(void);
@@ -70,11 +77,18 @@ void *tw_entry_generated(unsigned slot);
 
 #define TW_PUBLIC(i) (tw_public_table[i])
 
-static inline __attribute__((always_inline)) int tw_begin(tw_call_t *c)
+/* Starts recording a call that puts the thread in state (TW_WORK, TW_WAIT) until tw_leave:
+ * the previous state (none, OpenMP's, an outer MPI call's) is saved and given back there. A
+ * nested MPI call that is not recorded (the API's guard) leaves the outer call's state. */
+static inline __attribute__((always_inline)) int tw_begin(tw_call_t *c, int state)
 {
     c->api = tw_api();
     if (!c->api || tw_kind < 0 || !c->api->enter())
         return 0;
+    int k = tw_state_kind[state];
+    c->state_set = k >= 0;
+    if (c->state_set)
+        c->prev_state = c->api->set_state(k);
     for (int k = 0; k < TW_NV; k++)
         c->v[k] = 0;
     c->t0 = c->api->now();
@@ -103,6 +117,8 @@ static inline void tw_p2p_or_other(tw_call_t *c)
 
 static inline void tw_leave(tw_call_t *c)
 {
+    if (c->state_set)
+        c->api->set_state(c->prev_state);
     c->api->leave();
 }
 

@@ -16,6 +16,7 @@
 
 const tally_collector_api_v1_t *tw_api_table;
 int tw_kind = -1;
+int tw_state_kind[2] = {-1, -1};
 const void *const *tw_public_table;
 static int api_looked;
 
@@ -52,6 +53,17 @@ const tally_collector_api_v1_t *tw_api(void)
     a->declare_metric("mpicollsent", "MPI Collective Bytes Sent", "bytes", 0);
     a->declare_metric("mpicollrecv", "MPI Collective Bytes Received", "bytes", 0);
     int k = a->declare_kind("mpi_call", metric_names, TW_NV);
+    /* MPI Work and MPI Wait: runtime states for clock profiling (blocked time in MPI Work is
+     * waiting too, hence mpiwait second) */
+    static const char *const work[] = {"mpiwork", "mpiwait"}, *const wait[] = {"mpiwait"};
+    if (k >= 0 && a->declare_metric("mpiwork", "MPI Work", NULL, 1) == 0 &&
+        a->declare_metric("mpiwait", "MPI Wait", NULL, 1) == 0) {
+        int kw = a->declare_kind("mpi_work", work, 2), kt = a->declare_kind("mpi_wait", wait, 1);
+        if (kw >= 0 && kt >= 0) {
+            tw_state_kind[TW_WORK] = kw;
+            tw_state_kind[TW_WAIT] = kt;
+        }
+    }
     errno = saved;
     if (k >= 0)
         __atomic_store_n(&tw_kind, k, __ATOMIC_RELEASE);
@@ -348,7 +360,7 @@ static void other_unless_p2p(tw_call_t *c)
 TW_WRAPPER int tallyw_MPI_Start(MPI_Request *request)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WORK))
         return PMPI_Start(request);
     MPI_Request h = *request;
     int rc = PMPI_Start(request);
@@ -365,7 +377,7 @@ TW_WRAPPER int tallyw_MPI_Start(MPI_Request *request)
 TW_WRAPPER int tallyw_MPI_Startall(int count, MPI_Request *array_of_requests)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WORK))
         return PMPI_Startall(count, array_of_requests);
     int rc = PMPI_Startall(count, array_of_requests);
     int saved = errno;
@@ -382,7 +394,7 @@ TW_WRAPPER int tallyw_MPI_Startall(int count, MPI_Request *array_of_requests)
 TW_WRAPPER int tallyw_MPI_Request_free(MPI_Request *request)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WORK))
         return PMPI_Request_free(request);
     MPI_Request h = *request;
     int rc = PMPI_Request_free(request);
@@ -399,7 +411,7 @@ TW_WRAPPER int tallyw_MPI_Request_free(MPI_Request *request)
 TW_WRAPPER int tallyw_MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WAIT))
         return PMPI_Wait(request, status);
     MPI_Status st;
     MPI_Status *s = status == MPI_STATUS_IGNORE ? &st : status;
@@ -418,7 +430,7 @@ TW_WRAPPER int tallyw_MPI_Wait(MPI_Request *request, MPI_Status *status)
 TW_WRAPPER int tallyw_MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WORK))
         return PMPI_Test(request, flag, status);
     MPI_Status st;
     MPI_Status *s = status == MPI_STATUS_IGNORE ? &st : status;
@@ -481,7 +493,7 @@ TW_WRAPPER int tallyw_MPI_Waitall(int count, MPI_Request *array_of_requests,
                                   MPI_Status *array_of_statuses)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WAIT))
         return PMPI_Waitall(count, array_of_requests, array_of_statuses);
     tw_many_t m;
     many_init(&m, count, array_of_requests, array_of_statuses);
@@ -500,7 +512,7 @@ TW_WRAPPER int tallyw_MPI_Testall(int count, MPI_Request *array_of_requests, int
                                   MPI_Status *array_of_statuses)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WORK))
         return PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
     tw_many_t m;
     many_init(&m, count, array_of_requests, array_of_statuses);
@@ -520,7 +532,7 @@ TW_WRAPPER int tallyw_MPI_Waitany(int count, MPI_Request *array_of_requests, int
                                   MPI_Status *status)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WAIT))
         return PMPI_Waitany(count, array_of_requests, indx, status);
     tw_many_t m;
     many_init(&m, count, array_of_requests, MPI_STATUSES_IGNORE);
@@ -541,7 +553,7 @@ TW_WRAPPER int tallyw_MPI_Testany(int count, MPI_Request *array_of_requests, int
                                   int *flag, MPI_Status *status)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WORK))
         return PMPI_Testany(count, array_of_requests, indx, flag, status);
     tw_many_t m;
     many_init(&m, count, array_of_requests, MPI_STATUSES_IGNORE);
@@ -574,7 +586,7 @@ TW_WRAPPER int tallyw_MPI_Waitsome(int incount, MPI_Request *array_of_requests, 
                                    int *array_of_indices, MPI_Status *array_of_statuses)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WAIT))
         return PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices,
                              array_of_statuses);
     tw_many_t m;
@@ -594,7 +606,7 @@ TW_WRAPPER int tallyw_MPI_Testsome(int incount, MPI_Request *array_of_requests, 
                                    int *array_of_indices, MPI_Status *array_of_statuses)
 {
     tw_call_t c;
-    if (!tw_begin(&c))
+    if (!tw_begin(&c, TW_WORK))
         return PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
                              array_of_statuses);
     tw_many_t m;
@@ -648,7 +660,7 @@ TW_WRAPPER void tallyw_f_mpi_start_(void *req, void *ierr)
 {
     FREAL(f1_t, "pmpi_start_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WORK)) {
         real(req, ierr);
         return;
     }
@@ -667,7 +679,7 @@ TW_WRAPPER void tallyw_f_mpi_startall_(void *count, void *reqs, void *ierr)
 {
     FREAL(f2_t, "pmpi_startall_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WORK)) {
         real(count, reqs, ierr);
         return;
     }
@@ -686,7 +698,7 @@ TW_WRAPPER void tallyw_f_mpi_request_free_(void *req, void *ierr)
 {
     FREAL(f1_t, "pmpi_request_free_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WORK)) {
         real(req, ierr);
         return;
     }
@@ -713,7 +725,7 @@ TW_WRAPPER void tallyw_f_mpi_wait_(void *req, void *status, void *ierr)
 {
     FREAL(f2_t, "pmpi_wait_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WAIT)) {
         real(req, status, ierr);
         return;
     }
@@ -734,7 +746,7 @@ TW_WRAPPER void tallyw_f_mpi_test_(void *req, void *flag, void *status, void *ie
 {
     FREAL(f3_t, "pmpi_test_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WORK)) {
         real(req, flag, status, ierr);
         return;
     }
@@ -815,7 +827,7 @@ TW_WRAPPER void tallyw_f_mpi_waitall_(void *count, void *reqs, void *statuses, v
 {
     FREAL(f3_t, "pmpi_waitall_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WAIT)) {
         real(count, reqs, statuses, ierr);
         return;
     }
@@ -837,7 +849,7 @@ TW_WRAPPER void tallyw_f_mpi_testall_(void *count, void *reqs, void *flag, void 
 {
     FREAL(f4_t, "pmpi_testall_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WORK)) {
         real(count, reqs, flag, statuses, ierr);
         return;
     }
@@ -860,7 +872,7 @@ TW_WRAPPER void tallyw_f_mpi_waitany_(void *count, void *reqs, void *indx, void 
 {
     FREAL(f4_t, "pmpi_waitany_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WAIT)) {
         real(count, reqs, indx, status, ierr);
         return;
     }
@@ -886,7 +898,7 @@ TW_WRAPPER void tallyw_f_mpi_testany_(void *count, void *reqs, void *indx, void 
 {
     FREAL(f5_t, "pmpi_testany_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WORK)) {
         real(count, reqs, indx, flag, status, ierr);
         return;
     }
@@ -913,7 +925,7 @@ TW_WRAPPER void tallyw_f_mpi_waitsome_(void *incount, void *reqs, void *outcount
 {
     FREAL(f5_t, "pmpi_waitsome_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WAIT)) {
         real(incount, reqs, outcount, indices, statuses, ierr);
         return;
     }
@@ -935,7 +947,7 @@ TW_WRAPPER void tallyw_f_mpi_testsome_(void *incount, void *reqs, void *outcount
 {
     FREAL(f5_t, "pmpi_testsome_");
     tw_call_t c;
-    if (!tw_begin(&c)) {
+    if (!tw_begin(&c, TW_WORK)) {
         real(incount, reqs, outcount, indices, statuses, ierr);
         return;
     }

@@ -15,6 +15,16 @@ are those of the run without tally; every rank is a sub-experiment _r<rank>.tall
 `mpi` record; nothing was dropped; the recorded MPI_Barrier time of each rank is within the
 time the program itself measured around the call (one-sided: the wrapper's interval is inside
 the program's); call sites name the program's caller, never the wrapper.
+
+MPI Work and MPI Wait (clock-profiling states, kinds mpi_work and mpi_wait): every rank's
+experiment declares them; per rank, Work + Wait is the rank's sampled time inside the wrappers
+(states are set only there: at most it, and at least it less 2% and a sampling period) and the
+MPI time the wrappers measured within 15% plus 10 sampling periods (clock samples and thread
+states cover a call's interval to within a period at each edge; the period is the run's own,
+from the log's `settings`); the ranks that wait at the barrier for rank 0 (three times their
+work) have MPI Wait inside MPI_Barrier close to the wait they measured around the call (5% and
+50 ms) and, one-sided, never more than it plus a period (their state lies inside that interval);
+-functions names the metrics in text and --json, -metric_list lists them.
 """
 import os
 import re
@@ -22,7 +32,7 @@ import shutil
 
 from common import *
 
-N, S, K, MS = 10, 1000, 16, 60
+N, S, K, MS = 10, 1000, 16, 120
 NRANKS = 4
 BUILD = os.path.dirname(os.path.abspath(TALLY))
 
@@ -92,7 +102,7 @@ def check_experiment(exp, fortran, lines, what):
             found[int(m.group(1))] = root
     check(sorted(found) == list(range(NRANKS)), "%s: rank experiments %s" % (what, sorted(found)))
 
-    spec = ":".join("e." + m for m in METRICS) + ":e.mpitime"
+    spec = ":".join("e." + m for m in METRICS) + ":e.mpitime:e.mpiwork:e.mpiwait:i.mpiwait:i.total"
     cmds = ["-metrics", spec]
     for r in range(NRANKS):
         cmds += ["-rank_select", str(r), "-functions"]
@@ -134,6 +144,7 @@ def check_experiment(exp, fortran, lines, what):
             measured = lines[r][0] / 1e9
             at_most(rows[barrier]["e.mpitime"], measured + 0.0002, 0.01,
                     "%s: rank %d recorded MPI_Barrier time vs the program's" % (what, r))
+    check_states(exp, docs, found, fortran, lines, what)
     ranks = docs[NRANKS]["ranks"]
     check([k["rank"] for k in ranks] == list(range(NRANKS)), "%s: -rank_list %s" % (what, ranks))
     for k in ranks:
@@ -150,6 +161,74 @@ def check_experiment(exp, fortran, lines, what):
     for s in sites:
         check(0 <= s["max_rank"] < NRANKS and s["min"] <= s["mean"] <= s["max"],
               "%s: call site %s" % (what, s))
+
+
+def clock_period(rank_exp):
+    """The clock-profiling period of a rank's run, in seconds (its log's settings)."""
+    sets = log_records(rank_exp, "settings")
+    ns = int(sets[0][1].get("clock", "0")) if sets else 0
+    check(ns > 0, "%s: no clock profiling in settings %s" % (rank_exp, sets))
+    return ns / 1e9 if ns > 0 else 0.01
+
+
+def check_states(exp, docs, found, fortran, lines, what):
+    """MPI Work and MPI Wait: see the module's text."""
+    threads = print_json(exp, "-thread_list")[0]["threads"]
+    got = {}
+    for r in range(NRANKS):
+        if r not in found:
+            continue
+        names = {f.get("name") for _, f in log_records(found[r], "metric")}
+        check({"mpiwork", "mpiwait"} <= names, "%s: rank %d declares %s" % (what, r, sorted(names)))
+        kinds = {f.get("name") for _, f in log_records(found[r], "kind")}
+        check({"mpi_work", "mpi_wait"} <= kinds, "%s: rank %d kinds %s" % (what, r, sorted(kinds)))
+        period = clock_period(found[r])
+        main = [t for t in threads if t["how"] == "main" and
+                t["process"].split("/")[-1] == "_r%d.tally" % r]
+        if not check(len(main) == 1, "%s: rank %d: main threads %s" % (what, r, main)):
+            continue
+        doc = print_json(exp, "-thread_select", str(main[0]["number"]), "-metrics",
+                         "e.mpitime:e.mpiwork:e.mpiwait:i.total", "-functions")[0]
+        total = rows_by_name(doc)["<Total>"]
+        ww, mt = total["e.mpiwork"] + total["e.mpiwait"], total["e.mpitime"]
+        # the part of the thread's life the profile does not cover (the run's own clocks: its
+        # lifetime against its sampled time) can be missing from the states too
+        gap = max(0.0, main[0]["wall"] - total["i.total"])
+        bounded(ww, mt, (0.05 * mt + 3 * period + gap) / mt, (0.05 * mt + 3 * period) / mt,
+                "%s: rank %d: MPI Work + Wait against MPI Time (the profile missed %.3f s of the "
+                "thread's %.3f s)" % (what, r, gap, main[0]["wall"]))
+        got[r] = (total["e.mpiwait"], gap, period)
+        print("%s: rank %d: MPI Work %.3f + Wait %.3f s; MPI Time %.3f s; thread %.3f s, "
+              "sampled %.3f s; barrier wait measured %.3f s"
+              % (what, r, total["e.mpiwork"], total["e.mpiwait"], mt, main[0]["wall"],
+                 total["i.total"], lines.get(r, (0, 0))[0] / 1e9))
+    # the ranks that waited at the barrier for rank 0: their MPI Wait holds that wait (one-sided:
+    # it also has their other waits), and exceeds rank 0's by about the difference of the waits
+    # the ranks measured (their other waits are alike: the same rings and collectives)
+    if 0 in got and 0 in lines:
+        w0, gap0, period = got[0]
+        for r in range(1, NRANKS):
+            if r not in got or r not in lines:
+                continue
+            wr, gapr, _ = got[r]
+            measured = lines[r][0] / 1e9
+            at_least(wr + gapr + 2 * period, measured, 0.05,
+                     "%s: rank %d: MPI Wait (+ %.3f s the profile missed) against the barrier "
+                     "wait the rank measured" % (what, r, gapr))
+            diff, want = wr - w0, measured - lines[0][0] / 1e9
+            slack = 0.05 * measured + 5 * period + gapr + gap0
+            check(abs(diff - want) <= slack,
+                  "%s: rank %d: MPI Wait exceeds rank 0's by %.3f s, the barrier waits measured "
+                  "differ by %.3f s (allowed: %.3f s)" % (what, r, diff, want, slack))
+    text = run([TALLY, "print", "-metrics", "e.mpiwork:e.mpiwait", "-functions", exp],
+               expect=0).stdout
+    head = text.split("sec.")[0]
+    check(head.count("Excl. MPI") == 2 and "Work" in head and "Wait" in head,
+          "%s: -functions text:\n%s" % (what, text[:1500]))
+    listed = run([TALLY, "print", "-metric_list", exp], expect=0).stdout
+    check(all(any(l.split()[:1] == [m] for l in listed.splitlines())
+              for m in ("mpiwork", "mpiwait")),
+          "%s: -metric_list does not list mpiwork and mpiwait:\n%s" % (what, listed))
 
 
 P = 5
