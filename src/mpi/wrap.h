@@ -11,7 +11,9 @@
  * record's stack is the public entry the program called (MPI_Send in libtally-mpi.so), then the
  * program's frames. The program sees exactly what the implementation returned: return codes,
  * statuses, request handles, errno. Without tally (no collector API) every wrapper is a plain
- * call of the PMPI_ function.
+ * call of the PMPI_ function. While a recorded call runs, its thread's runtime state (the
+ * collector API's set_state) is MPI Wait (kind mpi_wait) for the calls that wait, MPI Work
+ * (mpi_work) for the others; the previous state comes back when the call returns.
  *
  * Roles (functions.py): a send counts when started (persistent ones at each MPI_Start), a
  * receive when completed (MPI_Recv; MPI_Irecv and persistent receives at the Wait/Test that
