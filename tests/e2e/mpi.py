@@ -25,6 +25,10 @@ from the log's `settings`); the ranks that wait at the barrier for rank 0 (three
 work) have MPI Wait inside MPI_Barrier close to the wait they measured around the call (5% and
 50 ms) and, one-sided, never more than it plus a period (their state lies inside that interval);
 -functions names the metrics in text and --json, -metric_list lists them.
+Hybrid: the C program linked with libgomp (its main thread is in OpenMP Work from the start):
+each MPI call gives the OpenMP state back when it returns, so per rank's main thread OpenMP Work
++ Wait + MPI Work + Wait is the thread's sampled time (2% and 2 periods), and MPI Work + Wait
+still match MPI Time as above (a call that left its MPI state behind would fail one of the two).
 """
 import os
 import re
@@ -231,6 +235,40 @@ def check_states(exp, docs, found, fortran, lines, what):
           "%s: -metric_list does not list mpiwork and mpiwait:\n%s" % (what, listed))
 
 
+def check_hybrid(cfg, d, what):
+    prog = os.path.join(d, "ring_omp")
+    run([cfg["cc"], "-O2", "-g", "-fopenmp", "-Wl,--no-as-needed", "-o", prog,
+         os.path.join(SRC, "tests/workloads/mpi_ring.c"), "-lgomp"], expect=0)
+    name = "hybrid"
+    p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", name] + cfg["run"] +
+            [prog, str(N), str(S), str(K), str(MS)], env=env, timeout=200)
+    lines = check_program(p, what)
+    exp = os.path.join(d, name + ".tally")
+    found = {}
+    for root, dirs, files in os.walk(exp):
+        m = re.match(r"_r(\d+)\.tally$", os.path.basename(root))
+        if m and "log" in files:
+            found[int(m.group(1))] = root
+    docs = [print_json(exp, "-rank_select", str(r), "-metrics", "e.mpitime", "-functions")[0]
+            for r in range(NRANKS)]
+    check_states(exp, docs, found, False, lines, what)
+    threads = print_json(exp, "-thread_list")[0]["threads"]
+    for r in sorted(found):
+        main = [t for t in threads if t["how"] == "main" and
+                t["process"].split("/")[-1] == "_r%d.tally" % r]
+        if not check(len(main) == 1, "%s: rank %d: main threads %s" % (what, r, main)):
+            continue
+        period = clock_period(found[r])
+        doc = print_json(exp, "-thread_select", str(main[0]["number"]), "-metrics",
+                         "e.ompwork:e.ompwait:e.mpiwork:e.mpiwait:i.total", "-functions")[0]
+        t = rows_by_name(doc)["<Total>"]
+        states = t["e.ompwork"] + t["e.ompwait"] + t["e.mpiwork"] + t["e.mpiwait"]
+        check(abs(states - t["i.total"]) <= 0.02 * t["i.total"] + 2 * period,
+              "%s: rank %d: OpenMP Work %.3f + Wait %.3f + MPI Work %.3f + Wait %.3f s against "
+              "the thread's %.3f s" % (what, r, t["e.ompwork"], t["e.ompwait"], t["e.mpiwork"],
+                                        t["e.mpiwait"], t["i.total"]))
+
+
 P = 5
 REQ_EXPECTED = {  # tests/workloads/mpi_requests.c, per rank
     "MPI_Startall": {"mpisends": P, "mpibytessent": 64 * P},
@@ -308,6 +346,7 @@ for impl, cfg in IMPLS.items():
              os.path.join(SRC, "tests/workloads/mpi_ring.f90")], expect=0)
         progs["fortran"] = os.path.join(d, "ring_f")
     check_requests(impl, cfg, d)
+    check_hybrid(cfg, d, impl + " MPI+OpenMP")
     args = [str(N), str(S), str(K), str(MS)]
     for lang, prog in progs.items():
         fortran = lang == "fortran"
