@@ -72,9 +72,10 @@ static const char *def_name(const pdefs_t *d, uint64_t id)
     return id < d->n ? d->name[id] : NULL;
 }
 
-static int add_mon_row(void *v, const uint64_t *x)
+/* A row of a monitor point (per quantity: excl, incl, instance excl, instance incl: stride 4) or
+ * of the whole-run profile (excl, incl: stride 2), after id, calls, subrs. */
+static int add_row(ctx_t *c, const uint64_t *x, unsigned stride)
 {
-    ctx_t *c = v;
     const char *name = def_name(c->d, x[0]);
     if (!name)
         return -1;
@@ -89,36 +90,18 @@ static int add_mon_row(void *v, const uint64_t *x)
     r->v.calls = x[1];
     r->v.subrs = x[2];
     for (unsigned q = 0; q < c->nq; q++) {
-        r->v.excl[q] = x[3 + 4 * q];
-        r->v.incl[q] = x[4 + 4 * q];
-        r->v.iexcl[q] = x[5 + 4 * q];
-        r->v.iincl[q] = x[6 + 4 * q];
+        r->v.excl[q] = x[3 + stride * q];
+        r->v.incl[q] = x[4 + stride * q];
+        if (stride == 4) {
+            r->v.iexcl[q] = x[5 + stride * q];
+            r->v.iincl[q] = x[6 + stride * q];
+        }
     }
     return 0;
 }
 
-static int add_prof_row(void *v, const uint64_t *x)
-{
-    ctx_t *c = v;
-    const char *name = def_name(c->d, x[0]);
-    if (!name)
-        return -1;
-    if (GROW(c->rows, c->nrows, c->cap)) {
-        c->oom = 1;
-        return -1;
-    }
-    rep_brow_t *r = &c->rows[c->nrows++];
-    memset(r, 0, sizeof *r);
-    r->name = name;
-    r->group = c->d->group[x[0]];
-    r->v.calls = x[1];
-    r->v.subrs = x[2];
-    for (unsigned q = 0; q < c->nq; q++) {
-        r->v.excl[q] = x[3 + 2 * q];
-        r->v.incl[q] = x[4 + 2 * q];
-    }
-    return 0;
-}
+static int add_mon_row(void *v, const uint64_t *x) { return add_row(v, x, 4); }
+static int add_prof_row(void *v, const uint64_t *x) { return add_row(v, x, 2); }
 
 static int add_path_row(void *v, const uint64_t *x)
 {
