@@ -25,6 +25,7 @@
 #include "analyzer/session.h"
 #include "experiment/evwriter.h"
 #include "experiment/logfile.h"
+#include "selfexp.h"
 
 /* The functions the stacks are made of (never called: only their addresses are used). */
 __attribute__((noinline, used)) int rp_leaf(int x) { return x * 3 + 1; }
@@ -34,71 +35,15 @@ __attribute__((noinline, used)) int rp_top(int x) { return rp_mid(x) + rp_leaf(x
 static char dir[256];
 #define MS 1000000ull
 
-/* A PC inside f (an address past its entry, as a return address would be). */
-static uint64_t pc_in(void *f) { return (uint64_t)(uintptr_t)f + 1; }
-
 static void write_experiment(void)
 {
     snprintf(dir, sizeof dir, "/tmp/tally-test-report-%d.tally", getpid());
-    assert_int_equal(mkdir(dir, 0755), 0);
-    Dl_info di;
-    assert_true(dladdr((void *)rp_leaf, &di) != 0);
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    assert_true(n > 0);
-    exe[n] = 0;
-    const Elf64_Ehdr *eh = di.dli_fbase;
-    uint64_t base = (uint64_t)(uintptr_t)di.dli_fbase;
-    uint64_t bias = eh->e_type == ET_DYN ? base : 0;
-
-    char path[512], buf[4096];
-    snprintf(path, sizeof path, "%s/log", dir);
-    int fd = exp_log_create(path);
-    assert_true(fd >= 0);
-    exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "start");
-    exp_line_u64(&l, "t", 1000);
-    exp_line_u64(&l, "pid", 42);
-    assert_int_equal(exp_line_write(&l, fd), 0);
-    exp_line_begin(&l, buf, sizeof buf, "settings");
-    exp_line_u64(&l, "clock", 1000000);
-    assert_int_equal(exp_line_write(&l, fd), 0);
-    exp_line_begin(&l, buf, sizeof buf, "load");
-    exp_line_u64(&l, "t", 1000);
-    exp_line_u64(&l, "id", 0);
-    exp_line_str(&l, "path", exe);
-    exp_line_hex(&l, "lo", base);
-    exp_line_hex(&l, "hi", base + (256u << 20));
-    exp_line_hex(&l, "bias", bias);
-    assert_int_equal(exp_line_write(&l, fd), 0);
-    exp_line_begin(&l, buf, sizeof buf, "end");
-    exp_line_u64(&l, "t", 9000);
-    exp_line_str(&l, "how", "exit");
-    exp_line_u64(&l, "status", 0);
-    assert_int_equal(exp_line_write(&l, fd), 0);
-    close(fd);
-
-    snprintf(path, sizeof path, "%s/events", dir);
-    exp_evfile_t f;
-    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
-    exp_stream_t s;
-    exp_stream_init(&s, &f, 42);
-    const uint64_t L = pc_in((void *)rp_leaf), M = pc_in((void *)rp_mid), T = pc_in((void *)rp_top);
+    const uint64_t L = selfexp_pc_in((void *)rp_leaf), M = selfexp_pc_in((void *)rp_mid),
+                   T = selfexp_pc_in((void *)rp_top);
     /* leaf first: leaf<-mid<-top 3 ms, mid<-top 2 ms, top 1 ms, leaf<-top 4 ms */
-    const struct {
-        uint64_t pcs[3];
-        uint32_t n;
-        uint64_t w;
-    } stacks[] = { { { L, M, T }, 3, 3 * MS }, { { M, T }, 2, 2 * MS }, { { T }, 1, 1 * MS },
-                   { { L, T }, 2, 4 * MS } };
-    uint64_t t = 2000;
-    for (size_t i = 0; i < sizeof stacks / sizeof *stacks; i++) {
-        uint32_t id;
-        assert_int_equal(exp_stream_stack(&s, stacks[i].pcs, stacks[i].n, 0, &id), 0);
-        assert_int_equal(exp_stream_clock(&s, t += 1000, id, 0, stacks[i].w), 0);
-    }
-    exp_stream_finish(&s, t + 1000);
-    exp_evfile_close(&f);
+    const selfexp_stack_t stacks[] = { { { L, M, T }, 3, 3 * MS }, { { M, T }, 2, 2 * MS },
+                                       { { T }, 1, 1 * MS }, { { L, T }, 2, 4 * MS } };
+    selfexp_write(dir, stacks, sizeof stacks / sizeof *stacks);
 }
 
 static int setup(void **state)
@@ -115,9 +60,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     ses_free(*state);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd);
+    return selfexp_remove(dir);
 }
 
 static const rep_opts_t by_excl = { 0, REP_FL_E, ENG_M_TOTALCPU, 0 };
