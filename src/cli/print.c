@@ -800,30 +800,27 @@ static void usage(FILE *out)
                  "See 'man tally-print'.\n");
 }
 
-int cmd_print(int argc, char **argv)
+int pr_parse_args(int argc, char **argv, pr_args_t *pa)
 {
-    typedef struct { const struct pcmd *c; const char *arg; } step_t;
-    step_t *steps = calloc((size_t)argc, sizeof *steps);
-    const char **paths = calloc((size_t)argc, sizeof *paths);
-    if (!steps || !paths)
+    memset(pa, 0, sizeof *pa);
+    pa->steps = calloc((size_t)argc + 1, sizeof *pa->steps);
+    pa->paths = calloc((size_t)argc + 1, sizeof *pa->paths);
+    if (!pa->steps || !pa->paths) {
+        esc_fprintf(stderr, "tally: out of memory\n");
         return 1;
-    size_t nsteps = 0, npaths = 0;
-    int json = 0, rc = 0;
-    pstate_t ps = { .sort_flavor = FL_E, .sort_metric = ENG_M_TOTALCPU };
-    sink_file(&ps.out, stdout);
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            rc = 0;
-            goto out;
+            pa->help = 1;
+            return 0;
         }
         if (!strcmp(a, "--json")) {
-            json = 1;
+            pa->json = 1;
             continue;
         }
         if (a[0] != '-' || !a[1]) {
-            paths[npaths++] = a;
+            pa->paths[pa->npaths++] = a;
             continue;
         }
         char name[128];
@@ -837,8 +834,7 @@ int cmd_print(int argc, char **argv)
         const struct pcmd *c = find_cmd(name);
         if (!c) {
             unknown_cmd(a, NULL);
-            rc = 2;
-            goto out;
+            return 2;
         }
         if (c->nargs == ARG_OPTIONAL && !arg && i + 1 < argc && optional_arg(argv[i + 1]))
             arg = argv[++i];
@@ -849,27 +845,49 @@ int cmd_print(int argc, char **argv)
         if (c->nargs == ARG_NEEDED && !arg) {
             if (i + 1 >= argc) {
                 cli_error("print", "-%s needs an argument: %s", c->name, c->arg);
-                rc = 2;
-                goto out;
+                return 2;
             }
             arg = argv[++i];
         }
-        steps[nsteps++] = (step_t){ c, arg ? arg : "" };
+        pa->steps[pa->nsteps++] = (pr_step_t){ c, c->name, arg ? arg : "" };
     }
-    if (!npaths) {
+    return 0;
+}
+
+void pr_args_free(pr_args_t *pa)
+{
+    free(pa->steps);
+    free(pa->paths);
+    memset(pa, 0, sizeof *pa);
+}
+
+int cmd_print(int argc, char **argv)
+{
+    pr_args_t pa;
+    int rc = pr_parse_args(argc, argv, &pa);
+    pstate_t ps = { .sort_flavor = FL_E, .sort_metric = ENG_M_TOTALCPU };
+    sink_file(&ps.out, stdout);
+    if (rc)
+        goto out;
+    if (pa.help) {
+        usage(stdout);
+        goto out;
+    }
+    if (!pa.npaths) {
         cli_error("print", "no experiment given; usage: tally print -functions EXPERIMENT");
         rc = 2;
         goto out;
     }
-    rc = pr_open(&ps, paths, npaths, json);
+    rc = pr_open(&ps, pa.paths, pa.npaths, pa.json);
     if (!rc) {
-        if (nsteps == 0) {
+        if (pa.nsteps == 0) {
             interactive(&ps);
         } else {
-            for (size_t i = 0; i < nsteps && !ps.quit; i++) {
-                ps.data = steps[i].c->data;
+            for (size_t i = 0; i < pa.nsteps && !ps.quit; i++) {
+                const struct pcmd *c = pa.steps[i].cmd;
+                ps.data = c->data;
                 pr_incomplete_text(&ps);
-                int r = steps[i].c->fn(&ps, steps[i].arg);
+                int r = c->fn(&ps, pa.steps[i].arg);
                 fflush(stdout);
                 fflush(ps.out.f);
                 note_saturation(&ps);
@@ -889,7 +907,6 @@ out:
         rc = 1;
     }
     ses_free(ps.ses);
-    free(steps);
-    free(paths);
+    pr_args_free(&pa);
     return rc;
 }

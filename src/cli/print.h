@@ -198,6 +198,26 @@ int pr_view_needs_arg(const char *name);
  * thread, sample and CPU, no filter, every load object shown, inlines on. 0, or 1 after reporting. */
 int pr_reset(pstate_t *ps);
 
+/* print's command line: --json, -h/--help, commands (a unique abbreviation, a dash or two,
+ * `-cmd=ARG`) with their arguments as er_print takes them (an optional argument only when the
+ * next word is one and not an existing path), and the experiments, in order. 0; 2 after reporting
+ * a usage error (an unknown or ambiguous command, a missing argument); 1 on no memory. *pa is to
+ * be freed with pr_args_free whatever the result. */
+typedef struct pr_step {
+    const void *cmd;  /* print.c's command table entry */
+    const char *name; /* the command's full name */
+    const char *arg;  /* "" when none */
+} pr_step_t;
+typedef struct pr_args {
+    pr_step_t *steps;
+    size_t nsteps;
+    const char **paths;
+    size_t npaths;
+    int json, help;
+} pr_args_t;
+int pr_parse_args(int argc, char **argv, pr_args_t *pa);
+void pr_args_free(pr_args_t *pa);
+
 /* print_mpi.c: MPI jobs (-M on) */
 int view_rank_list(pstate_t *ps, const char *a);
 int set_rank_select(pstate_t *ps, const char *a);
