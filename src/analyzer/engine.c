@@ -1701,6 +1701,8 @@ uint32_t eng_function_object(eng_t *g, uint32_t id)
     return sym_func(g->sym, id)->object;
 }
 
+uint64_t eng_function_addr(eng_t *g, uint32_t id) { return sym_func(g->sym, id)->addr; }
+
 const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt)
 {
     if (kind == ENG_KIND_PC) { /* "func + 0x1a" */

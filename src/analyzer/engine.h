@@ -304,6 +304,8 @@ size_t eng_nobjects(eng_t *g, int kind);
 const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt);
 /* The load object index of a function id (UINT32_MAX for <Unknown>). */
 uint32_t eng_function_object(eng_t *g, uint32_t id);
+/* Its address in its object's file (0 when it has none: made up, e.g. inlined only). */
+uint64_t eng_function_addr(eng_t *g, uint32_t id);
 
 /* ---- building blocks, for tests and generators ---------------------------------------------- */
 

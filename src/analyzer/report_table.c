@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,7 +93,17 @@ int rep_names_build(eng_t *eng, const eng_table_t *t, int namefmt, rep_names_t *
                     const char *on = o == UINT32_MAX
                                          ? "<Unknown>"
                                          : eng_object_name(eng, ENG_KIND_LOADOBJECT, o, 0);
-                    if (asprintf(&nm->owned[id], "%s (%s)", nm->name[id], on) < 0) {
+                    int shared = 0; /* another function of this name in the same object */
+                    for (size_t q = i; q < j && !shared; q++)
+                        shared = q != m &&
+                                 eng_function_object(eng, (uint32_t)(order[q] - nm->name)) == o;
+                    uint64_t addr = eng_function_addr(eng, (uint32_t)id);
+                    int r = !shared ? asprintf(&nm->owned[id], "%s (%s)", nm->name[id], on)
+                            : addr  ? asprintf(&nm->owned[id], "%s (%s, 0x%" PRIx64 ")",
+                                               nm->name[id], on, addr)
+                                    : asprintf(&nm->owned[id], "%s (%s, inlined)", nm->name[id],
+                                               on);
+                    if (r < 0) {
                         nm->owned[id] = NULL;
                         goto nomem;
                     }
@@ -212,9 +223,9 @@ long rep_find_function(eng_t *eng, const eng_table_t *t, const rep_names_t *nm, 
             return found; /* the display name is unique */
     }
     if (found >= 0 && ambiguous)
-        return tally_errf(err, TALLY_EUSAGE, "function name '%s' is ambiguous: it is defined in "
-                          "several load objects; name one as 'NAME (object)' as -functions "
-                          "lists them", name);
+        return tally_errf(err, TALLY_EUSAGE, "function name '%s' is ambiguous: several "
+                          "functions have it; name one as -functions lists them, "
+                          "'NAME (object)' or 'NAME (object, address)'", name);
     if (found < 0) {
         /* gcc's clones keep the name before a dot: "hot.constprop.0", "f.part.0", "g.cold" */
         size_t len = strlen(name);

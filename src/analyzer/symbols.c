@@ -56,6 +56,7 @@ typedef struct cu_range {
 typedef struct inl_range {
     uint64_t lo, hi;
     const char *name, *call_file; /* owned by the Dwarf */
+    const char *link;             /* the linkage (mangled) name, NULL when the DWARF has none */
     uint32_t call_line, depth;
     uint32_t func; /* its function id, UINT32_MAX until first used */
 } inl_range_t;
@@ -91,9 +92,11 @@ typedef struct object {
     size_t ncus;
     void *image; /* the copy of the vDSO */
     uint32_t whole_func; /* `<libname>`: the object as one function (hidden), or UINT32_MAX */
-    char **inl_names;    /* inlined functions seen, and their made-up function ids */
+    char **inl_names;    /* inlined functions seen (linkage name, else name), their function ids */
     uint32_t *inl_funcs;
     size_t ninl;
+    uint32_t *by_name;   /* indices of syms[] sorted by name (for inlined copies), made on use */
+    int by_name_tried;
     cu_inlines_t *cuinl; /* units whose inlined subroutines have been read */
     size_t ncuinl;
     char *archived; /* an archived copy of the binary with the recorded build-id, or NULL */
@@ -1404,6 +1407,7 @@ void sym_free(sym_ctx_t *s)
             free(o->inl_names[k]);
         free(o->inl_names);
         free(o->inl_funcs);
+        free(o->by_name);
         for (size_t k = 0; k < o->ncuinl; k++) {
             free(o->cuinl[k].r);
             free(o->cuinl[k].maxhi);
@@ -1595,12 +1599,57 @@ uint32_t sym_func_whole(sym_ctx_t *s, uint32_t obj)
 
 /* ---- inlined functions ----------------------------------------------------------------------- */
 
-/* The function made up for inlined function name in object obj (one per name and object). */
-static uint32_t inline_func(sym_ctx_t *s, uint32_t obj, const char *name)
+/* Symbol indices by name (qsort_r's context: the object). */
+static int cmp_sym_name(const void *a, const void *b, void *ctx)
+{
+    const object_t *o = ctx;
+    return strcmp(o->strings + o->syms[*(const uint32_t *)a].name,
+                  o->strings + o->syms[*(const uint32_t *)b].name);
+}
+
+/* The symbol of object o named exactly name, when there is exactly one such function (aliases at
+ * one address count as one); -1 when there is none, several (static functions of one name in
+ * several units) or no memory. */
+static long symbol_named(object_t *o, const char *name)
+{
+    if (!o->by_name_tried) {
+        o->by_name_tried = 1;
+        if (o->nsyms && o->nsyms < UINT32_MAX && (o->by_name = malloc(o->nsyms * sizeof *o->by_name))) {
+            for (size_t i = 0; i < o->nsyms; i++)
+                o->by_name[i] = (uint32_t)i;
+            qsort_r(o->by_name, o->nsyms, sizeof *o->by_name, cmp_sym_name, o);
+        }
+    }
+    if (!o->by_name)
+        return -1;
+    size_t lo = 0, hi = o->nsyms;
+    while (lo < hi) { /* the first not below name */
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(o->strings + o->syms[o->by_name[mid]].name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    long found = -1;
+    for (size_t k = lo; k < o->nsyms && !strcmp(o->strings + o->syms[o->by_name[k]].name, name);
+         k++) {
+        uint32_t i = o->by_name[k];
+        if (found >= 0 && o->addrs[found] != o->addrs[i])
+            return -1;
+        found = i;
+    }
+    return found;
+}
+
+/* The function of inlined function name (linkage name link, or NULL) in object obj, one per
+ * function and object: its out-of-line copy's when the object has one of that exact (linkage)
+ * name, so the copies of a function are one function in every view; else one made up for it. */
+static uint32_t inline_func(sym_ctx_t *s, uint32_t obj, const char *name, const char *link)
 {
     object_t *o = s->objs[obj];
+    const char *key = link ? link : name;
     for (size_t i = 0; i < o->ninl; i++)
-        if (!strcmp(o->inl_names[i], name))
+        if (!strcmp(o->inl_names[i], key))
             return o->inl_funcs[i];
     char **nn = realloc(o->inl_names, (o->ninl + 1) * sizeof *nn);
     if (nn)
@@ -1608,9 +1657,10 @@ static uint32_t inline_func(sym_ctx_t *s, uint32_t obj, const char *name)
     uint32_t *nf = realloc(o->inl_funcs, (o->ninl + 1) * sizeof *nf);
     if (nf)
         o->inl_funcs = nf;
-    if (!nn || !nf || !(o->inl_names[o->ninl] = strdup(name)))
+    if (!nn || !nf || !(o->inl_names[o->ninl] = strdup(key)))
         return UINT32_MAX;
-    uint32_t f = made_up_func(s, obj, 0, 0, "%s", name);
+    long sym = symbol_named(o, key);
+    uint32_t f = sym >= 0 ? symbol_func(s, obj, (size_t)sym) : made_up_func(s, obj, 0, 0, "%s", name);
     o->inl_funcs[o->ninl++] = f;
     return f;
 }
@@ -1635,6 +1685,10 @@ static void walk_inlines(Dwarf_Die *die, inl_build_t *b, uint32_t depth)
             Dwarf_Attribute a;
             Dwarf_Word fno = 0, lno = 0;
             const char *name = dwarf_formstring(dwarf_attr_integrate(&child, DW_AT_name, &a));
+            const char *link =
+                dwarf_formstring(dwarf_attr_integrate(&child, DW_AT_linkage_name, &a));
+            if (!link)
+                link = dwarf_formstring(dwarf_attr_integrate(&child, DW_AT_MIPS_linkage_name, &a));
             const char *cf = NULL;
             if (b->files && !dwarf_formudata(dwarf_attr(&child, DW_AT_call_file, &a), &fno) &&
                 fno < b->nfiles)
@@ -1656,8 +1710,8 @@ static void walk_inlines(Dwarf_Die *die, inl_build_t *b, uint32_t depth)
                     b->r = nr;
                     b->cap = ncap;
                 }
-                b->r[b->n++] = (inl_range_t){ lo, hi, name, lno ? cf : NULL, (uint32_t)lno,
-                                              depth, UINT32_MAX };
+                b->r[b->n++] = (inl_range_t){ lo, hi, name, lno ? cf : NULL, link,
+                                              (uint32_t)lno, depth, UINT32_MAX };
             }
         }
         if (tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram ||
@@ -1731,7 +1785,7 @@ int sym_inlines_at(sym_ctx_t *s, uint32_t obj, uint64_t addr, sym_inline_t *out,
     int m = 0;
     for (int a = 0; a < n && m < max; a++) {
         if (hold[a]->func == UINT32_MAX)
-            hold[a]->func = inline_func(s, obj, hold[a]->name);
+            hold[a]->func = inline_func(s, obj, hold[a]->name, hold[a]->link);
         if (hold[a]->func != UINT32_MAX)
             out[m++] = (sym_inline_t){ hold[a]->func, hold[a]->call_file, hold[a]->call_line };
     }

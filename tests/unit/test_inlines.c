@@ -5,7 +5,8 @@
  * inlines shown, and in_caller <- in_top with them folded. Checked: -functions rows and their
  * exclusive/inclusive values, callers-callees of the middle inlined function, the call tree, and
  * the line kind (the inner line, then the lines each level was inlined at; with inlines folded,
- * the inner line only), both ways.
+ * the inner line only), both ways. A function both inlined and out of line (in_both) is one
+ * function, whichever copy a sample is in.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -37,11 +38,23 @@ __attribute__((noinline, used)) int in_caller(int x)
     int z = in_other(x); /* a call: code of in_caller's own, on a line of its own */
     return y + z;
 }
-__attribute__((noinline, used)) int in_top(int x) { return in_caller(x) + 1; }
+/* A function inlined in one place and out of line too (its address is taken): one function. */
+static inline __attribute__((always_inline)) int in_both(int x) { return x * 7 - 2; }
+int (*volatile in_both_ptr)(int) = in_both;
+__attribute__((noinline, used)) int in_caller2(int x)
+{
+    int y = in_both(x);
+    return in_other(y) + 5;
+}
+/* Two static functions called twin in this program (the other in inlines_twin.c). */
+__attribute__((noinline, used)) static int twin(int x) { return x * 3 + 1; }
+void *inlines_twin_addr(void);
+__attribute__((noinline, used)) int in_top(int x) { return in_caller(x) + in_caller2(x) + 1; }
 
 #define MS 1000000ull
 static char dir[256];
 static uint32_t inner_line, helper_site, caller_site; /* lines: in in_inner, and the call sites */
+static uint64_t both_inlined; /* a runtime PC of in_caller2 in the inlined copy of in_both */
 
 /* A runtime PC of in_caller where the inner code runs (*inl) and one of in_caller's own (*own). */
 static void find_pcs(uint64_t *inl, uint64_t *own)
@@ -83,6 +96,21 @@ static void find_pcs(uint64_t *inl, uint64_t *own)
             line != 0 && line != caller_site)
             *own = x + bias;
     }
+    /* in_both inlined in in_caller2: the same function as its out-of-line copy */
+    uint32_t both = sym_func_at(s, obj, (uint64_t)(uintptr_t)in_both_ptr - bias);
+    assert_string_equal(sym_func(s, both)->name, "in_both");
+    uint64_t a2 = (uint64_t)(uintptr_t)in_caller2 - bias;
+    const sym_func_t *f2 = sym_func(s, sym_func_at(s, obj, a2));
+    assert_string_equal(f2->name, "in_caller2");
+    both_inlined = 0;
+    for (uint64_t x = a2 + 1; x < a2 + f2->size && !both_inlined; x++) {
+        sym_inline_t in[4];
+        if (sym_inlines_at(s, obj, x, in, 4) == 1) {
+            assert_int_equal(in[0].func, both);
+            both_inlined = x + bias;
+        }
+    }
+    assert_true(both_inlined != 0);
     sym_free(s);
     assert_true(*inl && *own);
     assert_true(inner_line && helper_site && caller_site);
@@ -94,10 +122,20 @@ static int setup(void **state)
     uint64_t X, Y, T = selfexp_pc_in((void *)in_top);
     find_pcs(&X, &Y);
     snprintf(dir, sizeof dir, "/tmp/tally-test-inlines-%d.tally", getpid());
-    /* leaf first: the inner code 3 ms, in_caller's own code 1 ms, in_top's own 2 ms */
-    const selfexp_stack_t stacks[] = { { { X, T }, 2, 3 * MS }, { { Y, T }, 2, 1 * MS },
-                                       { { T }, 1, 2 * MS } };
-    selfexp_write(dir, stacks, 3);
+    /* leaf first: the inner code 3 ms, in_caller's own code 1 ms, in_top's own 2 ms; in_both
+     * out of line 1 ms and inlined in in_caller2 2 ms */
+    const uint64_t B = selfexp_pc_in((void *)in_both_ptr), C2 = selfexp_pc_in((void *)in_caller2);
+    const selfexp_stack_t stacks[] = { { { X, T }, 2, 3 * MS },         { { Y, T }, 2, 1 * MS },
+                                       { { T }, 1, 2 * MS },            { { B, T }, 2, 1 * MS },
+                                       { { both_inlined, T }, 2, 2 * MS } };
+    (void)C2;
+    /* the two twins, 1 ms each, as leaves under nothing */
+    const selfexp_stack_t twins[] = { { { selfexp_pc_in((void *)twin) }, 1, 1 * MS },
+                                      { { selfexp_pc_in(inlines_twin_addr()) }, 1, 1 * MS } };
+    selfexp_stack_t all[7];
+    memcpy(all, stacks, sizeof stacks);
+    memcpy(all + 5, twins, sizeof twins);
+    selfexp_write(dir, all, 7);
     ses_t *s = ses_new();
     tally_err_t err = { 0 };
     assert_int_equal(ses_open(s, dir, &err), 0);
@@ -138,23 +176,52 @@ static void test_functions(void **state)
     rep_table_t rt;
     eng_set_inlines(s->eng, 1);
     assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &by_name, &rt, &err), 0);
-    assert_int_equal(rt.total[ENG_M_TOTALCPU], 6 * MS);
-    assert_int_equal(rt.n, 4);
+    assert_int_equal(rt.total[ENG_M_TOTALCPU], 11 * MS);
+    assert_int_equal(rt.n, 8);
     expect(&rt, "in_inner", 3 * MS, 3 * MS);
     expect(&rt, "in_helper", 0, 3 * MS);
     expect(&rt, "in_caller", 1 * MS, 4 * MS);
-    expect(&rt, "in_top", 2 * MS, 6 * MS);
+    expect(&rt, "in_top", 2 * MS, 9 * MS);
+    expect(&rt, "in_both", 3 * MS, 3 * MS); /* one row: out of line and inlined */
+    expect(&rt, "in_caller2", 0, 2 * MS);
     rep_table_free(&rt);
 
     eng_set_inlines(s->eng, 0); /* folded into the function they were inlined into */
     assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &by_name, &rt, &err), 0);
-    assert_int_equal(rt.total[ENG_M_TOTALCPU], 6 * MS);
-    assert_int_equal(rt.n, 2);
+    assert_int_equal(rt.total[ENG_M_TOTALCPU], 11 * MS);
+    assert_int_equal(rt.n, 6);
     expect(&rt, "in_caller", 4 * MS, 4 * MS);
-    expect(&rt, "in_top", 2 * MS, 6 * MS);
+    expect(&rt, "in_top", 2 * MS, 9 * MS);
+    expect(&rt, "in_both", 1 * MS, 1 * MS); /* its out-of-line copy only */
+    expect(&rt, "in_caller2", 2 * MS, 2 * MS);
     assert_null(row(&rt, "in_inner"));
     rep_table_free(&rt);
     eng_set_inlines(s->eng, 1);
+}
+
+/* Two functions of one name in one object: told apart by their addresses, each reachable by its
+ * display name, the bare name ambiguous with a message that says how to name one. */
+static void test_twins(void **state)
+{
+    ses_t *s = *state;
+    tally_err_t err = { 0 };
+    rep_table_t rt;
+    assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &by_name, &rt, &err), 0);
+    const char *names[2] = { NULL, NULL };
+    int n = 0;
+    for (size_t i = 0; i < rt.n; i++)
+        if (!strncmp(rt.rows[i].name, "twin (", 6) && n < 2)
+            names[n++] = rt.rows[i].name;
+    assert_int_equal(n, 2);
+    assert_string_not_equal(names[0], names[1]);
+    assert_non_null(strstr(names[0], ", 0x"));
+    long a = rep_find_function(s->eng, rt.t, &rt.names, names[0], &err);
+    long b = rep_find_function(s->eng, rt.t, &rt.names, names[1], &err);
+    assert_true(a >= 0 && b >= 0 && a != b);
+    assert_int_equal(rep_find_function(s->eng, rt.t, &rt.names, "twin", &err), TALLY_EUSAGE);
+    assert_non_null(strstr(err.msg, "ambiguous"));
+    assert_null(strstr(err.msg, "load objects"));
+    rep_table_free(&rt);
 }
 
 static void test_callers_callees(void **state)
@@ -208,7 +275,7 @@ static void test_calltree(void **state)
     int n = chain(&t, names, incl, 8);
     assert_int_equal(n, 4);
     const char *want[] = { "in_top", "in_caller", "in_helper", "in_inner" };
-    const uint64_t wincl[] = { 6 * MS, 4 * MS, 3 * MS, 3 * MS };
+    const uint64_t wincl[] = { 9 * MS, 4 * MS, 3 * MS, 3 * MS };
     for (int i = 0; i < 4; i++) {
         assert_string_equal(names[i], want[i]);
         assert_int_equal(incl[i], wincl[i]);
@@ -256,7 +323,7 @@ static void test_lines(void **state)
             if (line == caller_site)
                 i_caller += i;
         }
-        assert_int_equal(e_sum, 6 * MS); /* every sample on exactly one line */
+        assert_int_equal(e_sum, 11 * MS); /* every sample on exactly one line */
         assert_int_equal(e_inner, 3 * MS); /* the innermost line, either way */
         assert_int_equal(i_inner, 3 * MS);
         if (on) {
@@ -274,6 +341,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_functions),
+        cmocka_unit_test(test_twins),
         cmocka_unit_test(test_callers_callees),
         cmocka_unit_test(test_calltree),
         cmocka_unit_test(test_lines),
