@@ -59,6 +59,29 @@ static int system_file(const char *path)
            !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
+#ifndef TALLY_INSTALL_LIBDIR
+#define TALLY_INSTALL_LIBDIR "lib"
+#endif
+
+/* One of tally's own libraries (the collector, the MPI wrappers): a libtally* file in the
+ * directory the collector is taken from (beside this executable, or ../lib). Its frames are left
+ * out of every view, and it comes with tally: referenced, not copied. */
+static int own_file(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    if (!base || strncmp(base + 1, "libtally", 8))
+        return 0;
+    char dir[PATH_MAX], real[PATH_MAX], mine[PATH_MAX], cand[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", (int)(base - path), path);
+    if (!realpath(dir, real))
+        return 0;
+    snprintf(cand, sizeof cand, "%s", cli_self_dir());
+    if (realpath(cand, mine) && !strcmp(real, mine))
+        return 1;
+    snprintf(cand, sizeof cand, "%s/../%s", cli_self_dir(), TALLY_INSTALL_LIBDIR);
+    return realpath(cand, mine) && !strcmp(real, mine);
+}
+
 /* Is -rc a failure to write into the archive, rather than to read an original? */
 static int write_error(int rc)
 {
@@ -249,7 +272,7 @@ int archive_experiment(const char *path, int sources, int quiet, int lost_only,
                 warn(&a, "not archived: %s", so && *so->message ? so->message : o->path);
                 continue;
             }
-            if (lost_only && system_file(o->path)) {
+            if (lost_only && (system_file(o->path) || own_file(o->path))) {
                 referenced++; /* by path and build-id, in the log */
                 continue;
             }
@@ -327,7 +350,8 @@ int archive_experiment(const char *path, int sources, int quiet, int lost_only,
         if (already)
             esc_printf(", %u already there", already);
         if (referenced)
-            esc_printf(", %u system librar%s referenced by build-id", referenced,
+            esc_printf(", %u librar%s of the system's and tally's own referenced by build-id",
+                       referenced,
                        referenced == 1 ? "y" : "ies");
         if (noid)
             esc_printf(", %u without a build-id skipped", noid);

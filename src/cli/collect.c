@@ -1369,8 +1369,9 @@ int cmd_collect(int argc, char **argv)
             cli_error("collect", "warning: archiving '%s' failed: %s (run 'tally archive' "
                       "later)", shown, aerr.msg);
         else
-            esc_fprintf(stderr, "tally: archive: %u binar%s copied (%.2f MB%s), %u system "
-                        "librar%s referenced by build-id ('tally archive %s' copies them too)\n",
+            esc_fprintf(stderr, "tally: archive: %u binar%s copied (%.2f MB%s), %u librar%s "
+                        "of the system's and tally's own referenced by build-id ('tally archive "
+                        "%s' copies them too)\n",
                         ast.copied, ast.copied == 1 ? "y" : "ies", (double)ast.bytes / 1e6,
                         ast.debugfiles ? " with debug files" : "", ast.referenced,
                         ast.referenced == 1 ? "y" : "ies", is_rank ? top : shown);
