@@ -4,7 +4,8 @@ cross-check `tally print` against a second implementation of the format.
 
   summary(dir) -> dict with, over the root process and every descendant (_f*/_x*.tally):
     processes, clock_ns (sum of CLOCK weights), clock_user_ns, clock_system_ns, clock_samples,
-    state_ns, records (count by type), chunks, stream_count, events_bytes, log_bytes,
+    state_ns, records (count by type), chunks, stream_count, events_bytes (size), events_disk
+    (allocated on disk), log_bytes,
     thread_cpu_ns / thread_user_ns / thread_system_ns (sums of `thread-end` records),
     stats_samples (sum of `stats samples=`), ends (the `how` of each process's last `end`).
 
@@ -63,6 +64,7 @@ def decode_events(path, acc):
     """Adds the records of one events file to acc (see summary)."""
     with open(path, "rb") as f:
         m = f.read()
+        acc["events_disk"] += os.fstat(f.fileno()).st_blocks * 512
     acc["events_bytes"] += len(m)
     if len(m) == 0:
         return
@@ -137,7 +139,7 @@ def _process(d, acc):
 def summary(d):
     acc = dict(processes=0, clock_ns=0, clock_user_ns=0, clock_system_ns=0, clock_samples=0,
                state_ns=0, records={}, chunks=0, unused_chunks=0, stream_count=0,
-               events_bytes=0, log_bytes=0, thread_cpu_ns=0, thread_user_ns=0,
+               events_bytes=0, events_disk=0, log_bytes=0, thread_cpu_ns=0, thread_user_ns=0,
                thread_system_ns=0, stats_samples=0, ends=[])
     _process(d, acc)
     return acc

@@ -44,6 +44,7 @@
 #include "experiment/reader.h"
 #include "experiment/blocksel.h"
 #include "experiment/settings.h"
+#include "experiment/evwriter.h"
 #include "experiment/logrec.h"
 
 #ifndef TALLY_INSTALL_LIBDIR
@@ -792,6 +793,17 @@ static void summarize(const char *exp, const char *shown)
         }
     for (size_t i = 0; i < e->nprocs; i++) {
         const exp_process_t *p = e->procs[i];
+        /* the chunks' unused ends back to the disk, for the processes that ended (a descendant
+         * still running may be writing) */
+        int dfd = p->has_end ? open(p->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        if (dfd >= 0) {
+            long long r = exp_evfile_trim(dfd, "events");
+            if (r < 0 && r != -ENOENT && r != -EOPNOTSUPP)
+                esc_fprintf(stderr, "tally: note: %s/events: the unused ends of its chunks "
+                            "could not be given back to the disk: %s\n", p->dir,
+                            strerror((int)-r));
+            close(dfd);
+        }
         threads += p->nthreads;
         samples += p->has_stats ? p->st_samples : counted ? counted[i] : 0;
         dropped += p->st_dropped_busy;

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -622,4 +623,56 @@ void exp_stream_forget(exp_stream_t *s)
         munmap(s->chunk, s->file->chunk_size);
     s->chunk = NULL;
     unmap_tables(s);
+}
+
+/* ---- giving back the unused ends of chunks -------------------------------------------------- */
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+long long exp_evfile_trim(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    struct stat st;
+    uint8_t h[64];
+    long long rc = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = -EINVAL;
+        goto out;
+    }
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, EXP_EV_MAGIC, 8)) {
+        rc = -EINVAL;
+        goto out;
+    }
+    uint32_t hsize = le32(h + 12), csize = le32(h + 16);
+    if (hsize != EXP_EV_HEADER_SIZE || !csize || csize % 4096 || csize > (1u << 30)) {
+        rc = -EINVAL;
+        goto out;
+    }
+    for (off_t off = hsize; off < st.st_size; off += csize) {
+        uint8_t c[EXP_CHUNK_HEADER_SIZE];
+        if (pread(fd, c, sizeof c, off) != (ssize_t)sizeof c)
+            break;
+        uint32_t used = le32(c) == EXP_CHUNK_MAGIC ? le32(c + 12) : 0;
+        /* the pages a reader touches stay: the chunk's header and its records (a hole read on
+         * a full tmpfs needs a page, and the mapping would fault) */
+        uint64_t keep = EXP_CHUNK_HEADER_SIZE + (uint64_t)used;
+        keep = (keep + 4095) / 4096 * 4096;
+        uint64_t end = (uint64_t)(st.st_size - off) < csize ? (uint64_t)(st.st_size - off) : csize;
+        if (keep >= end)
+            continue;
+        if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off + (off_t)keep,
+                      (off_t)(end - keep)) != 0) {
+            rc = -errno;
+            goto out;
+        }
+        rc += (long long)(end - keep);
+    }
+out:
+    close(fd);
+    return rc;
 }

@@ -56,6 +56,14 @@ typedef struct exp_stream {
     volatile int busy;
 } exp_stream_t;
 
+/* Gives back the disk space of the unused ends of the chunks of events file name in dirfd,
+ * once its process has ended (never while one writes to it): each chunk's pages past its header
+ * and its `used` bytes are punched out (fallocate: the file's size is unchanged and reads there
+ * give zeros, which a reader never touches). Returns the bytes given
+ * back, or -errno (-EOPNOTSUPP: the file system cannot; -EINVAL: not an events file). Opens
+ * without following a symbolic link. Normal context only. */
+long long exp_evfile_trim(int dirfd, const char *name);
+
 /* Creates path (must not exist), writes the file header. Returns 0 or -errno. */
 int exp_evfile_create(exp_evfile_t *f, const char *path, uint32_t pid, uint64_t now_ns,
                       uint32_t chunk_size);
