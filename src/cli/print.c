@@ -378,8 +378,15 @@ static const struct pcmd {
     { "callers-callees", 0, c_cc, "", "each function with its callers and callees (attributed)", PR_DATA_ALL },
     { "csingle", 1, c_csingle, "NAME", "callers and callees of one function", PR_DATA_ALL },
     { "calltree", 0, c_calltree, "", "the call tree with inclusive metrics", PR_DATA_ALL },
+    { "fsummary", 0, view_fsummary, "", "each function's metrics, size, address, file, object", PR_DATA_ALL },
+    { "lsummary", 0, view_lsummary, "", "each source line's metrics, address, file, object", PR_DATA_ALL },
+    { "psummary", 0, view_psummary, "", "each instruction's metrics, address, file, object", PR_DATA_ALL },
     { "fsingle", 1, c_fsingle, "NAME", "one function's metrics, size, address, file, object", PR_DATA_ALL },
-    { "objects", 0, c_objects, "", "load objects with their metrics", PR_DATA_ALL },
+    { "load_objects", 0, c_objects, "", "load objects with their metrics, <Total> first", PR_DATA_ALL },
+    { "objects", 0, view_objects_er, "", "load objects of the data and what is wrong with them (er_print's objects)", 0 },
+    { "object_select", 1, set_object_select, "OBJ[,OBJ]", "show the functions of these load objects, hide the others", 0 },
+    { "cmetric_list", 0, view_cmetric_list, "", "the callers-callees metrics and sort", 0 },
+    { "compat", 1, set_compat, "er_print|off", "er_print's layouts for scripts that parse them (also --compat=er_print)", 0 },
     { "lines", 0, c_lines, "", "source lines with their metrics", PR_DATA_ALL },
     { "object_show", 1, c_object_show, "NAME|all", "show the functions of a load object", 0 },
     { "object_hide", 1, c_object_hide, "NAME|all", "show a load object as one entry <name>", 0 },
@@ -464,8 +471,7 @@ static int c_help(pstate_t *ps, const char *a)
 static const struct { const char *alias, *name; } aliases[] = {
     { "gprof", "callers-callees" },  { "ctree", "calltree" },
     { "exp_list", "experiment_list" }, { "lwp_list", "thread_list" },
-    { "lwp_select", "thread_select" }, { "cmetric_list", "metric_list" },
-    { "gmetric_list", "metric_list" },
+    { "lwp_select", "thread_select" }, { "gmetric_list", "cmetric_list" },
 };
 
 /* The command called name (leading dashes ignored): its full name, one of er_print's aliases, or

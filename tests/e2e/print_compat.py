@@ -99,7 +99,7 @@ check("is a gprofng experiment" in p.stderr and "gprofng display text" in p.stde
 # not a load object of the profile
 workers = os.path.join(os.path.dirname(os.path.abspath(TALLY)), "workers")
 wexp = collect(d, [workers, "0.5"], opts=["-s", "on", "-H", "on", "-i", "on"], name="w")
-for view in (["-functions"], ["-objects"], ["-calltree"], ["-leaks"], ["-callers-callees"]):
+for view in (["-functions"], ["-objects"], ["-load_objects"], ["-calltree"], ["-leaks"], ["-callers-callees"]):
     p = run([TALLY, "print"] + view + [wexp], expect=0)
     check("libtally-collector" not in p.stdout, "%s shows the collector: %r" % (view, p.stdout[:1500]))
 doc = print_json(wexp, "-metrics", "e.sync:e.heapalloccnt:e.iowritetime:e.totalcpu:name", "-functions")[-1]

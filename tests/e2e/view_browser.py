@@ -271,8 +271,8 @@ try:
     shot("compare")
 
     # -- every other view through the generic page --
-    page("raw", "exp=0&v=objects")
-    objs = pj(A, "-objects")
+    page("raw", "exp=0&v=load_objects")
+    objs = pj(A, "-load_objects")
     same_table(table("table.metrics"), objs, "objects on the generic page")
     shot("raw")
 
