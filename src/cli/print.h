@@ -243,6 +243,13 @@ int view_fsummary(pstate_t *ps, const char *a);
 int view_lsummary(pstate_t *ps, const char *a);
 int view_psummary(pstate_t *ps, const char *a);
 
+/* print_stats.c: -statistics, er_print's -sample_detail, -cpu_list, -indxobj_list, -indxobj */
+int view_statistics(pstate_t *ps, const char *a);
+int view_sample_detail_er(pstate_t *ps, const char *a);
+int view_cpu_list(pstate_t *ps, const char *a);
+int view_indxobj_list(pstate_t *ps, const char *a);
+int view_indxobj(pstate_t *ps, const char *a);
+
 /* print_mpi.c: MPI jobs (-M on) */
 int view_rank_list(pstate_t *ps, const char *a);
 int set_rank_select(pstate_t *ps, const char *a);
