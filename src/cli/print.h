@@ -250,6 +250,18 @@ int view_cpu_list(pstate_t *ps, const char *a);
 int view_indxobj_list(pstate_t *ps, const char *a);
 int view_indxobj(pstate_t *ps, const char *a);
 
+/* print_erio.c: er_print's -heap, -heapstat, -ioactivity, -iodetail, -iocallstack, -iostat */
+int view_heap_er(pstate_t *ps, const char *a);
+int view_heapstat(pstate_t *ps, const char *a);
+int view_ioactivity(pstate_t *ps, const char *a);
+int view_iodetail(pstate_t *ps, const char *a);
+int view_iocallstack(pstate_t *ps, const char *a);
+int view_iostat(pstate_t *ps, const char *a);
+/* A stack, leaf first: "function + 0xOFFSET" lines (text) or a JSON array (j != NULL); 0, or 1
+ * when memory ran out (print_trace.c). */
+int pr_print_stack(pstate_t *ps, json_t *j, uint32_t exp, uint32_t proc, const uint64_t *pcs,
+                   const uint32_t *fns, uint32_t n);
+
 /* print_mpi.c: MPI jobs (-M on) */
 int view_rank_list(pstate_t *ps, const char *a);
 int set_rank_select(pstate_t *ps, const char *a);

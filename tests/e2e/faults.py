@@ -138,7 +138,7 @@ else:
               "disk full during the run: collect did not count the lost heap records:\n" + p.stderr)
         check("cannot write the archive" in p.stderr,
               "disk full: the archive step did not say it could not write:\n" + p.stderr)
-        for view in ("-heap", "-functions", "-leaks"):
+        for view in ("-heap", "-heap_peak", "-functions", "-leaks"):
             t = run([TALLY, "print", view, exp], expect=0).stdout
             check(re.match(r"Warning: incomplete data: \d+ heap records.* were lost while recording "
                            r"\(the disk was full\)", t),

@@ -238,7 +238,7 @@ try:
 
     # -- traced data --
     page("heap", "exp=2")
-    hp = pj(H, "-heap")["processes"][0]
+    hp = pj(H, "-heap_peak")["processes"][0]
     for k in ("allocations", "bytes_allocated", "peak_bytes", "leaked_bytes", "leaked_blocks"):
         check(text('[data-k="heap.%s"]' % k) == str(hp[k]), "heap %s: %s vs %s" %
               (k, text('[data-k="heap.%s"]' % k), hp[k]))
