@@ -128,6 +128,8 @@ static int c_object_list(pstate_t *ps, const char *a)
     if (!pr_table(ps, ENG_KIND_LOADOBJECT, 0)) /* every object of the data is known */
         return 1;
     static const char *const mode[] = { "show", "hide", "api", "none" };
+    if (ps->compat)
+        return pr_object_list_er(ps);
     sink_printf(&ps->out, "Functions Shown  Load Object\n");
     for (size_t o = 0; o < sym_nobjects(ps->ses->sym); o++) {
         int m = eng_object_mode(ps->ses->eng, (uint32_t)o);
@@ -177,6 +179,16 @@ static void confirm_metrics(pstate_t *ps)
     sink_printf(&ps->out, "Current metrics: %s\n", buf);
 }
 
+/* Does -metrics show the sort metric (its flavor) as a percentage? */
+static int sort_shown_percent(const pstate_t *ps)
+{
+    for (int c = 0; c < ps->metrics.ncols; c++)
+        if (ps->metrics.cols[c].flavor == ps->sort_flavor &&
+            ps->metrics.cols[c].metric == ps->sort_metric)
+            return ps->metrics.cols[c].percent;
+    return 0;
+}
+
 static void confirm_sort(pstate_t *ps)
 {
     if (ps->json)
@@ -185,9 +197,10 @@ static void confirm_sort(pstate_t *ps)
     pr_sort_title(ps, title, sizeof title);
     if (ps->sort_metric < 0)
         sink_printf(&ps->out, "Current Sort Metric: Name ( name )\n");
-    else
-        sink_printf(&ps->out, "Current Sort Metric: %s ( %c.%s )\n", title,
-                    pr_flavor_char(ps->sort_flavor), eng_metric(ps->ses->eng, ps->sort_metric)->name);
+    else /* with the metric's visibility in -metrics ("e.%totalcpu"), as er_print */
+        sink_printf(&ps->out, "Current Sort Metric: %s ( %c.%s%s )\n", title,
+                    pr_flavor_char(ps->sort_flavor), sort_shown_percent(ps) ? "%" : "",
+                    eng_metric(ps->ses->eng, ps->sort_metric)->name);
 }
 
 static int c_metrics(pstate_t *ps, const char *a)
@@ -244,7 +257,9 @@ static int c_limit(pstate_t *ps, const char *a)
         return 1;
     }
     ps->limit = n;
-    if (!ps->json)
+    if (!ps->json && ps->compat) /* er_print says it on stderr */
+        esc_fprintf(stderr, "Print limit set to %ld\n", n);
+    else if (!ps->json)
         sink_printf(&ps->out, "Print limit set to %ld\n", n);
     return 0;
 }
@@ -562,8 +577,10 @@ static int run_line(pstate_t *ps, char *line, const char *where)
         *--end = 0;
     if (!*p)
         return 0;
-    if (*p == '#') { /* er_print echoes a script's comment lines */
-        if (!ps->json && where)
+    if (*p == '#') { /* er_print echoes a script's comment lines (on stderr) */
+        if (!ps->json && where && ps->compat)
+            esc_fprintf(stderr, "%s\n", p);
+        else if (!ps->json && where)
             sink_printf(&ps->out, "%s\n", p);
         return 0;
     }

@@ -237,6 +237,7 @@ int pr_cc_er(pstate_t *ps, const char *single);
 int view_objects_er(pstate_t *ps, const char *a);
 int set_object_select(pstate_t *ps, const char *a);
 int view_cmetric_list(pstate_t *ps, const char *a);
+int pr_object_list_er(pstate_t *ps); /* -object_list in er_print's table */
 
 /* print_summary.c: -fsummary, -lsummary, -psummary */
 int view_fsummary(pstate_t *ps, const char *a);

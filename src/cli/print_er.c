@@ -301,3 +301,33 @@ int view_cmetric_list(pstate_t *ps, const char *a)
                 ps->cmetrics.text, st);
     return 0;
 }
+
+/* -object_list as er_print's table: each object's mode, "<name>", its number, its path. */
+int pr_object_list_er(pstate_t *ps)
+{
+    static const char *const mode[] = { "show", "hide", "api ", "none" };
+    size_t n = sym_nobjects(ps->ses->sym);
+    int w = 11, pw = 4;
+    for (size_t o = 0; o < n; o++) {
+        const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
+        if ((int)strlen(so->name) + 2 > w)
+            w = (int)strlen(so->name) + 2;
+        if ((int)strlen(so->path) > pw)
+            pw = (int)strlen(so->path);
+    }
+    char eq[512];
+    memset(eq, '=', sizeof eq);
+    sink_printf(&ps->out, "Sel  %-*s Index %-*s \n", w, "Load Object", pw, "Path");
+    sink_printf(&ps->out, "==== %.*s ===== %.*s \n", w < 500 ? w : 500, eq, pw < 500 ? pw : 500, eq);
+    for (size_t o = 0; o < n; o++) {
+        int m = eng_object_mode(ps->ses->eng, (uint32_t)o);
+        if (m == ENG_OBJ_DROP)
+            continue;
+        const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
+        char nm[1024];
+        snprintf(nm, sizeof nm, "<%s>", so->name);
+        sink_printf(&ps->out, "%s <%s>%*s %-5zu %s \n", mode[m & 3], so->name,
+                    (int)(w - strlen(so->name) - 2), "", o, so->path);
+    }
+    return 0;
+}

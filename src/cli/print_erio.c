@@ -39,6 +39,21 @@ static int no_io(pstate_t *ps)
 
 /* ---- -heap ------------------------------------------------------------------------------------ */
 
+typedef struct heap_order {
+    const rep_heap_row_t *r, *leak; /* an allocating stack and its leaks (NULL: none) */
+} heap_order_t;
+
+static int cmp_order(const void *a, const void *b)
+{
+    const heap_order_t *x = a, *y = b;
+    uint64_t lx = x->leak ? x->leak->bytes : 0, ly = y->leak ? y->leak->bytes : 0;
+    if (lx != ly)
+        return lx > ly ? -1 : 1;
+    if (x->r->bytes != y->r->bytes)
+        return x->r->bytes > y->r->bytes ? -1 : 1;
+    return x->r->count > y->r->count ? -1 : x->r->count < y->r->count;
+}
+
 int view_heap_er(pstate_t *ps, const char *a)
 {
     if (!pr_table(ps, ENG_KIND_FUNCTION, 0))
@@ -80,11 +95,19 @@ int view_heap_er(pstate_t *ps, const char *a)
                         (unsigned long long)lk.instances, (unsigned long long)lk.bytes);
         sink_printf(o, "\n");
     }
+    /* as er_print: the stacks that leak most first, then those that allocate most */
+    heap_order_t *ord = calloc(al.n + 1, sizeof *ord);
+    if (!ord)
+        rc = 1;
+    for (size_t i = 0; ord && i < al.n; i++) {
+        const uint32_t *li = u64map_get(&leak_of, (uint64_t)(uintptr_t)al.rows[i].pcs);
+        ord[i] = (heap_order_t){ &al.rows[i], li ? &lk.rows[*li] : NULL };
+    }
+    if (ord && al.n)
+        qsort(ord, al.n, sizeof *ord, cmp_order);
     size_t shown = pr_limit_rows(ps, al.n);
     for (size_t i = 0; i < shown && !rc; i++) {
-        const rep_heap_row_t *r = &al.rows[i];
-        const uint32_t *li = u64map_get(&leak_of, (uint64_t)(uintptr_t)r->pcs);
-        const rep_heap_row_t *l = li ? &lk.rows[*li] : NULL;
+        const rep_heap_row_t *r = ord[i].r, *l = ord[i].leak;
         if (jp) {
             json_obj_begin(jp);
             json_key(jp, "instances");
@@ -114,6 +137,7 @@ int view_heap_er(pstate_t *ps, const char *a)
         json_obj_end(jp);
         json_end_doc(jp);
     }
+    free(ord);
     u64map_free(&leak_of);
     rep_heap_stacks_free(&al);
     rep_heap_stacks_free(&lk);
