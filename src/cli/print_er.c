@@ -80,7 +80,7 @@ char *pr_er_row_name(pstate_t *ps, int kind, uint32_t id)
         if (!file)
             r = asprintf(&out, "<Function: %s, instructions without line numbers>", fname(ps, f));
         else if (!line)
-            r = asprintf(&out, "<Function: %s, instructions from compiler-generated code>",
+            r = asprintf(&out, "<Function: %s, compiler-generated code>",
                          fname(ps, f));
         else
             r = asprintf(&out, "%s, line %u in \"%s\"", fname(ps, f), line, base_name(file));
