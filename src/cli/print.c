@@ -88,7 +88,10 @@ static int c_calltree(pstate_t *ps, const char *a) { return view_calltree(ps); }
 static int c_fsingle(pstate_t *ps, const char *a) { return view_fsingle(ps, a); }
 static int c_header(pstate_t *ps, const char *a) { return view_header(ps, a); }
 static int c_overview(pstate_t *ps, const char *a) { return view_overview(ps); }
-static int c_thread_list(pstate_t *ps, const char *a) { return view_thread_list(ps); }
+static int c_thread_list(pstate_t *ps, const char *a)
+{
+    return ps->compat && !ps->json ? pr_list_er(ps, 'T') : view_thread_list(ps);
+}
 static int c_metric_list(pstate_t *ps, const char *a) { return view_metric_list(ps); }
 static int c_script(pstate_t *ps, const char *a) { return run_script(ps, a); }
 static int c_leaks(pstate_t *ps, const char *a) { return view_leaks(ps); }
@@ -96,7 +99,10 @@ static int c_allocs(pstate_t *ps, const char *a) { return view_allocs(ps); }
 static int c_heap(pstate_t *ps, const char *a) { return view_heap(ps); }
 static int c_sync_objects(pstate_t *ps, const char *a) { return view_sync_objects(ps); }
 static int c_io_files(pstate_t *ps, const char *a) { return view_io_files(ps); }
-static int c_sample_list(pstate_t *ps, const char *a) { return view_sample_list(ps); }
+static int c_sample_list(pstate_t *ps, const char *a)
+{
+    return ps->compat && !ps->json ? pr_list_er(ps, 'S') : view_sample_list(ps);
+}
 static int c_timeline(pstate_t *ps, const char *a) { return view_timeline(ps); }
 static int c_time_functions(pstate_t *ps, const char *a) { return view_time_functions(ps); }
 /* outfile/appendfile FILE: views write to FILE from now on ("-": standard output, "--":
@@ -289,11 +295,13 @@ static int c_thread_select(pstate_t *ps, const char *a)
     tally_err_t err = { 0 };
     if (eng_select_threads(ps->ses->eng, a, &err))
         return pr_report(&err);
-    return 0;
+    return ps->compat && !ps->json ? pr_list_er(ps, 'T') : 0; /* er_print shows the selection */
 }
 
 static int c_experiment_list(pstate_t *ps, const char *a)
 {
+    if (ps->compat && !ps->json)
+        return pr_list_er(ps, 'E');
     if (ps->json) {
         json_t j;
         pr_json_begin(ps, &j);

@@ -238,6 +238,9 @@ int view_objects_er(pstate_t *ps, const char *a);
 int set_object_select(pstate_t *ps, const char *a);
 int view_cmetric_list(pstate_t *ps, const char *a);
 int pr_object_list_er(pstate_t *ps); /* -object_list in er_print's table */
+/* er_print's list of threads ('T'), samples ('S'), CPUs ('C') or experiments ('E'), as its list
+ * and selection commands print it (-compat). */
+int pr_list_er(pstate_t *ps, int what);
 
 /* print_summary.c: -fsummary, -lsummary, -psummary */
 int view_fsummary(pstate_t *ps, const char *a);

@@ -331,3 +331,32 @@ int pr_object_list_er(pstate_t *ps)
     }
     return 0;
 }
+
+/* er_print's lists of threads (LWPs), samples and experiments ("Exp Sel Total" tables), which its
+ * selection commands print after selecting; CPUs: -cpu_list. */
+int pr_list_er(pstate_t *ps, int what)
+{
+    eng_t *g = ps->ses->eng;
+    if (what == 'C')
+        return view_cpu_list(ps, "");
+    if (what == 'E') {
+        sink_printf(&ps->out, "ID Sel  PID Experiment \n== === ==== ========== \n");
+        for (size_t x = 0; x < ps->ses->nexps; x++)
+            sink_printf(&ps->out, "%2zu yes %4u %s \n", x + 1, ps->ses->exps[x]->procs[0]->pid,
+                        ps->ses->exps[x]->path);
+        return 0;
+    }
+    sink_printf(&ps->out, "Exp Sel Total \n=== === ===== \n");
+    for (size_t x = 0; x < ps->ses->nexps; x++) {
+        size_t n = 0;
+        if (what == 'T') {
+            for (size_t i = 0; i < eng_nthreads(g); i++)
+                n += eng_thread(g, i)->exp == x;
+        } else { /* samples: those of the experiment's first process, as numbered by selections */
+            n = ps->ses->exps[x]->procs[0]->nsamples;
+        }
+        sink_printf(&ps->out, "%3zu %3s %5zu \n", x + 1,
+                    what == 'T' ? eng_thread_selection(g) : eng_sample_selection(g), n);
+    }
+    return 0;
+}

@@ -498,8 +498,17 @@ int view_indxobj(pstate_t *ps, const char *a)
                                    0, (uint32_t)i };
         }
         rows[0] = (row_t){ "<Total>", { total, total, NULL }, 0, 0 };
-        pr_sort_rows(ps, rows + 1, c.n, 0);
-        size_t n = pr_limit_rows(ps, c.n);
+        /* objects with nothing in the columns shown (events of no metric there) are left out */
+        size_t kept = 0;
+        for (size_t i = 0; i < c.n; i++) {
+            int any = 0;
+            for (int k = 0; k < ms.ncols && !any; k++)
+                any = rows[i + 1].v[0][ms.cols[k].metric] != 0;
+            if (any || !ms.ncols)
+                rows[1 + kept++] = rows[i + 1];
+        }
+        pr_sort_rows(ps, rows + 1, kept, 0);
+        size_t n = pr_limit_rows(ps, kept);
         if (ps->json) {
             json_t j;
             pr_json_begin(ps, &j);

@@ -18,9 +18,11 @@ exps = {
     "io": collect(d, [os.path.join(WL, "wl_trace_io"), iodir], opts=["-i", "on"], name="io"),
 }
 SCRIPTS = [("functions", "example"), ("callers", "example"), ("info", "example"),
+           ("lists", "example"),
            ("heap", "heap"), ("io", "io")]
 
 NUM = r"(?:\d+\.\d*|\d*\.\d+|\d+)"
+LIST_ROW = r"^\d+ +(all|[\d,-]+) +\d+$"  # "Exp Sel Total" tables
 FREE_KEYS = {"Source File", "Object File", "Load Object", "Mangled Name", "Aliases",
              "Start Label", "End Label", "Experiment", "Current caller-callee sort Metric"}
 
@@ -74,7 +76,7 @@ def shape(text):
             header.append(line)
             continue
         m = re.match(r"^((?:%s\s+)+)(\*?)(.*)$" % NUM, line)
-        if m and not re.match(r"^\d+ \S+ +\d+$", line):  # a table row (not a cpu_list row)
+        if m and not re.match(LIST_ROW, line):  # a table row (not a row of a list's table)
             flush()
             out.append("ROW %s%s" % (m.group(2), name_form(m.group(3))))
             continue
@@ -93,8 +95,10 @@ def shape(text):
             out.append("OBJECT")
         elif re.match(r"^(show|hide|api)\s+<.*>\s+\d+\s+\S", line):
             out.append("OBJECT LIST ROW")
-        elif re.match(r"^\d+ \S+ +\d+$", line):
-            out.append("CPU LIST ROW")
+        elif re.match(LIST_ROW, line):
+            out.append("LIST ROW")
+        elif re.match(r"^\d+ yes +\d+ \S+$", line):
+            out.append("EXPERIMENT ROW")
         elif re.match(r"^(\d+[KMG]B - \d+[KMG]B|over \d+GB)\s+\d+$", line):
             out.append("SIZE RANGE")
         elif re.match(r"^(Write|Read|Other I/O|I/O Error) Time=", line):
