@@ -92,7 +92,10 @@ static int c_thread_list(pstate_t *ps, const char *a)
 {
     return ps->compat && !ps->json ? pr_list_er(ps, 'T') : view_thread_list(ps);
 }
-static int c_metric_list(pstate_t *ps, const char *a) { return view_metric_list(ps); }
+static int c_metric_list(pstate_t *ps, const char *a)
+{
+    return ps->compat && !ps->json ? pr_metric_list_er(ps) : view_metric_list(ps);
+}
 static int c_script(pstate_t *ps, const char *a) { return run_script(ps, a); }
 static int c_leaks(pstate_t *ps, const char *a) { return view_leaks(ps); }
 static int c_allocs(pstate_t *ps, const char *a) { return view_allocs(ps); }

@@ -241,6 +241,7 @@ int pr_object_list_er(pstate_t *ps); /* -object_list in er_print's table */
 /* er_print's list of threads ('T'), samples ('S'), CPUs ('C') or experiments ('E'), as its list
  * and selection commands print it (-compat). */
 int pr_list_er(pstate_t *ps, int what);
+int pr_metric_list_er(pstate_t *ps); /* -metric_list as er_print's (-compat) */
 
 /* print_summary.c: -fsummary, -lsummary, -psummary */
 int view_fsummary(pstate_t *ps, const char *a);

@@ -360,3 +360,45 @@ int pr_list_er(pstate_t *ps, int what)
     }
     return 0;
 }
+
+/* -metric_list as er_print's: the current metrics and sort, then each metric the data has as
+ * "Title: spec" lines (exclusive and inclusive), then the columns that are no metric. */
+int pr_metric_list_er(pstate_t *ps)
+{
+    eng_t *g = ps->ses->eng;
+    tally_err_t err = { 0 };
+    if (eng_aggregate(g, &err))
+        return pr_report(&err);
+    int w = (int)strlen("PC Address");
+    for (int m = 0; m < eng_nmetrics(g); m++)
+        if (eng_has_metric(g, m) && (int)strlen(eng_metric(g, m)->title) + 10 > w)
+            w = (int)strlen(eng_metric(g, m)->title) + 10;
+    sink_printf(&ps->out, "Current metrics: %s\n", ps->metrics.text);
+    if (ps->sort_metric < 0) {
+        sink_printf(&ps->out, "Current Sort Metric: Name ( name )\n");
+    } else {
+        int pct = 0;
+        for (int c = 0; c < ps->metrics.ncols; c++)
+            if (ps->metrics.cols[c].flavor == ps->sort_flavor &&
+                ps->metrics.cols[c].metric == ps->sort_metric)
+                pct = ps->metrics.cols[c].percent;
+        char st[160];
+        sink_printf(&ps->out, "Current Sort Metric: %s ( %c.%s%s )\n", pr_sort_title(ps, st, sizeof st),
+                    pr_flavor_char(ps->sort_flavor), pct ? "%" : "", eng_metric(g, ps->sort_metric)->name);
+    }
+    sink_printf(&ps->out, "Available metrics:\n");
+    for (int m = 0; m < eng_nmetrics(g); m++) {
+        if (!eng_has_metric(g, m))
+            continue;
+        const eng_metric_def_t *d = eng_metric(g, m);
+        int pct = !strcmp(d->unit, "s"); /* er_print offers times as percentages too */
+        for (int k = 0; k < 2; k++) {
+            char label[256];
+            snprintf(label, sizeof label, "%s %s", k ? "Inclusive" : "Exclusive", d->title);
+            sink_printf(&ps->out, "%*s: %c.%s%s\n", w, label, k ? 'i' : 'e', pct ? "%" : "", d->name);
+        }
+    }
+    sink_printf(&ps->out, "%*s: size\n%*s: address\n%*s: name\n\n", w, "Size", w, "PC Address", w,
+                "Name");
+    return 0;
+}

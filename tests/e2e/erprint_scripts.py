@@ -101,6 +101,8 @@ def shape(text):
             out.append("EXPERIMENT ROW")
         elif re.match(r"^(\d+[KMG]B - \d+[KMG]B|over \d+GB)\s+\d+$", line):
             out.append("SIZE RANGE")
+        elif re.match(r"^(Exclusive|Inclusive) .+: [ei]\.%?\S+$", line):
+            out.append("AVAILABLE METRIC")  # which: the data's
         elif re.match(r"^(Write|Read|Other I/O|I/O Error) Time=", line):
             out.append("I/O LINE")
         elif ":" in line and not line.startswith("Current metrics") and \
