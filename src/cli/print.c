@@ -798,6 +798,7 @@ int pr_reset(pstate_t *ps)
     default_metrics(ps);
     ps->limit = 0;
     ps->namefmt = 0;
+    ps->compat = 0;
     eng_t *g = ps->ses->eng;
     if (eng_select_threads(g, "all", &err) || eng_select_samples(g, "all", &err) ||
         eng_select_cpus(g, "all", &err) || eng_set_filter(g, "", &err))

@@ -201,7 +201,8 @@ int pr_is_view(const char *name);
 const char *pr_view_name(size_t i);
 int pr_view_needs_arg(const char *name);
 /* Back to the settings of a fresh state: default metrics and sort, no limit, short names, every
- * thread, sample and CPU, no filter, every load object shown, inlines on. 0, or 1 after reporting. */
+ * thread, sample and CPU, no filter, every load object shown, inlines on, tally's layouts (no
+ * -compat). 0, or 1 after reporting. */
 int pr_reset(pstate_t *ps);
 
 /* print's command line: --json, -h/--help, commands (a unique abbreviation, a dash or two,

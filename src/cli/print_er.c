@@ -324,8 +324,6 @@ int pr_object_list_er(pstate_t *ps)
         if (m == ENG_OBJ_DROP)
             continue;
         const sym_object_t *so = sym_object(ps->ses->sym, (uint32_t)o);
-        char nm[1024];
-        snprintf(nm, sizeof nm, "<%s>", so->name);
         sink_printf(&ps->out, "%s <%s>%*s %-5zu %s \n", mode[m & 3], so->name,
                     (int)(w - strlen(so->name) - 2), "", o, so->path);
     }

@@ -85,8 +85,8 @@ check("Threads, CPUs" in p.stderr, "-indxobj Bogus: %r" % p.stderr)
 p = run([TALLY, "print", "-indxobj_list", exp], expect=0)
 check("Index Object Types Available" in p.stdout and "Seconds" in p.stdout, p.stdout)
 cl = one("-cpu_list")["experiments"]
-check(cl[0]["cpus"] >= 1 and cl[0]["cpus"] == len(one("-indxobj", "CPUs")["rows"]) - 1 -
-      sum(1 for r in one("-indxobj", "CPUs")["rows"] if "unknown" in r["name"]), "-cpu_list: %r" % cl)
+cpus = [r for r in one("-indxobj", "CPUs")["rows"][1:] if "unknown" not in r["name"]]
+check(cl[0]["cpus"] >= max(1, len(cpus)), "-cpu_list: %r, CPUs with time: %r" % (cl, cpus))
 
 # load objects: -objects lists them, -object_select shows the functions of those named only
 objs = one("-objects")["objects"]

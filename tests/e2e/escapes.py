@@ -157,7 +157,7 @@ check(os.path.isdir(os.path.join(exp, "archive")), "tally archive -s made no arc
 ESC_NAME = NAMES[b"PLACEHOLDER_NAME_ESC_0123456789ab"]
 VIEWS = [["-functions"], ["-callers-callees"], ["-calltree"], ["-objects"], ["-load_objects"], ["-lines"],
          ["-pcs"], ["-source", "main"], ["-disasm", "main"], ["-overview"], ["-sample_list"],
-         ["-sample_select", "2", "-sample_detail"], ["-header"], ["-io_files"], ["-leaks"], ["-allocs"], ["-heap"], ["-heap_peak"],
+         ["-sample_select", "2", "-sample_detail"], ["-sample_select", "2", "-sample_info"], ["-header"], ["-io_files"], ["-leaks"], ["-allocs"], ["-heap"], ["-heap_peak"],
          ["-thread_list"], ["-timeline"], ["-experiment_list"], ["-source", ESC_NAME],
          ["-disasm", ESC_NAME], ["-csingle", ESC_NAME], ["-fsingle", ESC_NAME],
          ["-name", "mangled", "-functions"], ["-name", "long", "-calltree"],
