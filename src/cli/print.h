@@ -243,11 +243,13 @@ int pr_object_list_er(pstate_t *ps); /* -object_list in er_print's table */
  * and selection commands print it (-compat). */
 int pr_list_er(pstate_t *ps, int what);
 int pr_metric_list_er(pstate_t *ps); /* -metric_list as er_print's (-compat) */
+int pr_calltree_er(pstate_t *ps);     /* -calltree as er_print's (-compat) */
 
 /* print_summary.c: -fsummary, -lsummary, -psummary */
 int view_fsummary(pstate_t *ps, const char *a);
 int view_lsummary(pstate_t *ps, const char *a);
 int view_psummary(pstate_t *ps, const char *a);
+int pr_fsingle_er(pstate_t *ps, const char *name); /* -fsingle as er_print's (-compat) */
 
 /* print_stats.c: -statistics, er_print's -sample_detail, -cpu_list, -indxobj_list, -indxobj */
 int view_statistics(pstate_t *ps, const char *a);

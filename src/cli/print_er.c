@@ -400,3 +400,87 @@ int pr_metric_list_er(pstate_t *ps)
                 "Name");
     return 0;
 }
+
+/* ---- the call tree ----------------------------------------------------------------------------- */
+
+/* -calltree as er_print's: the attributed column's three header lines, then each node in depth
+ * first order (limited, <Total> counted) as "+-name", indented two columns a level, with "|" under
+ * a node whose later siblings are still to come. */
+#define ER_TREE_DEPTH_MAX 64
+int pr_calltree_er(pstate_t *ps)
+{
+    tally_err_t err = { 0 };
+    rep_opts_t o = pr_opts(ps);
+    rep_tree_t t;
+    if (rep_calltree(ps->ses, &o, &t, &err))
+        return pr_report(&err);
+    eng_t *g = ps->ses->eng;
+    char spec[160];
+    snprintf(spec, sizeof spec, "a.%%%s:name", eng_metric(g, t.metric)->name);
+    mspec_t ms;
+    pr_parse_mspec(g, spec, &ms, FL_A, &err);
+    sink_printf(&ps->out, "Functions Call Tree. Metric: Attributed %s\n\n", eng_metric(g, t.metric)->title);
+    typedef struct level {
+        uint32_t node;
+        size_t next;
+    } level_t;
+    size_t cap = 0, n = 0, max = ps->limit > 0 ? (size_t)ps->limit : SIZE_MAX;
+    row_t *rows = NULL;
+    char **names = NULL;
+    level_t *lv = calloc(ER_TREE_DEPTH_MAX + 1, sizeof *lv);
+    char more[ER_TREE_DEPTH_MAX + 1] = { 0 }; /* the node at depth d has later siblings */
+    int rc = lv ? 0 : 1;
+    /* depth first without recursion; levels deeper than ER_TREE_DEPTH_MAX are not entered */
+    size_t depth = 0;
+    uint32_t k = 0;
+    while (!rc && n < max) {
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            row_t *r = realloc(rows, nc * sizeof *r);
+            char **nm = r ? realloc(names, nc * sizeof *nm) : NULL;
+            if (r)
+                rows = r;
+            if (!nm) {
+                rc = 1;
+                break;
+            }
+            names = nm;
+            cap = nc;
+        }
+        char prefix[4 * ER_TREE_DEPTH_MAX + 8];
+        size_t pl = 0;
+        for (size_t d = 0; d < depth; d++)
+            pl += (size_t)snprintf(prefix + pl, sizeof prefix - pl, "%s",
+                                   d > 0 && more[d] ? "|  " : "  ");
+        prefix[pl] = 0;
+        if (asprintf(&names[n], "%s+-%s", prefix, rep_tree_name(&t, k)) < 0) {
+            rc = 1;
+            break;
+        }
+        rows[n] = (row_t){ names[n], { NULL, NULL, t.tr->nodes[k].incl }, 0, k };
+        n++;
+        lv[depth] = (level_t){ k, t.kid_start[k] };
+        depth++;
+        if (depth > ER_TREE_DEPTH_MAX) /* its children are not shown */
+            lv[depth - 1].next = t.kid_start[k + 1];
+        while (depth && lv[depth - 1].next == t.kid_start[lv[depth - 1].node + 1])
+            depth--;
+        if (!depth)
+            break;
+        level_t *p = &lv[depth - 1];
+        k = t.kids[p->next++];
+        more[depth] = p->next < t.kid_start[p->node + 1];
+    }
+    if (!rc)
+        pr_table_text(ps, &ms, rows, n, t.total);
+    sink_printf(&ps->out, "\n");
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    free(rows);
+    free(lv);
+    rep_tree_free(&t);
+    if (rc)
+        esc_fprintf(stderr, "tally: out of memory printing the call tree\n");
+    return rc;
+}

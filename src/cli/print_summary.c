@@ -178,3 +178,19 @@ static int summary(pstate_t *ps, int kind)
 int view_fsummary(pstate_t *ps, const char *a) { return summary(ps, ENG_KIND_FUNCTION); }
 int view_lsummary(pstate_t *ps, const char *a) { return summary(ps, ENG_KIND_LINE); }
 int view_psummary(pstate_t *ps, const char *a) { return summary(ps, ENG_KIND_PC); }
+
+/* -fsingle as er_print's (-compat): the function's summary block, as -fsummary's. */
+int pr_fsingle_er(pstate_t *ps, const char *name)
+{
+    tally_err_t err = { 0 };
+    rep_opts_t o = pr_opts(ps);
+    rep_func_t f;
+    if (rep_function(ps->ses, &o, name, &f, &err))
+        return pr_report(&err);
+    summary_t s;
+    describe(ps, ENG_KIND_FUNCTION, f.id, &s);
+    row_t r = { f.name, { f.excl, f.incl, NULL }, 0, f.id };
+    block_text(ps, &r, f.total, &s, 0, label_width(ps));
+    rep_func_free(&f);
+    return 0;
+}

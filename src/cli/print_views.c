@@ -245,6 +245,8 @@ static int tree_format(pstate_t *ps, json_t *j, const rep_tree_t *t)
 
 int view_calltree(pstate_t *ps)
 {
+    if (ps->compat && !ps->json)
+        return pr_calltree_er(ps);
     tally_err_t err = { 0 };
     rep_opts_t o = pr_opts(ps);
     rep_tree_t t;
@@ -280,6 +282,8 @@ int view_calltree(pstate_t *ps)
 
 int view_fsingle(pstate_t *ps, const char *name)
 {
+    if (ps->compat && !ps->json)
+        return pr_fsingle_er(ps, name);
     tally_err_t err = { 0 };
     rep_opts_t o = pr_opts(ps);
     rep_func_t f;
