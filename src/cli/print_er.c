@@ -4,7 +4,10 @@
  * and what it changes: -limit counts the <Total> row, -callers-callees and -csingle in
  * er_print's form (a <Total> block first, "Attributed" titles, percentages of the focus
  * function's inclusive value, csingle's Callers / Stack Fragment / Callees sections), -pcs and
- * -lines rows named "f + 0x000000D3, line 45 in "file.c"" and "f, line 45 in "file.c"".
+ * -lines rows named "f + 0x000000D3, line 45 in "file.c"" and "f, line 45 in "file.c"", -calltree
+ * with "+-" rows and "|" guides, -fsingle as a summary block (print_summary.c), -metric_list,
+ * -object_list, the thread, sample and experiment lists in er_print's tables (printed again by
+ * the selection commands), a script's comments and the limit's confirmation on stderr.
  * Also er_print's commands about load objects and metrics that tally had under other meanings:
  * -objects (the load objects and their status), -object_select, -cmetric_list. See print.h.
  */
