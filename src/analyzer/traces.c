@@ -305,6 +305,8 @@ typedef struct io_scan {
     uint32_t *next; /* next row with the same name hash */
     size_t n, cap, next_cap;
     int err;
+    int by_fd;     /* a row per open descriptor (tr_io_descriptors) */
+    uint32_t vfd;  /* descriptors opened so far (their numbers in the rows' names) */
 } io_scan_t;
 
 static uint64_t name_hash(const char *s, size_t n)
@@ -348,7 +350,17 @@ static int io_cb(void *ctx, const exp_event_t *ev)
         s->started = 1;
     }
     uint32_t row = UINT32_MAX;
-    if (ev->name) { /* an open (that failed, when there is no descriptor), or a first use */
+    if (ev->name && s->by_fd && ev->fd >= 0 && !ev->err) { /* one descriptor of the file */
+        char *nm = NULL;
+        int len = asprintf(&nm, "%.*s (IOVFD=%u, FD=%lld)", (int)ev->namelen, ev->name, ++s->vfd,
+                           (long long)ev->fd);
+        if (len < 0 || (row = file_row(s, nm, (size_t)len)) == UINT32_MAX ||
+            u64map_put(&s->fds, (uint64_t)ev->fd, row)) {
+            free(len < 0 ? NULL : nm);
+            return s->err = TALLY_ENOMEM;
+        }
+        free(nm);
+    } else if (ev->name) { /* an open (that failed, when there is no descriptor), or a first use */
         if ((row = file_row(s, ev->name, ev->namelen)) == UINT32_MAX ||
             (ev->fd >= 0 && !ev->err && u64map_put(&s->fds, (uint64_t)ev->fd, row)))
             return s->err = TALLY_ENOMEM;
@@ -389,11 +401,26 @@ static int cmp_files(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+static int io_rows(eng_t *g, exp_experiment_t **exps, size_t nexps, int by_fd,
+                   tr_file_row_t **rows, size_t *n, tally_err_t *err);
+
 int tr_io_files(eng_t *g, exp_experiment_t **exps, size_t nexps, tr_file_row_t **rows,
                 size_t *n, tally_err_t *err)
 {
+    return io_rows(g, exps, nexps, 0, rows, n, err);
+}
+
+int tr_io_descriptors(eng_t *g, exp_experiment_t **exps, size_t nexps, tr_file_row_t **rows,
+                      size_t *n, tally_err_t *err)
+{
+    return io_rows(g, exps, nexps, 1, rows, n, err);
+}
+
+static int io_rows(eng_t *g, exp_experiment_t **exps, size_t nexps, int by_fd,
+                   tr_file_row_t **rows, size_t *n, tally_err_t *err)
+{
     int rc = 0;
-    io_scan_t s = { .g = g };
+    io_scan_t s = { .g = g, .by_fd = by_fd };
     for (size_t x = 0; x < nexps && !rc; x++) {
         s.exp = (uint32_t)x;
         s.started = 0;

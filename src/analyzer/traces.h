@@ -75,6 +75,10 @@ typedef struct tr_file_row {
 /* The files of the selected IO events, most time first. */
 int tr_io_files(eng_t *g, exp_experiment_t **exps, size_t nexps, tr_file_row_t **rows,
                 size_t *n, tally_err_t *err);
+/* The same with a row per descriptor opened: "name (IOVFD=k, FD=fd)", k counting the opens
+ * of the scan (er_print's iodetail). */
+int tr_io_descriptors(eng_t *g, exp_experiment_t **exps, size_t nexps, tr_file_row_t **rows,
+                      size_t *n, tally_err_t *err);
 void tr_free_files(tr_file_row_t *rows, size_t n);
 
 #endif

@@ -88,15 +88,24 @@ static int c_calltree(pstate_t *ps, const char *a) { return view_calltree(ps); }
 static int c_fsingle(pstate_t *ps, const char *a) { return view_fsingle(ps, a); }
 static int c_header(pstate_t *ps, const char *a) { return view_header(ps, a); }
 static int c_overview(pstate_t *ps, const char *a) { return view_overview(ps); }
-static int c_thread_list(pstate_t *ps, const char *a) { return view_thread_list(ps); }
-static int c_metric_list(pstate_t *ps, const char *a) { return view_metric_list(ps); }
+static int c_thread_list(pstate_t *ps, const char *a)
+{
+    return ps->compat && !ps->json ? pr_list_er(ps, 'T') : view_thread_list(ps);
+}
+static int c_metric_list(pstate_t *ps, const char *a)
+{
+    return ps->compat && !ps->json ? pr_metric_list_er(ps) : view_metric_list(ps);
+}
 static int c_script(pstate_t *ps, const char *a) { return run_script(ps, a); }
 static int c_leaks(pstate_t *ps, const char *a) { return view_leaks(ps); }
 static int c_allocs(pstate_t *ps, const char *a) { return view_allocs(ps); }
 static int c_heap(pstate_t *ps, const char *a) { return view_heap(ps); }
 static int c_sync_objects(pstate_t *ps, const char *a) { return view_sync_objects(ps); }
 static int c_io_files(pstate_t *ps, const char *a) { return view_io_files(ps); }
-static int c_sample_list(pstate_t *ps, const char *a) { return view_sample_list(ps); }
+static int c_sample_list(pstate_t *ps, const char *a)
+{
+    return ps->compat && !ps->json ? pr_list_er(ps, 'S') : view_sample_list(ps);
+}
 static int c_timeline(pstate_t *ps, const char *a) { return view_timeline(ps); }
 static int c_time_functions(pstate_t *ps, const char *a) { return view_time_functions(ps); }
 /* outfile/appendfile FILE: views write to FILE from now on ("-": standard output, "--":
@@ -128,6 +137,8 @@ static int c_object_list(pstate_t *ps, const char *a)
     if (!pr_table(ps, ENG_KIND_LOADOBJECT, 0)) /* every object of the data is known */
         return 1;
     static const char *const mode[] = { "show", "hide", "api", "none" };
+    if (ps->compat)
+        return pr_object_list_er(ps);
     sink_printf(&ps->out, "Functions Shown  Load Object\n");
     for (size_t o = 0; o < sym_nobjects(ps->ses->sym); o++) {
         int m = eng_object_mode(ps->ses->eng, (uint32_t)o);
@@ -177,6 +188,16 @@ static void confirm_metrics(pstate_t *ps)
     sink_printf(&ps->out, "Current metrics: %s\n", buf);
 }
 
+/* Does -metrics show the sort metric (its flavor) as a percentage? */
+static int sort_shown_percent(const pstate_t *ps)
+{
+    for (int c = 0; c < ps->metrics.ncols; c++)
+        if (ps->metrics.cols[c].flavor == ps->sort_flavor &&
+            ps->metrics.cols[c].metric == ps->sort_metric)
+            return ps->metrics.cols[c].percent;
+    return 0;
+}
+
 static void confirm_sort(pstate_t *ps)
 {
     if (ps->json)
@@ -185,9 +206,10 @@ static void confirm_sort(pstate_t *ps)
     pr_sort_title(ps, title, sizeof title);
     if (ps->sort_metric < 0)
         sink_printf(&ps->out, "Current Sort Metric: Name ( name )\n");
-    else
-        sink_printf(&ps->out, "Current Sort Metric: %s ( %c.%s )\n", title,
-                    pr_flavor_char(ps->sort_flavor), eng_metric(ps->ses->eng, ps->sort_metric)->name);
+    else /* with the metric's visibility in -metrics ("e.%totalcpu"), as er_print */
+        sink_printf(&ps->out, "Current Sort Metric: %s ( %c.%s%s )\n", title,
+                    pr_flavor_char(ps->sort_flavor), sort_shown_percent(ps) ? "%" : "",
+                    eng_metric(ps->ses->eng, ps->sort_metric)->name);
 }
 
 static int c_metrics(pstate_t *ps, const char *a)
@@ -244,7 +266,9 @@ static int c_limit(pstate_t *ps, const char *a)
         return 1;
     }
     ps->limit = n;
-    if (!ps->json)
+    if (!ps->json && ps->compat) /* er_print says it on stderr */
+        esc_fprintf(stderr, "Print limit set to %ld\n", n);
+    else if (!ps->json)
         sink_printf(&ps->out, "Print limit set to %ld\n", n);
     return 0;
 }
@@ -274,11 +298,13 @@ static int c_thread_select(pstate_t *ps, const char *a)
     tally_err_t err = { 0 };
     if (eng_select_threads(ps->ses->eng, a, &err))
         return pr_report(&err);
-    return 0;
+    return ps->compat && !ps->json ? pr_list_er(ps, 'T') : 0; /* er_print shows the selection */
 }
 
 static int c_experiment_list(pstate_t *ps, const char *a)
 {
+    if (ps->compat && !ps->json)
+        return pr_list_er(ps, 'E');
     if (ps->json) {
         json_t j;
         pr_json_begin(ps, &j);
@@ -378,8 +404,15 @@ static const struct pcmd {
     { "callers-callees", 0, c_cc, "", "each function with its callers and callees (attributed)", PR_DATA_ALL },
     { "csingle", 1, c_csingle, "NAME", "callers and callees of one function", PR_DATA_ALL },
     { "calltree", 0, c_calltree, "", "the call tree with inclusive metrics", PR_DATA_ALL },
+    { "fsummary", 0, view_fsummary, "", "each function's metrics, size, address, file, object", PR_DATA_ALL },
+    { "lsummary", 0, view_lsummary, "", "each source line's metrics, address, file, object", PR_DATA_ALL },
+    { "psummary", 0, view_psummary, "", "each instruction's metrics, address, file, object", PR_DATA_ALL },
     { "fsingle", 1, c_fsingle, "NAME", "one function's metrics, size, address, file, object", PR_DATA_ALL },
-    { "objects", 0, c_objects, "", "load objects with their metrics", PR_DATA_ALL },
+    { "load_objects", 0, c_objects, "", "load objects with their metrics, <Total> first", PR_DATA_ALL },
+    { "objects", 0, view_objects_er, "", "load objects of the data and what is wrong with them (er_print's objects)", 0 },
+    { "object_select", 1, set_object_select, "OBJ[,OBJ]", "show the functions of these load objects, hide the others", 0 },
+    { "cmetric_list", 0, view_cmetric_list, "", "the callers-callees metrics and sort", 0 },
+    { "compat", 1, set_compat, "er_print|off", "er_print's layouts for scripts that parse them (also --compat=er_print)", 0 },
     { "lines", 0, c_lines, "", "source lines with their metrics", PR_DATA_ALL },
     { "object_show", 1, c_object_show, "NAME|all", "show the functions of a load object", 0 },
     { "object_hide", 1, c_object_hide, "NAME|all", "show a load object as one entry <name>", 0 },
@@ -404,7 +437,12 @@ static const struct pcmd {
     { "thread_select", 1, c_thread_select, "LIST", "analyse only threads LIST: all, 2, 1,3-5", 0 },
     { "experiment_list", 0, c_experiment_list, "", "the experiments loaded", 0 },
     { "sample_list", 0, c_sample_list, "", "sample packets: time, length, CPU, faults, states", PR_DATA_ALL },
-    { "sample_detail", ARG_OPTIONAL, view_sample_detail, "[EXP_ID]", "everything about each selected sample (-sample_select) of experiment EXP_ID (default all)", PR_DATA_ALL },
+    { "sample_detail", ARG_OPTIONAL, view_sample_detail_er, "[EXP_ID]", "statistics of the selected samples, then of each (er_print's; EXP_ID default all)", PR_DATA_ALL },
+    { "sample_info", ARG_OPTIONAL, view_sample_detail, "[EXP_ID]", "everything tally knows of each selected sample: resources, RSS, metrics", PR_DATA_ALL },
+    { "statistics", ARG_OPTIONAL, view_statistics, "[EXP_ID]", "span, thread time by state, resource counts over the selected samples", PR_DATA_ALL },
+    { "cpu_list", 0, view_cpu_list, "", "per experiment, how many CPUs the selected events ran on", PR_DATA_ALL },
+    { "indxobj_list", 0, view_indxobj_list, "", "the index object types of -indxobj", 0 },
+    { "indxobj", 1, view_indxobj, "TYPE", "exclusive metrics by Threads, CPUs, Samples, Seconds, Processes, Experiment_IDs", PR_DATA_ALL },
     { "sample_select", 1, set_sample_select, "LIST", "analyse only samples LIST: all, 3-7,9", 0 },
     { "cpu_select", 1, set_cpu_select, "LIST", "analyse only events on CPUs LIST: all, 0,2", 0 },
     { "filters", 1, set_filters, "EXPR", "analyse only events where EXPR holds (none: all)", 0 },
@@ -415,7 +453,13 @@ static const struct pcmd {
     { "callstack_history", ARG_OPTIONAL_NAME, view_callstack_history, "[BLOCK]", "how blocks change from one monitor point to the next", 0 },
     { "leaks", 0, c_leaks, "", "heap blocks never freed, by allocating stack, largest first", PR_DATA_HEAP },
     { "allocs", 0, c_allocs, "", "heap allocations by allocating stack, largest first", PR_DATA_HEAP },
-    { "heap", 0, c_heap, "", "each process's peak heap, the stacks live at it, temporaries", PR_DATA_HEAP },
+    { "heap", 0, view_heap_er, "", "allocations and leaks by allocating stack, <Total> first (er_print's heap)", PR_DATA_HEAP },
+    { "heap_peak", 0, c_heap, "", "each process's peak heap, the stacks live at it, temporaries", PR_DATA_HEAP },
+    { "heapstat", 0, view_heapstat, "", "the highest peak; allocations and leaks by size range", PR_DATA_HEAP },
+    { "ioactivity", 0, view_ioactivity, "", "I/O times by file, <Total> first", PR_DATA_IO },
+    { "iodetail", 0, view_iodetail, "", "I/O times by file descriptor opened", PR_DATA_IO },
+    { "iocallstack", 0, view_iocallstack, "", "I/O times, bytes and calls by calling stack", PR_DATA_IO },
+    { "iostat", 0, view_iostat, "", "I/O calls by kind and size range, longest, totals", PR_DATA_IO },
     { "sync_objects", 0, c_sync_objects, "", "mutexes, conditions, ... waited on, most first", PR_DATA_SYNC },
     { "io_files", 0, c_io_files, "", "I/O time, bytes and calls by file", PR_DATA_IO },
     { "data_objects", 0, view_data_objects, "", "data objects with their metrics, <Total> first (-p +on)", PR_DATA_CLOCK },
@@ -464,8 +508,7 @@ static int c_help(pstate_t *ps, const char *a)
 static const struct { const char *alias, *name; } aliases[] = {
     { "gprof", "callers-callees" },  { "ctree", "calltree" },
     { "exp_list", "experiment_list" }, { "lwp_list", "thread_list" },
-    { "lwp_select", "thread_select" }, { "cmetric_list", "metric_list" },
-    { "gmetric_list", "metric_list" },
+    { "lwp_select", "thread_select" }, { "gmetric_list", "cmetric_list" },
 };
 
 /* The command called name (leading dashes ignored): its full name, one of er_print's aliases, or
@@ -545,8 +588,10 @@ static int run_line(pstate_t *ps, char *line, const char *where)
         *--end = 0;
     if (!*p)
         return 0;
-    if (*p == '#') { /* er_print echoes a script's comment lines */
-        if (!ps->json && where)
+    if (*p == '#') { /* er_print echoes a script's comment lines (on stderr) */
+        if (!ps->json && where && ps->compat)
+            esc_fprintf(stderr, "%s\n", p);
+        else if (!ps->json && where)
             sink_printf(&ps->out, "%s\n", p);
         return 0;
     }
@@ -753,6 +798,7 @@ int pr_reset(pstate_t *ps)
     default_metrics(ps);
     ps->limit = 0;
     ps->namefmt = 0;
+    ps->compat = 0;
     eng_t *g = ps->ses->eng;
     if (eng_select_threads(g, "all", &err) || eng_select_samples(g, "all", &err) ||
         eng_select_cpus(g, "all", &err) || eng_set_filter(g, "", &err))

@@ -64,6 +64,7 @@ typedef struct pstate {
     int data;                     /* PR_DATA_* of the command running (what its losses are) */
     int quit;
     FILE *outf;                   /* outfile/appendfile: the file views write to (NULL: stdout) */
+    int compat;                   /* compat er_print: er_print's layouts (print_er.c) */
 } pstate_t;
 
 /* A row of a table: values by flavor (NULL when the row has none of that flavor). */
@@ -104,6 +105,11 @@ uint64_t pr_row_value(const row_t *r, int fl, int metric);
 /* An aligned table with three header lines (er_print's layout). */
 void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
                    const uint64_t *total);
+/* The same, calling hook(ps, ctx, r) before row r and once more with r = n after the last (to
+ * write section titles between rows, as er_print's csingle). */
+typedef void (*pr_row_hook)(pstate_t *ps, void *ctx, size_t r);
+void pr_table_text_ex(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
+                      const uint64_t *total, pr_row_hook hook, void *ctx);
 /* JSON, with the one writer: a view's document opened (`{` and "incomplete":{...} when data is
  * missing), "metrics":[...], a row object, a row's metric members ("e.name":value, ...). */
 void pr_json_begin(pstate_t *ps, json_t *j);
@@ -195,7 +201,8 @@ int pr_is_view(const char *name);
 const char *pr_view_name(size_t i);
 int pr_view_needs_arg(const char *name);
 /* Back to the settings of a fresh state: default metrics and sort, no limit, short names, every
- * thread, sample and CPU, no filter, every load object shown, inlines on. 0, or 1 after reporting. */
+ * thread, sample and CPU, no filter, every load object shown, inlines on, tally's layouts (no
+ * -compat). 0, or 1 after reporting. */
 int pr_reset(pstate_t *ps);
 
 /* print's command line: --json, -h/--help, commands (a unique abbreviation, a dash or two,
@@ -217,6 +224,51 @@ typedef struct pr_args {
 } pr_args_t;
 int pr_parse_args(int argc, char **argv, pr_args_t *pa);
 void pr_args_free(pr_args_t *pa);
+
+/* print_er.c: er_print's layouts (-compat er_print) and its load object and metric lists */
+int set_compat(pstate_t *ps, const char *a);
+/* How many of n rows (<Total> not counted) a table shows under -limit: er_print's limit counts
+ * <Total> (-compat), tally's does not. */
+size_t pr_limit_rows(const pstate_t *ps, size_t n);
+/* er_print's name of instruction or line id (kind ENG_KIND_PC or _LINE), malloc'd; NULL when
+ * there is none (or memory ran out). */
+char *pr_er_row_name(pstate_t *ps, int kind, uint32_t id);
+/* -callers-callees (single NULL) and -csingle in er_print's layout. */
+int pr_cc_er(pstate_t *ps, const char *single);
+int view_objects_er(pstate_t *ps, const char *a);
+int set_object_select(pstate_t *ps, const char *a);
+int view_cmetric_list(pstate_t *ps, const char *a);
+int pr_object_list_er(pstate_t *ps); /* -object_list in er_print's table */
+/* er_print's list of threads ('T'), samples ('S'), CPUs ('C') or experiments ('E'), as its list
+ * and selection commands print it (-compat). */
+int pr_list_er(pstate_t *ps, int what);
+int pr_metric_list_er(pstate_t *ps); /* -metric_list as er_print's (-compat) */
+int pr_calltree_er(pstate_t *ps);     /* -calltree as er_print's (-compat) */
+
+/* print_summary.c: -fsummary, -lsummary, -psummary */
+int view_fsummary(pstate_t *ps, const char *a);
+int view_lsummary(pstate_t *ps, const char *a);
+int view_psummary(pstate_t *ps, const char *a);
+int pr_fsingle_er(pstate_t *ps, const char *name); /* -fsingle as er_print's (-compat) */
+
+/* print_stats.c: -statistics, er_print's -sample_detail, -cpu_list, -indxobj_list, -indxobj */
+int view_statistics(pstate_t *ps, const char *a);
+int view_sample_detail_er(pstate_t *ps, const char *a);
+int view_cpu_list(pstate_t *ps, const char *a);
+int view_indxobj_list(pstate_t *ps, const char *a);
+int view_indxobj(pstate_t *ps, const char *a);
+
+/* print_erio.c: er_print's -heap, -heapstat, -ioactivity, -iodetail, -iocallstack, -iostat */
+int view_heap_er(pstate_t *ps, const char *a);
+int view_heapstat(pstate_t *ps, const char *a);
+int view_ioactivity(pstate_t *ps, const char *a);
+int view_iodetail(pstate_t *ps, const char *a);
+int view_iocallstack(pstate_t *ps, const char *a);
+int view_iostat(pstate_t *ps, const char *a);
+/* A stack, leaf first: "function + 0xOFFSET" lines (text) or a JSON array (j != NULL); 0, or 1
+ * when memory ran out (print_trace.c). */
+int pr_print_stack(pstate_t *ps, json_t *j, uint32_t exp, uint32_t proc, const uint64_t *pcs,
+                   const uint32_t *fns, uint32_t n);
 
 /* print_mpi.c: MPI jobs (-M on) */
 int view_rank_list(pstate_t *ps, const char *a);

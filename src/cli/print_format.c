@@ -201,6 +201,12 @@ static void pr_col_headers(const mcol_t *c, col_text_t *t)
 void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
                              const uint64_t *total)
 {
+    pr_table_text_ex(ps, ms, rows, n, total, NULL, NULL);
+}
+
+void pr_table_text_ex(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
+                      const uint64_t *total, pr_row_hook hook, void *ctx)
+{
     col_text_t ct[MAXCOLS];
     for (int c = 0; c < ms->ncols; c++)
         pr_col_headers(&ms->cols[c], &ct[c]);
@@ -231,6 +237,8 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
         sink_printf(&ps->out, "\n");
     }
     for (size_t r = 0; r < n; r++) {
+        if (hook)
+            hook(ps, ctx, r);
         for (int c = 0; c <= ms->ncols; c++) {
             if (c == ms->name_pos)
                 sink_printf(&ps->out, "  %c%-*s", rows[r].mark ? rows[r].mark : ' ',
@@ -255,6 +263,8 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
         }
         sink_printf(&ps->out, "\n");
     }
+    if (hook)
+        hook(ps, ctx, n);
 }
 
 void pr_jmetrics(json_t *j, const mspec_t *ms)

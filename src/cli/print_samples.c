@@ -347,13 +347,17 @@ int view_timeline(pstate_t *ps)
 int set_sample_select(pstate_t *ps, const char *arg)
 {
     tally_err_t err = { 0 };
-    return eng_select_samples(ps->ses->eng, arg, &err) ? pr_report(&err) : 0;
+    if (eng_select_samples(ps->ses->eng, arg, &err))
+        return pr_report(&err);
+    return ps->compat && !ps->json ? pr_list_er(ps, 'S') : 0; /* er_print shows the selection */
 }
 
 int set_cpu_select(pstate_t *ps, const char *arg)
 {
     tally_err_t err = { 0 };
-    return eng_select_cpus(ps->ses->eng, arg, &err) ? pr_report(&err) : 0;
+    if (eng_select_cpus(ps->ses->eng, arg, &err))
+        return pr_report(&err);
+    return ps->compat && !ps->json ? pr_list_er(ps, 'C') : 0; /* er_print shows the selection */
 }
 
 int set_filters(pstate_t *ps, const char *arg)

@@ -58,8 +58,8 @@ void pr_trace_overview(pstate_t *ps, const uint64_t *t)
 
 /* A stack, leaf first: "function + 0xOFFSET" lines (text) or a JSON array (j != NULL).
  * Returns 0, or 1 when memory ran out. */
-static int print_stack(pstate_t *ps, json_t *j, uint32_t exp, uint32_t proc, const uint64_t *pcs,
-                       const uint32_t *fns, uint32_t n)
+int pr_print_stack(pstate_t *ps, json_t *j, uint32_t exp, uint32_t proc, const uint64_t *pcs,
+                   const uint32_t *fns, uint32_t n)
 {
     rep_frame_t *fr = malloc(((size_t)n + 1) * sizeof *fr);
     if (!fr)
@@ -134,7 +134,7 @@ static int heap_stacks(pstate_t *ps, int leaks)
             sink_printf(o, "%s #%zu, Instances = %llu, Bytes %s = %llu\n", what, i + 1,
                         (unsigned long long)r->count, bw, (unsigned long long)r->bytes);
         }
-        rc = print_stack(ps, jp, r->exp, r->proc, r->pcs, r->fns, r->n);
+        rc = pr_print_stack(ps, jp, r->exp, r->proc, r->pcs, r->fns, r->n);
         if (jp)
             json_obj_end(jp);
         else
@@ -224,7 +224,7 @@ static int heap_process(pstate_t *ps, json_t *jp, const tr_heap_proc_t *p)
                         k + 1, (unsigned long long)r->count, (unsigned long long)r->bytes,
                         pct(r->bytes, p->peak_bytes));
         }
-        if (print_stack(ps, jp, r->exp, r->proc, pcs, fns, n < pn ? n : pn)) {
+        if (pr_print_stack(ps, jp, r->exp, r->proc, pcs, fns, n < pn ? n : pn)) {
             esc_fprintf(stderr, "tally: out of memory\n");
             return 1;
         }

@@ -49,7 +49,17 @@ int view_list(pstate_t *ps, int kind)
     static const char *const views[ENG_NKINDS] = { "functions", "objects", "pcs", "lines" };
     static const char *const titles[ENG_NKINDS] = { "Functions", "Load Objects", "Instructions",
                                                     "Source Lines" };
+    static const char *const er_titles[ENG_NKINDS] = { "Functions", "Load Objects", "PCs",
+                                                       "Lines" };
     int rc = 0;
+    if (!ps->json)
+        rt.n = pr_limit_rows(ps, rt.n); /* er_print's -limit counts <Total> (-compat) */
+    char **er_names = NULL; /* er_print's names of instructions and lines (-compat) */
+    if (!ps->json && ps->compat && (kind == ENG_KIND_PC || kind == ENG_KIND_LINE) &&
+        (er_names = calloc(rt.n + 1, sizeof *er_names)) != NULL)
+        for (size_t i = 0; i < rt.n; i++)
+            if ((er_names[i] = pr_er_row_name(ps, kind, rt.rows[i].id)) != NULL)
+                rt.rows[i].name = er_names[i];
     if (ps->json) {
         json_t j;
         pr_json_begin(ps, &j);
@@ -66,7 +76,7 @@ int view_list(pstate_t *ps, int kind)
         json_end_doc(&j);
     } else {
         char st[160];
-        sink_printf(&ps->out, "%s sorted by metric: %s\n\n", titles[kind],
+        sink_printf(&ps->out, "%s sorted by metric: %s\n\n", (ps->compat ? er_titles : titles)[kind],
                     pr_sort_title(ps, st, sizeof st));
         row_t *all = malloc((rt.n + 1) * sizeof *all);
         if (all) {
@@ -80,6 +90,10 @@ int view_list(pstate_t *ps, int kind)
             rc = 1;
         }
     }
+    if (er_names)
+        for (size_t i = 0; i < rt.n; i++)
+            free(er_names[i]);
+    free(er_names);
     rep_table_free(&rt);
     return rc;
 }
@@ -131,6 +145,8 @@ static int cc_text(pstate_t *ps, const rep_cc_t *cc, const rep_cc_entry_t *e)
 
 int view_callers_callees(pstate_t *ps, const char *single)
 {
+    if (ps->compat && !ps->json)
+        return pr_cc_er(ps, single);
     tally_err_t err = { 0 };
     rep_opts_t o = pr_opts(ps);
     rep_cc_t cc;
@@ -229,6 +245,8 @@ static int tree_format(pstate_t *ps, json_t *j, const rep_tree_t *t)
 
 int view_calltree(pstate_t *ps)
 {
+    if (ps->compat && !ps->json)
+        return pr_calltree_er(ps);
     tally_err_t err = { 0 };
     rep_opts_t o = pr_opts(ps);
     rep_tree_t t;
@@ -264,6 +282,8 @@ int view_calltree(pstate_t *ps)
 
 int view_fsingle(pstate_t *ps, const char *name)
 {
+    if (ps->compat && !ps->json)
+        return pr_fsingle_er(ps, name);
     tally_err_t err = { 0 };
     rep_opts_t o = pr_opts(ps);
     rep_func_t f;

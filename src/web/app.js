@@ -665,7 +665,7 @@ function section(box, title, j, key, opts) {
 }
 
 PAGES.heap = async (box) => {
-  const [h, l, a] = await Promise.all([api('heap'), api('leaks'), api('allocs')]);
+  const [h, l, a] = await Promise.all([api('heap_peak'), api('leaks'), api('allocs')]);
   box.append(el('h2', { text: 'Heap by process' }));
   for (const p of h.processes || []) {
     box.append(kv(p, [['pid', 'Process'], ['allocations', 'Allocations'], ['bytes_allocated', 'Bytes allocated'], ['frees', 'Frees'],

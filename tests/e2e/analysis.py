@@ -158,7 +158,7 @@ exp = collect(d, [wlp("dlopen_lib")], name="dl")
 f = funcs_of(exp)
 check("plugin_work" in f and f["plugin_work"]["e.totalcpu"] > 0,
       "dlopen: plugin_work not named: %r" % sorted(f)[:20])
-docs = print_json(exp, "-objects")
+docs = print_json(exp, "-load_objects")
 objs = rows_by_name(docs[0])
 check("libwl_plugin.so" in objs, "objects: %r" % sorted(objs))
 check("wl_dlopen_lib" in objs, "objects: %r" % sorted(objs))

@@ -39,7 +39,7 @@ if check(libc, "no libc load record: %r" % loads) and system_libc:
     check(libc[0]["buildid"] not in archived(exp), "libc was copied by default")
     check(libc[0]["buildid"] + ".debug" not in archived(exp), "libc's debug file was copied")
 # the analysis of a referenced library works as before, with no note
-p = run([TALLY, "print", "-objects", exp], expect=0)
+p = run([TALLY, "print", "-load_objects", exp], expect=0)
 check("changed" not in p.stderr and "gone" not in p.stderr, "notes on a fresh run: %r" % p.stderr)
 
 # a program of the user's is copied

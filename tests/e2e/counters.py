@@ -185,7 +185,7 @@ check("multiplexed: counting 25.0% of its enabled time" in p.stdout and
       "-header does not show multiplexing and throttling:\n%s" % p.stdout)
 
 # every view shows the counter's metric
-for view in (["-lines"], ["-pcs"], ["-objects"], ["-callers-callees"], ["-calltree"],
+for view in (["-lines"], ["-pcs"], ["-load_objects"], ["-callers-callees"], ["-calltree"],
              ["-disasm", "touch_heap"], ["-source", "touch_heap"]):
     docs = print_json(exp, "-metrics", "e.page-faults:i.page-faults", *view)
     txt = json.dumps(docs)

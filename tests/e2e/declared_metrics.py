@@ -210,7 +210,7 @@ txt = json.dumps(doc)
 check("msgbytes" in txt and "Message Bytes" in txt and "badagg" not in txt and
       "badtitle" not in txt,
       "-metric_list: %s" % txt)
-doc = print_json(exp, "-objects")[0]
+doc = print_json(exp, "-load_objects")[0]
 r = rows_by_name(doc)
 check(any(v.get("i.msgbytes") == 307 for k, v in r.items() if k != "<Total>"),
       "-objects: %r" % r)

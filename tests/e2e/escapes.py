@@ -155,9 +155,9 @@ check(os.path.isdir(os.path.join(exp, "archive")), "tally archive -s made no arc
 # ---- every view, as text -------------------------------------------------------------------
 
 ESC_NAME = NAMES[b"PLACEHOLDER_NAME_ESC_0123456789ab"]
-VIEWS = [["-functions"], ["-callers-callees"], ["-calltree"], ["-objects"], ["-lines"],
+VIEWS = [["-functions"], ["-callers-callees"], ["-calltree"], ["-objects"], ["-load_objects"], ["-lines"],
          ["-pcs"], ["-source", "main"], ["-disasm", "main"], ["-overview"], ["-sample_list"],
-         ["-sample_select", "2", "-sample_detail"], ["-header"], ["-io_files"], ["-leaks"], ["-allocs"], ["-heap"],
+         ["-sample_select", "2", "-sample_detail"], ["-sample_select", "2", "-sample_info"], ["-header"], ["-io_files"], ["-leaks"], ["-allocs"], ["-heap"], ["-heap_peak"],
          ["-thread_list"], ["-timeline"], ["-experiment_list"], ["-source", ESC_NAME],
          ["-disasm", ESC_NAME], ["-csingle", ESC_NAME], ["-fsingle", ESC_NAME],
          ["-name", "mangled", "-functions"], ["-name", "long", "-calltree"],
@@ -173,6 +173,7 @@ EXPECT = {  # view: escaped forms that must be shown
                    b"dm\\x1b[35mcxx\\u202e"],
     "-callers-callees": [b"esc\\x1b[31mred"],
     "-calltree": [b"nl\\nFAKE"],
+    "-load_objects": [b"wl\\x1b[32m\\u202e\\xff\\nbin"],
     "-objects": [b"wl\\x1b[32m\\u202e\\xff\\nbin"],
     "-lines": [b"src\\x1b[36m\\u202e\\xfe.c"],
     "-source main": [b"/* source \\x1b[31mred\\x1b]0;title\\x07 \\u202e rev \\u009b \\xff */",

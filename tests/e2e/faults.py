@@ -151,7 +151,7 @@ else:
         check(a.returncode != 0 and "cannot write the archive" in a.stderr,
               "disk full: tally archive did not say it could not write (exit %d):\n%s"
               % (a.returncode, a.stderr))
-        for view in ("-heap", "-functions", "-leaks"):
+        for view in ("-heap", "-heap_peak", "-functions", "-leaks"):
             t = run([TALLY, "print", view, exp], expect=0).stdout
             check(re.match(r"Warning: incomplete data: \d+ heap records.* were lost while recording "
                            r"\(the disk was full\)", t),

@@ -32,7 +32,7 @@ if not exp:
     skip("the loader never mapped libwl_reuse_b.so where libwl_reuse_a.so was")
 
 funcs = rows_by_name(print_json(exp, "-metrics", "e.totalcpu:name", "-functions")[0])
-objs = rows_by_name(print_json(exp, "-metrics", "e.totalcpu:name", "-objects")[0])
+objs = rows_by_name(print_json(exp, "-metrics", "e.totalcpu:name", "-load_objects")[0])
 ta, tb = truth
 # Sampled CPU time is compared with what each function measured itself (its own thread CPU
 # clock): samples can be missed under load but not invented, and the function's time includes

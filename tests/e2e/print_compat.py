@@ -16,14 +16,24 @@ p = run([TALLY, "print", "-header", "1", exp], expect=0)
 check("Experiment: " + exp in p.stdout, "-header 1 EXP: %r" % p.stdout[:300])
 p = run([TALLY, "print", "-header", "2", exp], expect=1)
 check("numbered 1 to 1" in p.stderr, "-header 2 with one experiment: %r" % p.stderr)
-p = run([TALLY, "print", "-sample_detail", exp], expect=0)
+p = run([TALLY, "print", "-sample_info", exp], expect=0)
 n = len(re.findall(r"^Sample \d+ of ", p.stdout, flags=re.M))
-check(n >= 2, "-sample_detail EXP shows every sample: %d in %r" % (n, p.stdout[:400]))
-p = run([TALLY, "print", "-sample_select", "2", "-sample_detail", "all", exp], expect=0)
+check(n >= 2, "-sample_info EXP shows every sample: %d in %r" % (n, p.stdout[:400]))
+p = run([TALLY, "print", "-sample_select", "2", "-sample_info", "all", exp], expect=0)
 check(re.findall(r"^Sample (\d+) of ", p.stdout, flags=re.M) == ["2"],
+      "-sample_select 2 -sample_info all shows sample 2 only: %r" % p.stdout[:400])
+j = print_json(exp, "-sample_select", "1", "-sample_info")[-1]
+check([s["number"] for s in j["samples"]] == [1], "--json -sample_info: %r" % j)
+# er_print's -sample_detail: the statistics of the selection, then each selected sample's
+p = run([TALLY, "print", "-sample_detail", exp], expect=0)
+n = len(re.findall(r"^ +Sample Number: \d+$", p.stdout, flags=re.M))
+check("Aggregated statistics for selected samples" in p.stdout and n >= 2,
+      "-sample_detail EXP shows every sample: %d in %r" % (n, p.stdout[:400]))
+p = run([TALLY, "print", "-sample_select", "2", "-sample_detail", "all", exp], expect=0)
+check(re.findall(r"^ +Sample Number: (\d+)$", p.stdout, flags=re.M) == ["2"],
       "-sample_select 2 -sample_detail all shows sample 2 only: %r" % p.stdout[:400])
 j = print_json(exp, "-sample_select", "1", "-sample_detail")[-1]
-check([s["number"] for s in j["samples"]] == [1], "--json -sample_detail: %r" % j)
+check([s["number"] for s in j["experiments"][0]["samples"]] == [1], "--json -sample_detail: %r" % j)
 
 # 'name' first, in the middle, last: the numbers of one column line up under their header
 for spec in ("name:e.%totalcpu:i.totalcpu", "e.%totalcpu:name:i.totalcpu", "e.totalcpu:i.totalcpu:name"):
@@ -102,7 +112,8 @@ check("is a gprofng experiment" in p.stderr and "gprofng display text" in p.stde
 workers = os.path.join(os.path.dirname(os.path.abspath(TALLY)), "workers")
 wexp = collect(d, [workers, "0.5"], opts=["-p", "off", "-s", "on", "-H", "on", "-i", "on"],
                name="w")
-for view in (["-functions"], ["-objects"], ["-calltree"], ["-leaks"], ["-callers-callees"]):
+for view in (["-functions"], ["-objects"], ["-load_objects"], ["-calltree"], ["-leaks"],
+             ["-callers-callees"]):
     p = run([TALLY, "print"] + view + [wexp], expect=0)
     check("libtally-collector" not in p.stdout, "%s shows the collector: %r" % (view, p.stdout[:1500]))
 doc = print_json(wexp, "-metrics", "e.sync:e.heapalloccnt:e.iowritetime:name", "-functions")[-1]

@@ -150,7 +150,7 @@ except ValueError as e:
     fail("timeline of a sleep: not JSON (%s): %r" % (e, p.stdout[:200]))
 
 # text views answer too
-p = run([TALLY, "print", "-sample_select", str(labels["lock"]), "-sample_detail", "-sample_select", "all", "-timeline", exp], expect=0)
+p = run([TALLY, "print", "-sample_select", str(labels["lock"]), "-sample_info", "-sample_select", "all", "-timeline", exp], expect=0)
 check("Context switches" in p.stdout and "|" in p.stdout, "text views: %r" % p.stdout[:400])
 
 # A thread blocked inside one of the collector's interposers (pthread_mutex_lock under -s on,

@@ -72,7 +72,7 @@ check(all(entries[i]["bytes"] >= entries[i + 1]["bytes"] for i in range(len(entr
       "-allocs: not largest first")
 
 # -heap: the peak is the 100 blocks of freed_mallocs; temporaries counted
-docs = print_json(exp, "-heap")
+docs = print_json(exp, "-heap_peak")
 h = docs[0]["processes"][0]
 check(h["peak_bytes"] >= 100000 and h["peak_bytes"] < 110000, "-heap: peak %r" % h["peak_bytes"])
 top = h["at_peak"][0] if h["at_peak"] else None
@@ -132,6 +132,6 @@ for name, args in (("forkexec", []), ("dlopen_lib", ["2", "20"]), ("threads4", [
     for _, st in log_records(e, "stats"):
         check(int(st.get("trace_dropped", 0)) == 0, "%s: traced events dropped %r" % (name, st))
         check(int(st.get("trace_unwind_failures", 0)) == 0, "%s: unwind failures %r" % (name, st))
-    docs = print_json(e, "-heap")
+    docs = print_json(e, "-heap_peak")
     check(len(docs[0]["processes"]) >= 1, "%s: no heap data" % name)
 done(d)

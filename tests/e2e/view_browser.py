@@ -238,7 +238,7 @@ try:
 
     # -- traced data --
     page("heap", "exp=2")
-    hp = pj(H, "-heap")["processes"][0]
+    hp = pj(H, "-heap_peak")["processes"][0]
     for k in ("allocations", "bytes_allocated", "peak_bytes", "leaked_bytes", "leaked_blocks"):
         check(text('[data-k="heap.%s"]' % k) == str(hp[k]), "heap %s: %s vs %s" %
               (k, text('[data-k="heap.%s"]' % k), hp[k]))
@@ -271,8 +271,8 @@ try:
     shot("compare")
 
     # -- every other view through the generic page --
-    page("raw", "exp=0&v=objects")
-    objs = pj(A, "-objects")
+    page("raw", "exp=0&v=load_objects")
+    objs = pj(A, "-load_objects")
     same_table(table("table.metrics"), objs, "objects on the generic page")
     shot("raw")
 

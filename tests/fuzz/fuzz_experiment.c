@@ -148,6 +148,10 @@ static const char *const commands[] = {
     "sample_select", "cpu_select", "filters", "timeline", "leaks", "allocs", "heap",
     "sync_objects", "io_files", "time_functions", "object_list", "data_objects", "data_single",
     "data_layout", "memobj", "false_sharing", "blocks", "callstack", "callstack_history",
+    /* er_print's (print_er.c, print_summary.c, print_stats.c, print_erio.c) */
+    "compat", "load_objects", "object_select", "cmetric_list", "fsummary", "lsummary", "psummary",
+    "statistics", "sample_info", "cpu_list", "indxobj_list", "indxobj", "heap_peak", "heapstat",
+    "ioactivity", "iodetail", "iocallstack", "iostat",
 };
 
 /* Whether line l (n bytes) is a command the harness runs: a known one (its argument may be any
