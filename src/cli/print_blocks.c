@@ -435,3 +435,61 @@ int view_blocks(pstate_t *ps, const char *arg)
     rep_blocks_free(&b);
     return 0;
 }
+
+/* ---- -kind functions|blocks ------------------------------------------------------------------- */
+
+/* The metrics of the block kind: each quantity inclusive then exclusive, then the calls; the
+ * callers-callees ones attributed; sorted by the first quantity's inclusive (outer blocks
+ * first, as -blocks lists them). */
+static int block_mspecs(pstate_t *ps, mspec_t *m, mspec_t *cm, tally_err_t *err)
+{
+    eng_t *g = ps->ses->eng;
+    char a[512] = "", c[512] = "";
+    size_t n = 0, cn = 0;
+    for (int q = 0; eng_block_metric(g, q) >= 0 && n < 400 && cn < 400; q++) {
+        const char *nm = eng_metric(g, eng_block_metric(g, q))->name;
+        n += (size_t)snprintf(a + n, sizeof a - n, "i.%s:e.%s:", nm, nm);
+        cn += (size_t)snprintf(c + cn, sizeof c - cn, "a.%s:", nm);
+    }
+    const char *calls = eng_metric(g, eng_block_metric(g, -1))->name;
+    snprintf(a + n, sizeof a - n, "e.%s:name", calls);
+    snprintf(c + cn, sizeof c - cn, "a.%s:name", calls);
+    if (pr_parse_mspec(g, a, m, FL_E | FL_I, err) || pr_parse_mspec(g, c, cm, FL_A, err))
+        return -1;
+    return 0;
+}
+
+int set_kind(pstate_t *ps, const char *arg)
+{
+    int kind = !strcmp(arg, "functions") ? ENG_KIND_FUNCTION
+               : !strcmp(arg, "blocks")  ? ENG_KIND_BLOCK
+                                         : -1;
+    if (kind < 0) {
+        esc_fprintf(stderr, "tally: -kind '%s': use functions (the program's functions, from "
+                    "samples and traces) or blocks (its profiled blocks)\n", arg);
+        return 2;
+    }
+    if (kind == ps->kind)
+        return 0;
+    if (kind == ENG_KIND_BLOCK && eng_block_metric(ps->ses->eng, -1) < 0) {
+        esc_fprintf(stderr, "tally: -kind blocks: %s\n", NO_BLOCKS);
+        return 1;
+    }
+    /* each kind keeps its own metrics and sort: swap them */
+    mspec_t m = ps->other_metrics, cm = ps->other_cmetrics;
+    int sf = ps->other_sort_flavor, sm = ps->other_sort_metric;
+    if (!ps->other_set) { /* the block kind's first time: its defaults */
+        tally_err_t err = { 0 };
+        if (block_mspecs(ps, &m, &cm, &err))
+            return pr_report(&err);
+        sf = m.cols[0].flavor;
+        sm = m.cols[0].metric;
+    }
+    ps->other_metrics = ps->metrics, ps->other_cmetrics = ps->cmetrics;
+    ps->other_sort_flavor = ps->sort_flavor, ps->other_sort_metric = ps->sort_metric;
+    ps->other_set = 1;
+    ps->metrics = m, ps->cmetrics = cm;
+    ps->sort_flavor = sf, ps->sort_metric = sm;
+    ps->kind = kind;
+    return 0;
+}
