@@ -539,7 +539,7 @@ static void unknown_cmd(const char *name, const char *where)
     cli_report(&err);
 }
 
-static void note_empty_selection(pstate_t *ps);
+static void note_empty_selection(pstate_t *ps, const struct pcmd *c);
 
 /* One command line of a script or the prompt: "cmd [arg]". */
 static int run_line(pstate_t *ps, char *line, const char *where)
@@ -581,19 +581,19 @@ static int run_line(pstate_t *ps, char *line, const char *where)
     fflush(stdout);
     fflush(ps->out.f);
     note_saturation(ps);
-    /* (the block kind's views show block paths, not events) */
-    if (ps->kind != ENG_KIND_BLOCK || (c->fn != c_functions && c->fn != c_cc &&
-                                       c->fn != c_csingle && c->fn != c_calltree))
-        note_empty_selection(ps);
+    note_empty_selection(ps, c);
     return rc;
 }
 
 /* Says, once per selection, that the selection (threads, samples, CPUs, filter) left no event:
  * the view just printed was all zeros for that reason, not because nothing was recorded. */
-static void note_empty_selection(pstate_t *ps)
+static void note_empty_selection(pstate_t *ps, const struct pcmd *c)
 {
     static char said[1024];
     eng_t *g = ps->ses->eng;
+    if (ps->kind == ENG_KIND_BLOCK && (c->fn == c_functions || c->fn == c_cc ||
+                                       c->fn == c_csingle || c->fn == c_calltree))
+        return; /* (these views show the block paths, not events) */
     if (!g || !ps->data || !eng_selecting(g) || eng_selected_events(g) != 0 ||
         eng_scan_stats(g)->events == 0)
         return;
@@ -901,7 +901,7 @@ int cmd_print(int argc, char **argv)
                 fflush(stdout);
                 fflush(ps.out.f);
                 note_saturation(&ps);
-                note_empty_selection(&ps);
+                note_empty_selection(&ps, steps[i].c);
                 /* as er_print: a failing command is reported and the others still run; the
                  * exit status is the worst */
                 if (r && (r == 2 ? 2 : 1) > rc)
