@@ -590,6 +590,9 @@ static int block_metrics(eng_t *g)
         snprintf(g->bm_names[q], sizeof g->bm_names[q], "b%s", b->qname[q]);
         snprintf(g->bm_titles[q], sizeof g->bm_titles[q], "Block %s",
                  wall ? "Wall Time" : cpu ? "CPU Time" : b->qname[q]);
+        for (char *c = g->bm_titles[q]; *c; c++) /* (words, for the columns' titles) */
+            if (*c == '-' || *c == '_')
+                *c = ' ';
         g->bm_q[q] = g->nmetrics;
         d[g->nmetrics++] = (eng_metric_def_t){ g->bm_names[q], g->bm_titles[q],
                                                wall || cpu ? "s" : "count", wall || cpu ? 1e-9 : 1,

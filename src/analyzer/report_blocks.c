@@ -191,21 +191,13 @@ static int quantities(rep_blocks_t *b, const exp_process_t *p)
 {
     if (b->nq)
         return 0;
-    const char *m = p->settings.block_metrics.s;
-    if (!*m)
-        m = "wall";
-    while (*m && b->nq < REP_BQ_MAX) {
-        if (!strncmp(m, "wall", 4))
-            b->qname[b->nq++] = "wall", m += 4;
-        else if (!strncmp(m, "cpu", 3))
-            b->qname[b->nq++] = "cpu", m += 3;
-        else
-            break;
-        if (*m == ',')
-            m++;
+    char qn[REP_BQ_MAX][BSTK_QNAME];
+    b->nq = bstk_quantities(p->settings.block_metrics.s, qn, REP_BQ_MAX);
+    for (unsigned q = 0; q < b->nq; q++) {
+        snprintf(b->qbuf[q], sizeof b->qbuf[q], "%s", qn[q]);
+        b->qname[q] = b->qbuf[q];
+        b->qtime[q] = !strcmp(qn[q], "wall") || !strcmp(qn[q], "cpu");
     }
-    if (!b->nq)
-        b->qname[b->nq++] = "wall";
     return 0;
 }
 
@@ -375,8 +367,11 @@ int rep_blocks(const ses_t *s, rep_blocks_t *out, tally_err_t *err)
             rc = one_process(out, s->exps[e]->procs[i], &cap_mons, &cap_threads);
     if (!rc)
         rc = sum_threads(out);
-    if (!out->nq)
-        out->qname[out->nq++] = "wall";
+    if (!out->nq) {
+        out->qname[0] = "wall";
+        out->qtime[0] = 1;
+        out->nq = 1;
+    }
     if (rc) {
         rep_blocks_free(out);
         return tally_errf(err, rc, "out of memory reading the profiled blocks");
