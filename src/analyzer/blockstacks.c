@@ -79,7 +79,7 @@ typedef struct build {
     /* the process being read */
     uint32_t exp, proc, tid;
     const char **pname; /* by the process's block id: its name; NULL: not declared */
-    size_t npname;
+    size_t npname, cap_pname;
     unsigned pq;        /* the process's quantities ... */
     unsigned qmap[BSTK_QMAX]; /* ... as the set's */
     size_t base;        /* the stacks index of the current thread's node 1 */
@@ -154,7 +154,6 @@ static int one_process(build_t *c, const exp_process_t *p)
     char qn[BSTK_QMAX][BSTK_QNAME];
     c->pq = bstk_quantities(p->settings.block_metrics.s, qn, BSTK_QMAX);
     c->npname = 0;
-    size_t cap = 0;
     int any = 0;
     for (size_t i = 0; i < p->nrecords; i++) {
         const exp_record_t *r = &p->records[i];
@@ -165,11 +164,10 @@ static int one_process(build_t *c, const exp_process_t *p)
         if (id >= 65536 || !name)
             continue;
         any = 1;
-        if (id >= c->npname) {
-            size_t old = cap;
-            if (GROW(c->pname, id, cap))
+        if (id >= c->npname) { /* (entries past npname may be an earlier process's) */
+            if (GROW(c->pname, id, c->cap_pname))
                 return TALLY_ENOMEM;
-            for (size_t k = old; k < cap; k++)
+            for (size_t k = c->npname; k <= id; k++)
                 c->pname[k] = NULL;
             c->npname = id + 1;
         }

@@ -342,6 +342,41 @@ static void test_function_kind(void **state)
     assert_int_equal(eng_map_stack(s->eng, 0, 0, ENG_KIND_BLOCK, &m, &err), TALLY_EUSAGE);
 }
 
+/* Two experiments in one session: blocks are named by name across them, and an id the second
+ * one never declared is not named by the first one's declarations (its paths are skipped). */
+static void test_two_experiments(void **state)
+{
+    (void)state;
+    char second[300];
+    snprintf(second, sizeof second, "%s.2", dir);
+    assert_int_equal(mkdir(second, 0755), 0);
+    char path[512];
+    snprintf(path, sizeof path, "%s/log", second);
+    int fd = exp_log_create(path);
+    assert_true(fd >= 0);
+    line(fd, "start", "t", 1000, NULL, NULL, NULL, NULL);
+    line(fd, "settings", NULL, 0, "block_metrics", "wall,cpu", NULL, NULL);
+    line(fd, "block", "id", 5, "name", "solo", "group", "default");
+    line(fd, "block", "id", 6, "name", "main", "group", "default");
+    paths(fd, 201, 1, "0,2,1,0,1,1,0,0");                   /* id 2: not declared here */
+    paths(fd, 202, 1, "0,6,1,1,1,5,0,0;1,5,1,0,4,4,1,1"); /* main { solo } */
+    line(fd, "end", "t", 60000, "how", "exit", NULL, NULL);
+    close(fd);
+    ses_t *s = ses_new();
+    tally_err_t err = { 0 };
+    assert_int_equal(ses_open(s, dir, &err), 0);
+    assert_int_equal(ses_open(s, second, &err), 0);
+    assert_int_equal(ses_start(s, &err), 0);
+    const want_t w[] = { { "main", 3, 19, 50, 3 }, { "foo", 2, 15, 15, 3 },
+                         { "bar", 1, 5, 15, 1 },   { "rec", 2, 7, 7, 1 },
+                         { "solo", 1, 4, 4, 1 } };
+    check_table(s, w, 5);
+    ses_free(s);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", second);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +386,7 @@ int main(void)
         cmocka_unit_test(test_calltree),
         cmocka_unit_test(test_selection),
         cmocka_unit_test(test_function_kind),
+        cmocka_unit_test(test_two_experiments),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
