@@ -901,7 +901,7 @@ int cmd_print(int argc, char **argv)
                 fflush(stdout);
                 fflush(ps.out.f);
                 note_saturation(&ps);
-                note_empty_selection(&ps, steps[i].c);
+                note_empty_selection(&ps, c);
                 /* as er_print: a failing command is reported and the others still run; the
                  * exit status is the worst */
                 if (r && (r == 2 ? 2 : 1) > rc)
