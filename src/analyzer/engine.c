@@ -1,8 +1,9 @@
 /*
  * engine.c - the metric engine (see engine.h for the contract and the rules).
  *
- * Sections: metric table; threads and selection; aggregation (the event scan);
- * frame mapping (stack -> object ids); the rules (eng_apply) and tables; call tree.
+ * Sections: metric table; threads and selection; aggregation (the event scan); profiled
+ * blocks (their kind's stacks); frame mapping (stack -> object ids); the rules (eng_apply) and
+ * tables; call tree.
  */
 #define _GNU_SOURCE
 #include "analyzer/engine.h"
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyzer/blockstacks.h"
 #include "analyzer/filter.h"
 #include "analyzer/heapmatch.h"
 #include "base/grow.h"
@@ -337,6 +339,13 @@ struct eng {
     size_t npairs, pairs_cap;
     uint64_t pair_last_key;
     uint32_t pair_last;
+    /* profiled blocks (ENG_KIND_BLOCK): their call paths as stacks, each one's vector summed by
+     * the aggregation under the selection, and the block metrics' indices */
+    bstk_t *blocks;
+    uint64_t *bvec; /* [stack * nmetrics] */
+    int bm_calls, bm_q[BSTK_QMAX];
+    uint8_t *leafonly; /* [nmetrics]: the block calls */
+    char bm_names[BSTK_QMAX + 1][BSTK_QNAME + 2], bm_titles[BSTK_QMAX + 1][BSTK_QNAME + 16];
 };
 
 /* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
@@ -554,6 +563,58 @@ int eng_metric_find(const eng_t *g, const char *name)
     return -1;
 }
 
+/* Appends the metrics of profiled blocks to g's set when some process recorded blocks: the
+ * calls, then one per quantity (names and titles kept in g). */
+static int block_metrics(eng_t *g)
+{
+    g->bm_calls = -1;
+    for (int q = 0; q < BSTK_QMAX; q++)
+        g->bm_q[q] = -1;
+    if (!g->blocks->any)
+        return 0;
+    const bstk_t *b = g->blocks;
+    int want = 1 + (int)b->nq;
+    if (g->nmetrics + want > ENG_MAX_METRICS)
+        return 0; /* (no room: blocks are shown by -blocks only) */
+    eng_metric_def_t *d = realloc(g->metrics, (size_t)(g->nmetrics + want) * sizeof *d);
+    if (!d)
+        return TALLY_ENOMEM;
+    g->metrics = d;
+    if (!(g->leafonly = calloc((size_t)(g->nmetrics + want), 1)))
+        return TALLY_ENOMEM;
+    g->leafonly[g->nmetrics] = 1;
+    g->bm_calls = g->nmetrics;
+    d[g->nmetrics++] = (eng_metric_def_t){ "bcalls", "Block Calls", "count", 1, "blocks", 0 };
+    for (unsigned q = 0; q < b->nq; q++) {
+        int wall = !strcmp(b->qname[q], "wall"), cpu = !strcmp(b->qname[q], "cpu");
+        snprintf(g->bm_names[q], sizeof g->bm_names[q], "b%s", b->qname[q]);
+        snprintf(g->bm_titles[q], sizeof g->bm_titles[q], "Block %s",
+                 wall ? "Wall Time" : cpu ? "CPU Time" : b->qname[q]);
+        for (char *c = g->bm_titles[q]; *c; c++) /* (words, for the columns' titles) */
+            if (*c == '-' || *c == '_')
+                *c = ' ';
+        g->bm_q[q] = g->nmetrics;
+        d[g->nmetrics++] = (eng_metric_def_t){ g->bm_names[q], g->bm_titles[q],
+                                               wall || cpu ? "s" : "count", wall || cpu ? 1e-9 : 1,
+                                               "blocks", wall || cpu };
+    }
+    return 0;
+}
+
+int eng_block_metric(const eng_t *g, int q)
+{
+    if (q < 0)
+        return g->bm_calls;
+    return q < BSTK_QMAX ? g->bm_q[q] : -1;
+}
+
+int eng_is_block_metric(const eng_t *g, int m)
+{
+    if (m < 0 || g->bm_calls < 0)
+        return 0;
+    return m == g->bm_calls || (m > g->bm_calls && m <= g->bm_calls + (int)g->blocks->nq);
+}
+
 eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
 {
     eng_t *g = calloc(1, sizeof *g);
@@ -568,7 +629,8 @@ eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
     g->nin = nexps;
     g->sym = sym;
     tally_err_t err;
-    if (eng_metric_set(exps, nexps, &g->metrics, &g->nmetrics, &err) ||
+    if (bstk_build(exps, nexps, &g->blocks, &err) ||
+        eng_metric_set(exps, nexps, &g->metrics, &g->nmetrics, &err) || block_metrics(g) ||
         !(g->total = calloc((size_t)g->nmetrics, sizeof *g->total))) {
         eng_free(g);
         return NULL;
@@ -632,6 +694,9 @@ void eng_free(eng_t *g)
         free(in->kmap);
     }
     free(g->metrics);
+    bstk_free(g->blocks);
+    free(g->bvec);
+    free(g->leafonly);
     free(g->total);
     free(g->thread_vals);
     free(g->obj_mode);
@@ -1220,6 +1285,97 @@ static int aggregate_parallel(eng_t *g, uint32_t x, exp_scan_stats_t *st, tally_
     return rc;
 }
 
+/* ---- profiled blocks: their kind's stacks ------------------------------------------------------ */
+
+typedef struct bmatch {
+    const eng_t *g;
+    size_t stack;
+} bmatch_t;
+
+/* Filter callback for a block stack: does its leaf (or some frame) have a matching name? */
+static int block_match(void *ctx, uint32_t term, int leaf)
+{
+    const bmatch_t *m = ctx;
+    const bstk_t *b = m->g->blocks;
+    const char *pat = flt_pattern(m->g->filter, term);
+    for (long k = (long)m->stack; k >= 0; k = b->stacks[k].parent) {
+        if (!fnmatch(pat, b->names[b->stacks[k].block], 0))
+            return 1;
+        if (leaf)
+            break;
+    }
+    return 0;
+}
+
+/* A selection that cannot apply to the block kind: block paths are sums over each thread's run,
+ * not events in time. */
+static int block_selection_error(const eng_t *g, tally_err_t *err)
+{
+    const char *what = g->sample_sel ? "a sample selection (-sample_select)"
+                       : g->cpu_sel  ? "a CPU selection (-cpu_select)"
+                       : g->filter && (flt_uses(g->filter, FLT_TSTAMP) ||
+                                       flt_uses(g->filter, FLT_SAMPLE) ||
+                                       flt_uses(g->filter, FLT_CPUID) ||
+                                       flt_uses(g->filter, FLT_STATE))
+                           ? "a filter on TSTAMP, SAMPLE, CPUID or STATE"
+                           : NULL;
+    if (!what)
+        return 0;
+    return tally_errf(err, TALLY_EUSAGE, "profiled blocks are measured over each thread's whole "
+                      "run, so %s does not apply to them: select threads (-thread_select, or a "
+                      "filter on THRID, TID, PID, EXPID or block names), or see how blocks "
+                      "change over time with -callstack_history", what);
+}
+
+/* Sums each block stack's calls and quantities into its vector (when it passes the selection),
+ * its thread's and the totals. */
+static int aggregate_blocks(eng_t *g)
+{
+    const bstk_t *b = g->blocks;
+    size_t nm = (size_t)g->nmetrics;
+    if (!b->nstacks || g->bm_calls < 0)
+        return 0;
+    if (!g->bvec && !(g->bvec = malloc(b->nstacks * nm * sizeof *g->bvec)))
+        return TALLY_ENOMEM;
+    memset(g->bvec, 0, b->nstacks * nm * sizeof *g->bvec);
+    /* a sample or CPU selection, or a filter on time: nothing of the blocks is selected (their
+     * views say why, block_selection_error) */
+    int none = block_selection_error(g, &(tally_err_t){ 0 }) != 0;
+    for (size_t s = 0; s < b->nstacks; s++) {
+        const bstk_stack_t *st = &b->stacks[s];
+        uint32_t index;
+        if (thread_add(g, st->exp, st->proc, st->tid, NULL, &index))
+            return TALLY_ENOMEM;
+        uint64_t v[1 + BSTK_QMAX];
+        int m[1 + BSTK_QMAX], n = 0;
+        m[n] = g->bm_calls, v[n++] = st->calls;
+        for (unsigned q = 0; q < b->nq; q++)
+            if (g->bm_q[q] >= 0)
+                m[n] = g->bm_q[q], v[n++] = st->excl[q];
+        eng_thread_t *t = &g->threads[index];
+        for (int k = 0; k < n; k++)
+            g->saturated |= sat_add_to(&t->value[m[k]], v[k]);
+        if (none || !g->selected[index])
+            continue;
+        if (g->filter) {
+            flt_event_t fe = { { 0 } };
+            fe.v[FLT_THRID] = index + 1;
+            fe.v[FLT_TID] = st->tid;
+            fe.v[FLT_PID] = g->in[st->exp].e->procs[st->proc]->pid;
+            fe.v[FLT_EXPID] = st->exp + 1;
+            bmatch_t bm = { g, s };
+            if (!flt_eval(g->filter, &fe, block_match, &bm))
+                continue;
+        }
+        uint64_t *sv = g->bvec + s * nm;
+        for (int k = 0; k < n; k++) {
+            sv[m[k]] = v[k];
+            g->saturated |= sat_add_to(&g->total[m[k]], v[k]);
+        }
+    }
+    return 0;
+}
+
 int eng_aggregate(eng_t *g, tally_err_t *err)
 {
     size_t nm = (size_t)g->nmetrics;
@@ -1273,6 +1429,8 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         for (int r = 0; r < EXP_LOST_NREASONS; r++)
             sat_add_to(&g->stats.lost[r], st.lost[r]);
     }
+    if (aggregate_blocks(g))
+        return tally_errf(err, TALLY_ENOMEM, "out of memory aggregating the profiled blocks");
     g->aggregated = 1;
     g->split_done = g->split;
     return 0;
@@ -1289,6 +1447,8 @@ static int cmp_pair(const void *a, const void *b)
 
 int eng_foreach_thread_stack(eng_t *g, int kind, eng_pair_fn fn, void *ctx, tally_err_t *err)
 {
+    if (kind == ENG_KIND_BLOCK)
+        return tally_errf(err, TALLY_EUSAGE, "profiled blocks are not frames of events");
     int rc;
     if (!g->aggregated || !g->split_done) {
         g->split = 1;
@@ -1584,6 +1744,7 @@ size_t eng_nobjects(eng_t *g, int kind)
     case ENG_KIND_FUNCTION: return sym_nfuncs(g->sym);
     case ENG_KIND_PC: return g->npcs;
     case ENG_KIND_LINE: return g->nlines;
+    case ENG_KIND_BLOCK: return g->blocks->nnames;
     default: return sym_nobjects(g->sym) + 1;
     }
 }
@@ -1705,6 +1866,8 @@ uint64_t eng_function_addr(eng_t *g, uint32_t id) { return sym_func(g->sym, id)-
 
 const char *eng_object_name(eng_t *g, int kind, uint32_t id, int fmt)
 {
+    if (kind == ENG_KIND_BLOCK)
+        return id < g->blocks->nnames ? g->blocks->names[id] : "<Unknown>";
     if (kind == ENG_KIND_PC) { /* "func + 0x1a" */
         uint32_t f = eng_pc_function(g, id);
         const sym_func_t *fn = sym_func(g->sym, f);
@@ -1911,29 +2074,48 @@ int eng_apply(eng_table_t *t, const uint32_t *ids, uint32_t n, const uint64_t *v
     uint64_t *ex = t->excl + (size_t)ids[0] * nm;
     for (size_t m = 0; m < nm; m++)
         t->saturated |= sat_add_to(&ex[m], v[m]);
-    for (uint32_t i = 0; i < n; i++) {
+    /* above the leaf, the vector without the metrics of the leaf only */
+    uint64_t *vm = NULL;
+    const uint64_t *vabove = v;
+    if (t->leafonly && n > 1) {
+        int any = 0;
+        for (size_t m = 0; m < nm && !any; m++)
+            any = t->leafonly[m] && v[m];
+        if (any) {
+            if (!(vm = malloc(nm * sizeof *vm)))
+                return TALLY_ENOMEM;
+            for (size_t m = 0; m < nm; m++)
+                vm[m] = t->leafonly[m] ? 0 : v[m];
+            vabove = vm;
+        }
+    }
+    int rc = 0;
+    for (uint32_t i = 0; i < n && !rc; i++) {
         uint32_t x = ids[i];
         if (stamp[x] == serial)
             continue; /* not the innermost occurrence: already counted for this event */
         stamp[x] = serial;
         t->present[x] = 1;
+        const uint64_t *vx = i ? vabove : v;
         uint64_t *in = t->incl + (size_t)x * nm;
         for (size_t m = 0; m < nm; m++)
-            t->saturated |= sat_add_to(&in[m], v[m]);
+            t->saturated |= sat_add_to(&in[m], vx[m]);
         if (!es)
             continue;
         if (i + 1 < n) {
-            if (edge_add(es, 0, x, ids[i + 1], v))
-                return TALLY_ENOMEM;
+            if (edge_add(es, 0, x, ids[i + 1], vx))
+                rc = TALLY_ENOMEM;
         } else {
             uint64_t *o = t->outermost + (size_t)x * nm;
             for (size_t m = 0; m < nm; m++)
-                t->saturated |= sat_add_to(&o[m], v[m]);
+                t->saturated |= sat_add_to(&o[m], vx[m]);
         }
-        if (i > 0 && edge_add(es, 1, x, ids[i - 1], v))
-            return TALLY_ENOMEM;
+        /* the callee edge into the leaf carries the leaf's own metrics too */
+        if (i > 0 && edge_add(es, 1, x, ids[i - 1], i == 1 ? v : vabove))
+            rc = TALLY_ENOMEM;
     }
-    return 0;
+    free(vm);
+    return rc;
 }
 
 int eng_table_alloc(eng_table_t *t, int kind, size_t nobjects, int nmetrics, int edges)
@@ -2026,6 +2208,36 @@ static int ensure_stamp(eng_t *g, size_t n)
 /* Calls fn for every stack with a non-zero vector, with its frames mapped to objects of kind. */
 typedef int (*stack_fn)(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, const uint64_t *v);
 
+/* The block kind's stacks: each thread's call paths of blocks. */
+static int for_each_block_stack(eng_t *g, stack_fn fn, void *ctx, tally_err_t *err)
+{
+    const bstk_t *b = g->blocks;
+    if (!g->bvec)
+        return 0;
+    uint32_t *ids = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    for (size_t s = 0; s < b->nstacks && !rc; s++) {
+        const uint64_t *v = g->bvec + s * (size_t)g->nmetrics;
+        int any = 0;
+        for (int m = 0; m < g->nmetrics; m++)
+            any |= v[m] != 0;
+        if (!any)
+            continue;
+        if (b->stacks[s].depth > cap) {
+            free(ids);
+            cap = b->stacks[s].depth * 2;
+            if (!(ids = malloc(cap * sizeof *ids)))
+                return tally_errf(err, TALLY_ENOMEM, "out of memory mapping frames");
+        }
+        bstk_frames(b, s, ids);
+        if ((rc = fn(g, ctx, ids, b->stacks[s].depth, v)))
+            rc = tally_errf(err, rc, "out of memory computing metrics");
+    }
+    free(ids);
+    return rc;
+}
+
 static int for_each_stack(eng_t *g, int kind, stack_fn fn, void *ctx, tally_err_t *err)
 {
     if (!g->aggregated) {
@@ -2033,6 +2245,8 @@ static int for_each_stack(eng_t *g, int kind, stack_fn fn, void *ctx, tally_err_
         if (rc)
             return rc;
     }
+    if (kind == ENG_KIND_BLOCK)
+        return for_each_block_stack(g, fn, ctx, err);
     int rc = resolve_stacks(g, err);
     if (rc)
         return rc;
@@ -2095,6 +2309,8 @@ int eng_foreach_stack(eng_t *g, eng_stack_fn fn, void *ctx, tally_err_t *err)
 int eng_map_stack(eng_t *g, uint32_t exp, uint32_t stack, int kind, eng_mapped_t *out,
                   tally_err_t *err)
 {
+    if (kind == ENG_KIND_BLOCK)
+        return tally_errf(err, TALLY_EUSAGE, "profiled blocks are not frames of events");
     if (exp >= g->nin)
         return tally_errf(err, TALLY_EUSAGE, "no experiment %u in the engine", exp);
     exp_input_t *in = &g->in[exp];
@@ -2123,6 +2339,8 @@ int eng_map_stack(eng_t *g, uint32_t exp, uint32_t stack, int kind, eng_mapped_t
 
 int eng_foreach_mapped_stack(eng_t *g, int kind, eng_mapped_fn fn, void *ctx, tally_err_t *err)
 {
+    if (kind == ENG_KIND_BLOCK)
+        return tally_errf(err, TALLY_EUSAGE, "profiled blocks are not frames of events");
     int rc;
     if (!g->aggregated && (rc = eng_aggregate(g, err)))
         return rc;
@@ -2163,6 +2381,10 @@ const uint32_t *eng_stack_functions(eng_t *g, uint32_t exp, uint32_t stack, uint
 const uint32_t *eng_stack_objects(eng_t *g, uint32_t exp, uint32_t stack, int kind, uint32_t *n,
                                   tally_err_t *err)
 {
+    if (kind == ENG_KIND_BLOCK) {
+        tally_errf(err, TALLY_EUSAGE, "profiled blocks are not frames of events");
+        return NULL;
+    }
     exp_input_t *in = &g->in[exp];
     if (stack >= in->nresolved && resolve_stacks(g, err))
         return NULL;
@@ -2282,7 +2504,7 @@ static int no_op_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, con
  * tables are sized. */
 static int premap(eng_t *g, int kind, tally_err_t *err)
 {
-    if (kind == ENG_KIND_LOADOBJECT)
+    if (kind == ENG_KIND_LOADOBJECT || kind == ENG_KIND_BLOCK)
         return 0; /* (functions for hidden objects and inlined code are made as frames are mapped) */
     return for_each_stack(g, kind, no_op_stack, NULL, err);
 }
@@ -2292,6 +2514,8 @@ const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err)
     if (g->table_valid && g->table_kind == kind && (!edges || g->table.has_edges))
         return &g->table;
     int rc;
+    if (kind == ENG_KIND_BLOCK && block_selection_error(g, err))
+        return NULL;
     if (!g->aggregated && (rc = eng_aggregate(g, err)))
         return NULL;
     if ((rc = resolve_stacks(g, err)) || (rc = premap(g, kind, err)))
@@ -2303,6 +2527,7 @@ const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err)
         tally_errf(err, TALLY_ENOMEM, "out of memory computing metrics");
         return NULL;
     }
+    g->table.leafonly = g->leafonly;
     table_ctx_t c = { &g->table, edges ? eng_edgeset_new(g->nmetrics) : NULL };
     if (edges && !c.es) {
         tally_errf(err, TALLY_ENOMEM, "out of memory computing metrics");
@@ -2370,7 +2595,8 @@ static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, cons
         node = *slot;
         in = node_incl(tr, node);
         for (size_t m = 0; m < nm; m++)
-            tr->saturated |= sat_add_to(&in[m], v[m]);
+            if (!i || !g->leafonly || !g->leafonly[m]) /* (the leaf only's: at the leaf) */
+                tr->saturated |= sat_add_to(&in[m], v[m]);
     }
     if (n) {
         uint64_t *ex = node_incl(tr, node) + nm;
@@ -2382,6 +2608,8 @@ static int tree_stack(eng_t *g, void *ctx, const uint32_t *ids, uint32_t n, cons
 
 const eng_tree_t *eng_calltree(eng_t *g, int kind, tally_err_t *err)
 {
+    if (kind == ENG_KIND_BLOCK && block_selection_error(g, err))
+        return NULL;
     if (g->tree_valid && g->tree_kind == kind)
         return &g->tree;
     free(g->tree.nodes);

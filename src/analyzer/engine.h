@@ -89,6 +89,13 @@ const eng_metric_def_t *eng_metric(const eng_t *g, int m);
 /* Index of the metric of g named name, or -1. */
 int eng_metric_find(const eng_t *g, const char *name);
 
+/* The metrics of profiled blocks (declared when some process recorded blocks): q -1 for the
+ * calls (`bcalls`), else the q-th quantity (`bwall`, `bcpu`, `b<counter>`); -1 when there is no
+ * such metric. Their values exist only in the block kind's stacks. */
+int eng_block_metric(const eng_t *g, int q);
+/* Is metric m one of the block metrics? */
+int eng_is_block_metric(const eng_t *g, int m);
+
 /* Builds the metric set of the experiments: the builtin metrics, then each metric declared by a
  * process of exps (union by name; a later declaration with the name of an earlier one is that
  * metric). *defs is allocated (the strings point into the experiments); *n its length. Pure. */
@@ -105,6 +112,12 @@ enum eng_kind {
                             without line information, and code the compiler generated (line
                             0), is one line per function; with inlines shown, a frame in
                             inlined code is its line, then the lines it was inlined at */
+    ENG_KIND_BLOCK,      /* profiled blocks (spec 004): ids numbered by name as first met
+                            (blockstacks.h). Their stacks are not the events' but each thread's
+                            call paths of blocks, with the block metrics (eng_block_metric);
+                            selected by thread and by a filter on THRID, TID, PID, EXPID and
+                            block names; a sample or CPU selection, or a filter on time, is an
+                            error for this kind (the paths are whole-run sums) */
     ENG_NKINDS,
 };
 
@@ -277,13 +290,20 @@ typedef struct eng_table {
     size_t *caller_start, *callee_start;
     uint64_t *edge_values; /* the edges' vectors */
     uint64_t *outermost; /* [id * nmetrics]: events where id was the outermost frame */
+    /* [nmetrics] or NULL: metrics of the leaf only (the block calls: a path's calls are its
+     * leaf's). Such a metric is added to the leaf's exclusive and inclusive, its caller edge,
+     * and the callee edge into it, never to the frames above: the inclusive calls of a block
+     * are its own, and an edge's are the calls made along it. */
+    const uint8_t *leafonly;
     int saturated;       /* some sum reached UINT64_MAX (sums saturate, never wrap) */
 } eng_table_t;
 
 /* Computes the table of kind; with edges != 0 also the attributed metrics. */
 const eng_table_t *eng_compute(eng_t *g, int kind, int edges, tally_err_t *err);
 
-/* Call tree of kind: node 0 is <Total>; children linked by first_child/next_sibling. */
+/* Call tree of kind: node 0 is <Total>; children linked by first_child/next_sibling. A metric
+ * of the leaf only (eng_table_t) is in the inclusive of the node it is the leaf of, and of
+ * <Total>. */
 typedef struct eng_node {
     uint32_t object, parent, first_child, next_sibling; /* UINT32_MAX = none */
     uint64_t *incl, *excl; /* [nmetrics] each, owned by the tree */

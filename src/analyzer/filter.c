@@ -307,6 +307,14 @@ int flt_eval(const flt_t *f, const flt_event_t *ev, flt_stack_fn stack, void *ct
     return eval(f, f->root, ev, stack, ctx);
 }
 
+int flt_uses(const flt_t *f, int key)
+{
+    for (int i = 0; i < f->n; i++)
+        if (f->nodes[i].op == N_KEY && f->nodes[i].num == (uint64_t)key)
+            return 1;
+    return 0;
+}
+
 uint32_t flt_npatterns(const flt_t *f) { return f->npatterns; }
 const char *flt_pattern(const flt_t *f, uint32_t term) { return f->patterns[term]; }
 const char *flt_text(const flt_t *f) { return f->text; }

@@ -41,6 +41,8 @@ int flt_parse(const char *text, flt_t **out, tally_err_t *err);
 void flt_free(flt_t *f);
 /* 1 if the event passes. */
 int flt_eval(const flt_t *f, const flt_event_t *ev, flt_stack_fn stack, void *ctx);
+/* Does the expression read key (enum flt_key)? */
+int flt_uses(const flt_t *f, int key);
 /* The glob patterns of the stack terms, numbered from 0. */
 uint32_t flt_npatterns(const flt_t *f);
 const char *flt_pattern(const flt_t *f, uint32_t term);

@@ -54,6 +54,8 @@ typedef struct rep_opts {
     int namefmt;                  /* 0 short, 1 long, 2 mangled */
     int sort_flavor, sort_metric; /* REP_FL_*, ENG_M_*; sort_metric -1: by name */
     long limit;                   /* rows kept after sorting; 0: all */
+    int kind; /* the objects of callers-callees and the call tree: ENG_KIND_FUNCTION (0, the
+                 default) or ENG_KIND_BLOCK */
 } rep_opts_t;
 
 /* A row: a name and metric vectors by flavor (index 0 exclusive, 1 inclusive, 2 attributed;

@@ -1,7 +1,7 @@
 /*
  * report_blocks.c - the report models of profiled blocks (contract in report_blocks.h).
  *
- * Sections: parsing rows; one process's records; the sums; the history.
+ * Sections: one process's records; the sums; the history.
  */
 #include "analyzer/report_blocks.h"
 
@@ -9,43 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyzer/blockstacks.h"
 #include "base/grow.h"
 #include "base/u64map.h"
-
-/* ---- parsing rows ------------------------------------------------------------------------- */
-
-/* Parses "a,b,c;d,e,f" into rows of exactly width numbers: calls *each(ctx, nums) per row.
- * Returns 0, or -1 on a malformed row or a callback refusal. */
-static int parse_rows(const char *s, unsigned width, int (*each)(void *, const uint64_t *),
-                      void *ctx)
-{
-    uint64_t nums[32];
-    if (!*s)
-        return 0;
-    for (;;) {
-        unsigned k = 0;
-        for (;;) {
-            if (*s < '0' || *s > '9' || k >= width)
-                return -1;
-            uint64_t v = 0;
-            while (*s >= '0' && *s <= '9') {
-                if (v > (UINT64_MAX - 9) / 10)
-                    return -1;
-                v = v * 10 + (uint64_t)(*s++ - '0');
-            }
-            nums[k++] = v;
-            if (*s != ',')
-                break;
-            s++;
-        }
-        if (k != width || each(ctx, nums))
-            return -1;
-        if (!*s)
-            return 0;
-        if (*s++ != ';')
-            return -1;
-    }
-}
 
 /* ---- one process's records -------------------------------------------------------------------- */
 
@@ -225,21 +191,13 @@ static int quantities(rep_blocks_t *b, const exp_process_t *p)
 {
     if (b->nq)
         return 0;
-    const char *m = p->settings.block_metrics.s;
-    if (!*m)
-        m = "wall";
-    while (*m && b->nq < REP_BQ_MAX) {
-        if (!strncmp(m, "wall", 4))
-            b->qname[b->nq++] = "wall", m += 4;
-        else if (!strncmp(m, "cpu", 3))
-            b->qname[b->nq++] = "cpu", m += 3;
-        else
-            break;
-        if (*m == ',')
-            m++;
+    char qn[REP_BQ_MAX][BSTK_QNAME];
+    b->nq = bstk_quantities(p->settings.block_metrics.s, qn, REP_BQ_MAX);
+    for (unsigned q = 0; q < b->nq; q++) {
+        snprintf(b->qbuf[q], sizeof b->qbuf[q], "%s", qn[q]);
+        b->qname[q] = b->qbuf[q];
+        b->qtime[q] = !strcmp(qn[q], "wall") || !strcmp(qn[q], "cpu");
     }
-    if (!b->nq)
-        b->qname[b->nq++] = "wall";
     return 0;
 }
 
@@ -294,7 +252,7 @@ static int one_process(rep_blocks_t *b, const exp_process_t *p, size_t *cap_mons
         const char *rows = exp_record_get(r, "rows");
         c.rows = NULL, c.nrows = c.cap = 0;
         if (mon) {
-            if (!rows || parse_rows(rows, 3 + 4 * b->nq, add_mon_row, &c)) {
+            if (!rows || bstk_parse_rows(rows, 3 + 4 * b->nq, add_mon_row, &c)) {
                 free(c.rows);
                 rc = c.oom ? TALLY_ENOMEM : note(b, p, r, "malformed rows");
                 continue;
@@ -323,7 +281,7 @@ static int one_process(rep_blocks_t *b, const exp_process_t *p, size_t *cap_mons
         if (prof) {
             c.rows = t->rows, c.nrows = t->nrows, c.cap = t->nrows;
             size_t before = c.nrows;
-            int bad = !rows || parse_rows(rows, 3 + 2 * b->nq, add_prof_row, &c);
+            int bad = !rows || bstk_parse_rows(rows, 3 + 2 * b->nq, add_prof_row, &c);
             t->rows = c.rows;
             t->nrows = bad ? before : c.nrows;
             if (bad)
@@ -332,7 +290,7 @@ static int one_process(rep_blocks_t *b, const exp_process_t *p, size_t *cap_mons
             c.paths = t->paths, c.npaths = t->npaths, c.cap_paths = t->npaths;
             c.first = exp_record_u64(r, "first", 0);
             size_t before = c.npaths;
-            int bad = !rows || parse_rows(rows, 4 + 2 * b->nq, add_path_row, &c);
+            int bad = !rows || bstk_parse_rows(rows, 4 + 2 * b->nq, add_path_row, &c);
             t->paths = c.paths;
             t->npaths = bad ? before : c.npaths;
             if (bad)
@@ -409,8 +367,11 @@ int rep_blocks(const ses_t *s, rep_blocks_t *out, tally_err_t *err)
             rc = one_process(out, s->exps[e]->procs[i], &cap_mons, &cap_threads);
     if (!rc)
         rc = sum_threads(out);
-    if (!out->nq)
-        out->qname[out->nq++] = "wall";
+    if (!out->nq) {
+        out->qname[0] = "wall";
+        out->qtime[0] = 1;
+        out->nq = 1;
+    }
     if (rc) {
         rep_blocks_free(out);
         return tally_errf(err, rc, "out of memory reading the profiled blocks");

@@ -5,8 +5,8 @@
  * writes (`block`, `callstack`, `block-profile`, `block-paths`, `block-thread`: docs/FORMAT.md),
  * for every process of every experiment of the session.
  *
- * Quantities: the run's `block_metrics` setting (wall, the default, and/or cpu); every value is
- * in ns. A view formats; exporters (TAU's profile.N.C.T files among them) read the same model.
+ * Quantities: the run's `block_metrics` setting (wall, the default, cpu, counters); times are
+ * in ns, counters are counts (qtime). A view formats; exporters (TAU's profile.N.C.T files among them) read the same model.
  *
  * Records that do not parse (a row of the wrong width, an undeclared block, a path whose parent
  * comes after it) are skipped, each with a note (notes[]) naming the process and log line, for
@@ -67,7 +67,9 @@ typedef struct rep_bthread {
 
 typedef struct rep_blocks {
     unsigned nq;
-    const char *qname[REP_BQ_MAX]; /* "wall", "cpu" */
+    const char *qname[REP_BQ_MAX]; /* "wall", "cpu", or a counter's name ("page-faults") */
+    int qtime[REP_BQ_MAX];         /* the quantity is a time in ns (wall, cpu); else a count */
+    char qbuf[REP_BQ_MAX][64];     /* (the names' storage) */
     rep_bmon_t *mons; /* by process, thread, then number */
     size_t nmons;
     rep_bthread_t *threads;

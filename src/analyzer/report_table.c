@@ -241,7 +241,8 @@ long rep_find_function(eng_t *eng, const eng_table_t *t, const rep_names_t *nm, 
     }
     if (found >= 0)
         return found;
-    tally_errf(err, TALLY_ENOTFOUND, "no function named '%s' in the data", name);
+    tally_errf(err, TALLY_ENOTFOUND, "no %s named '%s' in the data",
+               t->kind == ENG_KIND_BLOCK ? "profiled block" : "function", name);
     rep_suggest(err->msg, sizeof err->msg, name, nm->name, nm->n);
     return TALLY_ENOTFOUND;
 }
@@ -319,7 +320,7 @@ int rep_callers_callees(ses_t *s, const rep_opts_t *o, const char *single, rep_c
                         tally_err_t *err)
 {
     *out = (rep_cc_t){ 0 };
-    const eng_table_t *t = eng_compute(s->eng, ENG_KIND_FUNCTION, 1, err);
+    const eng_table_t *t = eng_compute(s->eng, o->kind, 1, err);
     if (!t)
         return err->code ? err->code : TALLY_ENOMEM;
     out->total = eng_total(s->eng);
@@ -407,15 +408,18 @@ const char *rep_tree_name(const rep_tree_t *t, uint32_t k)
 int rep_calltree(ses_t *s, const rep_opts_t *o, rep_tree_t *out, tally_err_t *err)
 {
     *out = (rep_tree_t){ 0 };
-    const eng_table_t *t = eng_compute(s->eng, ENG_KIND_FUNCTION, 0, err);
+    const eng_table_t *t = eng_compute(s->eng, o->kind, 0, err);
     if (!t)
         return err->code ? err->code : TALLY_ENOMEM;
-    const eng_tree_t *tr = eng_calltree(s->eng, ENG_KIND_FUNCTION, err);
+    const eng_tree_t *tr = eng_calltree(s->eng, o->kind, err);
     if (!tr)
         return err->code ? err->code : TALLY_ENOMEM;
     out->tr = tr;
     out->total = eng_total(s->eng);
-    out->metric = o->sort_metric >= 0 ? o->sort_metric : ENG_M_TOTALCPU;
+    out->metric = o->sort_metric >= 0                                    ? o->sort_metric
+                  : o->kind == ENG_KIND_BLOCK && eng_block_metric(s->eng, 0) >= 0
+                      ? eng_block_metric(s->eng, 0)
+                      : ENG_M_TOTALCPU;
     int rc = rep_names_build(s->eng, t, o->namefmt, &out->names, err);
     if (rc)
         return rc;

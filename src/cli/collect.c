@@ -111,7 +111,8 @@ static void usage(FILE *out)
         "                                  off, or only those a selective file in TAU's syntax\n"
         "                                  selects (BEGIN_EXCLUDE_LIST ... END_EXCLUDE_LIST)\n"
         "      --block-metrics=LIST        what blocks measure: wall (default), cpu (thread CPU\n"
-        "                                  time) or both, e.g. wall,cpu\n"
+        "                                  time) and counters (as -h names them, e.g.\n"
+        "                                  page-faults), at most 4, e.g. wall,cpu,page-faults\n"
         "  -M, --mpi=on|off                MPI tracing: calls, messages, bytes per rank; as\n"
         "                                  'tally collect -M on mpirun ... ./app' or 'mpirun\n"
         "                                  ... tally collect -M on ./app': one experiment for\n"
@@ -201,13 +202,64 @@ static int parse_blocks(const char *v, struct collect_opts *o)
     return 0;
 }
 
+/* --block-metrics: wall, cpu and counter names, each at most once, at most 4 (the counters are
+ * checked by collect_block_counters once the program is known). */
 static int parse_block_metrics(const char *v, struct collect_opts *o)
 {
-    if (!strcmp(v, "wall"))
-        v = "";
-    else if (strcmp(v, "cpu") && strcmp(v, "wall,cpu") && strcmp(v, "cpu,wall"))
+    char copy[256], *save = NULL;
+    if (strlen(v) >= sizeof copy || !*v)
         return -1;
-    snprintf(o->block_metrics, sizeof o->block_metrics, "%s", v);
+    snprintf(copy, sizeof copy, "%s", v);
+    const char *seen[4];
+    int n = 0;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == 4 || *t == '+')
+            return -1;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(seen[i], t))
+                return -1;
+        seen[n++] = t;
+    }
+    if (!n || v[strlen(v) - 1] == ',' || strstr(v, ",,"))
+        return -1;
+    snprintf(o->block_metrics, sizeof o->block_metrics, "%s", strcmp(v, "wall") ? v : "");
+    return 0;
+}
+
+int collect_block_counters(struct collect_opts *o, const char *prog, char *why, size_t cap)
+{
+    char copy[256], *save = NULL;
+    size_t len = 0;
+    o->block_counters[0] = 0;
+    snprintf(copy, sizeof copy, "%s", o->block_metrics);
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "wall") || !strcmp(t, "cpu"))
+            continue;
+        hwc_set_t set = { .n = 0 };
+        char hwhy[768];
+        if (hwc_parse(t, prog, &set, hwhy, sizeof hwhy)) {
+            snprintf(why, cap, "--block-metrics: %s", hwhy);
+            return -1;
+        }
+        const hwc_counter_t *c = &set.c[0];
+        if (c->attr.type == PERF_TYPE_BREAKPOINT || (c->flags & HWC_NPR)) {
+            snprintf(why, cap, "--block-metrics: '%s' cannot be a quantity of blocks: %s", t,
+                     c->attr.type == PERF_TYPE_BREAKPOINT
+                         ? "a data breakpoint is a sampling event (use it with -h)"
+                         : "it counts a whole CPU (an uncore PMU's event), not the thread");
+            return -1;
+        }
+        int w = snprintf(o->block_counters + len, sizeof o->block_counters - len,
+                         "%s%u:%llu:%llu:%llu", len ? ";" : "", (unsigned)c->attr.type,
+                         (unsigned long long)c->attr.config,
+                         (unsigned long long)c->attr.config1,
+                         (unsigned long long)c->attr.config2);
+        if (w < 0 || (size_t)w >= sizeof o->block_counters - len) {
+            snprintf(why, cap, "--block-metrics: too many counters");
+            return -1;
+        }
+        len += (size_t)w;
+    }
     return 0;
 }
 
@@ -726,6 +778,7 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
         s->counters.s[0] = 0; /* cannot happen: 16 counters fit */
     snprintf(s->blocks.s, sizeof s->blocks.s, "%s", o->blocks);
     snprintf(s->block_metrics.s, sizeof s->block_metrics.s, "%s", o->block_metrics);
+    snprintf(s->block_counters.s, sizeof s->block_counters.s, "%s", o->block_counters);
     s->mpi = o->mpi;
 }
 
@@ -1155,7 +1208,9 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
             break;
         case 5:
             if (parse_block_metrics(optarg, &o)) {
-                cli_error("collect", "bad '--block-metrics=%s': use wall, cpu or wall,cpu", optarg);
+                cli_error("collect", "bad '--block-metrics=%s': give wall, cpu and counters "
+                          "(page-faults, context-switches, ...: 'tally collect -h' lists them), "
+                          "each at most once, at most 4, separated by commas", optarg);
                 return 2;
             }
             break;
@@ -1239,6 +1294,13 @@ int cmd_collect(int argc, char **argv)
         char hwhy[1024];
         if (hwc_parse(o.counter_args[i], prog, &o.counters, hwhy, sizeof hwhy)) {
             cli_error("collect", "%s", hwhy);
+            return 2;
+        }
+    }
+    {
+        char bwhy[1024];
+        if (collect_block_counters(&o, prog, bwhy, sizeof bwhy)) {
+            cli_error("collect", "%s", bwhy);
             return 2;
         }
     }

@@ -40,7 +40,9 @@ struct collect_opts {
     const char *counter_args[HWC_MAX]; /* -h as given */
     int ncounter_args;
     char blocks[PATH_MAX];   /* profiled blocks: "" on, "off", or a selective file (absolute) */
-    char block_metrics[64];  /* their quantities: "" (wall) or wall,cpu in any order */
+    char block_metrics[256]; /* their quantities: "" (wall) or wall, cpu and counters, any order */
+    char block_counters[512]; /* the counters among them, as blockctr.h reads them (checked
+                                 once the program is known: collect_block_counters) */
 };
 
 /* collect_parse_args's answers other than 0 and 2: the help (--help), the help with the counter
@@ -56,5 +58,8 @@ struct collect_opts {
  * on stderr what is wrong. Runs nothing and creates nothing; o's strings point into argv (or
  * into o). */
 int collect_parse_args(int argc, char **argv, struct collect_opts *o, int *prog);
+/* The counters of --block-metrics checked against what opens here (a hardware counter on a
+ * machine without a PMU does not) and encoded into o->block_counters; 0, or -1 with why. */
+int collect_block_counters(struct collect_opts *o, const char *prog, char *why, size_t cap);
 
 #endif

@@ -32,7 +32,7 @@ static int run_script(pstate_t *ps, const char *path);
 static int run_line(pstate_t *ps, char *line, const char *where);
 static void note_saturation(pstate_t *ps);
 
-static int c_functions(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_FUNCTION); }
+static int c_functions(pstate_t *ps, const char *a) { return view_list(ps, ps->kind); }
 static int c_objects(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_LOADOBJECT); }
 static int c_lines(pstate_t *ps, const char *a) { return view_list(ps, ENG_KIND_LINE); }
 
@@ -350,7 +350,9 @@ static void default_metrics(pstate_t *ps)
         { 2, "heapleakbytes:heapleakcnt:heapallocbytes:heapalloccnt" },
         { 3, "ioreadtime:iowritetime:ioothertime:ioerrortime" },
     };
-    int declared = eng_nmetrics(ps->ses->eng) > ENG_NBUILTIN;
+    int declared = 0; /* (the metrics of profiled blocks are -kind blocks' own: set_kind) */
+    for (int k = ENG_NBUILTIN; k < eng_nmetrics(ps->ses->eng); k++)
+        declared |= !eng_is_block_metric(ps->ses->eng, k);
     const int have[4] = { clock || !(sync || heap || io || declared), sync, heap, io };
     char m[512] = "", cm[512] = "";
     size_t n = 0, cn = 0;
@@ -373,6 +375,8 @@ static void default_metrics(pstate_t *ps)
      * specification has room */
     for (int k = ENG_NBUILTIN; k < eng_nmetrics(ps->ses->eng); k++) {
         const char *t = eng_metric(ps->ses->eng, k)->name;
+        if (eng_is_block_metric(ps->ses->eng, k))
+            continue;
         if (n + 2 * strlen(t) + 16 > 400 || cn + strlen(t) + 16 > 400)
             break;
         n += (size_t)snprintf(m + n, sizeof m - n, "e.%s:i.%s:", t, t);
@@ -385,6 +389,8 @@ static void default_metrics(pstate_t *ps)
     pr_parse_mspec(ps->ses->eng, cm, &ps->cmetrics, FL_A, &err);
     ps->sort_flavor = ps->metrics.cols[0].flavor;
     ps->sort_metric = ps->metrics.cols[0].metric;
+    ps->kind = ENG_KIND_FUNCTION;
+    ps->other_set = 0;
 }
 
 /* A command's argument: none, required, or optional (er_print's [exp_id]: on the command line
@@ -449,6 +455,7 @@ static const struct pcmd {
     { "timeline", 0, c_timeline, "", "per thread over time: hottest function or state, runtime states", PR_DATA_CLOCK },
     { "time_functions", 0, c_time_functions, "", "per time column: each function's sort metric", PR_DATA_ALL },
     { "blocks", 0, view_blocks, "", "profiled blocks: calls, subrs, excl., incl., call paths", 0 },
+    { "kind", 1, set_kind, "functions|blocks", "objects of -functions, -callers-callees, -calltree", 0 },
     { "callstack", ARG_OPTIONAL, view_callstack, "[N|all]", "performance callstacks at monitor point N (all)", 0 },
     { "callstack_history", ARG_OPTIONAL_NAME, view_callstack_history, "[BLOCK]", "how blocks change from one monitor point to the next", 0 },
     { "leaks", 0, c_leaks, "", "heap blocks never freed, by allocating stack, largest first", PR_DATA_HEAP },
@@ -575,7 +582,7 @@ static void unknown_cmd(const char *name, const char *where)
     cli_report(&err);
 }
 
-static void note_empty_selection(pstate_t *ps);
+static void note_empty_selection(pstate_t *ps, const struct pcmd *c);
 
 /* One command line of a script or the prompt: "cmd [arg]". */
 static int run_line(pstate_t *ps, char *line, const char *where)
@@ -619,16 +626,19 @@ static int run_line(pstate_t *ps, char *line, const char *where)
     fflush(stdout);
     fflush(ps->out.f);
     note_saturation(ps);
-    note_empty_selection(ps);
+    note_empty_selection(ps, c);
     return rc;
 }
 
 /* Says, once per selection, that the selection (threads, samples, CPUs, filter) left no event:
  * the view just printed was all zeros for that reason, not because nothing was recorded. */
-static void note_empty_selection(pstate_t *ps)
+static void note_empty_selection(pstate_t *ps, const struct pcmd *c)
 {
     static char said[1024];
     eng_t *g = ps->ses->eng;
+    if (ps->kind == ENG_KIND_BLOCK && (c->fn == c_functions || c->fn == c_cc ||
+                                       c->fn == c_csingle || c->fn == c_calltree))
+        return; /* (these views show the block paths, not events) */
     if (!g || !ps->data || !eng_selecting(g) || eng_selected_events(g) != 0 ||
         eng_scan_stats(g)->events == 0)
         return;
@@ -937,7 +947,7 @@ int cmd_print(int argc, char **argv)
                 fflush(stdout);
                 fflush(ps.out.f);
                 note_saturation(&ps);
-                note_empty_selection(&ps);
+                note_empty_selection(&ps, c);
                 /* as er_print: a failing command is reported and the others still run; the
                  * exit status is the worst */
                 if (r && (r == 2 ? 2 : 1) > rc)

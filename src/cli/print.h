@@ -65,6 +65,11 @@ typedef struct pstate {
     int quit;
     FILE *outf;                   /* outfile/appendfile: the file views write to (NULL: stdout) */
     int compat;                   /* compat er_print: er_print's layouts (print_er.c) */
+    /* -kind: the objects of -functions, -callers-callees, -csingle and -calltree (ENG_KIND_FUNCTION
+     * or ENG_KIND_BLOCK); the other kind's metrics and sort, restored when it is chosen again */
+    int kind;
+    mspec_t other_metrics, other_cmetrics;
+    int other_sort_flavor, other_sort_metric, other_set;
 } pstate_t;
 
 /* A row of a table: values by flavor (NULL when the row has none of that flavor). */
@@ -165,6 +170,8 @@ void pr_trace_settings(pstate_t *ps, const exp_process_t *p);
 void pr_trace_overview(pstate_t *ps, const uint64_t *total);
 void pr_overview_states(pstate_t *ps); /* the states part of -overview (text) */
 int set_sample_select(pstate_t *ps, const char *arg);
+/* -kind functions|blocks (print_blocks.c) */
+int set_kind(pstate_t *ps, const char *arg);
 int set_cpu_select(pstate_t *ps, const char *arg);
 int set_filters(pstate_t *ps, const char *arg);
 /* print_source.c: annotated source and disassembly */

@@ -28,13 +28,25 @@ static double sec(uint64_t ns)
     return (double)ns / 1e9;
 }
 
-/* "Excl. (s)" for one quantity, "Excl. cpu (s)" when there are several. */
+/* A value of quantity q as shown: seconds for a time, the count for a counter; and the digits
+ * shown after the point. */
+static double qv(const rep_blocks_t *b, unsigned q, double v)
+{
+    return b->qtime[q] ? v / 1e9 : v;
+}
+static int qp(const rep_blocks_t *b, unsigned q, int prec)
+{
+    return b->qtime[q] ? prec : 0;
+}
+
+/* "Excl. (s)" for one quantity, "Excl. cpu (s)" when there are several; a counter's has no
+ * unit ("Excl. page-faults"). */
 static void col_title(char *buf, size_t n, const rep_blocks_t *b, unsigned q, const char *what)
 {
-    if (b->nq == 1)
+    if (b->nq == 1 && b->qtime[q])
         snprintf(buf, n, "%s (s)", what);
     else
-        snprintf(buf, n, "%s %s (s)", what, b->qname[q]);
+        snprintf(buf, n, "%s %s%s", what, b->qname[q], b->qtime[q] ? " (s)" : "");
 }
 
 static int name_width(const rep_brow_t *rows, size_t n, int min)
@@ -59,14 +71,14 @@ static void jvals(json_t *j, const rep_blocks_t *b, const rep_bvals_t *v, int in
     for (unsigned q = 0; q < b->nq; q++) {
         const char *sfx = q ? "_" : "", *qn = q ? b->qname[q] : "";
         json_keyf(j, "excl%s%s", sfx, qn);
-        json_num(j, sec(v->excl[q]));
+        json_num(j, qv(b, q, (double)v->excl[q]));
         json_keyf(j, "incl%s%s", sfx, qn);
-        json_num(j, sec(v->incl[q]));
+        json_num(j, qv(b, q, (double)v->incl[q]));
         if (inst) {
             json_keyf(j, "inst_excl%s%s", sfx, qn);
-            json_num(j, sec(v->iexcl[q]));
+            json_num(j, qv(b, q, (double)v->iexcl[q]));
             json_keyf(j, "inst_incl%s%s", sfx, qn);
-            json_num(j, sec(v->iincl[q]));
+            json_num(j, qv(b, q, (double)v->iincl[q]));
         }
     }
 }
@@ -108,8 +120,10 @@ static void callstack_text(pstate_t *ps, const rep_blocks_t *b, const rep_bmon_t
         sink_printf(o, "%-*s %8llu %8llu", w, r->name, (unsigned long long)r->v.calls,
                     (unsigned long long)r->v.subrs);
         for (unsigned q = 0; q < b->nq; q++)
-            sink_printf(o, " %14.6f %14.6f %18.6f %18.6f", sec(r->v.excl[q]), sec(r->v.incl[q]),
-                        sec(r->v.iexcl[q]), sec(r->v.iincl[q]));
+            sink_printf(o, " %14.*f %14.*f %18.*f %18.*f", qp(b, q, 6),
+                        qv(b, q, (double)r->v.excl[q]), qp(b, q, 6), qv(b, q, (double)r->v.incl[q]),
+                        qp(b, q, 6), qv(b, q, (double)r->v.iexcl[q]), qp(b, q, 6),
+                        qv(b, q, (double)r->v.iincl[q]));
         sink_printf(o, "\n");
     }
     sink_printf(o, "\n");
@@ -252,9 +266,9 @@ int view_callstack_history(pstate_t *ps, const char *arg)
             for (unsigned q = 0; q < b.nq; q++) {
                 const char *sfx = q ? "_" : "", *qn = q ? b.qname[q] : "";
                 json_keyf(&j, "d_excl%s%s", sfx, qn);
-                json_num(&j, (double)x->dexcl[q] / 1e9);
+                json_num(&j, qv(&b, q, (double)x->dexcl[q]));
                 json_keyf(&j, "d_incl%s%s", sfx, qn);
-                json_num(&j, (double)x->dincl[q] / 1e9);
+                json_num(&j, qv(&b, q, (double)x->dincl[q]));
             }
             json_obj_end(&j);
             continue;
@@ -284,9 +298,11 @@ int view_callstack_history(pstate_t *ps, const char *arg)
                     (unsigned long long)x->row->v.calls, (unsigned long long)x->dcalls,
                     (unsigned long long)x->row->v.subrs);
         for (unsigned q = 0; q < b.nq; q++)
-            sink_printf(o, " %14.6f %+14.6f %14.6f %+14.6f", sec(x->row->v.excl[q]),
-                        (double)x->dexcl[q] / 1e9, sec(x->row->v.incl[q]),
-                        (double)x->dincl[q] / 1e9);
+            sink_printf(o, " %14.*f %+14.*f %14.*f %+14.*f", qp(&b, q, 6),
+                        qv(&b, q, (double)x->row->v.excl[q]), qp(&b, q, 6),
+                        qv(&b, q, (double)x->dexcl[q]), qp(&b, q, 6),
+                        qv(&b, q, (double)x->row->v.incl[q]), qp(&b, q, 6),
+                        qv(&b, q, (double)x->dincl[q]));
         sink_printf(o, "\n");
     }
     if (ps->json) {
@@ -323,8 +339,9 @@ static void profile_text(pstate_t *ps, const rep_blocks_t *b, const rep_brow_t *
         sink_printf(o, "%-*s %10llu %10llu", w, r->name, (unsigned long long)r->v.calls,
                     (unsigned long long)r->v.subrs);
         for (unsigned q = 0; q < b->nq; q++)
-            sink_printf(o, " %14.6f %14.6f %17.9f", sec(r->v.excl[q]), sec(r->v.incl[q]),
-                        r->v.calls ? sec(r->v.incl[q]) / (double)r->v.calls : 0.0);
+            sink_printf(o, " %14.*f %14.*f %17.9f", qp(b, q, 6), qv(b, q, (double)r->v.excl[q]),
+                        qp(b, q, 6), qv(b, q, (double)r->v.incl[q]),
+                        r->v.calls ? qv(b, q, (double)r->v.incl[q]) / (double)r->v.calls : 0.0);
         sink_printf(o, "\n");
     }
 }
@@ -365,7 +382,9 @@ int view_blocks(pstate_t *ps, const char *arg)
         sink_printf(o, "%s.\n", NO_BLOCKS);
     } else {
         sink_printf(o, "Profiled blocks, all threads (%s)\n\n",
-                    b.nq == 1 && !strcmp(b.qname[0], "wall") ? "wall-clock time" : "seconds");
+                    b.nq == 1 && !strcmp(b.qname[0], "wall") ? "wall-clock time"
+                    : b.nq == 1 && !b.qtime[0]               ? "counts"
+                                                             : "seconds and counts");
         profile_text(ps, &b, b.total, b.ntotal);
     }
     for (size_t i = 0; i < b.nthreads; i++) {
@@ -421,7 +440,8 @@ int view_blocks(pstate_t *ps, const char *arg)
             sink_printf(o, "%10llu %10llu", (unsigned long long)p->v.calls,
                         (unsigned long long)p->v.subrs);
             for (unsigned q = 0; q < b.nq; q++)
-                sink_printf(o, " %14.6f %14.6f", sec(p->v.excl[q]), sec(p->v.incl[q]));
+                sink_printf(o, " %14.*f %14.*f", qp(&b, q, 6), qv(&b, q, (double)p->v.excl[q]),
+                            qp(&b, q, 6), qv(&b, q, (double)p->v.incl[q]));
             sink_printf(o, "  %*s%s\n", (int)(p->depth > 40 ? 80 : 2 * p->depth), "", p->name);
         }
     }
@@ -433,5 +453,63 @@ int view_blocks(pstate_t *ps, const char *arg)
         sink_printf(o, "\n");
     }
     rep_blocks_free(&b);
+    return 0;
+}
+
+/* ---- -kind functions|blocks ------------------------------------------------------------------- */
+
+/* The metrics of the block kind: each quantity inclusive then exclusive, then the calls; the
+ * callers-callees ones attributed; sorted by the first quantity's inclusive (outer blocks
+ * first, as -blocks lists them). */
+static int block_mspecs(pstate_t *ps, mspec_t *m, mspec_t *cm, tally_err_t *err)
+{
+    eng_t *g = ps->ses->eng;
+    char a[512] = "", c[512] = "";
+    size_t n = 0, cn = 0;
+    for (int q = 0; eng_block_metric(g, q) >= 0 && n < 400 && cn < 400; q++) {
+        const char *nm = eng_metric(g, eng_block_metric(g, q))->name;
+        n += (size_t)snprintf(a + n, sizeof a - n, "i.%s:e.%s:", nm, nm);
+        cn += (size_t)snprintf(c + cn, sizeof c - cn, "a.%s:", nm);
+    }
+    const char *calls = eng_metric(g, eng_block_metric(g, -1))->name;
+    snprintf(a + n, sizeof a - n, "e.%s:name", calls);
+    snprintf(c + cn, sizeof c - cn, "a.%s:name", calls);
+    if (pr_parse_mspec(g, a, m, FL_E | FL_I, err) || pr_parse_mspec(g, c, cm, FL_A, err))
+        return -1;
+    return 0;
+}
+
+int set_kind(pstate_t *ps, const char *arg)
+{
+    int kind = !strcmp(arg, "functions") ? ENG_KIND_FUNCTION
+               : !strcmp(arg, "blocks")  ? ENG_KIND_BLOCK
+                                         : -1;
+    if (kind < 0) {
+        esc_fprintf(stderr, "tally: -kind '%s': use functions (the program's functions, from "
+                    "samples and traces) or blocks (its profiled blocks)\n", arg);
+        return 2;
+    }
+    if (kind == ps->kind)
+        return 0;
+    if (kind == ENG_KIND_BLOCK && eng_block_metric(ps->ses->eng, -1) < 0) {
+        esc_fprintf(stderr, "tally: -kind blocks: %s\n", NO_BLOCKS);
+        return 1;
+    }
+    /* each kind keeps its own metrics and sort: swap them */
+    mspec_t m = ps->other_metrics, cm = ps->other_cmetrics;
+    int sf = ps->other_sort_flavor, sm = ps->other_sort_metric;
+    if (!ps->other_set) { /* the block kind's first time: its defaults */
+        tally_err_t err = { 0 };
+        if (block_mspecs(ps, &m, &cm, &err))
+            return pr_report(&err);
+        sf = m.cols[0].flavor;
+        sm = m.cols[0].metric;
+    }
+    ps->other_metrics = ps->metrics, ps->other_cmetrics = ps->cmetrics;
+    ps->other_sort_flavor = ps->sort_flavor, ps->other_sort_metric = ps->sort_metric;
+    ps->other_set = 1;
+    ps->metrics = m, ps->cmetrics = cm;
+    ps->sort_flavor = sf, ps->sort_metric = sm;
+    ps->kind = kind;
     return 0;
 }

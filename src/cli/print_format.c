@@ -72,7 +72,7 @@ void pr_suggest(char *buf, size_t n, const char *want, const char **cands, size_
 
 rep_opts_t pr_opts(const pstate_t *ps)
 {
-    return (rep_opts_t){ ps->namefmt, ps->sort_flavor, ps->sort_metric, ps->limit };
+    return (rep_opts_t){ ps->namefmt, ps->sort_flavor, ps->sort_metric, ps->limit, ps->kind };
 }
 
 /* ---- metric specs --------------------------------------------------------------------------- */
@@ -315,7 +315,9 @@ void pr_jall_metrics(pstate_t *ps, json_t *j, const uint64_t *ex, const uint64_t
                      int incl_first)
 {
     for (int m = 0; m < eng_nmetrics(ps->ses->eng); m++) {
-        if (!eng_has_metric(ps->ses->eng, m))
+        /* the metrics of the kind shown: block metrics for blocks, the others for functions */
+        if (!eng_has_metric(ps->ses->eng, m) ||
+            eng_is_block_metric(ps->ses->eng, m) != (ps->kind == ENG_KIND_BLOCK))
             continue;
         for (int k = 0; k < 2; k++) {
             int incl = incl_first ? k == 0 : k == 1;

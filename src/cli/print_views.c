@@ -46,11 +46,12 @@ int view_list(pstate_t *ps, int kind)
     rep_table_t rt;
     if (rep_table(ps->ses, kind, &o, &rt, &err))
         return pr_report(&err);
-    static const char *const views[ENG_NKINDS] = { "functions", "objects", "pcs", "lines" };
+    static const char *const views[ENG_NKINDS] = { "functions", "objects", "pcs", "lines",
+                                                   "functions" };
     static const char *const titles[ENG_NKINDS] = { "Functions", "Load Objects", "Instructions",
-                                                    "Source Lines" };
+                                                    "Source Lines", "Profiled Blocks" };
     static const char *const er_titles[ENG_NKINDS] = { "Functions", "Load Objects", "PCs",
-                                                       "Lines" };
+                                                       "Lines", "Profiled Blocks" };
     int rc = 0;
     if (!ps->json)
         rt.n = pr_limit_rows(ps, rt.n); /* er_print's -limit counts <Total> (-compat) */
@@ -65,6 +66,10 @@ int view_list(pstate_t *ps, int kind)
         pr_json_begin(ps, &j);
         json_key(&j, "view");
         json_str(&j, views[kind]);
+        if (kind == ENG_KIND_BLOCK) {
+            json_key(&j, "kind");
+            json_str(&j, "blocks");
+        }
         pr_jmetrics(&j, &ps->metrics);
         json_key(&j, "rows");
         json_arr_begin(&j);
@@ -158,6 +163,10 @@ int view_callers_callees(pstate_t *ps, const char *single)
         pr_json_begin(ps, &j);
         json_key(&j, "view");
         json_str(&j, single ? "csingle" : "callers-callees");
+        if (ps->kind == ENG_KIND_BLOCK) {
+            json_key(&j, "kind");
+            json_str(&j, "blocks");
+        }
         pr_jmetrics(&j, &ps->cmetrics);
         json_key(&j, "entries");
         json_arr_begin(&j);
@@ -258,6 +267,10 @@ int view_calltree(pstate_t *ps)
         pr_json_begin(ps, &j);
         json_key(&j, "view");
         json_str(&j, "calltree");
+        if (ps->kind == ENG_KIND_BLOCK) {
+            json_key(&j, "kind");
+            json_str(&j, "blocks");
+        }
         json_key(&j, "metric");
         json_strf(&j, "i.%s", eng_metric(ps->ses->eng, t.metric)->name);
         json_key(&j, "tree");
@@ -265,7 +278,8 @@ int view_calltree(pstate_t *ps)
         json_obj_end(&j);
         json_end_doc(&j);
     } else {
-        sink_printf(&ps->out, "Functions Call Tree. Metric: Attributed %s\n\n",
+        sink_printf(&ps->out, "%s Call Tree. Metric: Attributed %s\n\n",
+                    ps->kind == ENG_KIND_BLOCK ? "Profiled Blocks" : "Functions",
                     eng_metric(ps->ses->eng, t.metric)->title);
         const char *unit = eng_metric(ps->ses->eng, t.metric)->unit;
         sink_printf(&ps->out, "%10s %7s   %s\n", !strcmp(unit, "s") ? "sec." : unit, "%", "Name");
@@ -282,9 +296,14 @@ int view_calltree(pstate_t *ps)
 
 int view_fsingle(pstate_t *ps, const char *name)
 {
+    tally_err_t err = { 0 };
+    if (ps->kind == ENG_KIND_BLOCK) {
+        esc_fprintf(stderr, "tally: -fsingle shows a function of the program (size, address, "
+                    "file): with -kind blocks, see a block with -csingle %s\n", name);
+        return 2;
+    }
     if (ps->compat && !ps->json)
         return pr_fsingle_er(ps, name);
-    tally_err_t err = { 0 };
     rep_opts_t o = pr_opts(ps);
     rep_func_t f;
     if (rep_function(ps->ses, &o, name, &f, &err))

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "base/spinlock.h"
+#include "blockctr.h"
 #include "blockstat.h"
 #include "experiment/blocksel.h"
 #include "threads.h"
@@ -39,7 +40,7 @@
 #define BLK_CACHE 1024    /* per-thread cache of block ids (direct mapped) */
 #define BLK_LINE_MAX (60 * 1024) /* rows of a profile are cut into lines of about this size */
 
-enum { Q_WALL = 0, Q_CPU = 1 };
+enum { Q_WALL = 0, Q_CPU = 1, Q_CTR = 2 }; /* Q_CTR + k: the k-th block counter (blockctr.h) */
 
 typedef struct blk_def {
     const char *name, *group;
@@ -65,6 +66,8 @@ static struct {
     struct blk_thr *threads[BLK_THREADS];
     int membarrier_ok;
     uint32_t warned_full;
+    unsigned nctr;     /* counters among the quantities */
+    int warned_ctr;
 } B;
 
 /* ---- naming functions: the symbol table of the object a function is in ---------------------- */
@@ -332,6 +335,7 @@ typedef struct blk_thr {
     int slot;
     uint32_t monitors; /* monitor points taken */
     bs_thread_t bs;
+    bctr_thread_t ctr; /* the thread's block counters, when some quantity is one */
     struct { uintptr_t key; uint32_t id; } cache[BLK_CACHE];
     bs_row_t *rows;
     size_t rows_cap; /* bytes */
@@ -347,6 +351,9 @@ static int thr_start(blk_thr_t *t)
 {
     if (ready() || bs_init(&t->bs, B.nq))
         return -1;
+    if (B.nctr && bctr_open(&t->ctr) < 0 && !__atomic_exchange_n(&B.warned_ctr, 1, __ATOMIC_RELAXED))
+        coll_warn("blocks: a thread's counters could not be opened (perf_event_open): its counter "
+                  "quantities are 0");
     t->tid = (pid_t)syscall(SYS_gettid);
     t->slot = -1;
     for (int i = 0; i < BLK_THREADS; i++)
@@ -382,14 +389,31 @@ static inline void thr_leave(blk_thr_t *t)
     __atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
 }
 
-static inline void read_now(uint64_t *now)
+/* The quantities of thread t now (its counters one read of its group, errno kept). */
+static inline void read_now(const blk_thr_t *t, uint64_t *now)
 {
     if (__builtin_expect(B.nq == 1 && B.q[0] == Q_WALL, 1)) {
         now[0] = trace_now();
         return;
     }
+    uint64_t cv[BCTR_MAX];
+    if (B.nctr) {
+        int e = errno;
+        bctr_read(&t->ctr, cv);
+        errno = e;
+    }
     for (unsigned q = 0; q < B.nq; q++)
-        now[q] = B.q[q] == Q_WALL ? trace_now() : threads_cpu_ns();
+        now[q] = B.q[q] == Q_WALL ? trace_now() : B.q[q] == Q_CPU ? threads_cpu_ns()
+                                                                  : cv[B.q[q] - Q_CTR];
+}
+
+/* The time of a record whose quantities are now: the wall clock's (trace_now) */
+static inline uint64_t stamp(const uint64_t *now)
+{
+    for (unsigned q = 0; q < B.nq; q++)
+        if (B.q[q] == Q_WALL)
+            return now[q];
+    return trace_now();
 }
 
 static inline uint32_t lookup(blk_thr_t *t, uintptr_t key, const char *name, const char *group,
@@ -419,7 +443,7 @@ static void block_enter(uintptr_t key, const char *name, const char *group, uint
     uint32_t id = lookup(t, key, name, group, fn);
     if (id != UINT32_MAX && B.active[id]) {
         uint64_t now[BS_MAXQ];
-        read_now(now);
+        read_now(t, now);
         bs_enter(&t->bs, id, now);
     }
     thr_leave(t);
@@ -433,7 +457,7 @@ static void block_exit(uintptr_t key, const char *name, uint64_t fn)
     uint32_t id = lookup(t, key, name, "default", fn);
     if (id != UINT32_MAX && bs_on_stack(&t->bs, id)) {
         uint64_t now[BS_MAXQ];
-        read_now(now);
+        read_now(t, now);
         bs_exit(&t->bs, id, now);
     }
     thr_leave(t);
@@ -560,7 +584,7 @@ COLL_EXPORT void tally_collector_monitor(const char *label)
     if (!t)
         return;
     uint64_t now[BS_MAXQ];
-    read_now(now);
+    read_now(t, now);
     size_t d = t->bs.depth, need = (d + 1) * sizeof(bs_row_t);
     if (need > t->rows_cap) {
         size_t cap = (need + 65535) & ~(size_t)65535;
@@ -594,13 +618,13 @@ COLL_EXPORT void tally_collector_monitor(const char *label)
     t->monitors++;
     exp_line_t l;
     exp_line_begin(&l, t->line, 512 + lab, "callstack");
-    exp_line_u64(&l, "t", now[0]);
+    exp_line_u64(&l, "t", stamp(now));
     exp_line_u64(&l, "tid", (uint64_t)t->tid);
     exp_line_u64(&l, "n", t->monitors);
     if (label)
         exp_line_str(&l, "label", label);
     for (unsigned q = 0; q < B.nq; q++)
-        if (B.q[q] != Q_WALL) {
+        if (B.q[q] == Q_CPU) {
             exp_line_u64(&l, "at_cpu", now[q]);
             break;
         }
@@ -615,6 +639,7 @@ out:
 static void log_profile(blk_thr_t *t, const uint64_t *now)
 {
     bs_end_all(&t->bs, now);
+    uint64_t at = stamp(now);
     size_t row_max = 22 * (4 + 2 * BS_MAXQ);
     if (line_room(t, ROWS_OFF + BLK_LINE_MAX + 2 * row_max))
         return;
@@ -635,13 +660,13 @@ static void log_profile(blk_thr_t *t, const uint64_t *now)
             *p++ = ',', p += put_u64(p, b->incl[q]);
         }
         if ((size_t)(p - rows) > BLK_LINE_MAX) {
-            log_rows_line(t, "block-profile", now[0], "part", part++, rows, (size_t)(p - rows));
+            log_rows_line(t, "block-profile", at, "part", part++, rows, (size_t)(p - rows));
             p = rows;
             first_line = 0;
         }
     }
     if (p != rows || first_line)
-        log_rows_line(t, "block-profile", now[0], "part", part++, rows, (size_t)(p - rows));
+        log_rows_line(t, "block-profile", at, "part", part++, rows, (size_t)(p - rows));
     p = rows;
     uint64_t first = 1;
     for (size_t i = 1; i < t->bs.nnodes; i++) {
@@ -657,7 +682,7 @@ static void log_profile(blk_thr_t *t, const uint64_t *now)
             *p++ = ',', p += put_u64(p, n->incl[q]);
         }
         if ((size_t)(p - rows) > BLK_LINE_MAX || i + 1 == t->bs.nnodes) {
-            log_rows_line(t, "block-paths", now[0], "first", first, rows, (size_t)(p - rows));
+            log_rows_line(t, "block-paths", at, "first", first, rows, (size_t)(p - rows));
             p = rows;
             first = i + 1;
         }
@@ -689,6 +714,7 @@ void blocks_settings(coll_proc_t *p)
     if (!strcmp(b, "off"))
         return;
     B.nq = 0;
+    B.nctr = 0;
     if (!*m)
         m = "wall";
     while (*m && B.nq < BS_MAXQ) {
@@ -698,11 +724,18 @@ void blocks_settings(coll_proc_t *p)
             B.q[B.nq++] = Q_WALL;
         else if (n == 3 && !memcmp(m, "cpu", 3))
             B.q[B.nq++] = Q_CPU;
+        else if (B.nctr < BCTR_MAX) /* a counter: its encoding is in block_counters */
+            B.q[B.nq++] = Q_CTR + (int)B.nctr++;
         else {
-            coll_warn("blocks: unknown quantity in block_metrics (wall, cpu): blocks are off");
+            coll_warn("blocks: too many counters in block_metrics: blocks are off");
             return;
         }
         m += n + (e != NULL);
+    }
+    if (B.nctr && bctr_decode(p->set.block_counters.s) != (int)B.nctr) {
+        coll_warn("blocks: block_counters does not give each counter of block_metrics: blocks "
+                  "are off");
+        return;
     }
     if (*b) {
         int fd = open(b, O_RDONLY | O_CLOEXEC);
@@ -779,13 +812,14 @@ void blocks_thread_exit(void)
     t->busy = 1;
     if (!__atomic_load_n(&B.final, __ATOMIC_ACQUIRE)) {
         uint64_t now[BS_MAXQ];
-        read_now(now);
+        read_now(t, now);
         log_profile(t, now);
     }
     if (t->slot >= 0)
         __atomic_store_n(&B.threads[t->slot], NULL, __ATOMIC_RELEASE);
     t->state = 2;
     bs_free(&t->bs);
+    bctr_close(&t->ctr, 0);
     if (t->rows)
         munmap(t->rows, t->rows_cap);
     if (t->line)
@@ -804,8 +838,8 @@ void blocks_end_image(void)
     else
         __atomic_thread_fence(__ATOMIC_SEQ_CST);
     uint64_t now[BS_MAXQ];
-    read_now(now);
     blk_thr_t *self = &blk_thr;
+    read_now(self, now);
     for (int i = 0; i < BLK_THREADS; i++) {
         blk_thr_t *t = __atomic_load_n(&B.threads[i], __ATOMIC_ACQUIRE);
         if (!t || t->state != 1)
@@ -825,6 +859,13 @@ void blocks_end_image(void)
             for (unsigned q = 0; q < B.nq; q++)
                 if (B.q[q] == Q_CPU)
                     tnow[q] = 0; /* clamped to each instance's start: adds nothing */
+        if (t != self && B.nctr) { /* its counters can be read from here */
+            uint64_t cv[BCTR_MAX];
+            bctr_read(&t->ctr, cv);
+            for (unsigned q = 0; q < B.nq; q++)
+                if (B.q[q] >= Q_CTR)
+                    tnow[q] = cv[B.q[q] - Q_CTR];
+        }
         log_profile(t, tnow);
     }
 }
@@ -841,7 +882,11 @@ void blocks_after_fork_child(void)
     blocks_log_all();
     if (self->state == 1) {
         uint64_t now[BS_MAXQ];
-        read_now(now);
+        if (B.nctr) { /* the parent's events were dropped (perfev_after_fork_child): new ones */
+            bctr_close(&self->ctr, 1);
+            bctr_open(&self->ctr);
+        }
+        read_now(self, now);
         bs_restart(&self->bs, now);
         self->tid = (pid_t)syscall(SYS_gettid);
         self->monitors = 0;

@@ -94,6 +94,23 @@ int perfev_open_thread(perfev_t *ev, const struct perf_event_attr *attr, unsigne
     return 0;
 }
 
+int perfev_open_count(perfev_t *ev, const struct perf_event_attr *attr, int leader)
+{
+    *ev = (perfev_t)PERFEV_NONE;
+    struct perf_event_attr a = *attr;
+    a.size = sizeof a;
+    coll_fd_room_enter();
+    int fd = coll_high_fd(
+        (int)syscall(SYS_perf_event_open, &a, 0, -1, leader, PERF_FLAG_FD_CLOEXEC));
+    int e = errno;
+    coll_fd_room_leave();
+    if (fd < 0)
+        return -e;
+    ev->fd = fd;
+    ev->entry = row_claim(fd, NULL, 0);
+    return 0;
+}
+
 int perfev_open_cpu(perfev_t *ev, const struct perf_event_attr *attr, int cpu)
 {
     *ev = (perfev_t)PERFEV_NONE;

@@ -62,6 +62,12 @@ int perfev_open_thread(perfev_t *ev, const struct perf_event_attr *attr, unsigne
 int perfev_open_cpu(perfev_t *ev, const struct perf_event_attr *attr, int cpu);
 
 /* Enables the event for n more overflows (after the n-th it disables itself). AS-safe. */
+/* Opens attr counting for the calling thread in the group of leader (-1: it leads a group of
+ * its own), enabled at once, without a ring or a signal; recorded in the table like a sampling
+ * event (a fork child drops it). For counts read with read(2) (profiled blocks). 0 or -errno.
+ * Normal context. */
+int perfev_open_count(perfev_t *ev, const struct perf_event_attr *attr, int leader);
+
 void perfev_arm(const perfev_t *ev, int n);
 
 /* Disables, unmaps and closes (a descriptor the program took over is left to it). AS-safe. */

@@ -5,8 +5,9 @@
  * A file: "<n> templated_functions_MULTI_<METRIC>", the column line "# Name Calls Subrs Excl
  * Incl ProfileCalls #" followed by <metadata> (pid, tid, executable), one line per block
  * ("NAME" calls subrs excl incl 0 GROUP="GROUP", times in microseconds written exactly from the
- * model's nanoseconds), then "0 aggregates" and "0 userevents". One quantity (wall: TIME, cpu:
- * CPU_TIME) is written into the directory itself; several go into MULTI__<METRIC>
+ * model's nanoseconds; a counter's counts as they are), then "0 aggregates" and "0 userevents".
+ * One quantity (wall: TIME, cpu: CPU_TIME, a counter: its name) is written into the directory
+ * itself; several go into MULTI__<METRIC>
  * subdirectories, as TAU lays out a run with several metrics.
  *
  * Node N: the process's MPI rank when it is a rank's own process; every other process (no MPI,
@@ -105,9 +106,14 @@ static int write_profile(const rep_blocks_t *b, const rep_bthread_t *t, unsigned
         const char *g = r->group && *r->group ? r->group : "TAU_DEFAULT";
         sink_printf(&o, "\"%s\" %llu %llu ", plain(r->name, buf, sizeof buf),
                     (unsigned long long)r->v.calls, (unsigned long long)r->v.subrs);
-        usec(&o, r->v.excl[q]);
-        sink_printf(&o, " ");
-        usec(&o, r->v.incl[q]);
+        if (b->qtime[q]) { /* times in microseconds; counters as counts, as TAU writes them */
+            usec(&o, r->v.excl[q]);
+            sink_printf(&o, " ");
+            usec(&o, r->v.incl[q]);
+        } else {
+            sink_printf(&o, "%llu %llu", (unsigned long long)r->v.excl[q],
+                        (unsigned long long)r->v.incl[q]);
+        }
         sink_printf(&o, " 0 GROUP=\"%s\"\n", plain(g, gbuf, sizeof gbuf));
     }
     sink_printf(&o, "0 aggregates\n0 userevents\n");

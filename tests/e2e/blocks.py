@@ -272,7 +272,9 @@ with open(bad, "w") as f:
     f.write("BEGIN_FILE_EXCLUDE_LIST\nfoo.c\nEND_FILE_EXCLUDE_LIST\n")
 p = run([TALLY, "collect", "-d", d, "--blocks=" + bad, prog, "seed"], expect=2)
 check("bad.sel:1:" in p.stderr and "source files" in p.stderr, "file lists: %r" % p.stderr)
-p = run([TALLY, "collect", "-d", d, "--block-metrics=cycles", prog, "seed"], expect=2)
-check("--block-metrics=cycles" in p.stderr, "bad quantity: %r" % p.stderr)
+p = run([TALLY, "collect", "-d", d, "--block-metrics=wall,wall", prog, "seed"], expect=2)
+check("--block-metrics=wall,wall" in p.stderr, "bad quantities: %r" % p.stderr)
+p = run([TALLY, "collect", "-d", d, "--block-metrics=nosuch", prog, "seed"], expect=2)
+check("unknown counter 'nosuch'" in p.stderr, "unknown quantity: %r" % p.stderr)
 
 done(d)

@@ -4,7 +4,8 @@ of TAU's text profile format here and compared with `tally print --json -blocks`
 and block: calls and subrs equal, exclusive and inclusive times (microseconds in the files,
 written exactly from tally's nanoseconds) equal to print's seconds as print writes them. Runs:
 one thread (wl_blocks seed), three threads, a fork (two processes: two nodes), TAU's macros
-(groups), two quantities (wall, cpu: MULTI__TIME and MULTI__CPU_TIME). Then the directory
+(groups), two quantities (wall, cpu: MULTI__TIME and MULTI__CPU_TIME), a counter (page-faults:
+counts in the files, MULTI__page-faults). Then the directory
 rules (refuse to overwrite without --force; --force replaces every old profile file) and errors.
 """
 import os
@@ -18,7 +19,7 @@ fprog = os.path.join(WL, "wl_blocks_finstr")
 d = workdir("export_tau")
 
 HEAD = re.compile(r"^(\d+) templated_functions_MULTI_(\S+)$")
-ROW = re.compile(r'^"([^"]*)" (\d+) (\d+) (\d+\.\d{3}) (\d+\.\d{3}) 0 GROUP="([^"]*)"$')
+ROW = re.compile(r'^"([^"]*)" (\d+) (\d+) (\d+(?:\.\d{3})?) (\d+(?:\.\d{3})?) 0 GROUP="([^"]*)"$')  # counts: no point
 ATTR = re.compile(r"<attribute><name>([^<]*)</name><value>([^<]*)</value></attribute>")
 
 
@@ -108,8 +109,12 @@ def compare(name, exp, nthreads, nprocs, metrics=("TIME",)):
                       "%s: calls/subrs %d/%d, print %d/%d" % (what, r["calls"], r["subrs"],
                                                               b["calls"], b["subrs"]))
                 for k in ("excl", "incl"):
-                    check(as_printed(r[k]) == b[k + sfx],
-                          "%s: %s %d ns, print says %r s" % (what, k, r[k], b[k + sfx]))
+                    if metric in ("TIME", "CPU_TIME"):
+                        check(as_printed(r[k]) == b[k + sfx],
+                              "%s: %s %d ns, print says %r s" % (what, k, r[k], b[k + sfx]))
+                    else:  # a counter: counts in the file and in print
+                        check(r[k] == b[k + sfx] * 1000,
+                              "%s: %s %r, print says %r" % (what, k, r[k] / 1000, b[k + sfx]))
                 check(r["group"] == (b["group"] or "TAU_DEFAULT"),
                       "%s: group %r, print %r" % (what, r["group"], b["group"]))
         check(seen == set(by_thread), "%s: threads exported %r, print %r" %
@@ -132,6 +137,8 @@ _, _, rows = read_profile(os.path.join(d, "tau.tau", "profile.0.0.0"))
 check(rows.get("bar void (void)", {}).get("group") == "TAU_USER", "TAU's group kept: %r" % rows)
 compare("finstr", collect_run("finstr", [fprog], ["--block-metrics=wall,cpu"]), 1, 1,
         ("TIME", "CPU_TIME"))
+compare("counters", collect_run("counters", [prog, "faults", "50"],
+                                ["--block-metrics=wall,page-faults"]), 1, 1, ("TIME", "page-faults"))
 
 # ---- the directory: never overwritten unless told -------------------------------------------
 before = open(os.path.join(out, "profile.0.0.0")).read()

@@ -150,7 +150,7 @@ static int teardown(void **state)
     return selfexp_remove(dir);
 }
 
-static const rep_opts_t by_name = { 0, REP_FL_E, -1, 0 };
+static const rep_opts_t by_name = { 0, REP_FL_E, -1, 0, ENG_KIND_FUNCTION };
 
 static const rep_row_t *row(const rep_table_t *rt, const char *name)
 {
@@ -268,7 +268,7 @@ static void test_calltree(void **state)
     ses_t *s = *state;
     tally_err_t err = { 0 };
     rep_tree_t t;
-    const rep_opts_t by_excl = { 0, REP_FL_E, ENG_M_TOTALCPU, 0 };
+    const rep_opts_t by_excl = { 0, REP_FL_E, ENG_M_TOTALCPU, 0, ENG_KIND_FUNCTION };
     const char *names[8];
     uint64_t incl[8];
     assert_int_equal(rep_calltree(s, &by_excl, &t, &err), 0);

@@ -63,7 +63,7 @@ static int teardown(void **state)
     return selfexp_remove(dir);
 }
 
-static const rep_opts_t by_excl = { 0, REP_FL_E, ENG_M_TOTALCPU, 0 };
+static const rep_opts_t by_excl = { 0, REP_FL_E, ENG_M_TOTALCPU, 0, ENG_KIND_FUNCTION };
 
 static void test_table(void **state)
 {
@@ -84,14 +84,14 @@ static void test_table(void **state)
     }
     rep_table_free(&rt);
     /* by inclusive, limited to 2 */
-    rep_opts_t o = { 0, REP_FL_I, ENG_M_TOTALCPU, 2 };
+    rep_opts_t o = { 0, REP_FL_I, ENG_M_TOTALCPU, 2, ENG_KIND_FUNCTION };
     assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &o, &rt, &err), 0);
     assert_int_equal(rt.n, 2);
     assert_string_equal(rt.rows[0].name, "rp_top");
     assert_string_equal(rt.rows[1].name, "rp_leaf");
     rep_table_free(&rt);
     /* by name */
-    o = (rep_opts_t){ 0, REP_FL_E, -1, 0 };
+    o = (rep_opts_t){ 0, REP_FL_E, -1, 0, ENG_KIND_FUNCTION };
     assert_int_equal(rep_table(s, ENG_KIND_FUNCTION, &o, &rt, &err), 0);
     assert_string_equal(rt.rows[0].name, "rp_leaf");
     assert_string_equal(rt.rows[2].name, "rp_top");

@@ -9,11 +9,14 @@
  *   blocks tau        the seed's example written with TAU's macros (include/tau/TAU.h)
  *   blocks fork       main { 10 ms, fork: the child enters child, 20 ms, monitor, ends; the
  *                     parent waits, monitor }
+ *   blocks faults N   main { touch { writes a byte to each of N fresh pages } } (page faults
+ *                     as a block quantity: touch takes at least N)
  *
  * Prints `span NAME SECONDS` for every span whose length a test checks (CLOCK_MONOTONIC).
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdio.h>
@@ -171,6 +174,24 @@ static void forking(void)
     tally_stop("main");
 }
 
+static void faults(long n)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    tally_start("main");
+    tally_start("touch");
+    char *m = mmap(NULL, (size_t)(n * page), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    if (m == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    for (long i = 0; i < n; i++)
+        ((volatile char *)m)[i * page] = 1;
+    tally_stop("touch");
+    munmap(m, (size_t)(n * page));
+    tally_stop("main");
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "seed";
@@ -184,8 +205,10 @@ int main(int argc, char **argv)
         tau();
     else if (!strcmp(mode, "fork"))
         forking();
+    else if (!strcmp(mode, "faults") && argc > 2)
+        faults(atol(argv[2]));
     else {
-        fprintf(stderr, "usage: blocks seed|switch|threads|tau|fork\n");
+        fprintf(stderr, "usage: blocks seed|switch|threads|tau|fork|faults N\n");
         return 2;
     }
     return 0;
