@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyzer/backtrack.h"
+#include "analyzer/heapaddr.h"
 #include "analyzer/symbols_data.h"
 #include "base/grow.h"
 #include "base/satadd.h"
@@ -57,7 +58,21 @@ typedef struct scan {
     sym_data_t *sd;
     sym_dref_t dr; /* the current reference's object */
     int err;
+    /* heap tracing: the live blocks of process heap_proc, and the allocation sites by stack */
+    ha_t *heap;
+    uint32_t heap_proc;
+    u64map_t sites; /* (exp, stack) -> site index */
+    struct site *site;
+    size_t nsite, sitecap;
 } scan_t;
+
+/* An allocation site: its name as a data object, and the type its code gives the block. */
+typedef struct site {
+    char name[160];
+    int has_type;
+    uint32_t obj; /* the type's object (symbols) */
+    uint64_t type;
+} site_t;
 
 static uint64_t hash_str(const char *s, size_t n)
 {
@@ -287,11 +302,178 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
     return dr->reason;
 }
 
+/* ---- heap blocks ------------------------------------------------------------------------------ */
+
+/* The live heap blocks of process proc (heap tracing), or NULL when it has none. */
+static ha_t *heap_of(scan_t *c, uint32_t proc)
+{
+    if (!c->heap)
+        return NULL;
+    if (proc != c->heap_proc) {
+        ha_clear(c->heap);
+        c->heap_proc = proc;
+    }
+    return c->heap;
+}
+
+static int heap_event(scan_t *c, const exp_event_t *ev)
+{
+    if (!c->heap && !(c->heap = ha_new()))
+        return c->err = TALLY_ENOMEM;
+    ha_t *h = heap_of(c, ev->proc);
+    int mapped = ev->call == EXP_HEAP_MMAP || ev->call == EXP_HEAP_MREMAP;
+    if (ev->type == EXP_REC_HEAP_FREE)
+        ha_release(h, ev->addr, ev->size, mapped);
+    else if (ha_alloc(h, ev->addr, ev->size, mapped, ev->stack))
+        return c->err = TALLY_ENOMEM;
+    return 0;
+}
+
+/* The type of the block that the allocating code at return address ra (ELF, object obj) keeps
+ * in a pointer variable: in rax at ra; else, after the instruction there, in rax or in the
+ * register that instruction copied rax to (the result saved in a callee-saved register: the
+ * variable's location list may start one instruction later). */
+static int site_type(scan_t *c, uint32_t obj, uint64_t ra, uint64_t *type)
+{
+    if (sym_data_ptr_in_reg(c->sd, obj, ra, 0, type))
+        return 1;
+    const bt_func_t *f = func_code(c, obj, sym_func_at(c->s->sym, obj, ra));
+    if (!f)
+        return 0;
+    size_t lo = 0, hi = f->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->insn[mid].address < ra)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == f->n || f->insn[lo].address != ra || !f->insn[lo].detail)
+        return 0;
+    const cs_insn *in = &f->insn[lo];
+    const cs_x86 *x = &in->detail->x86;
+    uint64_t next = ra + in->size;
+    int copy = in->id == X86_INS_MOV && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+               x->operands[1].type == X86_OP_REG && bt_dwarf_reg(x->operands[1].reg) == 0;
+    int dst = copy ? bt_dwarf_reg(x->operands[0].reg) : -1;
+    if (copy && dst > 0 && sym_data_ptr_in_reg(c->sd, obj, next, dst, type))
+        return 1;
+    /* rax still holds the result when the instruction did not write it */
+    int writes_rax = x->op_count >= 1 && x->operands[0].type == X86_OP_REG &&
+                     bt_dwarf_reg(x->operands[0].reg) == 0;
+    return !writes_rax && sym_data_ptr_in_reg(c->sd, obj, next, 0, type);
+}
+
+/* The allocation site of the blocks allocated with stack (the caller of the traced function:
+ * the stack's second frame), or NULL on no memory. */
+static const site_t *site_of(scan_t *c, uint32_t proc, uint32_t stack)
+{
+    uint64_t key = ((uint64_t)c->exp << 32 | stack) & (UINT64_MAX >> 1);
+    int found;
+    uint32_t *slot = u64map_slot(&c->sites, key, &found);
+    if (!slot)
+        return NULL;
+    if (found)
+        return &c->site[*slot];
+    if (GROW(c->site, c->nsite, c->sitecap)) {
+        u64map_remove(&c->sites, key);
+        return NULL;
+    }
+    *slot = (uint32_t)c->nsite;
+    site_t *x = &c->site[c->nsite++];
+    memset(x, 0, sizeof *x);
+    uint32_t nf = 0, fl, sp;
+    exp_stacks_t *st = eng_stacks(c->s->eng, c->exp);
+    const uint64_t *pcs = stack != EXP_NO_STACK ? exp_stacks_get(st, stack, &nf, &fl, &sp) : NULL;
+    const exp_object_t *o = NULL;
+    uint64_t pc = 0;
+    if (pcs && nf) {
+        pc = nf >= 2 ? pcs[1] : pcs[0];
+        o = exp_object_in(c->s->exps[c->exp]->procs[proc], pc, exp_stacks_gen(st, stack));
+    }
+    uint32_t obj = o ? sym_object_add(c->s->sym, o->path, o->buildid) : UINT32_MAX;
+    if (obj == UINT32_MAX) {
+        snprintf(x->name, sizeof x->name, "{heap:%s}", pcs && nf ? "<Unknown>" : "-");
+        return x;
+    }
+    uint64_t ra = pc - o->bias, at = nf >= 2 && ra ? ra - 1 : ra; /* the call, not the return */
+    const sym_func_t *f = sym_func(c->s->sym, sym_func_at(c->s->sym, obj, at));
+    const char *file;
+    uint32_t line;
+    const char *fn = f && f->name ? f->name : "<Unknown>";
+    int n;
+    if (sym_line_at(c->s->sym, obj, at, &file, &line) == 0 && line) {
+        const char *slash = strrchr(file, '/');
+        n = snprintf(x->name, sizeof x->name, "{heap:%s@%s:%u}", fn, slash ? slash + 1 : file,
+                     line);
+    } else {
+        n = snprintf(x->name, sizeof x->name, "{heap:%s+0x%llx}", fn,
+                     (unsigned long long)(f ? at - f->addr : at));
+    }
+    for (int i = 0; i < n && i < (int)sizeof x->name; i++)
+        if (x->name[i] == ' ')
+            x->name[i] = '_';
+    x->obj = obj;
+    x->has_type = nf >= 2 && site_type(c, obj, ra, &x->type);
+    return x;
+}
+
+/* The reference at ea is inside heap block b: the block is the object (named by its allocation
+ * site), and what is at the offset in it, typed by the code that referenced it (a pointer
+ * variable's type, already in *dr) or else by the code that allocated it. *agg_obj: the object
+ * whose DWARF holds the aggregate's type. Returns 0, or TALLY_ENOMEM. */
+static int heap_object(scan_t *c, const exp_event_t *ev, const ha_block_t *b, uint64_t ea,
+                       int reason, sym_dref_t *dr, uint32_t *agg_obj)
+{
+    const site_t *x = site_of(c, ev->proc, b->tag);
+    if (!x)
+        return TALLY_ENOMEM;
+    if (reason || dr->kind != SYM_DATA_POINTEE) {
+        if (x->has_type)
+            sym_data_typed(c->sd, x->obj, x->type, ea - b->base, dr);
+        if (!x->has_type || dr->reason) {
+            memset(dr, 0, sizeof *dr);
+            dr->nlevels = 0;
+        } else {
+            *agg_obj = x->obj;
+        }
+    }
+    /* prefix the block's level: {heap:SITE}.CHAIN */
+    size_t pre = strlen(x->name);
+    if (pre + 1 >= sizeof dr->desc)
+        pre = sizeof dr->desc - 2;
+    int keep = dr->nlevels < SYM_DREF_LEVELS ? dr->nlevels : SYM_DREF_LEVELS - 1;
+    size_t tail = keep ? dr->end[keep - 1] : 0;
+    if (pre + 1 + tail >= sizeof dr->desc) { /* cut at a level that fits */
+        while (keep > 0 && pre + 1 + dr->end[keep - 1] >= sizeof dr->desc)
+            keep--;
+        tail = keep ? dr->end[keep - 1] : 0;
+    }
+    memmove(dr->desc + pre + (keep ? 1 : 0), dr->desc, tail);
+    memcpy(dr->desc, x->name, pre);
+    if (keep)
+        dr->desc[pre] = '.';
+    dr->desc[pre + (keep ? 1 + tail : 0)] = 0;
+    for (int i = keep; i > 0; i--)
+        dr->end[i] = (uint16_t)(dr->end[i - 1] + pre + 1);
+    dr->end[0] = (uint16_t)pre;
+    dr->nlevels = keep + 1;
+    dr->agg_level = dr->has_agg ? 1 : 0;
+    dr->kind = SYM_DATA_HEAP;
+    dr->scalar = 0;
+    dr->reason = 0;
+    dr->var_offset = ea - b->base;
+    return 0;
+}
+
 static int memref_cb(void *ctx, const exp_event_t *ev)
 {
     scan_t *c = ctx;
-    if (ev->type != EXP_REC_MEMREF || !ev->mref || c->err ||
-        !eng_event_selected(c->s->eng, c->exp, ev))
+    if (c->err)
+        return 0;
+    if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE)
+        return heap_event(c, ev) ? c->err : 0;
+    if (ev->type != EXP_REC_MEMREF || !ev->mref || !eng_event_selected(c->s->eng, c->exp, ev))
         return 0;
     rep_data_t *d = c->d;
     uint32_t src = ev->mref->source < REP_DS_SOURCES ? ev->mref->source : REP_DS_SOURCES - 1;
@@ -303,6 +485,19 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     uint32_t size;
     uint64_t ea = 0;
     int reason = classify(c, ev, dr, &ea_ok, &ea, &ea_reason, &write, &size);
+    uint32_t agg_obj = UINT32_MAX;
+    if (ea_ok) { /* an address inside a traced heap block: the block is the object */
+        ha_t *h = heap_of(c, ev->proc);
+        const ha_block_t *b = h ? ha_find(h, ea) : NULL;
+        if (b) {
+            if (heap_object(c, ev, b, ea, reason, dr, &agg_obj))
+                return c->err = TALLY_ENOMEM;
+            reason = 0;
+        } else if ((reason == EXP_DUNK_NO_DESCRIPTOR || reason == EXP_DUNK_UNDETERMINABLE) &&
+                   !c->s->exps[c->exp]->procs[ev->proc]->heap_on) {
+            d->heap_untraced++;
+        }
+    }
     add(&d->objs[0].v, src, w); /* <Total> */
     long leaf = -1;
     if (reason) {
@@ -324,12 +519,14 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
             rep_dobj_t *o = &d->objs[r];
             if (last)
                 o->kind = REP_DOBJ_OBJECT, leaf = r;
-            if (i == 0 && dr->has_agg && !o->has_agg) {
+            if (i == dr->agg_level && dr->has_agg && !o->has_agg) {
                 o->has_agg = 1;
                 o->agg = dr->agg;
                 const exp_process_t *p = c->s->exps[c->exp]->procs[ev->proc];
                 const exp_object_t *eo = exp_object_at(p, ev->mref->pc, EXP_T_NEVER);
-                o->agg_obj = eo ? sym_object_add(c->s->sym, eo->path, eo->buildid) : UINT32_MAX;
+                o->agg_obj = agg_obj != UINT32_MAX ? agg_obj
+                             : eo ? sym_object_add(c->s->sym, eo->path, eo->buildid)
+                                  : UINT32_MAX;
             }
             if (dr->var[0] && strcmp(o->via, dr->var)) {
                 char *v = strdup(dr->var);
@@ -435,10 +632,14 @@ int rep_data(ses_t *s, rep_data_t *out, tally_err_t *err)
         rc = nomem(err);
     for (size_t x = 0; x < s->nexps && !rc; x++) {
         c.exp = (uint32_t)x;
+        c.heap_proc = UINT32_MAX;
         rc = exp_scan(s->exps[x], eng_stacks(s->eng, c.exp), memref_cb, &c, NULL, err);
         if (c.err)
             rc = nomem(err);
     }
+    ha_free(c.heap);
+    u64map_free(&c.sites);
+    free(c.site);
     for (size_t i = 0; i < c.nfc; i++)
         bt_func_free(&c.fc[i].f);
     free(c.fc);
@@ -524,8 +725,10 @@ int rep_data_layouts(ses_t *s, const rep_data_t *d, rep_layout_t **out, size_t *
     int rc = sd ? 0 : nomem(err);
     for (size_t i = 0; i < d->nobjs && !rc; i++) {
         const rep_dobj_t *o = &d->objs[i];
-        if (!o->has_agg || o->agg_obj == UINT32_MAX || strchr(o->name, '.'))
-            continue;
+        const char *dot = strstr(o->name, "}.");
+        if (!o->has_agg || o->agg_obj == UINT32_MAX ||
+            (dot && (strncmp(o->name, "{heap:", 6) || strstr(dot + 2, "}."))))
+            continue; /* an aggregate's own row: its first level, or the second in a block */
         sym_member_t *mem;
         size_t nm;
         uint64_t size;

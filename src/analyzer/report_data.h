@@ -86,6 +86,9 @@ typedef struct rep_data {
     rep_mobj_t *lines, *pages; /* by weight */
     size_t nlines, npages;
     rep_dsv_t noaddr[EXP_DUNK_NREASONS]; /* samples without an address, by reason (0: none) */
+    uint64_t heap_untraced; /* references left <Unknown> (reasons 4 and 6: the instruction was
+                               understood) with an address, in processes without heap tracing
+                               (-H on would have looked for their heap block) */
 } rep_data_t;
 
 /* The reason's label in views: "<Unknown>.(...)" minus the prefix. */

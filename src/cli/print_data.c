@@ -98,6 +98,8 @@ static const char *scope_word(int scope)
            : scope == 2 ? "local"
            : scope == 3 ? "pointee"
            : scope == 4 ? "thread-local"
+           : scope == 5 ? "stack"
+           : scope == 6 ? "heap"
                         : "";
 }
 
@@ -118,6 +120,8 @@ int view_data_objects(pstate_t *ps, const char *arg)
         json_str(&j, "data_objects");
         json_key(&j, "memrefs");
         json_u64(&j, d.memrefs);
+        json_key(&j, "heap_untraced");
+        json_u64(&j, d.heap_untraced);
         json_key(&j, "objects");
         json_arr_begin(&j);
     } else {
@@ -157,6 +161,10 @@ int view_data_objects(pstate_t *ps, const char *arg)
         json_arr_end(&j);
         json_obj_end(&j);
         json_end_doc(&j);
+    } else if (d.heap_untraced) {
+        sink_printf(o, "\n(%llu <Unknown> references have an address: heap blocks are named by "
+                    "their allocation site only when the heap is traced, collect -H on)\n",
+                    (unsigned long long)d.heap_untraced);
     }
     rep_data_free(&d);
     return 0;

@@ -154,19 +154,60 @@ refs = counter_refs(exp)
 lo, size = syms["touch_global1"]
 glo = syms["g1"][0] + bias
 got = sorted(ea for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size)
-check(all(fl == 3 for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size),
-      "faults in touch_global1 without the address and trigger flags")
+# flags: the address, the trigger, and the registers at it (the thread was still there)
+check(all(fl == 7 for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size),
+      "faults in touch_global1 without the address, trigger and registers flags: %r" %
+      sorted(set(fl for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size)))
 check(got == [glo + 4096 * (i + 1) for i in range(300)],
       "data addresses of the faults in touch_global1: %d, first %r, want g1 + 4096 * 1..300" %
       (len(got), [hex(x) for x in got[:3]]))
 check(len(refs) == total, "MEMREF records of the counter: %d for %d samples" %
       (len(refs), total))
 
-# the data views read those records: the faults of the two global arrays, per data object
+# the data views read those records: the faults of the two global arrays and of the stack array
+# (a local of touch_stack's realigned frame, rsp-relative), per data object, exactly
 p = run([TALLY, "print", "-data_objects", exp], expect=0)
-for name, n in (("g1", 300), ("g2", 200)):
+for name, n in (("g1", 300), ("g2", 200), ("a", 100)):
     check(re.search(r"\n +%d +[0-9.]+%% +%d +\{array\+char %s\}\n" % (n, n, name), p.stdout),
           "-data_objects: %s does not have its %d faults:\n%s" % (name, n, p.stdout[:1500]))
+rows = {o["name"]: o for o in print_json(exp, "-data_objects")[-1]["objects"]}
+check(rows.get("{array+char a}", {}).get("scope") == "local",
+      "the stack array's scope: %r" % rows.get("{array+char a}"))
+# without heap tracing the heap structures' faults have no object, and the view says why and
+# what would name them
+check(not any(n.startswith("{heap:") for n in rows), "heap blocks named without -H")
+check(re.search(r"\(\d+ <Unknown> references have an address: heap blocks are named by their "
+                r"allocation site only when the heap is traced, collect -H on\)", p.stdout),
+      "-data_objects without -H does not say how heap blocks get named:\n%s" % p.stdout[-600:])
+
+# with heap tracing, each fault in a heap structure's member is joined to the block that holds
+# it: named by its allocation site (main, where the mmap's result is stored into a struct rec *),
+# typed by that site's pointer variable, down to the member; exactly one per structure
+site_line = [i + 1 for i, ln in enumerate(open(os.path.join(SRC, "tests", "workloads",
+                                                                 "counters.c")))
+             if "struct rec *r = mmap(" in ln]
+check(len(site_line) == 1, "the allocation line of the heap structures is not in counters.c")
+hexp = collect(d, [WLC, "faults", "30", "20", "150", "10"], ["-H", "on", "-h", "+page-faults,1"],
+               name="faults_heap")
+rows = {o["name"]: o for o in print_json(hexp, "-data_objects")[-1]["objects"]}
+block = "{heap:main@counters.c:%d}" % (site_line[0] if site_line else 0)
+member = block + ".{structure:rec}.{long_int member}"
+for name, n in ((block, 150), (block + ".{structure:rec}", 150), (member, 150),
+                ("{array+char g1}", 30), ("{array+char a}", 10)):
+    got = rows.get(name, {}).get("samples")
+    check(got == n, "-H on: %s has %r faults, want exactly %d; heap rows: %r" %
+          (name, got, n, [x for x in rows if x.startswith("{heap")]))
+check(rows.get(member, {}).get("scope") == "heap", "the member's scope: %r" % rows.get(member))
+single = print_json(hexp, "-data_single", member)[-1]
+check(single["containers"] == [block, block + ".{structure:rec}"],
+      "-data_single containers of the heap member: %r" % single["containers"])
+lay = print_json(hexp, "-data_layout")[-1]
+rec = [s for s in lay["structures"] if s["name"] == block + ".{structure:rec}"]
+if check(rec, "-data_layout has no layout of the heap block's struct rec: %r" %
+         [s["name"] for s in lay["structures"]]):
+    m = [(x["name"], x["offset"], x["size"], x.get("samples")) for x in rec[0]["members"]]
+    check(m[-1][:3] == ("{long_int member}", 4088, 8) and m[-1][3] == 150,
+          "layout of the heap block's struct rec: %r" % (m,))
 
 # -header says what each counter sampled and counted, and multiplexing and throttling when a
 # counter-stats record says so (appended here: software events are never multiplexed)
