@@ -57,6 +57,8 @@ typedef struct scan {
     csh cs;
     sym_data_t *sd;
     sym_dref_t dr; /* the current reference's object */
+    uint32_t trig_obj; /* and its trigger instruction (symbols' object, ELF address) */
+    uint64_t trig_pc;
     int err;
     /* heap tracing: the live blocks of process heap_proc, and the allocation sites by stack */
     ha_t *heap;
@@ -226,6 +228,7 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
                     int *ea_reason, int *write, uint32_t *size)
 {
     const exp_memref_t *m = ev->mref;
+    c->trig_obj = UINT32_MAX; /* no trigger found (yet) */
     exp_experiment_t *e = c->s->exps[c->exp];
     const exp_process_t *p = e->procs[ev->proc];
     uint32_t nf, fl, proc;
@@ -298,8 +301,25 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
         q.has_addr = 1;
         q.addr = *ea - o->bias;
     }
+    c->trig_obj = obj;
+    c->trig_pc = r.trigger;
     sym_data_at(c->sd, obj, &q, dr);
     return dr->reason;
+}
+
+/* Counts the current reference's trigger instruction for object row o (its first four). */
+static void count_trigger(scan_t *c, rep_dobj_t *o)
+{
+    if (c->trig_obj == UINT32_MAX)
+        return;
+    for (int k = 0; k < REP_DS_TRIGGERS; k++) {
+        if (o->trig_n[k] && (o->trig_obj[k] != c->trig_obj || o->trig_pc[k] != c->trig_pc))
+            continue;
+        o->trig_obj[k] = c->trig_obj;
+        o->trig_pc[k] = c->trig_pc;
+        o->trig_n[k]++;
+        return;
+    }
 }
 
 /* ---- heap blocks ------------------------------------------------------------------------------ */
@@ -517,8 +537,10 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
             if (r < 0)
                 return c->err = TALLY_ENOMEM;
             rep_dobj_t *o = &d->objs[r];
-            if (last)
+            if (last) {
                 o->kind = REP_DOBJ_OBJECT, leaf = r;
+                count_trigger(c, o);
+            }
             if (i == dr->agg_level && dr->has_agg && !o->has_agg) {
                 o->has_agg = 1;
                 o->agg = dr->agg;

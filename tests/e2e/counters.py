@@ -262,6 +262,40 @@ check(r.get("write_loop", {}).get(key) == 5000,
       "breakpoint events in write_loop: %r, want 5000" % r.get("write_loop"))
 check(r.get("<Total>", {}).get(key) == 5000, "breakpoint events: %r" % r.get("<Total>"))
 
+# dataspace data from breakpoints (the issue's goal: at least 99% backtracked to the trigger):
+# the kernel gives the watched address and the PC after the store; backtracking must step back
+# to the store itself. A breakpoint on a scalar global, and one on a structure's member written
+# just before its neighbour (the PC is then the neighbour's store): the trigger found must be
+# the store to the watched variable, as objdump shows it, for at least 99% of the events, and
+# the data object the variable or the member.
+def stores_to(fn, target):
+    """ELF addresses of fn's instructions objdump annotates with <target>."""
+    lo, size = syms[fn]
+    out = run(["objdump", "-d", "--no-show-raw-insn", "--start-address=%#x" % lo,
+               "--stop-address=%#x" % (lo + size), WLC], expect=0).stdout
+    return [int(ln.split(":")[0], 16) for ln in out.splitlines()
+            if ln.strip().endswith("<%s>" % target) and ":" in ln]
+
+
+for what, args, bp, fn, target, obj in (
+        ("scalar", ["writes", "5000"], "+mem:bp_target:w", "write_loop", "bp_target",
+         "{volatile+long_int bp_target}"),
+        ("member", ["members", "5000"], "+mem:bp_pair+8/8:w", "write_member", "bp_pair+0x8",
+         "{structure:pair}.{long_int b}")):
+    exp = collect(d, [WLC] + args, ["-h", bp], name="bpdata_" + what)
+    want = stores_to(fn, target)
+    check(len(want) == 1, "%s: objdump shows %r stores to %s in %s" % (what, want, target, fn))
+    single = print_json(exp, "-data_single", obj)[-1]
+    total = print_json(exp, "-data_objects")[-1]["objects"][0]["samples"]
+    trig = [(int(t["pc"], 16), t["samples"]) for t in single["triggers"]]
+    right = sum(n for pc, n in trig if pc in want)
+    check(total == 5000, "%s: %d breakpoint events, want 5000" % (what, total))
+    at_least(right / max(total, 1), 0.99, 0,
+             "%s: share of breakpoint events backtracked to the store at %r (triggers %r)" %
+             (what, [hex(x) for x in want], [(hex(p), n) for p, n in trig]))
+    check(single["samples"] == total, "%s: %s has %d of %d events" %
+          (what, obj, single["samples"], total))
+
 # a breakpoint on a symbol is the profiled program's: set again when the program executes itself
 # (a new image of the same file), not in another program it executes, which says so
 exp = collect(d, [WLC, "writes", "300", "200"], ["-h", "mem:bp_target:w"], name="bpexec")

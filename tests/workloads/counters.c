@@ -12,6 +12,9 @@
  *                                  (pingpong); prints the voluntary and involuntary context
  *                                  switches of the calling thread during the loop (its own
  *                                  truth, from getrusage(RUSAGE_THREAD)).
+ *   wl_counters members N          writes member b then member a of the global structure
+ *                                  bp_pair N times (write_member): a data breakpoint on b
+ *                                  stops on the store to a, one instruction after its trigger
  *   wl_counters writes N [M|true]  writes the global bp_target N times (write_loop): a data
  *                                  breakpoint on it fires N times; with M, then executes itself
  *                                  to write it M times in a new image; with true, executes
@@ -43,6 +46,13 @@ struct rec {
 };
 
 volatile long bp_target;
+
+/* a structure whose second member a data breakpoint watches, written beside its first */
+struct pair {
+    long a;
+    long b;
+};
+volatile struct pair bp_pair;
 
 __attribute__((noinline)) void touch_global1(long n)
 {
@@ -107,6 +117,14 @@ __attribute__((noinline)) void write_loop(long n)
         bp_target = i;
 }
 
+__attribute__((noinline)) void write_member(long n)
+{
+    for (long i = 0; i < n; i++) {
+        bp_pair.b = i;
+        bp_pair.a = i; /* the instruction a breakpoint on b stops after */
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 6 && !strcmp(argv[1], "faults")) {
@@ -161,6 +179,12 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    fprintf(stderr, "usage: wl_counters faults G1 G2 H S | switches N | writes N\n");
+    if (argc >= 3 && !strcmp(argv[1], "members")) {
+        long n = atol(argv[2]);
+        write_member(n);
+        printf("members %ld %ld\n", n, (long)bp_pair.b);
+        return 0;
+    }
+    fprintf(stderr, "usage: wl_counters faults G1 G2 H S | switches N | writes N | members N\n");
     return 2;
 }
