@@ -222,6 +222,28 @@ static const bt_func_t *func_code(scan_t *c, uint32_t obj, uint32_t fn)
     return c->fc[*slot].f.n ? &c->fc[*slot].f : NULL;
 }
 
+/* An address inside the static TLS block of one of the process's objects (each starts its
+ * load record's tls_below under the thread pointer tp of the sample's thread) is that object's
+ * thread-local variable, whatever the instruction's operand looked like (a library's variables
+ * are reached through __tls_get_addr's result, the executable's through %fs). */
+static void tls_object(scan_t *c, const exp_process_t *p, uint64_t t, uint64_t tp, uint64_t ea,
+                       sym_dref_t *dr)
+{
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const exp_object_t *o = &p->objects[i];
+        if (!o->tls_below || o->tls_below > tp || ea < tp - o->tls_below || ea >= tp ||
+            t < o->t_load || t >= o->t_unload)
+            continue;
+        uint32_t obj = sym_object_add(c->s->sym, o->path, o->buildid);
+        sym_dref_t x;
+        if (obj != UINT32_MAX && sym_data_tls(c->sd, obj, ea - (tp - o->tls_below), &x)) {
+            if (!x.reason || dr->reason)
+                *dr = x;
+            return;
+        }
+    }
+}
+
 /* Classifies one memory reference: the reason it has no object (0: named into *dr), and what is
  * known of its address. */
 static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok, uint64_t *ea,
@@ -304,6 +326,8 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
     c->trig_obj = obj;
     c->trig_pc = r.trigger;
     sym_data_at(c->sd, obj, &q, dr);
+    if (*ea_ok && q.has_tp)
+        tls_object(c, p, ev->t, q.tp, *ea, dr);
     return dr->reason;
 }
 

@@ -744,6 +744,21 @@ void sym_data_at(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, sym_dref_t 
     out->reason = op->base == 6 || op->base == 7 ? EXP_DUNK_UNDETERMINABLE : EXP_DUNK_NO_DESCRIPTOR;
 }
 
+/* ---- thread-locals by their offset in the object's block ------------------------------------ */
+
+int sym_data_tls(sym_data_t *d, uint32_t obj, uint64_t off, sym_dref_t *out)
+{
+    memset(out, 0, sizeof *out);
+    Dwarf *dw;
+    Elf *elf;
+    obj_data_t *o = data_of(d, obj, &dw, &elf);
+    if (!dw || !o || off >= o->tls_size)
+        return 0;
+    out->reason = EXP_DUNK_UNDETERMINABLE; /* in the block, but no variable covers it */
+    lookup(dw, o->tls, o->ntls, off, SYM_DATA_TLS, out);
+    return 1;
+}
+
 /* ---- heap blocks: the type from the allocating code ----------------------------------------- */
 
 int sym_data_ptr_in_reg(sym_data_t *d, uint32_t obj, uint64_t pc, int reg, uint64_t *type)

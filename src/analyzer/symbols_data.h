@@ -58,7 +58,7 @@ enum sym_dkind {
     SYM_DATA_STATIC = 1, /* a global or static variable */
     SYM_DATA_LOCAL = 2,  /* a local variable or parameter in the frame */
     SYM_DATA_POINTEE = 3, /* what a pointer variable points to (heap, or anything else) */
-    SYM_DATA_TLS = 4,     /* a thread-local variable of the executable */
+    SYM_DATA_TLS = 4,     /* a thread-local variable (of the executable, or of a library) */
     SYM_DATA_STACK = 5,   /* a slot of the sample's own frame no variable covers */
     SYM_DATA_HEAP = 6,    /* a heap block, named by its allocation site (report_data.h) */
 };
@@ -103,6 +103,13 @@ void sym_data_at(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, sym_dref_t 
 /* The static variable of object obj at ELF address addr, if DWARF describes one, into *out
  * (reason 6 when none). */
 void sym_data_static(sym_data_t *d, uint32_t obj, uint64_t addr, sym_dref_t *out);
+
+/* The thread-local variable at offset off of object obj's TLS block (its PT_TLS segment; the
+ * DWARF locations DW_OP_const*u/addr then DW_OP_form_tls_address or GNU_push_tls_address), for
+ * a run-time address the caller placed in the block of a thread: 1 when off is inside the
+ * block (out names the variable, kind SYM_DATA_TLS, or reason 6 when none covers it), 0 when
+ * the object has no block or off is beyond it. */
+int sym_data_tls(sym_data_t *d, uint32_t obj, uint64_t off, sym_dref_t *out);
 
 /* Heap blocks typed by the code that allocated them: the type that a pointer variable living in
  * register reg (DWARF number) at ELF address pc points to, when one of the scopes at pc has one
