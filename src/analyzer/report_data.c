@@ -244,6 +244,39 @@ static void tls_object(scan_t *c, const exp_process_t *p, uint64_t t, uint64_t t
     }
 }
 
+/* An address in the stack above the sample's own frame: the frame of the caller that holds it
+ * (a local array passed down by pointer), found by walking the sample's stack up from the
+ * sample's CFA while each caller's CFA is rsp-based (symbols_data.h). */
+static void caller_frame(scan_t *c, const exp_event_t *ev, const exp_process_t *p, uint32_t obj,
+                         const sym_dquery_t *q, sym_dref_t *dr)
+{
+    uint32_t nf = 0, fl, sp;
+    exp_stacks_t *st = eng_stacks(c->s->eng, c->exp);
+    uint64_t cfa;
+    if (!q->regs || !(q->regmask >> 7 & 1) || q->ea < q->regs[7] ||
+        q->ea - q->regs[7] > (256u << 20) || ev->stack == EXP_NO_STACK)
+        return;
+    const uint64_t *pcs = exp_stacks_get(st, ev->stack, &nf, &fl, &sp);
+    if (!pcs || nf < 2 || pcs[0] != ev->mref->pc || !sym_data_cfa(c->sd, obj, q, &cfa) ||
+        q->ea < cfa)
+        return;
+    uint32_t gen = exp_stacks_gen(st, ev->stack);
+    for (uint32_t k = 1; k < nf && k < 256; k++) {
+        const exp_object_t *o = exp_object_in(p, pcs[k], gen);
+        uint32_t ko = o ? sym_object_add(c->s->sym, o->path, o->buildid) : UINT32_MAX;
+        if (ko == UINT32_MAX || pcs[k] - o->bias == 0)
+            return;
+        sym_dref_t x;
+        int rc = sym_data_caller_frame(c->sd, ko, pcs[k] - o->bias - 1, cfa, q->ea, &cfa, &x);
+        if (rc < 0)
+            return;
+        if (rc > 0) {
+            *dr = x;
+            return;
+        }
+    }
+}
+
 /* Classifies one memory reference: the reason it has no object (0: named into *dr), and what is
  * known of its address. */
 static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok, uint64_t *ea,
@@ -326,6 +359,8 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
     c->trig_obj = obj;
     c->trig_pc = r.trigger;
     sym_data_at(c->sd, obj, &q, dr);
+    if (*ea_ok && (dr->reason || dr->kind == SYM_DATA_POINTEE))
+        caller_frame(c, ev, p, obj, &q, dr);
     if (*ea_ok && q.has_tp)
         tls_object(c, p, ev->t, q.tp, *ea, dr);
     return dr->reason;
@@ -374,9 +409,11 @@ static int heap_event(scan_t *c, const exp_event_t *ev)
 }
 
 /* The type of the block that the allocating code at return address ra (ELF, object obj) keeps
- * in a pointer variable: in rax at ra; else, after the instruction there, in rax or in the
- * register that instruction copied rax to (the result saved in a callee-saved register: the
- * variable's location list may start one instruction later). */
+ * in a pointer variable. The result is in rax at ra; the variable's location list may start a
+ * few instructions later (after the check against NULL or MAP_FAILED), in rax or in a register
+ * the result was copied to. So, along the fall-through path from ra (at most 8 instructions, up
+ * to a call, return or jump), at each instruction: a pointer variable living in a register that
+ * still holds the result gives its pointee type. */
 static int site_type(scan_t *c, uint32_t obj, uint64_t ra, uint64_t *type)
 {
     if (sym_data_ptr_in_reg(c->sd, obj, ra, 0, type))
@@ -392,20 +429,42 @@ static int site_type(scan_t *c, uint32_t obj, uint64_t ra, uint64_t *type)
         else
             hi = mid;
     }
-    if (lo == f->n || f->insn[lo].address != ra || !f->insn[lo].detail)
+    if (lo == f->n || f->insn[lo].address != ra)
         return 0;
-    const cs_insn *in = &f->insn[lo];
-    const cs_x86 *x = &in->detail->x86;
-    uint64_t next = ra + in->size;
-    int copy = in->id == X86_INS_MOV && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
-               x->operands[1].type == X86_OP_REG && bt_dwarf_reg(x->operands[1].reg) == 0;
-    int dst = copy ? bt_dwarf_reg(x->operands[0].reg) : -1;
-    if (copy && dst > 0 && sym_data_ptr_in_reg(c->sd, obj, next, dst, type))
-        return 1;
-    /* rax still holds the result when the instruction did not write it */
-    int writes_rax = x->op_count >= 1 && x->operands[0].type == X86_OP_REG &&
-                     bt_dwarf_reg(x->operands[0].reg) == 0;
-    return !writes_rax && sym_data_ptr_in_reg(c->sd, obj, next, 0, type);
+    uint32_t held = 1; /* DWARF registers 0-15 holding the result: rax */
+    for (size_t i = lo; i < f->n && i < lo + 8 && held; i++) {
+        const cs_insn *in = &f->insn[i];
+        if (i > lo)
+            for (int r = 0; r < 16; r++)
+                if (held >> r & 1 && sym_data_ptr_in_reg(c->sd, obj, in->address, r, type))
+                    return 1;
+        if (!in->detail)
+            return 0;
+        const cs_x86 *x = &in->detail->x86;
+        if (cs_insn_group(c->cs, in, CS_GRP_CALL) || cs_insn_group(c->cs, in, CS_GRP_RET) ||
+            in->id == X86_INS_JMP)
+            return 0;
+        /* a copy of a register holding it adds its destination; any other write drops one */
+        int copy_to = -1;
+        if (in->id == X86_INS_MOV && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+            x->operands[1].type == X86_OP_REG && x->operands[0].size == 8) {
+            int src = bt_dwarf_reg(x->operands[1].reg);
+            if (src >= 0 && src < 16 && held >> src & 1)
+                copy_to = bt_dwarf_reg(x->operands[0].reg);
+        }
+        cs_regs rd, wr;
+        uint8_t nrd, nwr;
+        if (cs_regs_access(c->cs, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+            return 0;
+        for (int k = 0; k < nwr; k++) {
+            int r = bt_dwarf_reg(wr[k]);
+            if (r >= 0 && r < 16)
+                held &= ~(1u << r);
+        }
+        if (copy_to >= 0 && copy_to < 16)
+            held |= 1u << copy_to;
+    }
+    return 0;
 }
 
 /* The allocation site of the blocks allocated with stack (the caller of the traced function:

@@ -689,6 +689,91 @@ static int frame_object(obj_data_t *o, Dwarf_Die *scopes, int ns, const sym_dque
     return 1;
 }
 
+/* The variable of the scopes at pc whose frame location covers ea (frame base cfa, stack
+ * pointer sp), else the frame itself: {stack:FUNCTION}. */
+static void name_in_frame(Dwarf_Die *scopes, int ns, uint64_t pc, uint64_t cfa, uint64_t sp,
+                          uint64_t ea, sym_dref_t *out)
+{
+    int fb_cfa = frame_base_is_cfa(scopes, ns);
+    for (int i = 0; i < ns; i++) {
+        Dwarf_Die v;
+        if (dwarf_child(&scopes[i], &v) != 0)
+            continue;
+        do {
+            int tag = dwarf_tag(&v);
+            if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+                continue;
+            Dwarf_Attribute a;
+            Dwarf_Op *ops;
+            size_t n;
+            Dwarf_Die t;
+            if (!dwarf_attr_integrate(&v, DW_AT_location, &a) ||
+                dwarf_getlocation_addr(&a, pc, &ops, &n, 1) != 1 || n != 1 || !type_of(&v, &t))
+                continue;
+            uint64_t at;
+            if (ops[0].atom == DW_OP_fbreg && fb_cfa)
+                at = cfa;
+            else if (ops[0].atom == DW_OP_breg7)
+                at = sp;
+            else
+                continue;
+            uint64_t start = at + (uint64_t)(int64_t)ops[0].number;
+            uint64_t sz = size_of(&t);
+            if (ea >= start && ea - start < (sz ? sz : 1)) {
+                const char *nm = die_name(&v);
+                snprintf(out->var, sizeof out->var, "%s", nm ? nm : "");
+                name_object(out, &t, nm, ea - start, SYM_DATA_LOCAL);
+                return;
+            }
+        } while (dwarf_siblingof(&v, &v) == 0);
+    }
+    memset(out, 0, sizeof *out);
+    sbuf_t b = { out->desc, 0, sizeof out->desc, 0 };
+    put(&b, "{stack:");
+    put(&b, scopes_function(scopes, ns));
+    put(&b, "}");
+    mark(out, &b);
+    out->kind = SYM_DATA_STACK;
+    out->var_offset = cfa - ea;
+}
+
+int sym_data_cfa(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, uint64_t *cfa)
+{
+    Dwarf *dw;
+    Elf *elf;
+    obj_data_t *o = data_of(d, obj, &dw, &elf);
+    return o && (o->cfi_elf || o->cfi_dw) && sample_cfa(o, q, cfa);
+}
+
+int sym_data_caller_frame(sym_data_t *d, uint32_t obj, uint64_t pc, uint64_t sp, uint64_t ea,
+                          uint64_t *cfa, sym_dref_t *out)
+{
+    memset(out, 0, sizeof *out);
+    Dwarf *dw;
+    Elf *elf;
+    obj_data_t *o = data_of(d, obj, &dw, &elf);
+    int reg;
+    int64_t off;
+    if (!o || cfa_rule(o, pc, &reg, &off) || reg != 7) /* only rsp-based frames can be placed */
+        return -1;
+    *cfa = sp + (uint64_t)off;
+    if (ea >= *cfa)
+        return 0;
+    Dwarf_Die *cu = sym_dwarf_cu(d->sym, obj, pc);
+    Dwarf_Die *scopes = NULL;
+    int ns = cu ? dwarf_getscopes(cu, pc, &scopes) : 0;
+    if (ns > 0) {
+        name_in_frame(scopes, ns, pc, *cfa, sp, ea, out);
+    } else { /* no DWARF for the caller: its frame still is the object */
+        sbuf_t b = { out->desc, 0, sizeof out->desc, 0 };
+        put(&b, "{stack:-}");
+        mark(out, &b);
+        out->kind = SYM_DATA_STACK;
+    }
+    free(scopes);
+    return 1;
+}
+
 /* ---- naming ---------------------------------------------------------------------------------- */
 
 void sym_data_at(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, sym_dref_t *out)

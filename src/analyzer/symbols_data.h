@@ -111,6 +111,19 @@ void sym_data_static(sym_data_t *d, uint32_t obj, uint64_t addr, sym_dref_t *out
  * the object has no block or off is beyond it. */
 int sym_data_tls(sym_data_t *d, uint32_t obj, uint64_t off, sym_dref_t *out);
 
+/* Callers' frames (an address in the stack above the sample's own frame): the walk starts from
+ * sym_data_cfa, the CFA of the sample's frame (q's registers at its sample_pc), 1 when known.
+ * Then, frame by frame, sym_data_caller_frame takes the caller's ELF address pc (its return
+ * address less one) in object obj and its stack pointer sp (the callee's CFA): it sets *cfa to
+ * the caller's CFA, and when ea is below it, names the caller's local whose fbreg or
+ * rsp-relative location covers ea, else {stack:FUNCTION}, and returns 1; 0 when ea is above
+ * the frame (go on with the next caller), -1 when the frame cannot be placed (its CFA is not
+ * rsp-based: a frame-pointer frame, whose rbp the callees may have saved on the stack, which
+ * is not recorded). */
+int sym_data_cfa(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, uint64_t *cfa);
+int sym_data_caller_frame(sym_data_t *d, uint32_t obj, uint64_t pc, uint64_t sp, uint64_t ea,
+                          uint64_t *cfa, sym_dref_t *out);
+
 /* Heap blocks typed by the code that allocated them: the type that a pointer variable living in
  * register reg (DWARF number) at ELF address pc points to, when one of the scopes at pc has one
  * (the variable that receives malloc's result in rax at its return address): 1 and *type, a

@@ -116,7 +116,7 @@ if nopmu:
 
 # ---- page faults, exact ---------------------------------------------------------------------
 N = {"touch_global1": 300, "touch_global2": 200, "touch_heap": 150, "touch_stack": 100}
-exp = collect(d, [WLC, "faults", "300", "200", "150", "100"], ["-h", "+page-faults,1"],
+exp = collect(d, [WLC, "faults", "300", "200", "150", "100", "200"], ["-h", "+page-faults,1"],
               name="faults")
 doc = print_json(exp, "-metrics", "e.page-faults:i.page-faults", "-functions")[0]
 names = [m["name"] for m in doc["metrics"]]
@@ -173,6 +173,14 @@ for name, n in (("g1", 300), ("g2", 200), ("a", 100)):
 rows = {o["name"]: o for o in print_json(exp, "-data_objects")[-1]["objects"]}
 check(rows.get("{array+char a}", {}).get("scope") == "local",
       "the stack array's scope: %r" % rows.get("{array+char a}"))
+# a caller's stack array touched by the function it calls (touch_through writes 200 pages of
+# touch_caller_stack's b; its first page may already be there, holding the call's return
+# address): every fault of touch_through is b's, found by walking up to the caller's frame
+through = r.get("touch_through", {}).get("e.page-faults", 0)
+check(through >= 199, "page faults in touch_through: %r, want 199 or 200" % through)
+got = rows.get("{array+char b}", {})
+check(got.get("samples") == through and got.get("scope") == "local",
+      "{array+char b}: %r, want touch_through's %d faults, scope local" % (got, through))
 # without heap tracing the heap structures' faults have no object, and the view says why and
 # what would name them
 check(not any(n.startswith("{heap:") for n in rows), "heap blocks named without -H")

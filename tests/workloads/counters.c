@@ -2,10 +2,13 @@
  * counters.c - a workload with known counts of software events, for counter overflow profiling
  * (tests/e2e/counters.py).
  *
- *   wl_counters faults G1 G2 H S   touches G1 fresh pages of one global array (touch_global1),
+ *   wl_counters faults G1 G2 H S [C]
+ *                                  touches G1 fresh pages of one global array (touch_global1),
  *                                  G2 of another (touch_global2), one member of each of H heap
- *                                  structures a page apart (touch_heap) and S pages of a stack
- *                                  array (touch_stack): one page fault each. The code pages of
+ *                                  structures a page apart (touch_heap), S pages of a stack
+ *                                  array (touch_stack) and C pages of a stack array of
+ *                                  touch_caller_stack through the function it calls
+ *                                  (touch_through): one page fault each. The code pages of
  *                                  those functions are read first, so their first execution
  *                                  does not fault.
  *   wl_counters switches N         two threads pass a token through two pipes N times
@@ -72,6 +75,21 @@ __attribute__((noinline)) void touch_heap(struct rec *r, long n)
         ((volatile struct rec *)r)[i].member = i;
 }
 
+__attribute__((noinline)) void touch_through(volatile char *p, long n)
+{
+    for (long i = 0; i < n; i++)
+        p[i * PAGE] = 4;
+}
+
+/* its array's pages are touched by the function it calls; 512 pages longer than touch_stack's,
+ * so that its first 512 pages lie below everything touch_stack touched: fresh */
+__attribute__((noinline)) void touch_caller_stack(long n)
+{
+    char b[1536 * PAGE];
+    touch_through(b, n);
+    __asm__ volatile("" : : "r"(b) : "memory");
+}
+
 __attribute__((noinline)) void touch_stack(long n)
 {
     char a[1024 * PAGE] __attribute__((aligned(PAGE)));
@@ -129,7 +147,8 @@ int main(int argc, char **argv)
 {
     if (argc >= 6 && !strcmp(argv[1], "faults")) {
         long n1 = atol(argv[2]), n2 = atol(argv[3]), nh = atol(argv[4]), ns = atol(argv[5]);
-        if (n1 > MAXG || n2 > MAXG || ns > 1000) {
+        long nc = argc >= 7 ? atol(argv[6]) : 0;
+        if (n1 > MAXG || n2 > MAXG || ns > 1000 || nc > 500) {
             fprintf(stderr, "too many pages\n");
             return 2;
         }
@@ -144,10 +163,14 @@ int main(int argc, char **argv)
         warm((const void *)touch_global2);
         warm((const void *)touch_heap);
         warm((const void *)touch_stack);
+        warm((const void *)touch_through);
+        warm((const void *)touch_caller_stack);
         touch_global1(n1);
         touch_global2(n2);
         touch_heap(r, nh);
         touch_stack(ns);
+        if (nc)
+            touch_caller_stack(nc);
         printf("faults %ld %ld %ld %ld\n", n1, n2, nh, ns);
         return 0;
     }
