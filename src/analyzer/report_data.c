@@ -522,8 +522,9 @@ static const site_t *site_of(scan_t *c, uint32_t proc, uint32_t stack)
 }
 
 /* The reference at ea is inside heap block b: the block is the object (named by its allocation
- * site), and what is at the offset in it, typed by the code that referenced it (a pointer
- * variable's type, already in *dr) or else by the code that allocated it. *agg_obj: the object
+ * site), and what is at the offset in it, typed by the code that referenced it (the type of the
+ * pointer variable in the operand's register, already in *dr) or else by the code that
+ * allocated it (which wins over a guess from a nearby pointer variable). *agg_obj: the object
  * whose DWARF holds the aggregate's type. Returns 0, or TALLY_ENOMEM. */
 static int heap_object(scan_t *c, const exp_event_t *ev, const ha_block_t *b, uint64_t ea,
                        int reason, sym_dref_t *dr, uint32_t *agg_obj)
@@ -531,7 +532,7 @@ static int heap_object(scan_t *c, const exp_event_t *ev, const ha_block_t *b, ui
     const site_t *x = site_of(c, ev->proc, b->tag);
     if (!x)
         return TALLY_ENOMEM;
-    if (reason || dr->kind != SYM_DATA_POINTEE) {
+    if (reason || dr->kind != SYM_DATA_POINTEE || (dr->anchored && x->has_type)) {
         if (x->has_type)
             sym_data_typed(c->sd, x->obj, x->type, ea - b->base, dr);
         if (!x->has_type || dr->reason) {

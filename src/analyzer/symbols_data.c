@@ -599,6 +599,7 @@ static int scope_variable(obj_data_t *o, Dwarf_Die *scopes, int ns, const sym_dq
         uint64_t sz = size_of(&anchor_t);
         snprintf(out->var, sizeof out->var, "%s", anchor_name);
         name_object(out, &anchor_t, NULL, anchor_dist % sz, SYM_DATA_POINTEE);
+        out->anchored = 1;
         return 1;
     }
     return 0;

@@ -75,6 +75,8 @@ typedef struct sym_dref {
     int agg_level;              /* 0; 1 under a heap block's level (report_data.c) */
     uint64_t agg;               /* (for sym_data_layout) */
     uint64_t var_offset;        /* the offset into the variable or pointee */
+    int anchored;               /* the pointee of a nearby pointer variable (a guess: the
+                                   operand's own register holds no variable) */
 } sym_dref_t;
 
 /* What is known of the reference. */
