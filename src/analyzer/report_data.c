@@ -590,7 +590,9 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     uint64_t ea = 0;
     int reason = classify(c, ev, dr, &ea_ok, &ea, &ea_reason, &write, &size);
     uint32_t agg_obj = UINT32_MAX;
-    if (ea_ok) { /* an address inside a traced heap block: the block is the object */
+    /* an address inside a traced heap block that nothing surer named (a variable of the frame,
+     * a static, a thread-local: an mmap'd region can be a stack) is the block's */
+    if (ea_ok && (reason || dr->kind == SYM_DATA_POINTEE)) {
         ha_t *h = heap_of(c, ev->proc);
         const ha_block_t *b = h ? ha_find(h, ea) : NULL;
         if (b) {
