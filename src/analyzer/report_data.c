@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyzer/backtrack.h"
+#include "analyzer/heapaddr.h"
 #include "analyzer/symbols_data.h"
 #include "base/grow.h"
 #include "base/satadd.h"
@@ -56,8 +57,24 @@ typedef struct scan {
     csh cs;
     sym_data_t *sd;
     sym_dref_t dr; /* the current reference's object */
+    uint32_t trig_obj; /* and its trigger instruction (symbols' object, ELF address) */
+    uint64_t trig_pc;
     int err;
+    /* heap tracing: the live blocks of process heap_proc, and the allocation sites by stack */
+    ha_t *heap;
+    uint32_t heap_proc;
+    u64map_t sites; /* (exp, stack) -> site index */
+    struct site *site;
+    size_t nsite, sitecap;
 } scan_t;
+
+/* An allocation site: its name as a data object, and the type its code gives the block. */
+typedef struct site {
+    char name[160];
+    int has_type;
+    uint32_t obj; /* the type's object (symbols) */
+    uint64_t type;
+} site_t;
 
 static uint64_t hash_str(const char *s, size_t n)
 {
@@ -205,12 +222,68 @@ static const bt_func_t *func_code(scan_t *c, uint32_t obj, uint32_t fn)
     return c->fc[*slot].f.n ? &c->fc[*slot].f : NULL;
 }
 
+/* An address inside the static TLS block of one of the process's objects (each starts its
+ * load record's tls_below under the thread pointer tp of the sample's thread) is that object's
+ * thread-local variable, whatever the instruction's operand looked like (a library's variables
+ * are reached through __tls_get_addr's result, the executable's through %fs). */
+static void tls_object(scan_t *c, const exp_process_t *p, uint64_t t, uint64_t tp, uint64_t ea,
+                       sym_dref_t *dr)
+{
+    for (size_t i = 0; i < p->nobjects; i++) {
+        const exp_object_t *o = &p->objects[i];
+        if (!o->tls_below || o->tls_below > tp || ea < tp - o->tls_below || ea >= tp ||
+            t < o->t_load || t >= o->t_unload)
+            continue;
+        uint32_t obj = sym_object_add(c->s->sym, o->path, o->buildid);
+        sym_dref_t x;
+        if (obj != UINT32_MAX && sym_data_tls(c->sd, obj, ea - (tp - o->tls_below), &x)) {
+            if (!x.reason || dr->reason)
+                *dr = x;
+            return;
+        }
+    }
+}
+
+/* An address in the stack above the sample's own frame: the frame of the caller that holds it
+ * (a local array passed down by pointer), found by walking the sample's stack up from the
+ * sample's CFA while each caller's CFA is rsp-based (symbols_data.h). */
+static void caller_frame(scan_t *c, const exp_event_t *ev, const exp_process_t *p, uint32_t obj,
+                         const sym_dquery_t *q, sym_dref_t *dr)
+{
+    uint32_t nf = 0, fl, sp;
+    exp_stacks_t *st = eng_stacks(c->s->eng, c->exp);
+    uint64_t cfa;
+    if (!q->regs || !(q->regmask >> 7 & 1) || q->ea < q->regs[7] ||
+        q->ea - q->regs[7] > (256u << 20) || ev->stack == EXP_NO_STACK)
+        return;
+    const uint64_t *pcs = exp_stacks_get(st, ev->stack, &nf, &fl, &sp);
+    if (!pcs || nf < 2 || pcs[0] != ev->mref->pc || !sym_data_cfa(c->sd, obj, q, &cfa) ||
+        q->ea < cfa)
+        return;
+    uint32_t gen = exp_stacks_gen(st, ev->stack);
+    for (uint32_t k = 1; k < nf && k < 256; k++) {
+        const exp_object_t *o = exp_object_in(p, pcs[k], gen);
+        uint32_t ko = o ? sym_object_add(c->s->sym, o->path, o->buildid) : UINT32_MAX;
+        if (ko == UINT32_MAX || pcs[k] - o->bias == 0)
+            return;
+        sym_dref_t x;
+        int rc = sym_data_caller_frame(c->sd, ko, pcs[k] - o->bias - 1, cfa, q->ea, &cfa, &x);
+        if (rc < 0)
+            return;
+        if (rc > 0) {
+            *dr = x;
+            return;
+        }
+    }
+}
+
 /* Classifies one memory reference: the reason it has no object (0: named into *dr), and what is
  * known of its address. */
 static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok, uint64_t *ea,
                     int *ea_reason, int *write, uint32_t *size)
 {
     const exp_memref_t *m = ev->mref;
+    c->trig_obj = UINT32_MAX; /* no trigger found (yet) */
     exp_experiment_t *e = c->s->exps[c->exp];
     const exp_process_t *p = e->procs[ev->proc];
     uint32_t nf, fl, proc;
@@ -283,15 +356,228 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
         q.has_addr = 1;
         q.addr = *ea - o->bias;
     }
+    c->trig_obj = obj;
+    c->trig_pc = r.trigger;
     sym_data_at(c->sd, obj, &q, dr);
+    if (*ea_ok && (dr->reason || dr->kind == SYM_DATA_POINTEE))
+        caller_frame(c, ev, p, obj, &q, dr);
+    if (*ea_ok && q.has_tp)
+        tls_object(c, p, ev->t, q.tp, *ea, dr);
     return dr->reason;
+}
+
+/* Counts the current reference's trigger instruction for object row o (its first four). */
+static void count_trigger(scan_t *c, rep_dobj_t *o)
+{
+    if (c->trig_obj == UINT32_MAX)
+        return;
+    for (int k = 0; k < REP_DS_TRIGGERS; k++) {
+        if (o->trig_n[k] && (o->trig_obj[k] != c->trig_obj || o->trig_pc[k] != c->trig_pc))
+            continue;
+        o->trig_obj[k] = c->trig_obj;
+        o->trig_pc[k] = c->trig_pc;
+        o->trig_n[k]++;
+        return;
+    }
+}
+
+/* ---- heap blocks ------------------------------------------------------------------------------ */
+
+/* The live heap blocks of process proc (heap tracing), or NULL when it has none. */
+static ha_t *heap_of(scan_t *c, uint32_t proc)
+{
+    if (!c->heap)
+        return NULL;
+    if (proc != c->heap_proc) {
+        ha_clear(c->heap);
+        c->heap_proc = proc;
+    }
+    return c->heap;
+}
+
+static int heap_event(scan_t *c, const exp_event_t *ev)
+{
+    if (!c->heap && !(c->heap = ha_new()))
+        return c->err = TALLY_ENOMEM;
+    ha_t *h = heap_of(c, ev->proc);
+    int mapped = ev->call == EXP_HEAP_MMAP || ev->call == EXP_HEAP_MREMAP;
+    if (ev->type == EXP_REC_HEAP_FREE)
+        ha_release(h, ev->addr, ev->size, mapped);
+    else if (ha_alloc(h, ev->addr, ev->size, mapped, ev->stack))
+        return c->err = TALLY_ENOMEM;
+    return 0;
+}
+
+/* The type of the block that the allocating code at return address ra (ELF, object obj) keeps
+ * in a pointer variable. The result is in rax at ra; the variable's location list may start a
+ * few instructions later (after the check against NULL or MAP_FAILED), in rax or in a register
+ * the result was copied to. So, along the fall-through path from ra (at most 8 instructions, up
+ * to a call, return or jump), at each instruction: a pointer variable living in a register that
+ * still holds the result gives its pointee type. */
+static int site_type(scan_t *c, uint32_t obj, uint64_t ra, uint64_t *type)
+{
+    if (sym_data_ptr_in_reg(c->sd, obj, ra, 0, type))
+        return 1;
+    const bt_func_t *f = func_code(c, obj, sym_func_at(c->s->sym, obj, ra));
+    if (!f)
+        return 0;
+    size_t lo = 0, hi = f->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (f->insn[mid].address < ra)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == f->n || f->insn[lo].address != ra)
+        return 0;
+    uint32_t held = 1; /* DWARF registers 0-15 holding the result: rax */
+    for (size_t i = lo; i < f->n && i < lo + 8 && held; i++) {
+        const cs_insn *in = &f->insn[i];
+        if (i > lo)
+            for (int r = 0; r < 16; r++)
+                if (held >> r & 1 && sym_data_ptr_in_reg(c->sd, obj, in->address, r, type))
+                    return 1;
+        if (!in->detail)
+            return 0;
+        const cs_x86 *x = &in->detail->x86;
+        if (cs_insn_group(c->cs, in, CS_GRP_CALL) || cs_insn_group(c->cs, in, CS_GRP_RET) ||
+            in->id == X86_INS_JMP)
+            return 0;
+        /* a copy of a register holding it adds its destination; any other write drops one */
+        int copy_to = -1;
+        if (in->id == X86_INS_MOV && x->op_count == 2 && x->operands[0].type == X86_OP_REG &&
+            x->operands[1].type == X86_OP_REG && x->operands[0].size == 8) {
+            int src = bt_dwarf_reg(x->operands[1].reg);
+            if (src >= 0 && src < 16 && held >> src & 1)
+                copy_to = bt_dwarf_reg(x->operands[0].reg);
+        }
+        cs_regs rd, wr;
+        uint8_t nrd, nwr;
+        if (cs_regs_access(c->cs, in, rd, &nrd, wr, &nwr) != CS_ERR_OK)
+            return 0;
+        for (int k = 0; k < nwr; k++) {
+            int r = bt_dwarf_reg(wr[k]);
+            if (r >= 0 && r < 16)
+                held &= ~(1u << r);
+        }
+        if (copy_to >= 0 && copy_to < 16)
+            held |= 1u << copy_to;
+    }
+    return 0;
+}
+
+/* The allocation site of the blocks allocated with stack (the caller of the traced function:
+ * the stack's second frame), or NULL on no memory. */
+static const site_t *site_of(scan_t *c, uint32_t proc, uint32_t stack)
+{
+    uint64_t key = ((uint64_t)c->exp << 32 | stack) & (UINT64_MAX >> 1);
+    int found;
+    uint32_t *slot = u64map_slot(&c->sites, key, &found);
+    if (!slot)
+        return NULL;
+    if (found)
+        return &c->site[*slot];
+    if (GROW(c->site, c->nsite, c->sitecap)) {
+        u64map_remove(&c->sites, key);
+        return NULL;
+    }
+    *slot = (uint32_t)c->nsite;
+    site_t *x = &c->site[c->nsite++];
+    memset(x, 0, sizeof *x);
+    uint32_t nf = 0, fl, sp;
+    exp_stacks_t *st = eng_stacks(c->s->eng, c->exp);
+    const uint64_t *pcs = stack != EXP_NO_STACK ? exp_stacks_get(st, stack, &nf, &fl, &sp) : NULL;
+    const exp_object_t *o = NULL;
+    uint64_t pc = 0;
+    if (pcs && nf) {
+        pc = nf >= 2 ? pcs[1] : pcs[0];
+        o = exp_object_in(c->s->exps[c->exp]->procs[proc], pc, exp_stacks_gen(st, stack));
+    }
+    uint32_t obj = o ? sym_object_add(c->s->sym, o->path, o->buildid) : UINT32_MAX;
+    if (obj == UINT32_MAX) {
+        snprintf(x->name, sizeof x->name, "{heap:%s}", pcs && nf ? "<Unknown>" : "-");
+        return x;
+    }
+    uint64_t ra = pc - o->bias, at = nf >= 2 && ra ? ra - 1 : ra; /* the call, not the return */
+    const sym_func_t *f = sym_func(c->s->sym, sym_func_at(c->s->sym, obj, at));
+    const char *file;
+    uint32_t line;
+    const char *fn = f && f->name ? f->name : "<Unknown>";
+    int n;
+    if (sym_line_at(c->s->sym, obj, at, &file, &line) == 0 && line) {
+        const char *slash = strrchr(file, '/');
+        n = snprintf(x->name, sizeof x->name, "{heap:%s@%s:%u}", fn, slash ? slash + 1 : file,
+                     line);
+    } else {
+        n = snprintf(x->name, sizeof x->name, "{heap:%s+0x%llx}", fn,
+                     (unsigned long long)(f ? at - f->addr : at));
+    }
+    for (int i = 0; i < n && i < (int)sizeof x->name; i++)
+        if (x->name[i] == ' ')
+            x->name[i] = '_';
+    x->obj = obj;
+    x->has_type = nf >= 2 && site_type(c, obj, ra, &x->type);
+    return x;
+}
+
+/* The reference at ea is inside heap block b: the block is the object (named by its allocation
+ * site), and what is at the offset in it, typed by the code that referenced it (the type of the
+ * pointer variable in the operand's register, already in *dr) or else by the code that
+ * allocated it (which wins over a guess from a nearby pointer variable). *agg_obj: the object
+ * whose DWARF holds the aggregate's type. Returns 0, or TALLY_ENOMEM. */
+static int heap_object(scan_t *c, const exp_event_t *ev, const ha_block_t *b, uint64_t ea,
+                       int reason, sym_dref_t *dr, uint32_t *agg_obj)
+{
+    const site_t *x = site_of(c, ev->proc, b->tag);
+    if (!x)
+        return TALLY_ENOMEM;
+    if (reason || dr->kind != SYM_DATA_POINTEE || (dr->anchored && x->has_type)) {
+        if (x->has_type)
+            sym_data_typed(c->sd, x->obj, x->type, ea - b->base, dr);
+        if (!x->has_type || dr->reason) {
+            memset(dr, 0, sizeof *dr);
+            dr->nlevels = 0;
+        } else {
+            *agg_obj = x->obj;
+        }
+    }
+    /* prefix the block's level: {heap:SITE}.CHAIN */
+    size_t pre = strlen(x->name);
+    if (pre + 1 >= sizeof dr->desc)
+        pre = sizeof dr->desc - 2;
+    int keep = dr->nlevels < SYM_DREF_LEVELS ? dr->nlevels : SYM_DREF_LEVELS - 1;
+    size_t tail = keep ? dr->end[keep - 1] : 0;
+    if (pre + 1 + tail >= sizeof dr->desc) { /* cut at a level that fits */
+        while (keep > 0 && pre + 1 + dr->end[keep - 1] >= sizeof dr->desc)
+            keep--;
+        tail = keep ? dr->end[keep - 1] : 0;
+    }
+    memmove(dr->desc + pre + (keep ? 1 : 0), dr->desc, tail);
+    memcpy(dr->desc, x->name, pre);
+    if (keep)
+        dr->desc[pre] = '.';
+    dr->desc[pre + (keep ? 1 + tail : 0)] = 0;
+    for (int i = keep; i > 0; i--)
+        dr->end[i] = (uint16_t)(dr->end[i - 1] + pre + 1);
+    dr->end[0] = (uint16_t)pre;
+    dr->nlevels = keep + 1;
+    dr->agg_level = dr->has_agg ? 1 : 0;
+    dr->kind = SYM_DATA_HEAP;
+    dr->scalar = 0;
+    dr->reason = 0;
+    dr->var_offset = ea - b->base;
+    return 0;
 }
 
 static int memref_cb(void *ctx, const exp_event_t *ev)
 {
     scan_t *c = ctx;
-    if (ev->type != EXP_REC_MEMREF || !ev->mref || c->err ||
-        !eng_event_selected(c->s->eng, c->exp, ev))
+    if (c->err)
+        return 0;
+    if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE)
+        return heap_event(c, ev) ? c->err : 0;
+    if (ev->type != EXP_REC_MEMREF || !ev->mref || !eng_event_selected(c->s->eng, c->exp, ev))
         return 0;
     rep_data_t *d = c->d;
     uint32_t src = ev->mref->source < REP_DS_SOURCES ? ev->mref->source : REP_DS_SOURCES - 1;
@@ -303,6 +589,21 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     uint32_t size;
     uint64_t ea = 0;
     int reason = classify(c, ev, dr, &ea_ok, &ea, &ea_reason, &write, &size);
+    uint32_t agg_obj = UINT32_MAX;
+    /* an address inside a traced heap block that nothing surer named (a variable of the frame,
+     * a static, a thread-local: an mmap'd region can be a stack) is the block's */
+    if (ea_ok && (reason || dr->kind == SYM_DATA_POINTEE)) {
+        ha_t *h = heap_of(c, ev->proc);
+        const ha_block_t *b = h ? ha_find(h, ea) : NULL;
+        if (b) {
+            if (heap_object(c, ev, b, ea, reason, dr, &agg_obj))
+                return c->err = TALLY_ENOMEM;
+            reason = 0;
+        } else if ((reason == EXP_DUNK_NO_DESCRIPTOR || reason == EXP_DUNK_UNDETERMINABLE) &&
+                   !c->s->exps[c->exp]->procs[ev->proc]->heap_on) {
+            d->heap_untraced++;
+        }
+    }
     add(&d->objs[0].v, src, w); /* <Total> */
     long leaf = -1;
     if (reason) {
@@ -322,14 +623,18 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
             if (r < 0)
                 return c->err = TALLY_ENOMEM;
             rep_dobj_t *o = &d->objs[r];
-            if (last)
+            if (last) {
                 o->kind = REP_DOBJ_OBJECT, leaf = r;
-            if (i == 0 && dr->has_agg && !o->has_agg) {
+                count_trigger(c, o);
+            }
+            if (i == dr->agg_level && dr->has_agg && !o->has_agg) {
                 o->has_agg = 1;
                 o->agg = dr->agg;
                 const exp_process_t *p = c->s->exps[c->exp]->procs[ev->proc];
                 const exp_object_t *eo = exp_object_at(p, ev->mref->pc, EXP_T_NEVER);
-                o->agg_obj = eo ? sym_object_add(c->s->sym, eo->path, eo->buildid) : UINT32_MAX;
+                o->agg_obj = agg_obj != UINT32_MAX ? agg_obj
+                             : eo ? sym_object_add(c->s->sym, eo->path, eo->buildid)
+                                  : UINT32_MAX;
             }
             if (dr->var[0] && strcmp(o->via, dr->var)) {
                 char *v = strdup(dr->var);
@@ -435,10 +740,14 @@ int rep_data(ses_t *s, rep_data_t *out, tally_err_t *err)
         rc = nomem(err);
     for (size_t x = 0; x < s->nexps && !rc; x++) {
         c.exp = (uint32_t)x;
+        c.heap_proc = UINT32_MAX;
         rc = exp_scan(s->exps[x], eng_stacks(s->eng, c.exp), memref_cb, &c, NULL, err);
         if (c.err)
             rc = nomem(err);
     }
+    ha_free(c.heap);
+    u64map_free(&c.sites);
+    free(c.site);
     for (size_t i = 0; i < c.nfc; i++)
         bt_func_free(&c.fc[i].f);
     free(c.fc);
@@ -524,8 +833,10 @@ int rep_data_layouts(ses_t *s, const rep_data_t *d, rep_layout_t **out, size_t *
     int rc = sd ? 0 : nomem(err);
     for (size_t i = 0; i < d->nobjs && !rc; i++) {
         const rep_dobj_t *o = &d->objs[i];
-        if (!o->has_agg || o->agg_obj == UINT32_MAX || strchr(o->name, '.'))
-            continue;
+        const char *dot = strstr(o->name, "}.");
+        if (!o->has_agg || o->agg_obj == UINT32_MAX ||
+            (dot && (strncmp(o->name, "{heap:", 6) || strstr(dot + 2, "}."))))
+            continue; /* an aggregate's own row: its first level, or the second in a block */
         sym_member_t *mem;
         size_t nm;
         uint64_t size;

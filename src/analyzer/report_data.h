@@ -33,6 +33,7 @@
 #define REP_DS_SOURCES 8 /* source 0: clock; 1..7: counters (more are counted as the 7th) */
 #define REP_DS_LINE 64
 #define REP_DS_PAGE 4096
+#define REP_DS_TRIGGERS 4 /* trigger instructions kept per object */
 
 typedef struct rep_dsv {
     uint64_t w[REP_DS_SOURCES]; /* weight by source */
@@ -60,6 +61,11 @@ typedef struct rep_dobj {
     int has_agg;
     rep_dsv_t v;
     rep_dsv_t v_noaddr; /* of v: samples whose address was not known */
+    /* the instructions that referenced it (the first REP_DS_TRIGGERS seen): symbols' object
+     * and ELF address of each, with its samples */
+    uint32_t trig_obj[REP_DS_TRIGGERS];
+    uint64_t trig_pc[REP_DS_TRIGGERS];
+    uint64_t trig_n[REP_DS_TRIGGERS];
     uint32_t seq;       /* the order it was first seen in */
 } rep_dobj_t;
 
@@ -86,6 +92,9 @@ typedef struct rep_data {
     rep_mobj_t *lines, *pages; /* by weight */
     size_t nlines, npages;
     rep_dsv_t noaddr[EXP_DUNK_NREASONS]; /* samples without an address, by reason (0: none) */
+    uint64_t heap_untraced; /* references left <Unknown> (reasons 4 and 6: the instruction was
+                               understood) with an address, in processes without heap tracing
+                               (-H on would have looked for their heap block) */
 } rep_data_t;
 
 /* The reason's label in views: "<Unknown>.(...)" minus the prefix. */

@@ -599,9 +599,180 @@ static int scope_variable(obj_data_t *o, Dwarf_Die *scopes, int ns, const sym_dq
         uint64_t sz = size_of(&anchor_t);
         snprintf(out->var, sizeof out->var, "%s", anchor_name);
         name_object(out, &anchor_t, NULL, anchor_dist % sz, SYM_DATA_POINTEE);
+        out->anchored = 1;
         return 1;
     }
     return 0;
+}
+
+/* The CFA of the sample's frame from the registers at the sample's PC: 1 and *cfa when known. */
+static int sample_cfa(obj_data_t *o, const sym_dquery_t *q, uint64_t *cfa)
+{
+    int reg;
+    int64_t off;
+    if (!q->has_ea || !q->regs || !(q->regmask >> 7 & 1) || cfa_rule(o, q->sample_pc, &reg, &off))
+        return 0;
+    if (reg < 0 || reg >= 16 || !(q->regmask >> reg & 1))
+        return 0;
+    *cfa = q->regs[reg] + (uint64_t)off;
+    return 1;
+}
+
+/* The name of the function the scopes belong to (the outermost subprogram), or "-". */
+static const char *scopes_function(Dwarf_Die *scopes, int ns)
+{
+    for (int i = ns; i-- > 0;)
+        if (dwarf_tag(&scopes[i]) == DW_TAG_subprogram) {
+            const char *nm = die_name(&scopes[i]);
+            return nm ? nm : "-";
+        }
+    return "-";
+}
+
+/* An address inside the sample's own frame (at or above the stack pointer, less the red zone,
+ * below the CFA): the local variable or parameter whose DW_OP_fbreg location covers it, else
+ * the frame itself, {stack:FUNCTION} (a spill slot, saved registers, padding). 1 when the
+ * address is in the frame. */
+static int frame_object(obj_data_t *o, Dwarf_Die *scopes, int ns, const sym_dquery_t *q,
+                        sym_dref_t *out)
+{
+    uint64_t cfa;
+    if (!sample_cfa(o, q, &cfa) || q->ea >= cfa || q->ea + 128 < q->regs[7])
+        return 0;
+    int fb_cfa = frame_base_is_cfa(scopes, ns);
+    {
+        for (int i = 0; i < ns; i++) {
+            Dwarf_Die v;
+            if (dwarf_child(&scopes[i], &v) != 0)
+                continue;
+            do {
+                int tag = dwarf_tag(&v);
+                if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+                    continue;
+                Dwarf_Attribute a;
+                Dwarf_Op *ops;
+                size_t n;
+                Dwarf_Die t;
+                if (!dwarf_attr_integrate(&v, DW_AT_location, &a) ||
+                    dwarf_getlocation_addr(&a, q->pc, &ops, &n, 1) != 1 || n != 1 ||
+                    !type_of(&v, &t))
+                    continue;
+                /* the frame base (the CFA), or the stack or frame pointer as recorded at the
+                 * sample (a realigned frame's variables are rsp- or rbp-relative; neither
+                 * changes between a trigger and its sample in the same frame) */
+                uint64_t at;
+                if (ops[0].atom == DW_OP_fbreg && fb_cfa)
+                    at = cfa;
+                else if ((ops[0].atom == DW_OP_breg6 || ops[0].atom == DW_OP_breg7) &&
+                         (q->regmask >> (ops[0].atom - DW_OP_breg0) & 1))
+                    at = q->regs[ops[0].atom - DW_OP_breg0];
+                else
+                    continue;
+                uint64_t start = at + (uint64_t)(int64_t)ops[0].number;
+                uint64_t sz = size_of(&t);
+                if (q->ea >= start && q->ea - start < (sz ? sz : 1)) {
+                    const char *nm = die_name(&v);
+                    snprintf(out->var, sizeof out->var, "%s", nm ? nm : "");
+                    name_object(out, &t, nm, q->ea - start, SYM_DATA_LOCAL);
+                    return 1;
+                }
+            } while (dwarf_siblingof(&v, &v) == 0);
+        }
+    }
+    memset(out, 0, sizeof *out);
+    sbuf_t b = { out->desc, 0, sizeof out->desc, 0 };
+    put(&b, "{stack:");
+    put(&b, scopes_function(scopes, ns));
+    put(&b, "}");
+    mark(out, &b);
+    out->kind = SYM_DATA_STACK;
+    out->var_offset = cfa - q->ea;
+    return 1;
+}
+
+/* The variable of the scopes at pc whose frame location covers ea (frame base cfa, stack
+ * pointer sp), else the frame itself: {stack:FUNCTION}. */
+static void name_in_frame(Dwarf_Die *scopes, int ns, uint64_t pc, uint64_t cfa, uint64_t sp,
+                          uint64_t ea, sym_dref_t *out)
+{
+    int fb_cfa = frame_base_is_cfa(scopes, ns);
+    for (int i = 0; i < ns; i++) {
+        Dwarf_Die v;
+        if (dwarf_child(&scopes[i], &v) != 0)
+            continue;
+        do {
+            int tag = dwarf_tag(&v);
+            if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+                continue;
+            Dwarf_Attribute a;
+            Dwarf_Op *ops;
+            size_t n;
+            Dwarf_Die t;
+            if (!dwarf_attr_integrate(&v, DW_AT_location, &a) ||
+                dwarf_getlocation_addr(&a, pc, &ops, &n, 1) != 1 || n != 1 || !type_of(&v, &t))
+                continue;
+            uint64_t at;
+            if (ops[0].atom == DW_OP_fbreg && fb_cfa)
+                at = cfa;
+            else if (ops[0].atom == DW_OP_breg7)
+                at = sp;
+            else
+                continue;
+            uint64_t start = at + (uint64_t)(int64_t)ops[0].number;
+            uint64_t sz = size_of(&t);
+            if (ea >= start && ea - start < (sz ? sz : 1)) {
+                const char *nm = die_name(&v);
+                snprintf(out->var, sizeof out->var, "%s", nm ? nm : "");
+                name_object(out, &t, nm, ea - start, SYM_DATA_LOCAL);
+                return;
+            }
+        } while (dwarf_siblingof(&v, &v) == 0);
+    }
+    memset(out, 0, sizeof *out);
+    sbuf_t b = { out->desc, 0, sizeof out->desc, 0 };
+    put(&b, "{stack:");
+    put(&b, scopes_function(scopes, ns));
+    put(&b, "}");
+    mark(out, &b);
+    out->kind = SYM_DATA_STACK;
+    out->var_offset = cfa - ea;
+}
+
+int sym_data_cfa(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, uint64_t *cfa)
+{
+    Dwarf *dw;
+    Elf *elf;
+    obj_data_t *o = data_of(d, obj, &dw, &elf);
+    return o && (o->cfi_elf || o->cfi_dw) && sample_cfa(o, q, cfa);
+}
+
+int sym_data_caller_frame(sym_data_t *d, uint32_t obj, uint64_t pc, uint64_t sp, uint64_t ea,
+                          uint64_t *cfa, sym_dref_t *out)
+{
+    memset(out, 0, sizeof *out);
+    Dwarf *dw;
+    Elf *elf;
+    obj_data_t *o = data_of(d, obj, &dw, &elf);
+    int reg;
+    int64_t off;
+    if (!o || cfa_rule(o, pc, &reg, &off) || reg != 7) /* only rsp-based frames can be placed */
+        return -1;
+    *cfa = sp + (uint64_t)off;
+    if (ea >= *cfa)
+        return 0;
+    Dwarf_Die *cu = sym_dwarf_cu(d->sym, obj, pc);
+    Dwarf_Die *scopes = NULL;
+    int ns = cu ? dwarf_getscopes(cu, pc, &scopes) : 0;
+    if (ns > 0) {
+        name_in_frame(scopes, ns, pc, *cfa, sp, ea, out);
+    } else { /* no DWARF for the caller: its frame still is the object */
+        sbuf_t b = { out->desc, 0, sizeof out->desc, 0 };
+        put(&b, "{stack:-}");
+        mark(out, &b);
+        out->kind = SYM_DATA_STACK;
+    }
+    free(scopes);
+    return 1;
 }
 
 /* ---- naming ---------------------------------------------------------------------------------- */
@@ -643,7 +814,8 @@ void sym_data_at(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, sym_dref_t 
     }
     Dwarf_Die *scopes = NULL;
     int ns = dwarf_getscopes(cu, q->pc, &scopes);
-    int found = ns > 0 && scope_variable(o, scopes, ns, q, out);
+    int found = ns > 0 && (frame_object(o, scopes, ns, q, out) ||
+                           scope_variable(o, scopes, ns, q, out));
     free(scopes);
     if (found)
         return;
@@ -656,6 +828,77 @@ void sym_data_at(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, sym_dref_t 
     /* a frame slot no variable has is a compiler temporary (spill); any other register: the
      * DWARF describes no variable in it at this PC */
     out->reason = op->base == 6 || op->base == 7 ? EXP_DUNK_UNDETERMINABLE : EXP_DUNK_NO_DESCRIPTOR;
+}
+
+/* ---- thread-locals by their offset in the object's block ------------------------------------ */
+
+int sym_data_tls(sym_data_t *d, uint32_t obj, uint64_t off, sym_dref_t *out)
+{
+    memset(out, 0, sizeof *out);
+    Dwarf *dw;
+    Elf *elf;
+    obj_data_t *o = data_of(d, obj, &dw, &elf);
+    if (!dw || !o || off >= o->tls_size)
+        return 0;
+    out->reason = EXP_DUNK_UNDETERMINABLE; /* in the block, but no variable covers it */
+    lookup(dw, o->tls, o->ntls, off, SYM_DATA_TLS, out);
+    return 1;
+}
+
+/* ---- heap blocks: the type from the allocating code ----------------------------------------- */
+
+int sym_data_ptr_in_reg(sym_data_t *d, uint32_t obj, uint64_t pc, int reg, uint64_t *type)
+{
+    Dwarf *dw;
+    Elf *elf;
+    obj_data_t *o = data_of(d, obj, &dw, &elf);
+    Dwarf_Die *cu = sym_dwarf_cu(d->sym, obj, pc);
+    if (!dw || !cu || !o || reg < 0 || reg > 31)
+        return 0;
+    Dwarf_Die *scopes = NULL;
+    int ns = dwarf_getscopes(cu, pc, &scopes);
+    int found = 0;
+    for (int i = 0; i < ns && !found; i++) {
+        Dwarf_Die v;
+        if (dwarf_child(&scopes[i], &v) != 0)
+            continue;
+        do {
+            int tag = dwarf_tag(&v);
+            if (tag != DW_TAG_variable && tag != DW_TAG_formal_parameter)
+                continue;
+            Dwarf_Attribute a;
+            Dwarf_Op *ops;
+            size_t n;
+            Dwarf_Die t, pt, pointee;
+            if (!dwarf_attr_integrate(&v, DW_AT_location, &a) ||
+                dwarf_getlocation_addr(&a, pc, &ops, &n, 1) != 1 || n != 1 ||
+                !((ops[0].atom == DW_OP_reg0 + (unsigned)reg) ||
+                  (ops[0].atom == DW_OP_regx && ops[0].number == (Dwarf_Word)reg)))
+                continue;
+            if (!type_of(&v, &t) || !strip(&t, &pt) || dwarf_tag(&pt) != DW_TAG_pointer_type ||
+                !type_of(&pt, &pointee) || !size_of(&pointee))
+                continue;
+            *type = dwarf_dieoffset(&pointee);
+            found = 1;
+            break;
+        } while (dwarf_siblingof(&v, &v) == 0);
+    }
+    free(scopes);
+    return found;
+}
+
+void sym_data_typed(sym_data_t *d, uint32_t obj, uint64_t type, uint64_t off, sym_dref_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->reason = EXP_DUNK_UNDETERMINABLE;
+    Dwarf *dw;
+    Elf *elf;
+    data_of(d, obj, &dw, &elf);
+    Dwarf_Die t;
+    if (!dw || !dwarf_offdie(dw, type, &t))
+        return;
+    uint64_t sz = size_of(&t);
+    name_object(out, &t, NULL, sz ? off % sz : off, SYM_DATA_POINTEE);
 }
 
 /* ---- layouts ---------------------------------------------------------------------------------- */

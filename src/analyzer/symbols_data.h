@@ -10,6 +10,11 @@
  *   - a base register that a variable of pointer type lives in at that PC (its location list):
  *     the pointed-to type (perf's data-type profiling); an offset beyond the type is an element of
  *     an array the pointer walks (offset modulo the size);
+ *   - a run-time address inside the sample's own frame (at or above its stack pointer less the
+ *     red zone, below the CFA, both from the registers recorded at the sample's PC and the
+ *     call-frame information): the local variable or parameter whose DW_OP_fbreg location
+ *     covers it, else the frame itself, `{stack:FUNCTION}` (kind SYM_DATA_STACK: spill slots,
+ *     saved registers, padding);
  *   - a base register rsp or rbp: the local variable or parameter at that frame offset (its
  *     DW_OP_fbreg location, the frame base being the CFA of the call-frame information); with
  *     an index register whose value is not known, the displacement alone locates the variable
@@ -53,7 +58,9 @@ enum sym_dkind {
     SYM_DATA_STATIC = 1, /* a global or static variable */
     SYM_DATA_LOCAL = 2,  /* a local variable or parameter in the frame */
     SYM_DATA_POINTEE = 3, /* what a pointer variable points to (heap, or anything else) */
-    SYM_DATA_TLS = 4,     /* a thread-local variable of the executable */
+    SYM_DATA_TLS = 4,     /* a thread-local variable (of the executable, or of a library) */
+    SYM_DATA_STACK = 5,   /* a slot of the sample's own frame no variable covers */
+    SYM_DATA_HEAP = 6,    /* a heap block, named by its allocation site (report_data.h) */
 };
 
 typedef struct sym_dref {
@@ -64,9 +71,12 @@ typedef struct sym_dref {
     uint16_t end[SYM_DREF_LEVELS]; /* desc[0..end[i]) is level i's chain; end[nlevels-1] is all */
     int nlevels;
     char var[128];              /* the variable: "garr", or the pointer's ("p"), "" if none */
-    int has_agg;                /* the first level is an aggregate type: agg names its DIE */
+    int has_agg;                /* level agg_level is an aggregate type: agg names its DIE */
+    int agg_level;              /* 0; 1 under a heap block's level (report_data.c) */
     uint64_t agg;               /* (for sym_data_layout) */
     uint64_t var_offset;        /* the offset into the variable or pointee */
+    int anchored;               /* the pointee of a nearby pointer variable (a guess: the
+                                   operand's own register holds no variable) */
 } sym_dref_t;
 
 /* What is known of the reference. */
@@ -95,6 +105,36 @@ void sym_data_at(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, sym_dref_t 
 /* The static variable of object obj at ELF address addr, if DWARF describes one, into *out
  * (reason 6 when none). */
 void sym_data_static(sym_data_t *d, uint32_t obj, uint64_t addr, sym_dref_t *out);
+
+/* The thread-local variable at offset off of object obj's TLS block (its PT_TLS segment; the
+ * DWARF locations DW_OP_const*u/addr then DW_OP_form_tls_address or GNU_push_tls_address), for
+ * a run-time address the caller placed in the block of a thread: 1 when off is inside the
+ * block (out names the variable, kind SYM_DATA_TLS, or reason 6 when none covers it), 0 when
+ * the object has no block or off is beyond it. */
+int sym_data_tls(sym_data_t *d, uint32_t obj, uint64_t off, sym_dref_t *out);
+
+/* Callers' frames (an address in the stack above the sample's own frame): the walk starts from
+ * sym_data_cfa, the CFA of the sample's frame (q's registers at its sample_pc), 1 when known.
+ * Then, frame by frame, sym_data_caller_frame takes the caller's ELF address pc (its return
+ * address less one) in object obj and its stack pointer sp (the callee's CFA): it sets *cfa to
+ * the caller's CFA, and when ea is below it, names the caller's local whose fbreg or
+ * rsp-relative location covers ea, else {stack:FUNCTION}, and returns 1; 0 when ea is above
+ * the frame (go on with the next caller), -1 when the frame cannot be placed (its CFA is not
+ * rsp-based: a frame-pointer frame, whose rbp the callees may have saved on the stack, which
+ * is not recorded). */
+int sym_data_cfa(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, uint64_t *cfa);
+int sym_data_caller_frame(sym_data_t *d, uint32_t obj, uint64_t pc, uint64_t sp, uint64_t ea,
+                          uint64_t *cfa, sym_dref_t *out);
+
+/* Heap blocks typed by the code that allocated them: the type that a pointer variable living in
+ * register reg (DWARF number) at ELF address pc points to, when one of the scopes at pc has one
+ * (the variable that receives malloc's result in rax at its return address): 1 and *type, a
+ * handle for sym_data_typed; else 0. */
+int sym_data_ptr_in_reg(sym_data_t *d, uint32_t obj, uint64_t pc, int reg, uint64_t *type);
+/* Names the byte at off of an array of objects of that type (as a pointer's pointee, kind
+ * SYM_DATA_POINTEE: the element at off modulo the size, down to the member); reason 6 when the
+ * type cannot be read. */
+void sym_data_typed(sym_data_t *d, uint32_t obj, uint64_t type, uint64_t off, sym_dref_t *out);
 
 /* A member of an aggregate type: its level descriptor (as in the chains), offset and size. */
 typedef struct sym_member {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "analyzer/report_data.h"
+#include "analyzer/symbols.h"
 #include "print.h"
 
 /* ---- shared ----------------------------------------------------------------------------------- */
@@ -98,6 +99,8 @@ static const char *scope_word(int scope)
            : scope == 2 ? "local"
            : scope == 3 ? "pointee"
            : scope == 4 ? "thread-local"
+           : scope == 5 ? "stack"
+           : scope == 6 ? "heap"
                         : "";
 }
 
@@ -118,6 +121,8 @@ int view_data_objects(pstate_t *ps, const char *arg)
         json_str(&j, "data_objects");
         json_key(&j, "memrefs");
         json_u64(&j, d.memrefs);
+        json_key(&j, "heap_untraced");
+        json_u64(&j, d.heap_untraced);
         json_key(&j, "objects");
         json_arr_begin(&j);
     } else {
@@ -157,12 +162,27 @@ int view_data_objects(pstate_t *ps, const char *arg)
         json_arr_end(&j);
         json_obj_end(&j);
         json_end_doc(&j);
+    } else if (d.heap_untraced) {
+        sink_printf(o, "\n(%llu <Unknown> references have an address: heap blocks are named by "
+                    "their allocation site only when the heap is traced, collect -H on)\n",
+                    (unsigned long long)d.heap_untraced);
     }
     rep_data_free(&d);
     return 0;
 }
 
 /* ---- -data_single ----------------------------------------------------------------------------- */
+
+/* The function+offset of object x's t-th trigger instruction. */
+static void trigger_name(pstate_t *ps, const rep_dobj_t *x, int t, char *buf, size_t n)
+{
+    const sym_func_t *f = sym_func(ps->ses->sym, sym_func_at(ps->ses->sym, x->trig_obj[t],
+                                                               x->trig_pc[t]));
+    if (f && f->name && f->size)
+        snprintf(buf, n, "%s+0x%llx", f->name, (unsigned long long)(x->trig_pc[t] - f->addr));
+    else
+        snprintf(buf, n, "<Unknown>");
+}
 
 int view_data_single(pstate_t *ps, const char *name)
 {
@@ -207,6 +227,25 @@ int view_data_single(pstate_t *ps, const char *name)
         json_values(&j, &d, &x->v);
         json_key(&j, "samples_without_address");
         json_u64(&j, x->v_noaddr.n);
+        json_key(&j, "triggers");
+        json_arr_begin(&j);
+        for (int t = 0; t < REP_DS_TRIGGERS && x->trig_n[t]; t++) {
+            char fn[512];
+            trigger_name(ps, x, t, fn, sizeof fn);
+            json_obj_begin(&j);
+            json_key(&j, "object");
+            json_str(&j, sym_object(ps->ses->sym, x->trig_obj[t])->path);
+            char pc[32];
+            snprintf(pc, sizeof pc, "0x%llx", (unsigned long long)x->trig_pc[t]);
+            json_key(&j, "pc");
+            json_str(&j, pc);
+            json_key(&j, "function");
+            json_str(&j, fn);
+            json_key(&j, "samples");
+            json_u64(&j, x->trig_n[t]);
+            json_obj_end(&j);
+        }
+        json_arr_end(&j);
         json_key(&j, "containers");
         json_arr_begin(&j);
         for (size_t i = 1; i < len; i++)
@@ -238,6 +277,13 @@ int view_data_single(pstate_t *ps, const char *name)
         }
         sink_printf(o, "  samples:    %llu (%llu without a known address)\n",
                     (unsigned long long)x->v.n, (unsigned long long)x->v_noaddr.n);
+        for (int t = 0; t < REP_DS_TRIGGERS && x->trig_n[t]; t++) {
+            char fn[512];
+            trigger_name(ps, x, t, fn, sizeof fn);
+            sink_printf(o, "  trigger:    %s (%s, 0x%llx): %llu samples\n", fn,
+                        sym_object(ps->ses->sym, x->trig_obj[t])->name,
+                        (unsigned long long)x->trig_pc[t], (unsigned long long)x->trig_n[t]);
+        }
         for (size_t i = 1; i < len; i++)
             if (x->name[i] == '.' && x->name[i - 1] == '}')
                 sink_printf(o, "  in:         %.*s\n", (int)i, x->name);

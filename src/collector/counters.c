@@ -569,9 +569,13 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
             uint64_t addr = perfev_rec_u64(&r, sizeof(struct perf_event_header) + 8);
             exp_memref_t m;
             if (addr && user) {
-                memset(&m, 0, sizeof m);
-                m.source = (uint32_t)i + 1;
-                m.flags = EXP_MREF_EA | (is_fault(c) ? EXP_MREF_TRIGGER : 0);
+                /* the registers too when they are the sampled PC's (the thread is still there):
+                 * the frame's CFA, and so its stack variables, and the thread pointer */
+                if (ip == (uint64_t)uc->uc_mcontext.gregs[REG_RIP])
+                    mref_from_ucontext(uc, (uint32_t)i + 1, &m);
+                else
+                    memset(&m, 0, sizeof m), m.source = (uint32_t)i + 1;
+                m.flags |= EXP_MREF_EA | (is_fault(c) ? EXP_MREF_TRIGGER : 0);
                 m.pc = ip;
                 m.ea = addr;
             } else {

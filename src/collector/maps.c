@@ -33,7 +33,37 @@ typedef struct scan {
     coll_proc_t *p;
     uint64_t t_load;
     uintptr_t vdso;
+    int first; /* the scan at the start: every object's TLS block is static */
 } scan_t;
+
+/* Whether the object asks for static TLS (DF_STATIC_TLS: initial-exec accesses), which the
+ * dynamic linker then gives it even when it is loaded by dlopen. */
+static int static_tls(const struct dl_phdr_info *info)
+{
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_DYNAMIC)
+            continue;
+        for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+             d->d_tag != DT_NULL; d++)
+            if (d->d_tag == DT_FLAGS && (d->d_un.d_val & DF_STATIC_TLS))
+                return 1;
+    }
+    return 0;
+}
+
+/* How far below the thread pointer the object's TLS block starts in every thread (x86-64's
+ * static TLS), or 0 when it has none or its block is not static (allocated per thread on
+ * first use). */
+static uint64_t tls_below(const struct dl_phdr_info *info, int first)
+{
+    if (!info->dlpi_tls_data || !(first || static_tls(info)))
+        return 0;
+    uint64_t tp;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(tp));
+    uint64_t at = (uint64_t)(uintptr_t)info->dlpi_tls_data;
+    return at < tp ? tp - at : 0;
+}
 
 static void hex(char *out, const uint8_t *b, size_t n)
 {
@@ -72,7 +102,7 @@ static void build_id(const struct dl_phdr_info *info, char *out, size_t cap)
     }
 }
 
-static void log_load(coll_proc_t *p, const obj_t *o, const char *bid, uint64_t t)
+static void log_load(coll_proc_t *p, const obj_t *o, const char *bid, uint64_t t, uint64_t tls)
 {
     char buf[PATH_MAX * 6 + 512]; /* path and cwd, each percent-encoded at worst */
     exp_line_t l;
@@ -87,6 +117,8 @@ static void log_load(coll_proc_t *p, const obj_t *o, const char *bid, uint64_t t
     exp_line_hex(&l, EXP_KEY_BIAS, o->bias);
     exp_line_hex(&l, EXP_KEY_LO, o->lo);
     exp_line_hex(&l, EXP_KEY_HI, o->hi);
+    if (tls)
+        exp_line_hex(&l, EXP_KEY_TLS, tls);
     coll_log_write(&l);
 }
 
@@ -136,7 +168,7 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     o->path = copy;
     char bid[130];
     build_id(info, bid, sizeof bid);
-    log_load(sc->p, o, bid, sc->t_load);
+    log_load(sc->p, o, bid, sc->t_load, tls_below(info, sc->first));
     (void)size;
     return 0;
 }
@@ -151,7 +183,8 @@ void maps_rescan(coll_proc_t *p)
         ssize_t n = readlink("/proc/self/exe", exe_path, sizeof exe_path - 1);
         exe_path[n > 0 ? n : 0] = 0;
     }
-    scan_t sc = { p, last_scan_t ? last_scan_t : now, (uintptr_t)getauxval(AT_SYSINFO_EHDR) };
+    scan_t sc = { p, last_scan_t ? last_scan_t : now, (uintptr_t)getauxval(AT_SYSINFO_EHDR),
+                  !last_scan_t };
     last_scan_t = now;
     for (size_t i = 0; i < nobjs; i++)
         objs[i].seen = 0;

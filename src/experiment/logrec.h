@@ -83,6 +83,7 @@
 #define EXP_KEY_BIAS "bias"
 #define EXP_KEY_LO "lo"
 #define EXP_KEY_HI "hi"
+#define EXP_KEY_TLS "tls" /* load: how far below the thread pointer the static TLS block starts */
 
 /* sample */
 #define EXP_KEY_REASON "reason"

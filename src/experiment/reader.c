@@ -550,6 +550,7 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         o->bias = exp_record_u64(r, EXP_KEY_BIAS, 0);
         o->lo = exp_record_u64(r, EXP_KEY_LO, 0);
         o->hi = exp_record_u64(r, EXP_KEY_HI, 0);
+        o->tls_below = exp_record_u64(r, EXP_KEY_TLS, 0);
         o->t_load = t;
         o->t_unload = EXP_T_NEVER;
     } else if (!strcmp(k, EXP_LOG_UNLOAD)) {

@@ -69,6 +69,8 @@ typedef struct exp_object {
     uint32_t id;
     char *path, *buildid; /* buildid: lower-case hex, "" if unknown */
     uint64_t bias, lo, hi;
+    uint64_t tls_below; /* its static TLS block starts this far below each thread's thread
+                           pointer (x86-64); 0: no TLS, or not static */
     uint64_t t_load, t_unload; /* t_unload = EXP_T_NEVER while loaded */
     uint32_t gen_lo, gen_hi; /* the mapping generations it is in force in: [gen_lo, gen_hi),
                                 gen_hi UINT32_MAX when no later object displaced it */

@@ -116,7 +116,7 @@ if nopmu:
 
 # ---- page faults, exact ---------------------------------------------------------------------
 N = {"touch_global1": 300, "touch_global2": 200, "touch_heap": 150, "touch_stack": 100}
-exp = collect(d, [WLC, "faults", "300", "200", "150", "100"], ["-h", "+page-faults,1"],
+exp = collect(d, [WLC, "faults", "300", "200", "150", "100", "200"], ["-h", "+page-faults,1"],
               name="faults")
 doc = print_json(exp, "-metrics", "e.page-faults:i.page-faults", "-functions")[0]
 names = [m["name"] for m in doc["metrics"]]
@@ -154,19 +154,68 @@ refs = counter_refs(exp)
 lo, size = syms["touch_global1"]
 glo = syms["g1"][0] + bias
 got = sorted(ea for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size)
-check(all(fl == 3 for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size),
-      "faults in touch_global1 without the address and trigger flags")
+# flags: the address, the trigger, and the registers at it (the thread was still there)
+check(all(fl == 7 for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size),
+      "faults in touch_global1 without the address, trigger and registers flags: %r" %
+      sorted(set(fl for fl, pc, ea in refs if lo + bias <= pc < lo + bias + size)))
 check(got == [glo + 4096 * (i + 1) for i in range(300)],
       "data addresses of the faults in touch_global1: %d, first %r, want g1 + 4096 * 1..300" %
       (len(got), [hex(x) for x in got[:3]]))
 check(len(refs) == total, "MEMREF records of the counter: %d for %d samples" %
       (len(refs), total))
 
-# the data views read those records: the faults of the two global arrays, per data object
+# the data views read those records: the faults of the two global arrays and of the stack array
+# (a local of touch_stack's realigned frame, rsp-relative), per data object, exactly
 p = run([TALLY, "print", "-data_objects", exp], expect=0)
-for name, n in (("g1", 300), ("g2", 200)):
+for name, n in (("g1", 300), ("g2", 200), ("a", 100)):
     check(re.search(r"\n +%d +[0-9.]+%% +%d +\{array\+char %s\}\n" % (n, n, name), p.stdout),
           "-data_objects: %s does not have its %d faults:\n%s" % (name, n, p.stdout[:1500]))
+rows = {o["name"]: o for o in print_json(exp, "-data_objects")[-1]["objects"]}
+check(rows.get("{array+char a}", {}).get("scope") == "local",
+      "the stack array's scope: %r" % rows.get("{array+char a}"))
+# a caller's stack array touched by the function it calls (touch_through writes 200 pages of
+# touch_caller_stack's b; its first page may already be there, holding the call's return
+# address): every fault of touch_through is b's, found by walking up to the caller's frame
+through = r.get("touch_through", {}).get("e.page-faults", 0)
+check(through >= 199, "page faults in touch_through: %r, want 199 or 200" % through)
+got = rows.get("{array+char b}", {})
+check(got.get("samples") == through and got.get("scope") == "local",
+      "{array+char b}: %r, want touch_through's %d faults, scope local" % (got, through))
+# without heap tracing the heap structures' faults have no object, and the view says why and
+# what would name them
+check(not any(n.startswith("{heap:") for n in rows), "heap blocks named without -H")
+check(re.search(r"\(\d+ <Unknown> references have an address: heap blocks are named by their "
+                r"allocation site only when the heap is traced, collect -H on\)", p.stdout),
+      "-data_objects without -H does not say how heap blocks get named:\n%s" % p.stdout[-600:])
+
+# with heap tracing, each fault in a heap structure's member is joined to the block that holds
+# it: named by its allocation site (main, where the mmap's result is stored into a struct rec *),
+# typed by that site's pointer variable, down to the member; exactly one per structure
+site_line = [i + 1 for i, ln in enumerate(open(os.path.join(SRC, "tests", "workloads",
+                                                                 "counters.c")))
+             if "struct rec *r = mmap(" in ln]
+check(len(site_line) == 1, "the allocation line of the heap structures is not in counters.c")
+hexp = collect(d, [WLC, "faults", "30", "20", "150", "10"], ["-H", "on", "-h", "+page-faults,1"],
+               name="faults_heap")
+rows = {o["name"]: o for o in print_json(hexp, "-data_objects")[-1]["objects"]}
+block = "{heap:main@counters.c:%d}" % (site_line[0] if site_line else 0)
+member = block + ".{structure:rec}.{long_int member}"
+for name, n in ((block, 150), (block + ".{structure:rec}", 150), (member, 150),
+                ("{array+char g1}", 30), ("{array+char a}", 10)):
+    got = rows.get(name, {}).get("samples")
+    check(got == n, "-H on: %s has %r faults, want exactly %d; heap rows: %r" %
+          (name, got, n, [x for x in rows if x.startswith("{heap")]))
+check(rows.get(member, {}).get("scope") == "heap", "the member's scope: %r" % rows.get(member))
+single = print_json(hexp, "-data_single", member)[-1]
+check(single["containers"] == [block, block + ".{structure:rec}"],
+      "-data_single containers of the heap member: %r" % single["containers"])
+lay = print_json(hexp, "-data_layout")[-1]
+rec = [s for s in lay["structures"] if s["name"] == block + ".{structure:rec}"]
+if check(rec, "-data_layout has no layout of the heap block's struct rec: %r" %
+         [s["name"] for s in lay["structures"]]):
+    m = [(x["name"], x["offset"], x["size"], x.get("samples")) for x in rec[0]["members"]]
+    check(m[-1][:3] == ("{long_int member}", 4088, 8) and m[-1][3] == 150,
+          "layout of the heap block's struct rec: %r" % (m,))
 
 # -header says what each counter sampled and counted, and multiplexing and throttling when a
 # counter-stats record says so (appended here: software events are never multiplexed)
@@ -220,6 +269,40 @@ check(key in [m["name"] for m in doc["metrics"]], "metrics: %r" % doc["metrics"]
 check(r.get("write_loop", {}).get(key) == 5000,
       "breakpoint events in write_loop: %r, want 5000" % r.get("write_loop"))
 check(r.get("<Total>", {}).get(key) == 5000, "breakpoint events: %r" % r.get("<Total>"))
+
+# dataspace data from breakpoints (the issue's goal: at least 99% backtracked to the trigger):
+# the kernel gives the watched address and the PC after the store; backtracking must step back
+# to the store itself. A breakpoint on a scalar global, and one on a structure's member written
+# just before its neighbour (the PC is then the neighbour's store): the trigger found must be
+# the store to the watched variable, as objdump shows it, for at least 99% of the events, and
+# the data object the variable or the member.
+def stores_to(fn, target):
+    """ELF addresses of fn's instructions objdump annotates with <target>."""
+    lo, size = syms[fn]
+    out = run(["objdump", "-d", "--no-show-raw-insn", "--start-address=%#x" % lo,
+               "--stop-address=%#x" % (lo + size), WLC], expect=0).stdout
+    return [int(ln.split(":")[0], 16) for ln in out.splitlines()
+            if ln.strip().endswith("<%s>" % target) and ":" in ln]
+
+
+for what, args, bp, fn, target, obj in (
+        ("scalar", ["writes", "5000"], "+mem:bp_target:w", "write_loop", "bp_target",
+         "{volatile+long_int bp_target}"),
+        ("member", ["members", "5000"], "+mem:bp_pair+8/8:w", "write_member", "bp_pair+0x8",
+         "{structure:pair}.{long_int b}")):
+    exp = collect(d, [WLC] + args, ["-h", bp], name="bpdata_" + what)
+    want = stores_to(fn, target)
+    check(len(want) == 1, "%s: objdump shows %r stores to %s in %s" % (what, want, target, fn))
+    single = print_json(exp, "-data_single", obj)[-1]
+    total = print_json(exp, "-data_objects")[-1]["objects"][0]["samples"]
+    trig = [(int(t["pc"], 16), t["samples"]) for t in single["triggers"]]
+    right = sum(n for pc, n in trig if pc in want)
+    check(total == 5000, "%s: %d breakpoint events, want 5000" % (what, total))
+    at_least(right / max(total, 1), 0.99, 0,
+             "%s: share of breakpoint events backtracked to the store at %r (triggers %r)" %
+             (what, [hex(x) for x in want], [(hex(p), n) for p, n in trig]))
+    check(single["samples"] == total, "%s: %s has %d of %d events" %
+          (what, obj, single["samples"], total))
 
 # a breakpoint on a symbol is the profiled program's: set again when the program executes itself
 # (a new image of the same file), not in another program it executes, which says so

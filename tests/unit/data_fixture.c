@@ -1,7 +1,8 @@
 /*
  * data_fixture.c - variables of known types for test_symbols_data: each descriptor form of seed
  * 002 (scalars, qualifiers, typedefs, spaces in type names, structures nested to a scalar,
- * arrays, unions, anonymous aggregates) and a structure with a hole and tail padding.
+ * arrays, unions, anonymous aggregates), a structure with a hole and tail padding, and
+ * thread-locals (the library's TLS block).
  */
 typedef unsigned long my_size;
 
@@ -35,8 +36,12 @@ struct {
     int y;
 } ganon = { 1, 2 };
 
+__thread long tl_first = 1;
+__thread struct inner tl_inner;
+
 /* keeps them all in the library */
 long data_fixture_sum(void)
 {
-    return gi + (long)gu + gc + *gcp + *gpc + (long)gsz + gouter.a + gun.i + ganon.y;
+    return gi + (long)gu + gc + *gcp + *gpc + (long)gsz + gouter.a + gun.i + ganon.y + tl_first +
+           tl_inner.s;
 }

@@ -90,6 +90,7 @@ static void write_log(void)
     exp_line_hex(&l, EXP_KEY_BIAS, 0x7f0000000000);
     exp_line_hex(&l, EXP_KEY_LO, 0x7f0000001000);
     exp_line_hex(&l, EXP_KEY_HI, 0x7f0000009000);
+    exp_line_hex(&l, EXP_KEY_TLS, 0x1f0);
     put(fd, &l);
 
     exp_line_begin(&l, buf, sizeof buf, EXP_LOG_METRIC);
@@ -248,6 +249,7 @@ static void test_every_record_round_trips(void **state)
     assert_int_equal(p->objects[0].bias, 0x7f0000000000);
     assert_int_equal(p->objects[0].lo, 0x7f0000001000);
     assert_int_equal(p->objects[0].hi, 0x7f0000009000);
+    assert_int_equal(p->objects[0].tls_below, 0x1f0);
     assert_int_equal(p->objects[0].t_load, 1200);
     assert_int_equal(p->objects[0].t_unload, 1600);
     /* metric, kind */

@@ -141,12 +141,42 @@ static void test_reasons(void **state)
     assert_int_equal(r.reason, EXP_DUNK_NO_DEBUG);
 }
 
+/* Thread-locals by their offset in the library's TLS block (this thread's block: dlinfo). */
+static void test_tls(void **state)
+{
+    (void)state;
+    long (*sum)(void) = (long (*)(void))dlsym(lib, "data_fixture_sum");
+    assert_non_null(sum);
+    assert_true(sum() != 0); /* a use allocates this thread's block */
+    char *blk = NULL;
+    assert_int_equal(dlinfo(lib, RTLD_DI_TLS_DATA, &blk), 0);
+    assert_non_null(blk);
+    char *first = dlsym(lib, "tl_first"), *inner = dlsym(lib, "tl_inner");
+    assert_non_null(first);
+    assert_non_null(inner);
+    sym_dref_t r;
+    assert_int_equal(sym_data_tls(sd, obj, (uint64_t)(first - blk), &r), 1);
+    assert_int_equal(r.reason, 0);
+    assert_string_equal(r.desc, "{long_int tl_first}");
+    assert_int_equal(r.kind, SYM_DATA_TLS);
+    assert_int_equal(r.scalar, 1);
+    assert_int_equal(sym_data_tls(sd, obj, (uint64_t)(inner - blk) + 8, &r), 1);
+    assert_string_equal(r.desc, "{structure:inner}.{double d}");
+    assert_string_equal(r.var, "tl_inner");
+    /* beyond the block: not this object's thread-local data */
+    assert_int_equal(sym_data_tls(sd, obj, 1u << 20, &r), 0);
+    /* an object without a TLS block */
+    uint32_t none = sym_object_add(sym, "/nonexistent/libnothing.so", "");
+    assert_int_equal(sym_data_tls(sd, none, 0, &r), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_descriptors),
         cmocka_unit_test(test_layout),
         cmocka_unit_test(test_reasons),
+        cmocka_unit_test(test_tls),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

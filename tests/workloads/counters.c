@@ -2,16 +2,22 @@
  * counters.c - a workload with known counts of software events, for counter overflow profiling
  * (tests/e2e/counters.py).
  *
- *   wl_counters faults G1 G2 H S   touches G1 fresh pages of one global array (touch_global1),
+ *   wl_counters faults G1 G2 H S [C]
+ *                                  touches G1 fresh pages of one global array (touch_global1),
  *                                  G2 of another (touch_global2), one member of each of H heap
- *                                  structures a page apart (touch_heap) and S pages of a stack
- *                                  array (touch_stack): one page fault each. The code pages of
+ *                                  structures a page apart (touch_heap), S pages of a stack
+ *                                  array (touch_stack) and C pages of a stack array of
+ *                                  touch_caller_stack through the function it calls
+ *                                  (touch_through): one page fault each. The code pages of
  *                                  those functions are read first, so their first execution
  *                                  does not fault.
  *   wl_counters switches N         two threads pass a token through two pipes N times
  *                                  (pingpong); prints the voluntary and involuntary context
  *                                  switches of the calling thread during the loop (its own
  *                                  truth, from getrusage(RUSAGE_THREAD)).
+ *   wl_counters members N          writes member b then member a of the global structure
+ *                                  bp_pair N times (write_member): a data breakpoint on b
+ *                                  stops on the store to a, one instruction after its trigger
  *   wl_counters writes N [M|true]  writes the global bp_target N times (write_loop): a data
  *                                  breakpoint on it fires N times; with M, then executes itself
  *                                  to write it M times in a new image; with true, executes
@@ -44,6 +50,13 @@ struct rec {
 
 volatile long bp_target;
 
+/* a structure whose second member a data breakpoint watches, written beside its first */
+struct pair {
+    long a;
+    long b;
+};
+volatile struct pair bp_pair;
+
 __attribute__((noinline)) void touch_global1(long n)
 {
     for (long i = 0; i < n; i++)
@@ -60,6 +73,21 @@ __attribute__((noinline)) void touch_heap(struct rec *r, long n)
 {
     for (long i = 0; i < n; i++)
         ((volatile struct rec *)r)[i].member = i;
+}
+
+__attribute__((noinline)) void touch_through(volatile char *p, long n)
+{
+    for (long i = 0; i < n; i++)
+        p[i * PAGE] = 4;
+}
+
+/* its array's pages are touched by the function it calls; 512 pages longer than touch_stack's,
+ * so that its first 512 pages lie below everything touch_stack touched: fresh */
+__attribute__((noinline)) void touch_caller_stack(long n)
+{
+    char b[1536 * PAGE];
+    touch_through(b, n);
+    __asm__ volatile("" : : "r"(b) : "memory");
 }
 
 __attribute__((noinline)) void touch_stack(long n)
@@ -107,11 +135,20 @@ __attribute__((noinline)) void write_loop(long n)
         bp_target = i;
 }
 
+__attribute__((noinline)) void write_member(long n)
+{
+    for (long i = 0; i < n; i++) {
+        bp_pair.b = i;
+        bp_pair.a = i; /* the instruction a breakpoint on b stops after */
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 6 && !strcmp(argv[1], "faults")) {
         long n1 = atol(argv[2]), n2 = atol(argv[3]), nh = atol(argv[4]), ns = atol(argv[5]);
-        if (n1 > MAXG || n2 > MAXG || ns > 1000) {
+        long nc = argc >= 7 ? atol(argv[6]) : 0;
+        if (n1 > MAXG || n2 > MAXG || ns > 1000 || nc > 500) {
             fprintf(stderr, "too many pages\n");
             return 2;
         }
@@ -126,10 +163,14 @@ int main(int argc, char **argv)
         warm((const void *)touch_global2);
         warm((const void *)touch_heap);
         warm((const void *)touch_stack);
+        warm((const void *)touch_through);
+        warm((const void *)touch_caller_stack);
         touch_global1(n1);
         touch_global2(n2);
         touch_heap(r, nh);
         touch_stack(ns);
+        if (nc)
+            touch_caller_stack(nc);
         printf("faults %ld %ld %ld %ld\n", n1, n2, nh, ns);
         return 0;
     }
@@ -161,6 +202,12 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    fprintf(stderr, "usage: wl_counters faults G1 G2 H S | switches N | writes N\n");
+    if (argc >= 3 && !strcmp(argv[1], "members")) {
+        long n = atol(argv[2]);
+        write_member(n);
+        printf("members %ld %ld\n", n, (long)bp_pair.b);
+        return 0;
+    }
+    fprintf(stderr, "usage: wl_counters faults G1 G2 H S | switches N | writes N | members N\n");
     return 2;
 }
