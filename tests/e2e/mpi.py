@@ -33,6 +33,8 @@ still match MPI Time as above (a call that left its MPI state behind would fail 
 import os
 import re
 import shutil
+import signal
+import subprocess
 
 from common import *
 
@@ -319,14 +321,135 @@ def check_requests(impl, cfg, d):
     pairs = sorted((q["from"], q["to"], q["msgs"], q["bytes"]) for q in docs[NRANKS]["pairs"])
     check(pairs == [(r, (r + 1) % NRANKS, 2 + 3 * P, 8 + 80 * P) for r in range(NRANKS)],
           "%s: -mpi_matrix %s" % (what, pairs))
-    # MPI_Abort: the same exit status as without tally
-    bare = run(cfg["run"] + [prog, str(P), "abort"], env=env, timeout=200)
-    p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", name + "_abort"] + cfg["run"] +
-            [prog, str(P), "abort"], env=env, timeout=200)
-    check(bare.returncode != 0 and p.returncode == bare.returncode,
-          "%s: MPI_Abort exit status %d with tally, %d without" % (what, p.returncode,
-                                                                  bare.returncode))
+    check_abort(impl, cfg, prog, d, name)
 
+
+# MPI_Abort, looped: mpi_requests.c's rank 0 calls MPI_Abort(MPI_COMM_WORLD, 3) and every run,
+# with tally or without, must end with that status. Open MPI 4.1.4's launcher (Debian 12, PMIx
+# 4.2.2) has a teardown race of its own after an abort: without tally too, about one run in 15
+# to 20 under load ends with mpirun's SIGSEGV inside PMIx_server_finalize, or hangs there with
+# the ranks dead and unreaped. Such a run is the program's own outcome, which tally passes
+# through (tally collect ends by the same signal); it is told apart from anything else by where
+# the launcher is (its own backtrace, or a return address into PMIx_server_finalize on its main
+# thread's stack) and reported, never passed silently: any other status fails, and at least one
+# run with tally must give the program's status.
+ABORT_RUNS, ABORT_BARE, ABORT_CODE, ABORT_LIMIT = 4, 2, 3, 60
+LAUNCHER_FN = ("libpmix.so", "PMIx_server_finalize")
+
+
+def descendants(pid):
+    kids = {}
+    for e in os.listdir("/proc"):
+        if not e.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % e) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(e))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def stuck_in(pid, lib, sym):
+    """Does pid's main thread, stopped in a system call, hold a return address into sym of the
+    mapped library lib on its stack?"""
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            fields = f.read().split()
+        if len(fields) < 9:  # "running"
+            return False
+        sp = int(fields[7], 16)
+        base = path = stack_end = None
+        with open("/proc/%d/maps" % pid) as f:
+            for line in f:
+                parts = line.split()
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                if len(parts) > 5 and lib in os.path.basename(parts[5]) and base is None and \
+                        int(parts[2], 16) == 0:
+                    base, path = lo, parts[5]
+                if lo <= sp < hi:
+                    stack_end = hi
+        if base is None or stack_end is None:
+            return False
+        nm = subprocess.run(["nm", "-D", "-S", "--defined-only", path], capture_output=True,
+                            text=True).stdout
+        m = re.search(r"^([0-9a-f]+) ([0-9a-f]+) [TW] %s(@\S*)?$" % sym, nm, re.M)
+        if not m:
+            return False
+        lo, hi = base + int(m.group(1), 16), base + int(m.group(1), 16) + int(m.group(2), 16)
+        with open("/proc/%d/mem" % pid, "rb") as f:
+            f.seek(sp)
+            data = f.read(min(stack_end - sp, 1 << 18))
+        words = (int.from_bytes(data[i:i + 8], "little") for i in range(0, len(data) - 7, 8))
+        return any(lo < w < hi for w in words)
+    except (OSError, ValueError):
+        return False
+
+
+def launcher_crash(stderr):
+    """Open MPI's own report of a SIGSEGV whose faulting frame is in LAUNCHER_FN (the frames
+    before it are the signal handlers': the collector's, which runs Open MPI's, and libc's
+    return trampoline)."""
+    frames = re.findall(r"^\[[^]]*\] \[ *\d+\] (\S+)", stderr, re.M)
+    k = next((i for i, f in enumerate(frames) if LAUNCHER_FN[1] + "+" in f), None)
+    return "Signal: Segmentation fault" in stderr and k is not None and k <= 3 and \
+        all("libtally-collector.so" in f or "libc.so.6" in f for f in frames[:k])
+
+
+def run_abort(args):
+    """(status, stdout, stderr, known): known names Open MPI's own launcher failure, if that is
+    how the run ended."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=ABORT_LIMIT)
+    except subprocess.TimeoutExpired:
+        procs = descendants(p.pid) + [p.pid]
+        hung = [q for q in procs if stuck_in(q, *LAUNCHER_FN)]
+        for q in procs:
+            try:
+                os.kill(q, signal.SIGKILL)
+            except OSError:
+                pass
+        out, err = p.communicate()
+        return None, out, err, ("the launcher hung in %s (its main thread's stack)" %
+                                LAUNCHER_FN[1]) if hung else None
+    known = p.returncode == -signal.SIGSEGV and launcher_crash(err)
+    return p.returncode, out, err, ("the launcher's SIGSEGV in %s" % LAUNCHER_FN[1]) \
+        if known else None
+
+
+def check_abort(impl, cfg, prog, d, name):
+    what = impl + " MPI_Abort"
+    runs = [("without tally", cfg["run"] + [prog, str(P), "abort"])] * ABORT_BARE
+    runs += [("with tally", [TALLY, "collect", "-M", "on", "-d", d, "-o", "%s_abort%d" % (name, i)]
+              + cfg["run"] + [prog, str(P), "abort"]) for i in range(ABORT_RUNS)]
+    good = {"without tally": 0, "with tally": 0}
+    for i, (how, args) in enumerate(runs):
+        status, out, err, known = run_abort(args)
+        if status == ABORT_CODE:
+            good[how] += 1
+            if how == "with tally":
+                exp = os.path.join(d, "%s_abort%d.tally" % (name, i - ABORT_BARE))
+                ends = [f for _, f in log_records(exp, "end") if f.get("by") != "tally-collect"]
+                check(ends and ends[0].get("how") == "exit" and
+                      ends[0].get("status") == str(ABORT_CODE),
+                      "%s: the launcher's end in %s: %s" % (what, exp, ends))
+        elif known and impl == "openmpi":
+            print("%s: run %d %s: %s (Open MPI's own failure, also seen without tally)"
+                  % (what, i, how, known))
+        else:
+            check(False, "%s: run %d %s: exit status %s, expected %d\n%s"
+                  % (what, i, how, status, ABORT_CODE, err[-3000:]))
+    check(good["with tally"] >= 1 and good["without tally"] + good["with tally"] >= 2,
+          "%s: the program's status came out of %d runs with tally, %d without"
+          % (what, good["with tally"], good["without tally"]))
 
 ran = []
 for impl, cfg in IMPLS.items():
