@@ -16,6 +16,7 @@
 
 const tally_collector_api_v1_t *tw_api_table;
 int tw_kind = -1;
+int tw_sync_kind = -1;
 int tw_state_kind[2] = {-1, -1};
 const void *const *tw_public_table;
 static int api_looked;
@@ -53,6 +54,10 @@ const tally_collector_api_v1_t *tw_api(void)
     a->declare_metric("mpicollsent", "MPI Collective Bytes Sent", "bytes", 0);
     a->declare_metric("mpicollrecv", "MPI Collective Bytes Received", "bytes", 0);
     int k = a->declare_kind("mpi_call", metric_names, TW_NV);
+    if (k >= 0) {
+        int ks = a->declare_kind("mpi_sync", metric_names, TW_NV);
+        tw_sync_kind = ks >= 0 ? ks : -1;
+    }
     /* MPI Work and MPI Wait: runtime states for clock profiling (blocked time in MPI Work is
      * waiting too, hence mpiwait second) */
     static const char *const work[] = {"mpiwork", "mpiwait"}, *const wait[] = {"mpiwait"};
@@ -994,6 +999,7 @@ static uint64_t sum_bytes(const int *counts, int n, MPI_Datatype type)
 void tw_coll_Allgather(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype);
     c->v[TW_CRECV] += tw_bytes(recvcount, recvtype) * (uint64_t)comm_size(comm);
@@ -1003,6 +1009,7 @@ void tw_coll_Allgatherv(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Da
                         void *recvbuf, const int *recvcounts, const int *displs,
                         MPI_Datatype recvtype, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype);
     c->v[TW_CRECV] += sum_bytes(recvcounts, comm_size(comm), recvtype);
@@ -1011,6 +1018,7 @@ void tw_coll_Allgatherv(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Da
 void tw_coll_Allreduce(tw_call_t *c, const void *sendbuf, void *recvbuf, int count,
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     c->v[TW_CSENT] += tw_bytes(count, datatype);
     c->v[TW_CRECV] += tw_bytes(count, datatype);
 }
@@ -1018,6 +1026,7 @@ void tw_coll_Allreduce(tw_call_t *c, const void *sendbuf, void *recvbuf, int cou
 void tw_coll_Alltoall(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                       void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     uint64_t n = (uint64_t)comm_size(comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype) * n;
@@ -1029,6 +1038,7 @@ void tw_coll_Alltoallv(tw_call_t *c, const void *sendbuf, const int *sendcounts,
                        const int *recvcounts, const int *rdispls, MPI_Datatype recvtype,
                        MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     int n = comm_size(comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += sum_bytes(sendcounts, n, sendtype);
@@ -1040,6 +1050,7 @@ void tw_coll_Alltoallw(tw_call_t *c, const void *sendbuf, const int *sendcounts,
                        const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes,
                        MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     int n = comm_size(comm);
     for (int i = 0; i < n; i++) {
         if (!IN_PLACE(sendbuf) && sendcounts && sendtypes)
@@ -1049,8 +1060,15 @@ void tw_coll_Alltoallw(tw_call_t *c, const void *sendbuf, const int *sendcounts,
     }
 }
 
+void tw_sync_world(tw_call_t *c, MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD && tw_sync_kind >= 0)
+        c->kind = tw_sync_kind;
+}
+
 void tw_coll_Barrier(tw_call_t *c, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
 }
 
 void tw_coll_Bcast(tw_call_t *c, void *buffer, int count, MPI_Datatype datatype, int root,
@@ -1093,6 +1111,7 @@ void tw_coll_Reduce_scatter(tw_call_t *c, const void *sendbuf, void *recvbuf,
                             const int *recvcounts, MPI_Datatype datatype, MPI_Op op,
                             MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     int r = comm_rank(comm);
     c->v[TW_CSENT] += sum_bytes(recvcounts, comm_size(comm), datatype);
     if (recvcounts && r >= 0)

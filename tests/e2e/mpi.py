@@ -10,7 +10,8 @@ wrapper supplies), MPI_Allreduce of K doubles, an imbalanced phase (rank 0 compu
 as long) and MPI_Barrier. Checked exactly, per rank and per function: sends, bytes sent,
 receives, bytes received, other events, collective bytes, and the communication matrix
 (-mpi_matrix), the timeline (-mpi_timeline: each rank's columns add up to its MPI time);
-the program's output and exit status
+late arrival (-mpi_callsites: the barrier's wait of ranks 1.. charged to rank 0's call site,
+close to the waits they measured, one-sided); the program's output and exit status
 are those of the run without tally; every rank is a sub-experiment _r<rank>.tally with its
 `mpi` record; nothing was dropped; the recorded MPI_Barrier time of each rank is within the
 time the program itself measured around the call (one-sided: the wrapper's interval is inside
@@ -167,6 +168,35 @@ def check_experiment(exp, fortran, lines, what):
     for s in sites:
         check(0 <= s["max_rank"] < NRANKS and s["min"] <= s["mean"] <= s["max"],
               "%s: call site %s" % (what, s))
+    check_late(docs[NRANKS + 1], barrier, lines, what)
+
+
+def check_late(doc, barrier, lines, what):
+    """Late arrival: the program's two world collectives (MPI_Allreduce, MPI_Barrier) are
+    matched across the ranks, and the barrier's wait of ranks 1.. (rank 0 computes three times
+    as long before it) is charged to rank 0's MPI_Barrier call site. Against the waits the
+    ranks measured around their call: never more (each rank's wait for rank 0's entry lies
+    inside its own measured interval; the clock slack of the MPI_Barrier check above), and
+    less by at most what load adds after the last entry (the barrier's release and each
+    rank's return: 10% and 50 ms a rank)."""
+    check(doc["late_collectives"] == 2 and doc["late_skipped"] == 0,
+          "%s: -mpi_callsites matched %s world collectives, left out %s (expected 2, 0)"
+          % (what, doc["late_collectives"], doc["late_skipped"]))
+    rows = [r for r in doc["rows"] if r["name"].startswith(barrier + " from ")]
+    if not check(len(rows) == 1, "%s: -mpi_callsites rows of %s: %s" % (what, barrier, rows)):
+        return
+    row = rows[0]
+    check(row["late_rank"] == 0 and abs(row["late_max"] - row["late"]) < 1e-6,
+          "%s: the barrier's wait is charged to rank %s (%.3f of %.3f s), expected rank 0"
+          % (what, row["late_rank"], row["late_max"], row["late"]))
+    waits = [lines[r][0] / 1e9 for r in range(1, NRANKS) if r in lines]
+    if len(waits) == NRANKS - 1:
+        bounded(row["late"], sum(waits), 0.10 + 0.05 * len(waits) / sum(waits),
+                0.01 + 0.0002 * len(waits) / sum(waits),
+                "%s: the wait charged to rank 0 at %s against the waits ranks 1-%d measured"
+                % (what, barrier, NRANKS - 1))
+        print("%s: late arrival: %.3f s charged to rank 0's %s, ranks 1-%d measured %.3f s"
+              % (what, row["late"], barrier, NRANKS - 1, sum(waits)))
 
 
 def clock_period(rank_exp):
