@@ -235,26 +235,30 @@ def check_states(exp, docs, found, fortran, lines, what):
         bounded(ww, mt, (0.05 * mt + 3 * period + gap) / mt, (0.05 * mt + 3 * period) / mt,
                 "%s: rank %d: MPI Work + Wait against MPI Time (the profile missed %.3f s of the "
                 "thread's %.3f s)" % (what, r, gap, main[0]["wall"]))
-        got[r] = (total["e.mpiwait"], gap, period)
+        got[r] = (total["e.mpiwait"], gap, period, mt)
         print("%s: rank %d: MPI Work %.3f + Wait %.3f s; MPI Time %.3f s; thread %.3f s, "
               "sampled %.3f s; barrier wait measured %.3f s"
               % (what, r, total["e.mpiwork"], total["e.mpiwait"], mt, main[0]["wall"],
                  total["i.total"], lines.get(r, (0, 0))[0] / 1e9))
     # the ranks that waited at the barrier for rank 0: their MPI Wait holds that wait (one-sided:
     # it also has their other waits), and exceeds rank 0's by about the difference of the waits
-    # the ranks measured (their other waits are alike: the same rings and collectives)
+    # the ranks measured, give or take their waits outside the barrier: the same rings and
+    # collectives, but under load one rank can wait in them far longer than another, so they
+    # are bounded by the MPI time the wrappers measured outside the barrier (the larger of the
+    # two ranks'), not assumed alike; a barrier wait charged to the wrong rank still fails)
     if 0 in got and 0 in lines:
-        w0, gap0, period = got[0]
+        w0, gap0, period, mt0 = got[0]
         for r in range(1, NRANKS):
             if r not in got or r not in lines:
                 continue
-            wr, gapr, _ = got[r]
+            wr, gapr, _, mtr = got[r]
             measured = lines[r][0] / 1e9
             at_least(wr + gapr + 2 * period, measured, 0.05,
                      "%s: rank %d: MPI Wait (+ %.3f s the profile missed) against the barrier "
                      "wait the rank measured" % (what, r, gapr))
             diff, want = wr - w0, measured - lines[0][0] / 1e9
-            slack = 0.05 * measured + 5 * period + gapr + gap0
+            outside = max(mtr - measured, mt0 - lines[0][0] / 1e9, 0.0)
+            slack = 0.05 * measured + 5 * period + gapr + gap0 + outside
             check(abs(diff - want) <= slack,
                   "%s: rank %d: MPI Wait exceeds rank 0's by %.3f s, the barrier waits measured "
                   "differ by %.3f s (allowed: %.3f s)" % (what, r, diff, want, slack))
