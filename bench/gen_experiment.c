@@ -1,8 +1,12 @@
 /*
  * gen_experiment.c - writes a synthetic clock-profiling experiment of N events through the
- * format's own writer, for the analyzer benchmark (bench/print.py).
+ * format's own writer, for the analyzer benchmarks (bench/print.py, bench/mpi_analysis.py).
  *
- *   bench_gen_experiment DIR.tally [events=10000000] [threads=8] [stacks=5000]
+ *   bench_gen_experiment DIR.tally [events=10000000] [threads=8] [stacks=5000] [ranks=0]
+ *
+ * With ranks R > 0 it writes an MPI job as `mpirun tally collect -M on` leaves one: DIR/log
+ * holds the `job` record, and each rank is DIR/_r<rank>.tally, a process of its own (its `mpi`
+ * record) with the events, threads and stacks given, all ranks sharing the program's stacks.
  *
  * The "program" is this machine's libc: its exported functions (.dynsym) play the functions of
  * the program, so every frame symbolizes for real. A call graph over ~2000 of them gives the
@@ -29,6 +33,7 @@
 #include "experiment/logfile.h"
 
 #define BIAS 0x7f3a00000000ULL
+enum { MAXD = 48 }; /* frames of a stack at most */
 
 static uint64_t rng = 88172645463325252ULL;
 static uint64_t next_rand(void)
@@ -111,44 +116,13 @@ static void logline(int fd, exp_line_t *l)
         die("writing the log");
 }
 
-int main(int argc, char **argv)
+/* One process's experiment in dir: nevents clock events over nthreads threads, picking from the
+ * stacks; rank and size (size 0: not a rank) for its `mpi` record. */
+static void write_process(const char *dir, uint64_t nevents, uint32_t nthreads, uint32_t nstacks,
+                          uint64_t (*stacks)[MAXD], const uint32_t *depth, const funcs_t *fsp,
+                          const char *libc, uint32_t rank, uint32_t size)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: bench_gen_experiment DIR.tally [events] [threads] [stacks]\n");
-        return 2;
-    }
-    const char *dir = argv[1];
-    uint64_t nevents = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000000;
-    uint32_t nthreads = argc > 3 ? (uint32_t)atoi(argv[3]) : 8;
-    uint32_t nstacks = argc > 4 ? (uint32_t)atoi(argv[4]) : 5000;
-    if (!nthreads || !nstacks)
-        return 2;
-    char libc[4096] = "";
-    dl_iterate_phdr(find_libc, libc);
-    funcs_t fs = { 0 };
-    read_libc(libc, &fs);
-    size_t nf = fs.n < 2000 ? fs.n : 2000;
-
-    /* distinct stacks: leaf first, outermost frame fixed (the "main" of the program) */
-    enum { MAXD = 48 };
-    uint64_t(*stacks)[MAXD] = malloc(nstacks * sizeof *stacks);
-    uint32_t *depth = malloc(nstacks * sizeof *depth);
-    for (uint32_t s = 0; s < nstacks; s++) {
-        uint32_t d = 5 + (uint32_t)(next_rand() % 36);
-        uint32_t fn[MAXD];
-        fn[d - 1] = 0; /* main */
-        for (int i = (int)d - 2; i >= 0; i--) /* each frame's function depends on its caller */
-            fn[i] = (uint32_t)((fn[i + 1] * 31 + 7 + next_rand() % 8) % nf);
-        if (s % 10 == 0 && d > 8) { /* recursion: a run of one function */
-            uint32_t at = 2 + (uint32_t)(next_rand() % (d - 6));
-            for (uint32_t k = 0; k < 4; k++)
-                fn[at + k] = fn[at];
-        }
-        for (uint32_t i = 0; i < d; i++) /* leaf: inside; callers: a return address */
-            stacks[s][i] = BIAS + fs.addr[fn[i]] + (i == 0 ? 8 : 20);
-        depth[s] = d;
-    }
-
+    funcs_t fs = *fsp;
     if (mkdir(dir, 0755))
         die(dir);
     char path[4200];
@@ -163,7 +137,7 @@ int main(int argc, char **argv)
     uint64_t t0 = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
     char buf[8192];
     exp_line_t l;
-    uint32_t pid = 4242;
+    uint32_t pid = 4242 + rank * 1000;
     exp_line_begin(&l, buf, sizeof buf, "start");
     exp_line_u64(&l, "t", t0);
     exp_line_u64(&l, "real", (uint64_t)time(NULL) * 1000000000ULL);
@@ -180,6 +154,14 @@ int main(int argc, char **argv)
     char *args[] = { (char *)"synthetic-program", NULL };
     exp_line_argv(&l, "argv", args, 1);
     logline(lfd, &l);
+    if (size) {
+        exp_line_begin(&l, buf, sizeof buf, "mpi");
+        exp_line_u64(&l, "rank", rank);
+        exp_line_u64(&l, "size", size);
+        exp_line_str(&l, "launcher", "openmpi");
+        exp_line_u64(&l, "job", 1);
+        logline(lfd, &l);
+    }
     exp_line_begin(&l, buf, sizeof buf, "settings");
     exp_line_u64(&l, "clock", 1000000);
     exp_line_str(&l, "clock_source", "task-clock");
@@ -266,7 +248,81 @@ int main(int argc, char **argv)
     exp_line_u64(&l, "status", 0);
     logline(lfd, &l);
     close(lfd);
-    printf("%s: %llu events, %u threads, %u distinct stacks over %zu functions of %s\n", dir,
-           (unsigned long long)nevents, nthreads, nstacks, nf, libc);
+    free(st);
+    free(tnow);
+    free(tcpu);
+    free(tsys);
+    free(tn);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr,
+                "usage: bench_gen_experiment DIR.tally [events] [threads] [stacks] [ranks]\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    uint64_t nevents = argc > 2 ? strtoull(argv[2], NULL, 10) : 10000000;
+    uint32_t nthreads = argc > 3 ? (uint32_t)atoi(argv[3]) : 8;
+    uint32_t nstacks = argc > 4 ? (uint32_t)atoi(argv[4]) : 5000;
+    if (!nthreads || !nstacks)
+        return 2;
+    char libc[4096] = "";
+    dl_iterate_phdr(find_libc, libc);
+    funcs_t fs = { 0 };
+    read_libc(libc, &fs);
+    size_t nf = fs.n < 2000 ? fs.n : 2000;
+
+    /* distinct stacks: leaf first, outermost frame fixed (the "main" of the program) */
+    uint64_t(*stacks)[MAXD] = malloc(nstacks * sizeof *stacks);
+    uint32_t *depth = malloc(nstacks * sizeof *depth);
+    for (uint32_t s = 0; s < nstacks; s++) {
+        uint32_t d = 5 + (uint32_t)(next_rand() % 36);
+        uint32_t fn[MAXD];
+        fn[d - 1] = 0; /* main */
+        for (int i = (int)d - 2; i >= 0; i--) /* each frame's function depends on its caller */
+            fn[i] = (uint32_t)((fn[i + 1] * 31 + 7 + next_rand() % 8) % nf);
+        if (s % 10 == 0 && d > 8) { /* recursion: a run of one function */
+            uint32_t at = 2 + (uint32_t)(next_rand() % (d - 6));
+            for (uint32_t k = 0; k < 4; k++)
+                fn[at + k] = fn[at];
+        }
+        for (uint32_t i = 0; i < d; i++) /* leaf: inside; callers: a return address */
+            stacks[s][i] = BIAS + fs.addr[fn[i]] + (i == 0 ? 8 : 20);
+        depth[s] = d;
+    }
+
+    uint32_t nranks = argc > 5 ? (uint32_t)atoi(argv[5]) : 0;
+    if (!nranks) {
+        write_process(dir, nevents, nthreads, nstacks, stacks, depth, &fs, libc, 0, 0);
+    } else {
+        if (mkdir(dir, 0755))
+            die(dir);
+        char path[4200], buf[512];
+        snprintf(path, sizeof path, "%s/log", dir);
+        int lfd = exp_log_create(path);
+        if (lfd < 0) {
+            errno = -lfd;
+            die(path);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        exp_line_t l;
+        exp_line_begin(&l, buf, sizeof buf, "job");
+        exp_line_u64(&l, "t", (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec);
+        exp_line_str(&l, "launcher", "openmpi");
+        exp_line_u64(&l, "job", 1);
+        exp_line_u64(&l, "size", nranks);
+        logline(lfd, &l);
+        close(lfd);
+        for (uint32_t r = 0; r < nranks; r++) {
+            snprintf(path, sizeof path, "%s/_r%u.tally", dir, r);
+            write_process(path, nevents, nthreads, nstacks, stacks, depth, &fs, libc, r, nranks);
+        }
+    }
+    printf("%s: %llu events, %u threads, %u distinct stacks over %zu functions of %s%s\n", dir,
+           (unsigned long long)nevents, nthreads, nstacks, nf, libc,
+           nranks ? " (each rank)" : "");
     return 0;
 }

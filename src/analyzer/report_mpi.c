@@ -241,6 +241,7 @@ typedef struct imb_key {
     uint32_t exp, proc, caller_fn; /* where the call site was first seen */
     uint64_t caller_pc;
     uint64_t *by_rank; /* [nranks] */
+    uint64_t *late_by_rank; /* [nranks] or NULL: wait of the others this rank caused here */
 } imb_key_t;
 
 typedef struct imb_ctx {
@@ -359,6 +360,155 @@ static int imb_stack(void *ctx, uint32_t exp, uint32_t proc, const uint64_t *pcs
     return 0;
 }
 
+/* ---- late arrival: the ranks' wait at a world collective charged to the rank that came last --
+ * The wrappers record the barrier and the all-to-all collectives over MPI_COMM_WORLD as kind
+ * mpi_sync (wrap.h): the n-th such record of every rank is the same collective (MPI orders a
+ * communicator's collectives alike on all its ranks). One scan of the events keeps per
+ * collective (not per rank) the latest entry (end - mpitime), the sum of the entries, how many
+ * ranks were seen, the function, and the last rank's stack; a collective all ranks took part in
+ * then charges n x latest - sum (each rank's wait for the last) to the last rank's call site.
+ * Memory: 40 bytes a world collective of one rank, never ranks x calls. The entries are on one
+ * clock: ranks of one host (CLOCK_MONOTONIC); ranks on several hosts differ by their clocks'
+ * offsets. A rank whose mpi_sync records come from several threads is taken in scan order. */
+
+typedef struct late_inst {
+    uint64_t max_enter, sum_enter;
+    uint32_t n, fn;           /* ranks seen; the leaf function (UINT32_MAX - 1: they differ) */
+    uint32_t last_ri, last_exp, last_stack, pad;
+} late_inst_t;
+
+typedef struct late_ctx {
+    ses_t *s;
+    int mtime;
+    uint64_t *ranks;
+    size_t nranks;
+    uint64_t *seq;  /* [nranks]: mpi_sync records seen */
+    late_inst_t *inst;
+    size_t ninst, cap;
+    uint32_t cache_exp, cache_proc;
+    int64_t cache_kind; /* the mpi_sync kind id of (cache_exp, cache_proc); -1 none, -2 unset */
+} late_ctx_t;
+
+static int64_t sync_kind_of(late_ctx_t *c, uint32_t exp, uint32_t proc)
+{
+    if (c->cache_kind != -2 && c->cache_exp == exp && c->cache_proc == proc)
+        return c->cache_kind;
+    const exp_experiment_t *e = c->s->exps[exp];
+    int64_t k = -1;
+    if (proc < e->nprocs)
+        for (size_t i = 0; i < e->procs[proc]->nkinds && k < 0; i++)
+            if (!strcmp(e->procs[proc]->kinds[i].name, "mpi_sync"))
+                k = e->procs[proc]->kinds[i].id;
+    c->cache_exp = exp;
+    c->cache_proc = proc;
+    c->cache_kind = k;
+    return k;
+}
+
+static int late_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
+                      uint32_t thread_index)
+{
+    late_ctx_t *c = ctx;
+    if (ev->type != EXP_REC_TRACE)
+        return 0;
+    const eng_thread_t *th = eng_thread(c->s->eng, thread_index);
+    int64_t k = sync_kind_of(c, th->exp, ev->proc);
+    if (k < 0 || ev->call != (uint64_t)k)
+        return 0;
+    uint64_t r1 = exp_mpi_rank_of(c->s->exps[th->exp], th->proc);
+    size_t ri = r1 ? rank_index(c->ranks, c->nranks, r1 - 1) : c->nranks;
+    if (ri == c->nranks)
+        return 0;
+    uint64_t q = c->seq[ri]++;
+    if (q >= c->ninst) {
+        while (c->ninst <= q) {
+            if (GROW(c->inst, c->ninst, c->cap))
+                return TALLY_ENOMEM;
+            memset(&c->inst[c->ninst], 0, sizeof *c->inst);
+            c->ninst++;
+        }
+    }
+    late_inst_t *in = &c->inst[q];
+    uint64_t enter = ev->t > v[c->mtime] ? ev->t - v[c->mtime] : 0;
+    if (!in->n) {
+        in->fn = leaf_fn;
+    } else if (in->fn != leaf_fn) {
+        in->fn = UINT32_MAX - 1;
+    }
+    if (!in->n || enter > in->max_enter) {
+        in->max_enter = enter;
+        in->last_ri = (uint32_t)ri;
+        in->last_exp = th->exp;
+        in->last_stack = ev->stack;
+    }
+    in->sum_enter += enter;
+    in->n++;
+    return 0;
+}
+
+/* Charges each complete world collective's wait to the last rank's call site in c (the keys
+ * of -mpi_callsites); *matched and *skipped count the collectives. */
+static int late_charge(imb_ctx_t *ic, late_ctx_t *c, uint64_t *matched, uint64_t *skipped,
+                       tally_err_t *err)
+{
+    exp_stacks_t *st = NULL;
+    uint32_t st_exp = UINT32_MAX;
+    for (size_t i = 0; i < c->ninst; i++) {
+        late_inst_t *in = &c->inst[i];
+        if (in->n != c->nranks || in->fn == UINT32_MAX - 1 || in->last_stack == EXP_NO_STACK) {
+            ++*skipped;
+            continue;
+        }
+        if (in->last_exp != st_exp) {
+            st = eng_stacks(c->s->eng, in->last_exp);
+            st_exp = in->last_exp;
+        }
+        uint32_t npc = 0, nfn = 0, flags = 0, proc = 0;
+        const uint64_t *pcs = st ? exp_stacks_get(st, in->last_stack, &npc, &flags, &proc) : NULL;
+        const uint32_t *fns = eng_stack_functions(c->s->eng, in->last_exp, in->last_stack, &nfn,
+                                                  err);
+        if (!fns)
+            return TALLY_ENOMEM;
+        if (!pcs || npc < 2 || nfn < 2) {
+            ++*skipped;
+            continue;
+        }
+        rep_frame_t fr;
+        rep_frames(c->s, 0, in->last_exp, proc, pcs + 1, fns + 1, 1, &fr);
+        imb_key_t *k = key_get(ic, fns[0], (uint64_t)fns[1] << 32 ^ (fr.offset & 0xffffffffu));
+        if (!k)
+            return TALLY_ENOMEM;
+        if (!k->caller_pc) {
+            k->exp = in->last_exp;
+            k->proc = proc;
+            k->caller_fn = fns[1];
+            k->caller_pc = pcs[1];
+        }
+        if (!k->late_by_rank && !(k->late_by_rank = calloc(c->nranks, sizeof *k->late_by_rank)))
+            return TALLY_ENOMEM;
+        uint64_t caused = in->n * in->max_enter - in->sum_enter;
+        k->late_by_rank[in->last_ri] = sat_add(k->late_by_rank[in->last_ri], caused);
+        ++*matched;
+    }
+    return 0;
+}
+
+static int late_scan(imb_ctx_t *ic, rep_imb_t *out, tally_err_t *err)
+{
+    late_ctx_t c = { .s = ic->s, .mtime = eng_metric_find(ic->s->eng, "mpitime"),
+                     .ranks = ic->ranks, .nranks = ic->nranks, .cache_kind = -2 };
+    if (c.mtime < 0)
+        return 0;
+    if (!(c.seq = calloc(c.nranks, sizeof *c.seq)))
+        return TALLY_ENOMEM;
+    int rc = eng_foreach_event(ic->s->eng, late_event, &c, err);
+    if (!rc)
+        rc = late_charge(ic, &c, &out->late_matched, &out->late_skipped, err);
+    free(c.seq);
+    free(c.inst);
+    return rc;
+}
+
 static int cmp_rows(const void *a, const void *b)
 {
     const rep_imb_row_t *x = a, *y = b;
@@ -391,6 +541,8 @@ int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally
         return tally_errf(err, TALLY_EUSAGE, "no MPI calls were recorded (collect with -M on)");
     }
     rc = eng_foreach_stack(s->eng, imb_stack, &c, err);
+    if (!rc && callsites)
+        rc = late_scan(&c, out, err);
     if (rc == TALLY_ENOMEM)
         rc = tally_errf(err, TALLY_ENOMEM, "out of memory");
     if (!rc && !(out->rows = calloc(c.nkeys + 1, sizeof *out->rows)))
@@ -412,6 +564,13 @@ int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally
             }
         }
         r->mean = (double)r->sum / (double)c.nranks;
+        for (size_t j = 0; k->late_by_rank && j < c.nranks; j++) {
+            r->late = sat_add(r->late, k->late_by_rank[j]);
+            if (k->late_by_rank[j] > r->late_max) {
+                r->late_max = k->late_by_rank[j];
+                r->late_rank = c.ranks[j];
+            }
+        }
         const char *fname = eng_object_name(s->eng, ENG_KIND_FUNCTION, (uint32_t)k->a, 0);
         char *nm = NULL;
         if (callsites) {
@@ -432,8 +591,10 @@ int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally
         r->name = nm;
         out->n++;
     }
-    for (size_t i = 0; i < c.nkeys; i++)
+    for (size_t i = 0; i < c.nkeys; i++) {
         free(c.keys[i].by_rank);
+        free(c.keys[i].late_by_rank);
+    }
     free(c.keys);
     free(c.slot);
     free(c.stamp);

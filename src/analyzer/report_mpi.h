@@ -53,6 +53,10 @@ typedef struct rep_imb_row {
     uint64_t min, max, sum; /* over all ranks of the job (a rank without the row counts 0) */
     double mean;
     uint64_t max_rank, min_rank;
+    /* call sites: the wait (ns) other ranks spent at a world collective where this call site
+     * arrived last, summed over ranks (late), the most one rank caused (late_max) and that rank
+     * (late_rank; meaningful when late_max > 0) */
+    uint64_t late, late_max, late_rank;
 } rep_imb_row_t;
 
 typedef struct rep_imb {
@@ -60,10 +64,15 @@ typedef struct rep_imb {
     size_t n;
     size_t nranks;
     int metric;
+    /* call sites: world collectives (barrier, all-to-all ones) charged to the last arrival,
+     * and those left out (a rank missing under the selection, functions that differ) */
+    uint64_t late_matched, late_skipped;
 } rep_imb_t;
 
 /* Imbalance of metric over the ranks: callsites 0 per function (inclusive), 1 per MPI call
- * site. */
+ * site. With call sites, also late arrival (report_mpi.c): at every MPI_Barrier and all-to-all
+ * collective over MPI_COMM_WORLD the other ranks' wait for the last one to enter is charged
+ * to that rank's call site (Scalasca's wait at N x N, mpiP's late arrival). */
 int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally_err_t *err);
 void rep_mpi_imbalance_free(rep_imb_t *m);
 

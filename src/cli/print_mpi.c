@@ -122,14 +122,28 @@ static int imbalance(pstate_t *ps, int callsites)
         json_str(&j, "mpitime");
         json_key(&j, "ranks");
         json_u64(&j, t.nranks);
+        if (callsites) {
+            json_key(&j, "late_collectives");
+            json_u64(&j, t.late_matched);
+            json_key(&j, "late_skipped");
+            json_u64(&j, t.late_skipped);
+        }
         json_key(&j, "rows");
         json_arr_begin(&j);
     } else {
         sink_printf(o, "MPI time per %s over %zu rank%s, by its maximum\n\n",
                     callsites ? "MPI call site" : "function (inclusive)", t.nranks,
                     t.nranks == 1 ? "" : "s");
-        sink_printf(o, "%10s %10s %10s %8s %8s  %s\n", "Min sec.", "Mean sec.", "Max sec.",
-                    "Max rank", "Max/mean", "Name");
+        if (callsites)
+            sink_printf(o, "Late: the other ranks' wait at MPI_COMM_WORLD barriers and all-to-all "
+                        "collectives\nwhere this call site entered last (%llu matched, %llu left "
+                        "out), and the rank\nthat caused the most of it.\n\n",
+                        (unsigned long long)t.late_matched, (unsigned long long)t.late_skipped);
+        sink_printf(o, "%10s %10s %10s %8s %8s", "Min sec.", "Mean sec.", "Max sec.", "Max rank",
+                    "Max/mean");
+        if (callsites)
+            sink_printf(o, " %10s %9s", "Late sec.", "Late rank");
+        sink_printf(o, "  %s\n", "Name");
     }
     size_t n = ps->limit > 0 && (size_t)ps->limit < t.n ? (size_t)ps->limit : t.n;
     for (size_t i = 0; i < n; i++) {
@@ -151,10 +165,27 @@ static int imbalance(pstate_t *ps, int callsites)
             json_u64(&j, r->max_rank);
             json_key(&j, "min_rank");
             json_u64(&j, r->min_rank);
+            if (callsites) {
+                json_key(&j, "late");
+                json_num(&j, (double)r->late * 1e-9);
+                json_key(&j, "late_max");
+                json_num(&j, (double)r->late_max * 1e-9);
+                json_key(&j, "late_rank");
+                if (r->late_max)
+                    json_u64(&j, r->late_rank);
+                else
+                    json_null(&j);
+            }
             json_obj_end(&j);
         } else {
-            sink_printf(o, "%10.6f %10.6f %10.6f %8llu %8.2f  %s\n", mn, mean, mx,
-                        (unsigned long long)r->max_rank, ratio, r->name);
+            sink_printf(o, "%10.6f %10.6f %10.6f %8llu %8.2f", mn, mean, mx,
+                        (unsigned long long)r->max_rank, ratio);
+            if (callsites && r->late_max)
+                sink_printf(o, " %10.6f %9llu", (double)r->late * 1e-9,
+                            (unsigned long long)r->late_rank);
+            else if (callsites)
+                sink_printf(o, " %10s %9s", "0", "-");
+            sink_printf(o, "  %s\n", r->name);
         }
     }
     if (ps->json) {

@@ -2139,6 +2139,9 @@ static int proc_scan_init(struct proc_scan *ps, const exp_process_t *pr, exp_sta
         refs[nrefs++] = (struct chunk_ref){ get_le32(m + off + 24), get_le32(m + off + 8),
                                             get_le32(m + off + 4), off };
     }
+    /* and the rest: exp_scan_parallel maps every process before it reads any, so what the
+     * headers faulted in would stay resident for all of them at once (all of a small file) */
+    drop_pages(m, dropped, size);
     if (nrefs)
         qsort(refs, nrefs, sizeof *refs, cmp_chunks);
     for (size_t i = 0; i < nrefs; i++)

@@ -47,6 +47,7 @@ typedef struct tw_call {
     const tally_collector_api_v1_t *api;
     int prev_state; /* the thread's state before the call (restored by tw_leave) */
     int state_set;  /* 1: tw_begin set a state */
+    int kind;       /* the record's kind: tw_kind, or tw_sync_kind (tw_sync_world) */
     uint64_t t0;
     uint64_t v[TW_NV];
 } tw_call_t;
@@ -62,6 +63,7 @@ typedef struct tw_call {
 
 extern const tally_collector_api_v1_t *tw_api_table;
 extern int tw_kind;
+extern int tw_sync_kind; /* mpi_sync, or -1 */
 extern int tw_state_kind[2]; /* [TW_WORK], [TW_WAIT]: the kinds, or -1 */
 extern const void *const *tw_public_table;
 
@@ -93,6 +95,7 @@ static inline __attribute__((always_inline)) int tw_begin(tw_call_t *c, int stat
         c->prev_state = c->api->set_state(k);
     for (int k = 0; k < TW_NV; k++)
         c->v[k] = 0;
+    c->kind = tw_kind;
     c->t0 = c->api->now();
     return 1;
 }
@@ -106,7 +109,7 @@ static inline __attribute__((always_inline)) int tw_begin(tw_call_t *c, int stat
         uint32_t tw_nv = TW_NV;                                                                  \
         while (tw_nv > 1 && (c)->v[tw_nv - 1] == 0)                                              \
             tw_nv--;                                                                             \
-        (c)->api->emit(tw_kind, tw_t1, tw_pcs, tw_n, (c)->v, tw_nv, 0);                          \
+        (c)->api->emit((c)->kind, tw_t1, tw_pcs, tw_n, (c)->v, tw_nv, 0);                          \
     } while (0)
 
 /* A call that sent and received nothing (it failed, or its peer was MPI_PROC_NULL) is another
@@ -123,6 +126,12 @@ static inline void tw_leave(tw_call_t *c)
         c->api->set_state(c->prev_state);
     c->api->leave();
 }
+
+/* A collective over MPI_COMM_WORLD in which every rank waits for all the others (barrier and
+ * the all-to-all ones) is recorded as kind mpi_sync (the same metrics as mpi_call): the n-th
+ * such record of every rank is the same collective, which the analysis matches to charge the
+ * ranks' wait to the one that arrived last. Called by the tw_coll_ functions of those. */
+void tw_sync_world(tw_call_t *c, MPI_Comm comm);
 
 /* collectives: bytes of the buffer arguments (wrap_common.c) */
 void tw_coll_Allgather(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,

@@ -16,6 +16,7 @@
 
 const tally_collector_api_v1_t *tw_api_table;
 int tw_kind = -1;
+int tw_sync_kind = -1;
 int tw_state_kind[2] = {-1, -1};
 const void *const *tw_public_table;
 static int api_looked;
@@ -53,6 +54,10 @@ const tally_collector_api_v1_t *tw_api(void)
     a->declare_metric("mpicollsent", "MPI Collective Bytes Sent", "bytes", 0);
     a->declare_metric("mpicollrecv", "MPI Collective Bytes Received", "bytes", 0);
     int k = a->declare_kind("mpi_call", metric_names, TW_NV);
+    if (k >= 0) {
+        int ks = a->declare_kind("mpi_sync", metric_names, TW_NV);
+        tw_sync_kind = ks >= 0 ? ks : -1;
+    }
     /* MPI Work and MPI Wait: runtime states for clock profiling (blocked time in MPI Work is
      * waiting too, hence mpiwait second) */
     static const char *const work[] = {"mpiwork", "mpiwait"}, *const wait[] = {"mpiwait"};
@@ -628,7 +633,6 @@ TW_WRAPPER int tallyw_MPI_Testsome(int incount, MPI_Request *array_of_requests, 
  * implementation's MPI_STATUS_SIZE); flags are LOGICAL (nonzero: true). */
 
 #define F_STATUS_N (sizeof(MPI_Status) / sizeof(MPI_Fint))
-#define FSLOT(name) (TW_SLOT_##name + TW_NFUNCS)
 
 void *tw_fortran_real(const char *name)
 {
@@ -656,111 +660,12 @@ static int f_int(const void *p)
     return (int)*(const MPI_Fint *)p;
 }
 
-TW_WRAPPER void tallyw_f_mpi_start_(void *req, void *ierr)
-{
-    FREAL(f1_t, "pmpi_start_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WORK)) {
-        real(req, ierr);
-        return;
-    }
-    MPI_Request h = f_req(req);
-    real(req, ierr);
-    int saved = errno;
-    if (f_int(ierr) == MPI_SUCCESS)
-        req_started(&c, h);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Start)));
-    tw_leave(&c);
-    errno = saved;
-}
-
-TW_WRAPPER void tallyw_f_mpi_startall_(void *count, void *reqs, void *ierr)
-{
-    FREAL(f2_t, "pmpi_startall_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WORK)) {
-        real(count, reqs, ierr);
-        return;
-    }
-    real(count, reqs, ierr);
-    int saved = errno;
-    if (f_int(ierr) == MPI_SUCCESS)
-        for (int i = 0; i < f_int(count); i++)
-            req_started(&c, f_req((MPI_Fint *)reqs + i));
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Startall)));
-    tw_leave(&c);
-    errno = saved;
-}
-
-TW_WRAPPER void tallyw_f_mpi_request_free_(void *req, void *ierr)
-{
-    FREAL(f1_t, "pmpi_request_free_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WORK)) {
-        real(req, ierr);
-        return;
-    }
-    MPI_Request h = f_req(req);
-    real(req, ierr);
-    int saved = errno;
-    if (f_int(ierr) == MPI_SUCCESS)
-        req_freed(h);
-    c.v[TW_OTHER] = 1;
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Request_free)));
-    tw_leave(&c);
-    errno = saved;
-}
-
 /* one Fortran status, as C */
 static void f_completed(tw_call_t *c, MPI_Request h, MPI_Fint *fst)
 {
     MPI_Status st;
     if (PMPI_Status_f2c(fst, &st) == MPI_SUCCESS)
         req_completed(c, h, &st);
-}
-
-TW_WRAPPER void tallyw_f_mpi_wait_(void *req, void *status, void *ierr)
-{
-    FREAL(f2_t, "pmpi_wait_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WAIT)) {
-        real(req, status, ierr);
-        return;
-    }
-    MPI_Fint fbuf[TW_F_STATUS_INTS];
-    MPI_Fint *fs = (MPI_Fint *)status == MPI_F_STATUS_IGNORE ? fbuf : (MPI_Fint *)status;
-    MPI_Request h = f_req(req);
-    real(req, fs, ierr);
-    int saved = errno;
-    if (f_int(ierr) == MPI_SUCCESS)
-        f_completed(&c, h, fs);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Wait)));
-    tw_leave(&c);
-    errno = saved;
-}
-
-TW_WRAPPER void tallyw_f_mpi_test_(void *req, void *flag, void *status, void *ierr)
-{
-    FREAL(f3_t, "pmpi_test_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WORK)) {
-        real(req, flag, status, ierr);
-        return;
-    }
-    MPI_Fint fbuf[TW_F_STATUS_INTS];
-    MPI_Fint *fs = (MPI_Fint *)status == MPI_F_STATUS_IGNORE ? fbuf : (MPI_Fint *)status;
-    MPI_Request h = f_req(req);
-    real(req, flag, fs, ierr);
-    int saved = errno;
-    if (f_int(ierr) == MPI_SUCCESS && f_int(flag))
-        f_completed(&c, h, fs);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Test)));
-    tw_leave(&c);
-    errno = saved;
 }
 
 /* Fortran copies: C handles of the requests and a status array to use when ignored */
@@ -823,146 +728,28 @@ static void fmany_some(tw_call_t *c, tw_fmany_t *m, int n, int rc, int outcount,
     }
 }
 
-TW_WRAPPER void tallyw_f_mpi_waitall_(void *count, void *reqs, void *statuses, void *ierr)
-{
-    FREAL(f3_t, "pmpi_waitall_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WAIT)) {
-        real(count, reqs, statuses, ierr);
-        return;
-    }
-    tw_fmany_t m;
-    int n = f_int(count);
-    fmany_init(&m, n, reqs, statuses);
-    real(count, reqs, m.s, ierr);
-    int saved = errno;
-    fmany_all(&c, &m, n, f_int(ierr));
-    fmany_done(&m, statuses);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Waitall)));
-    tw_leave(&c);
-    errno = saved;
-}
+/* The wrappers of both Fortran bindings (wrap_fortran.inc). An absent optional ierror (mpi_f08)
+ * is a null pointer: the wrapper passes one of its own, which the program does not see, as
+ * when it is absent. */
+#define F_IERR(ierr)                                                                             \
+    MPI_Fint tw_ierr_own = MPI_SUCCESS;                                                          \
+    if (!(ierr))                                                                                 \
+    (ierr) = &tw_ierr_own
 
-TW_WRAPPER void tallyw_f_mpi_testall_(void *count, void *reqs, void *flag, void *statuses,
-                                      void *ierr)
-{
-    FREAL(f4_t, "pmpi_testall_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WORK)) {
-        real(count, reqs, flag, statuses, ierr);
-        return;
-    }
-    tw_fmany_t m;
-    int n = f_int(count);
-    fmany_init(&m, n, reqs, statuses);
-    real(count, reqs, flag, m.s, ierr);
-    int saved = errno;
-    if (f_int(flag) || f_int(ierr) == MPI_ERR_IN_STATUS)
-        fmany_all(&c, &m, n, f_int(ierr));
-    fmany_done(&m, statuses);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Testall)));
-    tw_leave(&c);
-    errno = saved;
-}
-
-TW_WRAPPER void tallyw_f_mpi_waitany_(void *count, void *reqs, void *indx, void *status,
-                                      void *ierr)
-{
-    FREAL(f4_t, "pmpi_waitany_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WAIT)) {
-        real(count, reqs, indx, status, ierr);
-        return;
-    }
-    tw_fmany_t m;
-    int n = f_int(count);
-    fmany_init(&m, n, reqs, NULL);
-    MPI_Fint fbuf[TW_F_STATUS_INTS];
-    MPI_Fint *fs = (MPI_Fint *)status == MPI_F_STATUS_IGNORE ? fbuf : (MPI_Fint *)status;
-    real(count, reqs, indx, fs, ierr);
-    int saved = errno;
-    int i = f_int(indx);
-    if (m.ok && f_int(ierr) == MPI_SUCCESS && i != MPI_UNDEFINED && i >= 1 && i <= n)
-        f_completed(&c, m.h[i - 1], fs);
-    fmany_done(&m, NULL);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Waitany)));
-    tw_leave(&c);
-    errno = saved;
-}
-
-TW_WRAPPER void tallyw_f_mpi_testany_(void *count, void *reqs, void *indx, void *flag,
-                                      void *status, void *ierr)
-{
-    FREAL(f5_t, "pmpi_testany_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WORK)) {
-        real(count, reqs, indx, flag, status, ierr);
-        return;
-    }
-    tw_fmany_t m;
-    int n = f_int(count);
-    fmany_init(&m, n, reqs, NULL);
-    MPI_Fint fbuf[TW_F_STATUS_INTS];
-    MPI_Fint *fs = (MPI_Fint *)status == MPI_F_STATUS_IGNORE ? fbuf : (MPI_Fint *)status;
-    real(count, reqs, indx, flag, fs, ierr);
-    int saved = errno;
-    int i = f_int(indx);
-    if (m.ok && f_int(ierr) == MPI_SUCCESS && f_int(flag) && i != MPI_UNDEFINED && i >= 1 &&
-        i <= n)
-        f_completed(&c, m.h[i - 1], fs);
-    fmany_done(&m, NULL);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Testany)));
-    tw_leave(&c);
-    errno = saved;
-}
-
-TW_WRAPPER void tallyw_f_mpi_waitsome_(void *incount, void *reqs, void *outcount, void *indices,
-                                       void *statuses, void *ierr)
-{
-    FREAL(f5_t, "pmpi_waitsome_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WAIT)) {
-        real(incount, reqs, outcount, indices, statuses, ierr);
-        return;
-    }
-    tw_fmany_t m;
-    int n = f_int(incount);
-    fmany_init(&m, n, reqs, statuses);
-    real(incount, reqs, outcount, indices, m.s, ierr);
-    int saved = errno;
-    fmany_some(&c, &m, n, f_int(ierr), f_int(outcount), indices);
-    fmany_done(&m, statuses);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Waitsome)));
-    tw_leave(&c);
-    errno = saved;
-}
-
-TW_WRAPPER void tallyw_f_mpi_testsome_(void *incount, void *reqs, void *outcount, void *indices,
-                                       void *statuses, void *ierr)
-{
-    FREAL(f5_t, "pmpi_testsome_");
-    tw_call_t c;
-    if (!tw_begin(&c, TW_WORK)) {
-        real(incount, reqs, outcount, indices, statuses, ierr);
-        return;
-    }
-    tw_fmany_t m;
-    int n = f_int(incount);
-    fmany_init(&m, n, reqs, statuses);
-    real(incount, reqs, outcount, indices, m.s, ierr);
-    int saved = errno;
-    fmany_some(&c, &m, n, f_int(ierr), f_int(outcount), indices);
-    fmany_done(&m, statuses);
-    other_unless_p2p(&c);
-    TW_EMIT(&c, TW_PUBLIC(FSLOT(MPI_Testsome)));
-    tw_leave(&c);
-    errno = saved;
-}
+#define FW(n) tallyw_f_##n##_
+#define FR(s) s "_"
+#define FS(n) (TW_SLOT_##n + TW_NFUNCS)
+#include "wrap_fortran.inc"
+#undef FW
+#undef FR
+#undef FS
+#define FW(n) tallyw_f08_##n##_f08_
+#define FR(s) s "_f08_"
+#define FS(n) (TW_SLOT_##n + 2 * TW_NFUNCS)
+#include "wrap_fortran.inc"
+#undef FW
+#undef FR
+#undef FS
 
 /* ---- collectives: the bytes of the buffer arguments ------------------------------------------
  * Sent: what this rank's send buffer holds; received: what its receive buffer gets, as the
@@ -994,6 +781,7 @@ static uint64_t sum_bytes(const int *counts, int n, MPI_Datatype type)
 void tw_coll_Allgather(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype);
     c->v[TW_CRECV] += tw_bytes(recvcount, recvtype) * (uint64_t)comm_size(comm);
@@ -1003,6 +791,7 @@ void tw_coll_Allgatherv(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Da
                         void *recvbuf, const int *recvcounts, const int *displs,
                         MPI_Datatype recvtype, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype);
     c->v[TW_CRECV] += sum_bytes(recvcounts, comm_size(comm), recvtype);
@@ -1011,6 +800,7 @@ void tw_coll_Allgatherv(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Da
 void tw_coll_Allreduce(tw_call_t *c, const void *sendbuf, void *recvbuf, int count,
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     c->v[TW_CSENT] += tw_bytes(count, datatype);
     c->v[TW_CRECV] += tw_bytes(count, datatype);
 }
@@ -1018,6 +808,7 @@ void tw_coll_Allreduce(tw_call_t *c, const void *sendbuf, void *recvbuf, int cou
 void tw_coll_Alltoall(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                       void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     uint64_t n = (uint64_t)comm_size(comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype) * n;
@@ -1029,6 +820,7 @@ void tw_coll_Alltoallv(tw_call_t *c, const void *sendbuf, const int *sendcounts,
                        const int *recvcounts, const int *rdispls, MPI_Datatype recvtype,
                        MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     int n = comm_size(comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += sum_bytes(sendcounts, n, sendtype);
@@ -1040,6 +832,7 @@ void tw_coll_Alltoallw(tw_call_t *c, const void *sendbuf, const int *sendcounts,
                        const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes,
                        MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     int n = comm_size(comm);
     for (int i = 0; i < n; i++) {
         if (!IN_PLACE(sendbuf) && sendcounts && sendtypes)
@@ -1049,8 +842,15 @@ void tw_coll_Alltoallw(tw_call_t *c, const void *sendbuf, const int *sendcounts,
     }
 }
 
+void tw_sync_world(tw_call_t *c, MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD && tw_sync_kind >= 0)
+        c->kind = tw_sync_kind;
+}
+
 void tw_coll_Barrier(tw_call_t *c, MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
 }
 
 void tw_coll_Bcast(tw_call_t *c, void *buffer, int count, MPI_Datatype datatype, int root,
@@ -1093,6 +893,7 @@ void tw_coll_Reduce_scatter(tw_call_t *c, const void *sendbuf, void *recvbuf,
                             const int *recvcounts, MPI_Datatype datatype, MPI_Op op,
                             MPI_Comm comm)
 {
+    tw_sync_world(c, comm);
     int r = comm_rank(comm);
     c->v[TW_CSENT] += sum_bytes(recvcounts, comm_size(comm), datatype);
     if (recvcounts && r >= 0)
@@ -1133,7 +934,7 @@ void tw_coll_Scatterv(tw_call_t *c, const void *sendbuf, const int *sendcounts,
 __attribute__((visibility("default"))) int tallyw_bind(const void *const *public, unsigned nslots,
                                                        void **entries)
 {
-    if (nslots != 2 * TW_NFUNCS)
+    if (nslots != 3 * TW_NFUNCS)
         return -1;
     tw_public_table = public;
     for (unsigned i = 0; i < nslots; i++)

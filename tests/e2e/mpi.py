@@ -3,14 +3,16 @@
 launched: `tally collect -M on mpirun -np 4 ./prog` (the launcher followed to the ranks) and
 `mpirun -np 4 tally collect -M on ./prog` (every rank's tally collect agrees on one experiment).
 
-tests/workloads/mpi_ring.c (and mpi_ring.f90, the same calls): ring 1 (N x MPI_Isend of S bytes
+tests/workloads/mpi_ring.c (and mpi_ring.f90, the same calls, and under Open MPI mpi_ring_f08.f90
+through use mpi_f08): ring 1 (N x MPI_Isend of S bytes
 to the next rank, MPI_Recv from the previous, MPI_Wait), ring 2 (N x MPI_Irecv, MPI_Send,
 MPI_Wait with the status ignored: the receive counts at the Wait, its bytes from the status the
 wrapper supplies), MPI_Allreduce of K doubles, an imbalanced phase (rank 0 computes three times
 as long) and MPI_Barrier. Checked exactly, per rank and per function: sends, bytes sent,
 receives, bytes received, other events, collective bytes, and the communication matrix
 (-mpi_matrix), the timeline (-mpi_timeline: each rank's columns add up to its MPI time);
-the program's output and exit status
+late arrival (-mpi_callsites: the barrier's wait of ranks 1.. charged to rank 0's call site,
+close to the waits they measured, one-sided); the program's output and exit status
 are those of the run without tally; every rank is a sub-experiment _r<rank>.tally with its
 `mpi` record; nothing was dropped; the recorded MPI_Barrier time of each rank is within the
 time the program itself measured around the call (one-sided: the wrapper's interval is inside
@@ -33,6 +35,8 @@ still match MPI Time as above (a call that left its MPI state behind would fail 
 import os
 import re
 import shutil
+import signal
+import subprocess
 
 from common import *
 
@@ -57,7 +61,8 @@ METRICS = ["mpisends", "mpibytessent", "mpireceives", "mpibytesrecv", "mpiother"
 
 
 def expected(fortran):
-    """Per function name: the exact counts every rank must have."""
+    """Per function name: the exact counts every rank must have. fortran: False (C), or the
+    suffix of the Fortran binding's names ("_": mpif.h and use mpi, "_f08_": use mpi_f08)."""
     e = {
         "MPI_Isend": {"mpisends": N, "mpibytessent": N * S},
         "MPI_Send": {"mpisends": N, "mpibytessent": N * S},
@@ -73,7 +78,7 @@ def expected(fortran):
         "MPI_Finalize": {"mpiother": 1},
     }
     if fortran:
-        e = {k.lower() + "_": v for k, v in e.items()}
+        e = {k.lower() + fortran: v for k, v in e.items()}
     return e
 
 
@@ -114,14 +119,14 @@ def check_experiment(exp, fortran, lines, what):
              "-mpi_timeline"]
     docs = print_json(exp, *cmds)
     check(len(docs) == NRANKS + 4, "%s: %d documents" % (what, len(docs)))
-    barrier = "mpi_barrier_" if fortran else "MPI_Barrier"
+    barrier = "mpi_barrier" + fortran if fortran else "MPI_Barrier"
     # the timeline spreads every call over its columns: a rank's cells add up to its MPI time
     tl = {row["rank"]: row["cells"] for row in docs[NRANKS + 3]["ranks"]}
     for k in docs[NRANKS]["ranks"]:
         cells = tl.get(k["rank"], [])
         close_to(sum(c["mpi"] for c in cells), k["mpitime"], 1e-6,
                  "%s: rank %s: MPI time in -mpi_timeline against -rank_list" % (what, k["rank"]))
-        init = "mpi_init_" if fortran else "MPI_Init"
+        init = "mpi_init" + fortran if fortran else "MPI_Init"
         check(any(c["function"] == init for c in cells if c["mpi"] > 0),
               "%s: rank %s: no %s in -mpi_timeline" % (what, k["rank"], init))
     # the ring: each rank sent its 2N messages of S bytes to the next one, and to no other
@@ -165,6 +170,35 @@ def check_experiment(exp, fortran, lines, what):
     for s in sites:
         check(0 <= s["max_rank"] < NRANKS and s["min"] <= s["mean"] <= s["max"],
               "%s: call site %s" % (what, s))
+    check_late(docs[NRANKS + 1], barrier, lines, what)
+
+
+def check_late(doc, barrier, lines, what):
+    """Late arrival: the program's two world collectives (MPI_Allreduce, MPI_Barrier) are
+    matched across the ranks, and the barrier's wait of ranks 1.. (rank 0 computes three times
+    as long before it) is charged to rank 0's MPI_Barrier call site. Against the waits the
+    ranks measured around their call: never more (each rank's wait for rank 0's entry lies
+    inside its own measured interval; the clock slack of the MPI_Barrier check above), and
+    less by at most what load adds after the last entry (the barrier's release and each
+    rank's return: 10% and 50 ms a rank)."""
+    check(doc["late_collectives"] == 2 and doc["late_skipped"] == 0,
+          "%s: -mpi_callsites matched %s world collectives, left out %s (expected 2, 0)"
+          % (what, doc["late_collectives"], doc["late_skipped"]))
+    rows = [r for r in doc["rows"] if r["name"].startswith(barrier + " from ")]
+    if not check(len(rows) == 1, "%s: -mpi_callsites rows of %s: %s" % (what, barrier, rows)):
+        return
+    row = rows[0]
+    check(row["late_rank"] == 0 and abs(row["late_max"] - row["late"]) < 1e-6,
+          "%s: the barrier's wait is charged to rank %s (%.3f of %.3f s), expected rank 0"
+          % (what, row["late_rank"], row["late_max"], row["late"]))
+    waits = [lines[r][0] / 1e9 for r in range(1, NRANKS) if r in lines]
+    if len(waits) == NRANKS - 1:
+        bounded(row["late"], sum(waits), 0.10 + 0.05 * len(waits) / sum(waits),
+                0.01 + 0.0002 * len(waits) / sum(waits),
+                "%s: the wait charged to rank 0 at %s against the waits ranks 1-%d measured"
+                % (what, barrier, NRANKS - 1))
+        print("%s: late arrival: %.3f s charged to rank 0's %s, ranks 1-%d measured %.3f s"
+              % (what, row["late"], barrier, NRANKS - 1, sum(waits)))
 
 
 def clock_period(rank_exp):
@@ -201,26 +235,30 @@ def check_states(exp, docs, found, fortran, lines, what):
         bounded(ww, mt, (0.05 * mt + 3 * period + gap) / mt, (0.05 * mt + 3 * period) / mt,
                 "%s: rank %d: MPI Work + Wait against MPI Time (the profile missed %.3f s of the "
                 "thread's %.3f s)" % (what, r, gap, main[0]["wall"]))
-        got[r] = (total["e.mpiwait"], gap, period)
+        got[r] = (total["e.mpiwait"], gap, period, mt)
         print("%s: rank %d: MPI Work %.3f + Wait %.3f s; MPI Time %.3f s; thread %.3f s, "
               "sampled %.3f s; barrier wait measured %.3f s"
               % (what, r, total["e.mpiwork"], total["e.mpiwait"], mt, main[0]["wall"],
                  total["i.total"], lines.get(r, (0, 0))[0] / 1e9))
     # the ranks that waited at the barrier for rank 0: their MPI Wait holds that wait (one-sided:
     # it also has their other waits), and exceeds rank 0's by about the difference of the waits
-    # the ranks measured (their other waits are alike: the same rings and collectives)
+    # the ranks measured, give or take their waits outside the barrier: the same rings and
+    # collectives, but under load one rank can wait in them far longer than another, so they
+    # are bounded by the MPI time the wrappers measured outside the barrier (the larger of the
+    # two ranks'), not assumed alike; a barrier wait charged to the wrong rank still fails)
     if 0 in got and 0 in lines:
-        w0, gap0, period = got[0]
+        w0, gap0, period, mt0 = got[0]
         for r in range(1, NRANKS):
             if r not in got or r not in lines:
                 continue
-            wr, gapr, _ = got[r]
+            wr, gapr, _, mtr = got[r]
             measured = lines[r][0] / 1e9
             at_least(wr + gapr + 2 * period, measured, 0.05,
                      "%s: rank %d: MPI Wait (+ %.3f s the profile missed) against the barrier "
                      "wait the rank measured" % (what, r, gapr))
             diff, want = wr - w0, measured - lines[0][0] / 1e9
-            slack = 0.05 * measured + 5 * period + gapr + gap0
+            outside = max(mtr - measured, mt0 - lines[0][0] / 1e9, 0.0)
+            slack = 0.05 * measured + 5 * period + gapr + gap0 + outside
             check(abs(diff - want) <= slack,
                   "%s: rank %d: MPI Wait exceeds rank 0's by %.3f s, the barrier waits measured "
                   "differ by %.3f s (allowed: %.3f s)" % (what, r, diff, want, slack))
@@ -319,14 +357,135 @@ def check_requests(impl, cfg, d):
     pairs = sorted((q["from"], q["to"], q["msgs"], q["bytes"]) for q in docs[NRANKS]["pairs"])
     check(pairs == [(r, (r + 1) % NRANKS, 2 + 3 * P, 8 + 80 * P) for r in range(NRANKS)],
           "%s: -mpi_matrix %s" % (what, pairs))
-    # MPI_Abort: the same exit status as without tally
-    bare = run(cfg["run"] + [prog, str(P), "abort"], env=env, timeout=200)
-    p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", name + "_abort"] + cfg["run"] +
-            [prog, str(P), "abort"], env=env, timeout=200)
-    check(bare.returncode != 0 and p.returncode == bare.returncode,
-          "%s: MPI_Abort exit status %d with tally, %d without" % (what, p.returncode,
-                                                                  bare.returncode))
+    check_abort(impl, cfg, prog, d, name)
 
+
+# MPI_Abort, looped: mpi_requests.c's rank 0 calls MPI_Abort(MPI_COMM_WORLD, 3) and every run,
+# with tally or without, must end with that status. Open MPI 4.1.4's launcher (Debian 12, PMIx
+# 4.2.2) has a teardown race of its own after an abort: without tally too, about one run in 15
+# to 20 under load ends with mpirun's SIGSEGV inside PMIx_server_finalize, or hangs there with
+# the ranks dead and unreaped. Such a run is the program's own outcome, which tally passes
+# through (tally collect ends by the same signal); it is told apart from anything else by where
+# the launcher is (its own backtrace, or a return address into PMIx_server_finalize on its main
+# thread's stack) and reported, never passed silently: any other status fails, and at least one
+# run with tally must give the program's status.
+ABORT_RUNS, ABORT_BARE, ABORT_CODE, ABORT_LIMIT = 4, 2, 3, 60
+LAUNCHER_FN = ("libpmix.so", "PMIx_server_finalize")
+
+
+def descendants(pid):
+    kids = {}
+    for e in os.listdir("/proc"):
+        if not e.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % e) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(e))
+    out, todo = [], [pid]
+    while todo:
+        for k in kids.get(todo.pop(), []):
+            out.append(k)
+            todo.append(k)
+    return out
+
+
+def stuck_in(pid, lib, sym):
+    """Does pid's main thread, stopped in a system call, hold a return address into sym of the
+    mapped library lib on its stack?"""
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            fields = f.read().split()
+        if len(fields) < 9:  # "running"
+            return False
+        sp = int(fields[7], 16)
+        base = path = stack_end = None
+        with open("/proc/%d/maps" % pid) as f:
+            for line in f:
+                parts = line.split()
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                if len(parts) > 5 and lib in os.path.basename(parts[5]) and base is None and \
+                        int(parts[2], 16) == 0:
+                    base, path = lo, parts[5]
+                if lo <= sp < hi:
+                    stack_end = hi
+        if base is None or stack_end is None:
+            return False
+        nm = subprocess.run(["nm", "-D", "-S", "--defined-only", path], capture_output=True,
+                            text=True).stdout
+        m = re.search(r"^([0-9a-f]+) ([0-9a-f]+) [TW] %s(@\S*)?$" % sym, nm, re.M)
+        if not m:
+            return False
+        lo, hi = base + int(m.group(1), 16), base + int(m.group(1), 16) + int(m.group(2), 16)
+        with open("/proc/%d/mem" % pid, "rb") as f:
+            f.seek(sp)
+            data = f.read(min(stack_end - sp, 1 << 18))
+        words = (int.from_bytes(data[i:i + 8], "little") for i in range(0, len(data) - 7, 8))
+        return any(lo < w < hi for w in words)
+    except (OSError, ValueError):
+        return False
+
+
+def launcher_crash(stderr):
+    """Open MPI's own report of a SIGSEGV whose faulting frame is in LAUNCHER_FN (the frames
+    before it are the signal handlers': the collector's, which runs Open MPI's, and libc's
+    return trampoline)."""
+    frames = re.findall(r"^\[[^]]*\] \[ *\d+\] (\S+)", stderr, re.M)
+    k = next((i for i, f in enumerate(frames) if LAUNCHER_FN[1] + "+" in f), None)
+    return "Signal: Segmentation fault" in stderr and k is not None and k <= 3 and \
+        all("libtally-collector.so" in f or "libc.so.6" in f for f in frames[:k])
+
+
+def run_abort(args):
+    """(status, stdout, stderr, known): known names Open MPI's own launcher failure, if that is
+    how the run ended."""
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=ABORT_LIMIT)
+    except subprocess.TimeoutExpired:
+        procs = descendants(p.pid) + [p.pid]
+        hung = [q for q in procs if stuck_in(q, *LAUNCHER_FN)]
+        for q in procs:
+            try:
+                os.kill(q, signal.SIGKILL)
+            except OSError:
+                pass
+        out, err = p.communicate()
+        return None, out, err, ("the launcher hung in %s (its main thread's stack)" %
+                                LAUNCHER_FN[1]) if hung else None
+    known = p.returncode == -signal.SIGSEGV and launcher_crash(err)
+    return p.returncode, out, err, ("the launcher's SIGSEGV in %s" % LAUNCHER_FN[1]) \
+        if known else None
+
+
+def check_abort(impl, cfg, prog, d, name):
+    what = impl + " MPI_Abort"
+    runs = [("without tally", cfg["run"] + [prog, str(P), "abort"])] * ABORT_BARE
+    runs += [("with tally", [TALLY, "collect", "-M", "on", "-d", d, "-o", "%s_abort%d" % (name, i)]
+              + cfg["run"] + [prog, str(P), "abort"]) for i in range(ABORT_RUNS)]
+    good = {"without tally": 0, "with tally": 0}
+    for i, (how, args) in enumerate(runs):
+        status, out, err, known = run_abort(args)
+        if status == ABORT_CODE:
+            good[how] += 1
+            if how == "with tally":
+                exp = os.path.join(d, "%s_abort%d.tally" % (name, i - ABORT_BARE))
+                ends = [f for _, f in log_records(exp, "end") if f.get("by") != "tally-collect"]
+                check(ends and ends[0].get("how") == "exit" and
+                      ends[0].get("status") == str(ABORT_CODE),
+                      "%s: the launcher's end in %s: %s" % (what, exp, ends))
+        elif known and impl == "openmpi":
+            print("%s: run %d %s: %s (Open MPI's own failure, also seen without tally)"
+                  % (what, i, how, known))
+        else:
+            check(False, "%s: run %d %s: exit status %s, expected %d\n%s"
+                  % (what, i, how, status, ABORT_CODE, err[-3000:]))
+    check(good["with tally"] >= 1 and good["without tally"] + good["with tally"] >= 2,
+          "%s: the program's status came out of %d runs with tally, %d without"
+          % (what, good["with tally"], good["without tally"]))
 
 ran = []
 for impl, cfg in IMPLS.items():
@@ -345,11 +504,17 @@ for impl, cfg in IMPLS.items():
         run([cfg["fc"], "-O2", "-g", "-o", os.path.join(d, "ring_f"),
              os.path.join(SRC, "tests/workloads/mpi_ring.f90")], expect=0)
         progs["fortran"] = os.path.join(d, "ring_f")
+        # use mpi_f08: traced under Open MPI (its mpi_x_f08_ bindings take the arguments of
+        # the old ones); MPICH's (mpi_x_f08ts_, array descriptors) are not
+        if impl == "openmpi":
+            run([cfg["fc"], "-O2", "-g", "-o", os.path.join(d, "ring_f08"),
+                 os.path.join(SRC, "tests/workloads/mpi_ring_f08.f90")], expect=0)
+            progs["f08"] = os.path.join(d, "ring_f08")
     check_requests(impl, cfg, d)
     check_hybrid(cfg, d, impl + " MPI+OpenMP")
     args = [str(N), str(S), str(K), str(MS)]
     for lang, prog in progs.items():
-        fortran = lang == "fortran"
+        fortran = {"c": False, "fortran": "_", "f08": "_f08_"}[lang]
         what = "%s %s" % (impl, lang)
         bare = run(cfg["run"] + [prog] + args, env=env, timeout=200)
         check_program(bare, what + " without tally")
