@@ -175,8 +175,9 @@ def check_experiment(exp, fortran, lines, what):
 
 def check_late(doc, barrier, lines, what):
     """Late arrival: the program's two world collectives (MPI_Allreduce, MPI_Barrier) are
-    matched across the ranks, and the barrier's wait of ranks 1.. (rank 0 computes three times
-    as long before it) is charged to rank 0's MPI_Barrier call site. Against the waits the
+    matched across the ranks, and the barrier's wait of the others is charged to the call site
+    of the rank that arrived last (rank 0 computes three times as long before it; the ranks'
+    own measured waits say which one it was: on shared CPUs another can be later still). Against the waits the
     ranks measured around their call: never more (each rank's wait for rank 0's entry lies
     inside its own measured interval; the clock slack of the MPI_Barrier check above), and
     less by at most what load adds after the last entry (the barrier's release and each
@@ -188,17 +189,33 @@ def check_late(doc, barrier, lines, what):
     if not check(len(rows) == 1, "%s: -mpi_callsites rows of %s: %s" % (what, barrier, rows)):
         return
     row = rows[0]
-    check(row["late_rank"] == 0 and abs(row["late_max"] - row["late"]) < 1e-6,
-          "%s: the barrier's wait is charged to rank %s (%.3f of %.3f s), expected rank 0"
-          % (what, row["late_rank"], row["late_max"], row["late"]))
-    waits = [lines[r][0] / 1e9 for r in range(1, NRANKS) if r in lines]
-    if len(waits) == NRANKS - 1:
-        bounded(row["late"], sum(waits), 0.10 + 0.05 * len(waits) / sum(waits),
-                0.01 + 0.0002 * len(waits) / sum(waits),
-                "%s: the wait charged to rank 0 at %s against the waits ranks 1-%d measured"
-                % (what, barrier, NRANKS - 1))
-        print("%s: late arrival: %.3f s charged to rank 0's %s, ranks 1-%d measured %.3f s"
-              % (what, row["late"], barrier, NRANKS - 1, sum(waits)))
+    # the last rank to arrive is the one that waited least, by the ranks' own measure: rank 0
+    # by design, but on 2 shared CPUs a descheduled rank can arrive later still
+    waits = {r: lines[r][0] / 1e9 for r in range(NRANKS) if r in lines}
+    if len(waits) < NRANKS:
+        check(row["late_rank"] == 0, "%s: the barrier's wait is charged to rank %s, expected 0"
+              % (what, row["late_rank"]))
+        return
+    order = sorted(waits, key=lambda r: waits[r])
+    last = order[0]
+    close = waits[order[1]] - waits[last] < 0.05 + 0.1 * waits[order[1]]
+    check(row["late_rank"] == last or (close and row["late_rank"] == order[1]),
+          "%s: the barrier's wait is charged to rank %s (%.3f of %.3f s), expected rank %d (the "
+          "ranks measured waits %s)" % (what, row["late_rank"], row["late_max"], row["late"], last,
+                                        {r: round(w, 3) for r, w in waits.items()}))
+    check(abs(row["late_max"] - row["late"]) < 1e-6 or close,
+          "%s: the barrier's wait is split (%.3f of %.3f s on rank %s)"
+          % (what, row["late_max"], row["late"], row["late_rank"]))
+    if close:
+        return
+    # what the others waited beyond the last rank's own wait (the release it waited for too)
+    others = [waits[r] - waits[last] for r in waits if r != last]
+    bounded(row["late"], sum(others), 0.10 + 0.05 * len(others) / sum(others),
+            0.01 + 0.0002 * len(others) / sum(others),
+            "%s: the wait charged to rank %d at %s against the waits the other ranks measured"
+            % (what, last, barrier))
+    print("%s: late arrival: %.3f s charged to rank %d's %s, the others measured %.3f s"
+          % (what, row["late"], last, barrier, sum(others)))
 
 
 def clock_period(rank_exp):
