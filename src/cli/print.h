@@ -94,6 +94,9 @@ int pr_comparing(const pstate_t *ps);
 /* -functions/-objects/-pcs/-lines with compare: each experiment's metrics side by side, rows
  * matched by name and load object. */
 int view_compare_list(pstate_t *ps, int kind);
+/* -callers-callees and -csingle NAME with compare: a block per function, every experiment's
+ * attributed metrics side by side (a function missing from some experiments: zeros there). */
+int view_compare_cc(pstate_t *ps, const char *single);
 /* Reads the settings files (system, home, current directory) unless norc; warnings on stderr. */
 void pr_read_rc(pstate_t *ps);
 

@@ -1197,3 +1197,222 @@ void pr_read_rc(pstate_t *ps)
     free(rd.dmetrics);
     free(rd.dsort);
 }
+
+/* ---- compare: callers-callees --------------------------------------------------------------- */
+
+/* A focus function of the compared callers-callees: its callers and callees (attributed values
+ * in the ex slot of their rows) and its own exclusive values, per experiment. */
+typedef struct centry {
+    char *key;
+    ctab_t callers, callees, self;
+} centry_t;
+
+static int add_rows(pstate_t *ps, ctab_t *t, size_t x, const rep_row_t *rows, size_t n, int fi,
+                    tally_err_t *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        char key[1024];
+        snprintf(key, sizeof key, "%s\x01%s", rows[i].name,
+                 row_object(ps, ENG_KIND_FUNCTION, rows[i].id));
+        crow_t *r = ctab_row(t, rows[i].name, key);
+        if (!r || !rows[i].v[fi] || !(r->ex[x] = vdup(rows[i].v[fi], t->nmetrics)))
+            return tally_errf(err, TALLY_ENOMEM, "out of memory comparing experiments");
+    }
+    return 0;
+}
+
+static void cc_grid_out(pstate_t *ps, centry_t *e, uint64_t **total)
+{
+    const mspec_t *ms = &ps->cmetrics;
+    size_t nx = e->self.nexps;
+    int ncols = ms->ncols * (int)nx;
+    sort_flavor_g = FL_E; /* (attributed values are kept in the ex slot) */
+    sort_metric_g = ps->sort_metric;
+    if (e->callers.n)
+        qsort(e->callers.rows, e->callers.n, sizeof(crow_t), crow_cmp);
+    if (e->callees.n)
+        qsort(e->callees.rows, e->callees.n, sizeof(crow_t), crow_cmp);
+    size_t n = e->callers.n + 1 + e->callees.n;
+    grid_t g;
+    if (grid_alloc(&g, ncols, n)) {
+        grid_free(&g);
+        return;
+    }
+    g.name_pos = ms->name_pos * (int)nx;
+    for (int c = 0; c < ms->ncols; c++)
+        for (size_t x = 0; x < nx; x++) {
+            gcol_t *gc = &g.cols[c * (int)nx + (int)x];
+            col_head(gc, ps, &ms->cols[c]);
+            const char *path = ps->ses->exps[x]->path, *base = strrchr(path, '/');
+            snprintf(gc->hx, sizeof gc->hx, "%s", base && base[1] ? base + 1 : path);
+            if (x > 0 && ps->compare == PR_CMP_DELTA)
+                snprintf(gc->unit, sizeof gc->unit, "delta");
+            if (x > 0 && ps->compare == PR_CMP_RATIO)
+                snprintf(gc->unit, sizeof gc->unit, "ratio");
+            gc->sort = 0;
+        }
+    for (size_t r = 0; r < n; r++) {
+        const crow_t *row = r < e->callers.n ? &e->callers.rows[r]
+                          : r == e->callers.n ? &e->self.rows[0]
+                                              : &e->callees.rows[r - e->callers.n - 1];
+        g.names[r] = row->name;
+        g.marks[r] = r == e->callers.n ? '*' : 0;
+        for (int c = 0; c < ms->ncols; c++) {
+            const mcol_t *mc = &ms->cols[c];
+            uint64_t base = cval(row, 0, FL_E, mc->metric);
+            for (size_t x = 0; x < nx; x++) {
+                size_t k = r * (size_t)ncols + (size_t)(c * (int)nx + (int)x);
+                uint64_t v = cval(row, x, FL_E, mc->metric);
+                cmp_value(ps, g.v[k], sizeof g.v[k], mc->def, base, v, x);
+                pr_fmt_percent(g.p[k], sizeof g.p[k], v, total[x] ? total[x][mc->metric] : 0);
+            }
+        }
+    }
+    grid_out(ps, &g, 1);
+    if (ps->printmode == PR_PM_TEXT)
+        sink_printf(&ps->out, "\n");
+    grid_free(&g);
+}
+
+int view_compare_cc(pstate_t *ps, const char *single)
+{
+    tally_err_t err = { 0 };
+    eng_t *g = ps->ses->eng;
+    size_t nx = ps->ses->nexps;
+    char *user = strdup(eng_filter(g));
+    if (!user)
+        return pr_report(&(tally_err_t){ TALLY_ENOMEM, "out of memory" });
+    int has_user = strcmp(user, "none") != 0 && *user;
+    centry_t *es = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t **total = calloc(nx, sizeof *total);
+    int rc = total ? 0 : tally_errf(&err, TALLY_ENOMEM, "out of memory"), found = 0;
+    rep_opts_t o = pr_opts(ps);
+    o.limit = 0;
+    tally_err_t first_miss = { 0 };
+    for (size_t x = 0; x < nx && !rc; x++) {
+        char expr[4096];
+        if (has_user)
+            snprintf(expr, sizeof expr, "(%s) && EXPID == %zu", user, x + 1);
+        else
+            snprintf(expr, sizeof expr, "EXPID == %zu", x + 1);
+        if ((rc = eng_set_filter(g, expr, &err)))
+            break;
+        rep_cc_t cc;
+        tally_err_t e1 = { 0 };
+        if (rep_callers_callees(ps->ses, &o, single, &cc, &e1)) {
+            if (!single || e1.code == TALLY_ENOMEM) {
+                err = e1;
+                rc = e1.code ? e1.code : 1;
+                break;
+            }
+            if (!first_miss.code)
+                first_miss = e1; /* not in this experiment: its columns are empty */
+            continue;
+        }
+        found = 1;
+        total[x] = vdup(cc.total, eng_nmetrics(g));
+        for (size_t i = 0; i < cc.n && !rc; i++) {
+            const rep_cc_entry_t *ce = &cc.entries[i];
+            char key[1024];
+            snprintf(key, sizeof key, "%s\x01%s", ce->name, row_object(ps, ENG_KIND_FUNCTION, ce->id));
+            size_t k = 0;
+            while (k < n && strcmp(es[k].key, key))
+                k++;
+            if (k == n) {
+                if (n == cap) {
+                    size_t nc = cap ? 2 * cap : 32;
+                    centry_t *ne = realloc(es, nc * sizeof *ne);
+                    if (!ne) {
+                        rc = tally_errf(&err, TALLY_ENOMEM, "out of memory");
+                        break;
+                    }
+                    es = ne;
+                    cap = nc;
+                }
+                es[n] = (centry_t){ .key = strdup(key) };
+                int m = eng_nmetrics(g);
+                es[n].callers = es[n].callees = es[n].self = (ctab_t){ .nexps = nx, .nmetrics = m };
+                n++;
+            }
+            centry_t *e = &es[k];
+            rep_row_t self = { ce->name, { NULL, NULL, ce->excl }, '*', ce->id };
+            if (add_rows(ps, &e->callers, x, ce->callers, ce->ncallers, 2, &err) ||
+                add_rows(ps, &e->callees, x, ce->callees, ce->ncallees, 2, &err) ||
+                add_rows(ps, &e->self, x, &self, 1, 2, &err))
+                rc = err.code;
+        }
+        rep_cc_free(&cc);
+    }
+    tally_err_t e2 = { 0 };
+    eng_set_filter(g, has_user ? user : "", &e2);
+    free(user);
+    if (!rc && !found)
+        err = first_miss, rc = 1;
+    for (size_t k = 0; !rc && k < n; k++)
+        if (ctab_names(&es[k].callers, &err) || ctab_names(&es[k].callees, &err))
+            rc = 1;
+    if (!rc && ps->json) {
+        json_t j;
+        pr_json_begin(ps, &j);
+        json_key(&j, "view");
+        json_str(&j, single ? "csingle" : "callers-callees");
+        json_key(&j, "compare");
+        json_str(&j, ps->compare == PR_CMP_DELTA ? "delta" : ps->compare == PR_CMP_RATIO ? "ratio" : "on");
+        pr_jmetrics(&j, &ps->cmetrics);
+        json_key(&j, "entries");
+        json_arr_begin(&j);
+        for (size_t k = 0; k < n; k++) {
+            json_obj_begin(&j);
+            json_key(&j, "function");
+            json_str(&j, es[k].self.rows[0].name);
+            static const char *const part[] = { "callers", "self", "callees" };
+            const ctab_t *tabs[] = { &es[k].callers, &es[k].self, &es[k].callees };
+            for (int p = 0; p < 3; p++) {
+                json_key(&j, part[p]);
+                json_arr_begin(&j);
+                for (size_t r = 0; r < tabs[p]->n; r++) {
+                    json_obj_begin(&j);
+                    json_key(&j, "name");
+                    json_str(&j, tabs[p]->rows[r].name);
+                    json_key(&j, "values");
+                    json_arr_begin(&j);
+                    for (size_t x = 0; x < nx; x++) {
+                        json_obj_begin(&j);
+                        for (int c = 0; c < ps->cmetrics.ncols; c++) {
+                            const mcol_t *mc = &ps->cmetrics.cols[c];
+                            json_keyf(&j, "a.%s", mc->def->name);
+                            json_num(&j, pr_scaled(g, mc->metric,
+                                                   cval(&tabs[p]->rows[r], x, FL_E, mc->metric)));
+                        }
+                        json_obj_end(&j);
+                    }
+                    json_arr_end(&j);
+                    json_obj_end(&j);
+                }
+                json_arr_end(&j);
+            }
+            json_obj_end(&j);
+        }
+        json_arr_end(&j);
+        json_obj_end(&j);
+        json_end_doc(&j);
+    } else if (!rc) {
+        char st[160];
+        pr_view_title(ps, "Callers and callees sorted by metric: %s", pr_sort_title(ps, st, sizeof st));
+        size_t lim = ps->limit > 0 && !single && (size_t)ps->limit < n ? (size_t)ps->limit : n;
+        for (size_t k = 0; k < lim; k++)
+            cc_grid_out(ps, &es[k], total);
+    }
+    for (size_t k = 0; k < n; k++) {
+        free(es[k].key);
+        ctab_free(&es[k].callers);
+        ctab_free(&es[k].callees);
+        ctab_free(&es[k].self);
+    }
+    free(es);
+    for (size_t x = 0; total && x < nx; x++)
+        free(total[x]);
+    free(total);
+    return rc ? pr_report(&err) : 0;
+}

@@ -134,6 +134,8 @@ static int cc_text(pstate_t *ps, const rep_cc_t *cc, const rep_cc_entry_t *e)
 
 int view_callers_callees(pstate_t *ps, const char *single)
 {
+    if (pr_comparing(ps))
+        return view_compare_cc(ps, single);
     tally_err_t err = { 0 };
     rep_opts_t o = pr_opts(ps);
     rep_cc_t cc;

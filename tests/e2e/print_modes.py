@@ -72,6 +72,22 @@ if m:
     close_to(float(m.group(2)), t_large - t_small, 0.01, "compare delta: <Total> difference")
     check(m.group(2).startswith("+"), "compare delta: a larger run is +: %r" % m.group(2))
 
+# callers-callees: the focus and its callees per experiment; hot_loop's attributed time from main
+# is its exclusive time (main is its only caller) in each experiment
+p = run([TALLY, "print", NORC, "-compare", "on", "-functions", "-csingle", "main", small, large],
+        expect=0)
+fn, cs = p.stdout.split("Callers and callees sorted by metric")
+fr, cr = table(fn), table(cs)
+hot = [n for n in cr if n.startswith("hot_loop")]
+check(len(hot) == 1 and cr[hot[0]][0] == fr[hot[0]][0] and cr[hot[0]][2] == fr[hot[0]][2],
+      "compare -csingle main: hot_loop's attributed = its exclusive in each experiment: %r %r" %
+      (cr, fr))
+check(re.search(r"^\s+\S+\s+\S+\s+\S+\s+\S+\s+\*main$", cs, flags=re.M),
+      "compare -csingle main: the focus marked: %r" % cs)
+j = print_json([small, large], NORC, "-compare", "ratio", "-csingle", "main")[-1]
+check(j.get("compare") == "ratio" and len(j["entries"]) == 1 and
+      len(j["entries"][0]["callees"][0]["values"]) == 2, "compare -csingle --json: %r" % str(j)[:400])
+
 # --json: a value object per experiment
 j = print_json([small, large], NORC, "-compare", "on", "-functions")[-1]
 check(j.get("compare") == "on" and len(j["rows"][0]["values"]) == 2,
