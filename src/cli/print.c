@@ -438,6 +438,8 @@ static const struct pcmd {
     { "viewmode", 1, c_viewmode, "user|expert|machine", "machine: tally's collector frames as recorded", 0 },
     { "compare", 1, c_compare, "on|off|delta|ratio", "several experiments side by side (delta, ratio: against the first)", 0 },
     { "dmetrics", 1, c_dmetrics, "SPEC", "default metrics, merged as in settings files (e.g. ie!.any:e%.totalcpu)", 0 },
+    { "en_desc", 1, c_en_desc, "on|off|=REGEX", "descendant processes read: all, none, those whose program matches (applied as the experiments load)", 0 },
+    { "describe", 0, c_describe, "", "the keywords of -filters and their values in each experiment", 0 },
     { "dsort", 1, c_dsort, "SPEC", "default sort: the first of SPEC's metrics shown (e.g. ei.any:name)", 0 },
     { "help", 0, c_help, "", "this list", 0 },
     { "quit", 0, c_quit, "", "leave the interactive prompt (also: exit)", 0 },
@@ -704,6 +706,8 @@ int pr_open(pstate_t *ps, const char *const *paths, size_t npaths, int json)
                         pr->notes[k]);
         }
     }
+    if (!rc)
+        rc = pr_apply_en_desc(ps);
     if (!rc && ses_start(ps->ses, &err))
         rc = cli_report(&err);
     const char *threads = getenv("TALLY_SCAN_THREADS"); /* tally-print(1): ENVIRONMENT */
@@ -848,6 +852,8 @@ int pr_parse_args(int argc, char **argv, pr_args_t *pa)
             unknown_cmd(a, NULL);
             return 2;
         }
+        if (c->fn == c_en_desc && (arg || i + 1 < argc)) /* applied as the experiments load */
+            snprintf(ps.en_desc, sizeof ps.en_desc, "%s", arg ? arg : argv[i + 1]);
         if (c->nargs == ARG_OPTIONAL && !arg && i + 1 < argc && optional_arg(argv[i + 1]))
             arg = argv[++i];
         struct stat st;

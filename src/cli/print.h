@@ -71,6 +71,7 @@ typedef struct pstate {
     char title[256];              /* the view's title, for an html table (pr_view_title) */
     int quiet;                    /* no confirmation lines (settings files being read) */
     int norc;                     /* --norc: no settings file is read */
+    char en_desc[256];            /* en_desc: "on" (or ""), "off", "=REGEX": applied at loading */
 } pstate_t;
 
 /* print_modes.c: er_print's display modes (printmode, viewmode, compare), its settings files
@@ -83,6 +84,11 @@ int c_viewmode(pstate_t *ps, const char *a);
 int c_compare(pstate_t *ps, const char *a);
 int c_dmetrics(pstate_t *ps, const char *a);
 int c_dsort(pstate_t *ps, const char *a);
+int c_en_desc(pstate_t *ps, const char *a);
+int c_describe(pstate_t *ps, const char *a);
+/* Leaves out the descendant processes en_desc (ps->en_desc, else a settings file's) excludes;
+ * between opening the experiments and starting the session. 0, or 1 after reporting. */
+int pr_apply_en_desc(pstate_t *ps);
 /* A view's title line: printed now as text ("TITLE\n\n"), kept for the next html table, left
  * out of delimiter-separated output (one table a script parses). */
 void pr_view_title(pstate_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

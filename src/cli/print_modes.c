@@ -1416,3 +1416,171 @@ int view_compare_cc(pstate_t *ps, const char *single)
     free(total);
     return rc ? pr_report(&err) : 0;
 }
+
+/* ---- en_desc and describe ------------------------------------------------------------------- */
+
+typedef struct desc_match {
+    regex_t re;
+    int none;
+} desc_match_t;
+
+static int keep_desc(void *ctx, const exp_process_t *p)
+{
+    desc_match_t *m = ctx;
+    if (m->none)
+        return 0;
+    /* the program's path or name, as run (argv[0]: "sh") or as found (exe: /usr/bin/dash) */
+    const char *names[2] = { p->exe, p->argc && p->argv ? p->argv[0] : NULL };
+    for (int k = 0; k < 2; k++) {
+        if (!names[k])
+            continue;
+        const char *base = strrchr(names[k], '/');
+        if (regexec(&m->re, names[k], 0, NULL, 0) == 0 ||
+            (base && regexec(&m->re, base + 1, 0, NULL, 0) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* on, off or =REGEX: 0 with *m ready (*all: every process), or 1 after saying what is wrong. */
+static int en_desc_parse(const char *a, desc_match_t *m, int *all, const char *where)
+{
+    memset(m, 0, sizeof *m);
+    *all = !*a || !strcmp(a, "on");
+    if (*all)
+        return 0;
+    if (!strcmp(a, "off")) {
+        m->none = 1;
+        return 0;
+    }
+    if (*a == '=' && a[1] && regcomp(&m->re, a + 1, REG_EXTENDED | REG_NOSUB) == 0)
+        return 0;
+    esc_fprintf(stderr, "tally: %s%sen_desc '%s': use on (every descendant process), off (the "
+                        "programs started only) or =REGEX (descendants whose program matches, "
+                        "e.g. =cc1)\n", where ? where : "", where ? ": " : "", a);
+    return 1;
+}
+
+int c_en_desc(pstate_t *ps, const char *a)
+{
+    desc_match_t m;
+    int all;
+    if (en_desc_parse(a, &m, &all, NULL))
+        return 2;
+    if (!all && !m.none)
+        regfree(&m.re);
+    const char *now = *ps->en_desc ? ps->en_desc : "on";
+    if (strcmp(now, a)) {
+        esc_fprintf(stderr, "tally: -en_desc %s: the processes are chosen as the experiments load "
+                            "(en_desc is now %s): give -en_desc on the command line, where it "
+                            "is applied first, or in a settings file\n", a, now);
+        return 1;
+    }
+    return 0;
+}
+
+/* A settings file's en_desc (the nearest file's), for loading: from the files pr_read_rc reads. */
+static void rc_en_desc(pstate_t *ps, char *out, size_t n, char *where, size_t wn)
+{
+    const char *home = getenv("HOME"), *sys = getenv("GPROFNG_SYSCONFDIR");
+    char paths[5][PATH_MAX];
+    int np = 0;
+    if (access(".gprofng.rc", R_OK) == 0)
+        snprintf(paths[np++], PATH_MAX, ".gprofng.rc");
+    else
+        snprintf(paths[np++], PATH_MAX, ".er.rc");
+    if (home && *home) {
+        snprintf(paths[np], PATH_MAX, "%s/.gprofng.rc", home);
+        if (access(paths[np], R_OK) != 0)
+            snprintf(paths[np], PATH_MAX, "%s/.er.rc", home);
+        np++;
+    }
+    snprintf(paths[np++], PATH_MAX, "%s/gprofng.rc", sys && *sys ? sys : "/etc");
+    (void)ps;
+    for (int k = 0; k < np; k++) {
+        FILE *f = fopen(paths[k], "r");
+        if (!f)
+            continue;
+        char *line = NULL;
+        size_t cap = 0;
+        int lineno = 0, found = 0;
+        while (!found && getline(&line, &cap, f) >= 0) {
+            lineno++;
+            char cmd[32], arg[256];
+            if (sscanf(line, " %31s %255s", cmd, arg) == 2 && !strcmp(cmd, "en_desc")) {
+                snprintf(out, n, "%s", arg);
+                snprintf(where, wn, "%.4000s:%d", paths[k], lineno);
+                found = 1;
+            }
+        }
+        free(line);
+        fclose(f);
+        if (found)
+            return;
+    }
+}
+
+int pr_apply_en_desc(pstate_t *ps)
+{
+    char where[PATH_MAX + 32] = "";
+    if (!*ps->en_desc && !ps->norc)
+        rc_en_desc(ps, ps->en_desc, sizeof ps->en_desc, where, sizeof where);
+    desc_match_t m;
+    int all;
+    if (en_desc_parse(ps->en_desc, &m, &all, *where ? where : NULL)) {
+        if (*where) { /* a settings file's mistake is a warning */
+            snprintf(ps->en_desc, sizeof ps->en_desc, "on");
+            return 0;
+        }
+        return 2;
+    }
+    if (all)
+        return 0;
+    tally_err_t err = { 0 };
+    int rc = ses_keep_processes(ps->ses, keep_desc, &m, &err);
+    if (!m.none)
+        regfree(&m.re);
+    return rc ? cli_report(&err) : 0;
+}
+
+int c_describe(pstate_t *ps, const char *a)
+{
+    (void)a;
+    static const char *const keys[][2] = {
+        { "EXPID", "Experiment id: its number in the order given (see -experiment_list)" },
+        { "PID", "Process id" },
+        { "TID", "Thread id (the kernel's)" },
+        { "THRID", "Thread number (see -thread_list)" },
+        { "CPUID", "CPU the event was recorded on" },
+        { "SAMPLE", "Sample number (see -sample_list)" },
+        { "TSTAMP", "Time of the event (see -filters in tally-print(1))" },
+        { "STATE", "Thread state: running, waiting for a CPU, sleeping, ..." },
+    };
+    sink_printf(&ps->out, "------ Global Definitions ------\n\nFilter keywords (-filters)\n");
+    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+        sink_printf(&ps->out, "   %-21s %s\n", keys[k][0], keys[k][1]);
+    for (size_t x = 0; x < ps->ses->nexps; x++) {
+        const exp_experiment_t *e = ps->ses->exps[x];
+        sink_printf(&ps->out, "\n------ %s [EXPID==%zu] ------\n\nProcesses\n", e->path, x + 1);
+        for (size_t i = 0; i < e->nprocs; i++) {
+            const exp_process_t *p = e->procs[i];
+            const char *exe = p->exe ? p->exe : "?";
+            sink_printf(&ps->out, "   PID %-17u %s%s%s\n", p->pid, exe, *p->name ? "  " : "",
+                        p->name);
+        }
+        uint32_t nthreads = 0;
+        for (size_t t = 0; t < eng_nthreads(ps->ses->eng); t++)
+            nthreads += eng_thread(ps->ses->eng, t)->exp == x;
+        sink_printf(&ps->out, "\nThreads\n   THRID                 %s\n",
+                    nthreads ? "" : "(none)");
+        for (size_t t = 0; t < eng_nthreads(ps->ses->eng); t++) {
+            const eng_thread_t *th = eng_thread(ps->ses->eng, t);
+            if (th->exp == x)
+                sink_printf(&ps->out, "                         (%u) -> TID %u, PID %u\n",
+                            th->number, th->tid,
+                            th->proc < e->nprocs ? e->procs[th->proc]->pid : 0);
+        }
+    }
+    sink_printf(&ps->out, "\n");
+    return 0;
+}

@@ -204,4 +204,44 @@ check(len(parts) == 4 and "libtally-collector.so" not in parts[1] and
       "viewmode: the collector in machine mode only: %r" % p.stdout)
 check("Viewmode set to machine" in p.stdout, "viewmode confirms as er_print: %r" % p.stdout[:300])
 run([TALLY, "print", NORC, "-viewmode", "kernel", "-functions", heap], expect=2)
+
+# ---- en_desc: which descendant processes are read; describe: the filter keywords ----------------
+fk = collect(d, [os.path.join(WL, "wl_forkexec")], name="forkexec")
+
+
+def nprocs(*args, expect=0, cwd=None):
+    p = subprocess.run([TALLY, "print"] + list(args) + ["-experiment_list", fk],
+                       capture_output=True, text=True, cwd=cwd, timeout=240)
+    check(p.returncode == expect, "%r: exit %d: %s" % (args, p.returncode, p.stderr))
+    m = re.search(r"\((\d+) process", p.stdout)
+    return int(m.group(1)) if m else None, p
+
+
+import subprocess
+everything, _ = nprocs(NORC)
+check(everything and everything >= 5, "forkexec: descendants read by default: %r" % everything)
+check(nprocs(NORC, "-en_desc", "on")[0] == everything, "en_desc on: every process")
+check(nprocs(NORC, "-en_desc", "off")[0] == 1, "en_desc off: the program started only")
+n_sh, _ = nprocs(NORC, "-en_desc", "=^sh$")
+check(n_sh == 3, "en_desc =^sh$: the root and the two shells (argv[0] sh): %r" % n_sh)
+p = run([TALLY, "print", NORC, "-en_desc", "off", "-functions", fk], expect=0)
+q = run([TALLY, "print", NORC, "-functions", fk], expect=0)
+check(float(table(p.stdout)["<Total>"][0]) < float(table(q.stdout)["<Total>"][0]),
+      "en_desc off: less CPU than with the descendants: %r %r" % (p.stdout[:300], q.stdout[:300]))
+nprocs(NORC, "-en_desc", "=(", expect=2)
+rcdir = os.path.join(d, "rc")
+os.makedirs(rcdir)
+with open(os.path.join(rcdir, ".gprofng.rc"), "w") as f:
+    f.write("en_desc off\n")
+check(nprocs(cwd=rcdir)[0] == 1, "en_desc off in a settings file")
+check(nprocs("-en_desc", "on", cwd=rcdir)[0] == everything, "the command line wins over the file")
+script = os.path.join(d, "late")
+with open(script, "w") as f:
+    f.write("en_desc off\nexperiment_list\n")
+p = run([TALLY, "print", NORC, "-script", script, fk], expect=1)
+check("chosen as the experiments load" in p.stderr, "en_desc after loading: %r" % p.stderr)
+p = run([TALLY, "print", NORC, "-describe", fk, small], expect=0)
+for word in ("EXPID", "THRID", "CPUID", "SAMPLE", "TSTAMP", "[EXPID==1]", "[EXPID==2]",
+             "wl_forkexec  _x1.tally"):
+    check(word in p.stdout, "describe names %s: %r" % (word, p.stdout[:1500]))
 done(d)
