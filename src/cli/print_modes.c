@@ -66,10 +66,11 @@ int c_printmode(pstate_t *ps, const char *a)
                             "that separates the values (such as , or ;)\n", a);
         return 2;
     }
-    if (!ps->json && !ps->quiet) {
+    if (!ps->json && !ps->quiet) { /* on stderr, as er_print: the output stays one table */
         char m[8];
         pm_name(ps, m, sizeof m);
-        sink_printf(&ps->out, "printmode is set to `%s'\n\n", m);
+        fflush(ps->out.f);
+        esc_fprintf(stderr, "printmode is set to `%s'\n\n", m);
     }
     return 0;
 }
@@ -89,8 +90,10 @@ int c_viewmode(pstate_t *ps, const char *a)
     ps->viewmode = m;
     if (ps->ses && ps->ses->eng)
         eng_set_machine_view(ps->ses->eng, m == PR_VM_MACHINE);
-    if (!ps->json && !ps->quiet)
-        sink_printf(&ps->out, "Viewmode set to %s\n", names[m]);
+    if (!ps->json && !ps->quiet) { /* (on stderr, as er_print) */
+        fflush(ps->out.f);
+        esc_fprintf(stderr, "Viewmode set to %s\n", names[m]);
+    }
     return 0;
 }
 

@@ -136,8 +136,9 @@ check("wl_cpu_single" in p.stdout and "wl_recursion" in p.stdout,
 # ---- printmode: delimiter-separated values, er_print's four header lines, every field quoted ----
 p = run([TALLY, "print", NORC, "-printmode", ",", "-functions", small], expect=0)
 text = run([TALLY, "print", NORC, "-functions", small], expect=0).stdout
-body = p.stdout.split("printmode is set to `,'\n\n", 1)
-check(len(body) == 2, "printmode ,: confirmation line: %r" % p.stdout[:200])
+body = [p.stdout]
+check(p.stderr == "printmode is set to `,'\n\n",
+      "printmode ,: confirmed on stderr as er_print does: %r" % p.stderr)
 recs = list(csv.reader(io.StringIO(body[-1])))
 check(len(recs) >= 6 and all(len(r) == 5 for r in recs),
       "printmode ,: 5 fields a line (e value, e %%, i value, i %%, name): %r" % recs[:6])
@@ -153,7 +154,7 @@ for r in recs[4:]:
 check("sorted by metric" not in body[-1], "printmode ,: no title line in the values")
 p = run([TALLY, "print", NORC, "-printmode", ";", "-compare", "ratio", "-functions", small, large],
         expect=0)
-recs = list(csv.reader(io.StringIO(p.stdout.split("\n\n", 1)[-1]), delimiter=";"))
+recs = list(csv.reader(io.StringIO(p.stdout), delimiter=";"))
 check(recs and recs[0][:4] == ["small.tally", "small.tally", "large.tally", "large.tally"] and
       all(len(r) == 9 for r in recs), "printmode ; with compare: %r" % recs[:5])
 run([TALLY, "print", NORC, "-printmode", "xx", "-functions", small], expect=2)
@@ -185,7 +186,7 @@ class Table(html.parser.HTMLParser):
 
 p = run([TALLY, "print", NORC, "-printmode", "html", "-functions", small], expect=0)
 h = Table()
-h.feed(p.stdout.split("\n\n", 1)[-1])
+h.feed(p.stdout)
 names = [r[-1] for r in h.rows[2:]]
 check(names and names[0] == "<Total>" and any(n.startswith("hot_loop") for n in names),
       "printmode html: a row per function, names unescaped by an html parser: %r" % names[:5])
@@ -202,7 +203,7 @@ parts = p.stdout.split("Functions Shown")
 check(len(parts) == 4 and "libtally-collector.so" not in parts[1] and
       "libtally-collector.so" in parts[2] and "libtally-collector.so" not in parts[3],
       "viewmode: the collector in machine mode only: %r" % p.stdout)
-check("Viewmode set to machine" in p.stdout, "viewmode confirms as er_print: %r" % p.stdout[:300])
+check("Viewmode set to machine" in p.stderr, "viewmode confirms as er_print: %r" % p.stderr[:300])
 run([TALLY, "print", NORC, "-viewmode", "kernel", "-functions", heap], expect=2)
 
 # ---- en_desc: which descendant processes are read; describe: the filter keywords ----------------

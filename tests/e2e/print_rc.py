@@ -84,7 +84,7 @@ check(not os.path.exists(os.path.join(d, "written-by-rc")),
       "a settings file cannot open an output file")
 p = tally_print("-functions")
 check('"Exclusive";"Exclusive"' in p.stdout, "cwd printmode ; applies: %r" % p.stdout[:300])
-check("printmode is set" not in p.stdout and "Print limit" not in p.stdout,
+check("printmode is set" not in p.stdout + p.stderr and "Print limit" not in p.stdout,
       "settings read from files are not confirmed on stdout: %r" % p.stdout[:300])
 
 # .er.rc is read where there is no .gprofng.rc
