@@ -832,7 +832,7 @@ int pr_parse_args(int argc, char **argv, pr_args_t *pa)
             continue;
         }
         if (!strcmp(a, "--norc")) {
-            ps.norc = 1;
+            pa->norc = 1;
             continue;
         }
         if (a[0] != '-' || !a[1]) {
@@ -853,7 +853,7 @@ int pr_parse_args(int argc, char **argv, pr_args_t *pa)
             return 2;
         }
         if (c->fn == c_en_desc && (arg || i + 1 < argc)) /* applied as the experiments load */
-            snprintf(ps.en_desc, sizeof ps.en_desc, "%s", arg ? arg : argv[i + 1]);
+            pa->en_desc = arg ? arg : argv[i + 1];
         if (c->nargs == ARG_OPTIONAL && !arg && i + 1 < argc && optional_arg(argv[i + 1]))
             arg = argv[++i];
         struct stat st;
@@ -896,6 +896,9 @@ int cmd_print(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    ps.norc = pa.norc;
+    if (pa.en_desc)
+        snprintf(ps.en_desc, sizeof ps.en_desc, "%s", pa.en_desc);
     rc = pr_open(&ps, pa.paths, pa.npaths, pa.json);
     if (!rc) {
         if (pa.nsteps == 0) {

@@ -254,6 +254,8 @@ typedef struct pr_args {
     const char **paths;
     size_t npaths;
     int json, help;
+    int norc;            /* --norc */
+    const char *en_desc; /* -en_desc's argument (applied as the experiments load), or NULL */
 } pr_args_t;
 int pr_parse_args(int argc, char **argv, pr_args_t *pa);
 void pr_args_free(pr_args_t *pa);
