@@ -323,6 +323,7 @@ struct eng {
     uint8_t *obj_mode; /* by sym object: enum eng_object_mode */
     size_t nobj_mode;
     int inlines;          /* inlined functions are frames of their own */
+    int machine_view;     /* tally's own collector frames shown as recorded (viewmode machine) */
     uint8_t *inl_obj;     /* by sym object: 0 not known yet, 1 expand its inlines, 2 do not */
     size_t ninl_obj;
     u64map_t inl_map;     /* obj << 44 | addr -> 1 + offset in inl_seq of count, then count
@@ -1918,6 +1919,12 @@ void eng_set_inlines(eng_t *g, int on)
 
 int eng_inlines(const eng_t *g) { return g->inlines; }
 
+void eng_set_machine_view(eng_t *g, int on)
+{
+    g->machine_view = on;
+    g->table_valid = g->tree_valid = 0;
+}
+
 /* Are inlined functions of object obj expanded? Those of the program and its own libraries, not
  * those of the system's libraries (/lib, /usr/lib): reading libc's debug information costs a
  * fifth of a second and its inlined internals are not what a profile of a program is about. */
@@ -2436,6 +2443,8 @@ static uint32_t map_stack_frames(eng_t *g, exp_input_t *in, int kind, size_t s, 
     for (uint32_t i = 0; i < nf; i++) {
         uint32_t obj = in->fobj[base + i];
         int mode = obj == UINT32_MAX ? ENG_OBJ_SHOW : eng_object_mode(g, obj);
+        if (mode == ENG_OBJ_DROP && g->machine_view)
+            mode = ENG_OBJ_SHOW;
         if (mode == ENG_OBJ_DROP && i > 0)
             continue; /* (as the leaf it stays: a traced call is named by its interposer) */
         if (mode == ENG_OBJ_DROP || kind != ENG_KIND_FUNCTION)

@@ -245,6 +245,10 @@ void eng_reset_object_modes(eng_t *g);
  * line kind, the lines inlined code was called at (their inclusive metrics). */
 void eng_set_inlines(eng_t *g, int on);
 int eng_inlines(const eng_t *g);
+/* er_print's viewmode machine (on): the frames of tally's own collector (ENG_OBJ_DROP) are shown
+ * as recorded, as callers too; off (user, expert: the default) leaves them out. Takes effect at
+ * the next table. */
+void eng_set_machine_view(eng_t *g, int on);
 int eng_object_mode(const eng_t *g, uint32_t obj);
 
 /* Scans every event (again) under the current selection. */

@@ -115,14 +115,69 @@ int ses_source_candidate(const ses_t *s, const char *path, size_t i, char *buf, 
     return -1;
 }
 
+int ses_keep_processes(ses_t *s, int (*keep)(void *ctx, const exp_process_t *p), void *ctx,
+                       tally_err_t *err)
+{
+    if (s->eng)
+        return tally_errf(err, TALLY_EUSAGE, "descendant processes are chosen before the "
+                                             "analysis starts");
+    if (!s->nprocs_read) {
+        s->nprocs_read = calloc(s->nexps + 1, sizeof *s->nprocs_read);
+        if (!s->nprocs_read)
+            return tally_errf(err, TALLY_ENOMEM, "out of memory");
+        for (size_t x = 0; x < s->nexps; x++)
+            s->nprocs_read[x] = s->exps[x]->nprocs;
+    }
+    for (size_t x = 0; x < s->nexps; x++) {
+        exp_experiment_t *e = s->exps[x];
+        size_t n = e->nprocs;
+        exp_process_t **order = malloc((n + 1) * sizeof *order);
+        int32_t *newidx = malloc((n + 1) * sizeof *newidx);
+        if (!order || !newidx) {
+            free(order);
+            free(newidx);
+            return tally_errf(err, TALLY_ENOMEM, "out of memory");
+        }
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            newidx[i] = -1;
+            if (i == 0 || keep(ctx, e->procs[i])) {
+                newidx[i] = (int32_t)k;
+                order[k++] = e->procs[i];
+            }
+        }
+        size_t kept = k;
+        for (size_t i = 0; i < n; i++)
+            if (newidx[i] < 0)
+                order[k++] = e->procs[i];
+        for (size_t i = 0; i < kept; i++) { /* the nearest kept ancestor */
+            int32_t a = order[i]->parent, hops = 0;
+            while (a >= 0 && (size_t)a < n && newidx[a] < 0 && hops++ < (int32_t)n)
+                a = e->procs[a]->parent;
+            order[i]->parent = a >= 0 && (size_t)a < n ? newidx[a] : -1;
+        }
+        for (size_t i = 0; i < n; i++)
+            order[i]->index = (uint32_t)i;
+        memcpy(e->procs, order, n * sizeof *order);
+        e->nprocs = kept;
+        free(order);
+        free(newidx);
+    }
+    return 0;
+}
+
 void ses_free(ses_t *s)
 {
     if (!s)
         return;
     eng_free(s->eng);
     sym_free(s->sym);
-    for (size_t i = 0; i < s->nexps; i++)
+    for (size_t i = 0; i < s->nexps; i++) {
+        if (s->nprocs_read) /* the processes left out are the experiment's too */
+            s->exps[i]->nprocs = s->nprocs_read[i];
         exp_close(s->exps[i]);
+    }
+    free(s->nprocs_read);
     free(s->exps);
     for (size_t i = 0; i < s->npaths; i++)
         free(s->paths[i]);

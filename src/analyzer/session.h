@@ -30,6 +30,7 @@ typedef struct ses {
     size_t npaths;
     char **map_from, **map_to; /* a source under map_from[i] is looked for under map_to[i] */
     size_t nmaps;
+    size_t *nprocs_read;       /* per experiment: the processes read (ses_keep_processes) */
 } ses_t;
 
 /* An empty session, or NULL when memory ran out. */
@@ -49,6 +50,11 @@ int ses_add_pathmap(ses_t *s, const char *from, const char *to, tally_err_t *err
  * search directories, into buf; returns 0, or -1 when there are no more candidates. (The file's
  * copy archived in an experiment and the recorded path itself come before these.) */
 int ses_source_candidate(const ses_t *s, const char *path, size_t i, char *buf, size_t n);
+/* er_print's en_desc: keeps the root process of every experiment opened and the descendants
+ * keep(ctx, process) accepts; the others are left out of the analysis (their parents remapped to
+ * the nearest kept ancestor). Before ses_start. */
+int ses_keep_processes(ses_t *s, int (*keep)(void *ctx, const exp_process_t *p), void *ctx,
+                       tally_err_t *err);
 void ses_free(ses_t *s);
 
 #endif

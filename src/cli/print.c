@@ -142,9 +142,9 @@ static int c_object_list(pstate_t *ps, const char *a)
     sink_printf(&ps->out, "Functions Shown  Load Object\n");
     for (size_t o = 0; o < sym_nobjects(ps->ses->sym); o++) {
         int m = eng_object_mode(ps->ses->eng, (uint32_t)o);
-        if (m == ENG_OBJ_DROP)
+        if (m == ENG_OBJ_DROP && ps->viewmode != PR_VM_MACHINE)
             continue; /* tally's own collector: no object of the program */
-        sink_printf(&ps->out, "%-15s  %s\n", mode[m & 3], sym_object(ps->ses->sym, (uint32_t)o)->name);
+        sink_printf(&ps->out, "%-15s  %s\n", mode[m == ENG_OBJ_DROP ? 0 : m & 3], sym_object(ps->ses->sym, (uint32_t)o)->name);
     }
     sink_printf(&ps->out, "\n");
     return 0;
@@ -170,7 +170,7 @@ static void set_sort_from(pstate_t *ps, const mspec_t *ms)
  * output expect them). */
 static void confirm_metrics(pstate_t *ps)
 {
-    if (ps->json)
+    if (ps->json || ps->quiet)
         return;
     char buf[1024];
     size_t n = 0;
@@ -200,7 +200,7 @@ static int sort_shown_percent(const pstate_t *ps)
 
 static void confirm_sort(pstate_t *ps)
 {
-    if (ps->json)
+    if (ps->json || ps->quiet)
         return;
     char title[256];
     pr_sort_title(ps, title, sizeof title);
@@ -266,9 +266,9 @@ static int c_limit(pstate_t *ps, const char *a)
         return 1;
     }
     ps->limit = n;
-    if (!ps->json && ps->compat) /* er_print says it on stderr */
+    if (!ps->json && !ps->quiet && ps->compat) /* er_print says it on stderr */
         esc_fprintf(stderr, "Print limit set to %ld\n", n);
-    else if (!ps->json)
+    else if (!ps->json && !ps->quiet)
         sink_printf(&ps->out, "Print limit set to %ld\n", n);
     return 0;
 }
@@ -485,6 +485,13 @@ static const struct pcmd {
     { "appendfile", 1, c_appendfile, "FILE", "append what follows to FILE", 0 },
     { "object_list", 0, c_object_list, "", "load objects and how their functions are shown", 0 },
     { "version", 0, c_version, "", "tally's version", 0 },
+    { "printmode", 1, c_printmode, "text|html|C", "tables as text, an html table, or values separated by C", 0 },
+    { "viewmode", 1, c_viewmode, "user|expert|machine", "machine: tally's collector frames as recorded", 0 },
+    { "compare", 1, c_compare, "on|off|delta|ratio", "several experiments side by side (delta, ratio: against the first)", 0 },
+    { "dmetrics", 1, c_dmetrics, "SPEC", "default metrics, merged as in settings files (e.g. ie!.any:e%.totalcpu)", 0 },
+    { "en_desc", 1, c_en_desc, "on|off|=REGEX", "descendant processes read: all, none, those whose program matches (applied as the experiments load)", 0 },
+    { "describe", 0, c_describe, "", "the keywords of -filters and their values in each experiment", 0 },
+    { "dsort", 1, c_dsort, "SPEC", "default sort: the first of SPEC's metrics shown (e.g. ei.any:name)", 0 },
     { "help", 0, c_help, "", "this list", 0 },
     { "quit", 0, c_quit, "", "leave the interactive prompt (also: exit)", 0 },
     { "exit", 0, c_quit, "", NULL, 0 },
@@ -754,6 +761,8 @@ int pr_open(pstate_t *ps, const char *const *paths, size_t npaths, int json)
                         pr->notes[k]);
         }
     }
+    if (!rc)
+        rc = pr_apply_en_desc(ps);
     if (!rc && ses_start(ps->ses, &err))
         rc = cli_report(&err);
     const char *threads = getenv("TALLY_SCAN_THREADS"); /* tally-print(1): ENVIRONMENT */
@@ -766,8 +775,10 @@ int pr_open(pstate_t *ps, const char *const *paths, size_t npaths, int json)
         else
             eng_set_scan_threads(ps->ses->eng, (unsigned)n);
     }
-    if (!rc)
+    if (!rc) {
         default_metrics(ps);
+        pr_read_rc(ps);
+    }
     return rc;
 }
 
@@ -846,6 +857,7 @@ static void usage(FILE *out)
             "terminal). Several experiments, and every descendant process, count as one run.\n\n"
             "options:\n"
             "  --json                         one JSON document per command, one per line\n"
+            "  --norc                         read no settings file (.gprofng.rc, .er.rc)\n"
             "  -h, --help                     this help\n\n"
             "commands:\n");
     list_commands(out);
@@ -875,6 +887,10 @@ int pr_parse_args(int argc, char **argv, pr_args_t *pa)
             pa->json = 1;
             continue;
         }
+        if (!strcmp(a, "--norc")) {
+            pa->norc = 1;
+            continue;
+        }
         if (a[0] != '-' || !a[1]) {
             pa->paths[pa->npaths++] = a;
             continue;
@@ -892,6 +908,8 @@ int pr_parse_args(int argc, char **argv, pr_args_t *pa)
             unknown_cmd(a, NULL);
             return 2;
         }
+        if (c->fn == c_en_desc && (arg || i + 1 < argc)) /* applied as the experiments load */
+            pa->en_desc = arg ? arg : argv[i + 1];
         if (c->nargs == ARG_OPTIONAL && !arg && i + 1 < argc && optional_arg(argv[i + 1]))
             arg = argv[++i];
         struct stat st;
@@ -934,6 +952,9 @@ int cmd_print(int argc, char **argv)
         rc = 2;
         goto out;
     }
+    ps.norc = pa.norc;
+    if (pa.en_desc)
+        snprintf(ps.en_desc, sizeof ps.en_desc, "%s", pa.en_desc);
     rc = pr_open(&ps, pa.paths, pa.npaths, pa.json);
     if (!rc) {
         if (pa.nsteps == 0) {

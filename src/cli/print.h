@@ -70,7 +70,47 @@ typedef struct pstate {
     int kind;
     mspec_t other_metrics, other_cmetrics;
     int other_sort_flavor, other_sort_metric, other_set;
+    int printmode;                /* PR_PM_* (printmode): how tables are written */
+    char delim;                   /* PR_PM_DELIM: the delimiter character */
+    int viewmode;                 /* PR_VM_* (viewmode) */
+    int compare;                  /* PR_CMP_* (compare): several experiments side by side */
+    char title[256];              /* the view's title, for an html table (pr_view_title) */
+    int quiet;                    /* no confirmation lines (settings files being read) */
+    int norc;                     /* --norc: no settings file is read */
+    char en_desc[256];            /* en_desc: "on" (or ""), "off", "=REGEX": applied at loading */
 } pstate_t;
+
+/* print_modes.c: er_print's display modes (printmode, viewmode, compare), its settings files
+ * (.gprofng.rc, .er.rc) and the commands they accept (dmetrics, dsort, en_desc, describe). */
+enum { PR_PM_TEXT, PR_PM_HTML, PR_PM_DELIM };
+enum { PR_VM_USER, PR_VM_EXPERT, PR_VM_MACHINE };
+enum { PR_CMP_OFF, PR_CMP_ON, PR_CMP_DELTA, PR_CMP_RATIO };
+int c_printmode(pstate_t *ps, const char *a);
+int c_viewmode(pstate_t *ps, const char *a);
+int c_compare(pstate_t *ps, const char *a);
+int c_dmetrics(pstate_t *ps, const char *a);
+int c_dsort(pstate_t *ps, const char *a);
+int c_en_desc(pstate_t *ps, const char *a);
+int c_describe(pstate_t *ps, const char *a);
+/* Leaves out the descendant processes en_desc (ps->en_desc, else a settings file's) excludes;
+ * between opening the experiments and starting the session. 0, or 1 after reporting. */
+int pr_apply_en_desc(pstate_t *ps);
+/* A view's title line: printed now as text ("TITLE\n\n"), kept for the next html table, left
+ * out of delimiter-separated output (one table a script parses). */
+void pr_view_title(pstate_t *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A table in the current printmode other than text (html or delimiter-separated values). */
+void pr_table_other(pstate_t *ps, const mspec_t *ms, const rep_row_t *rows, size_t n,
+                    const uint64_t *total);
+/* Is compare in effect (on, delta or ratio with two or more experiments)? */
+int pr_comparing(const pstate_t *ps);
+/* -functions/-objects/-pcs/-lines with compare: each experiment's metrics side by side, rows
+ * matched by name and load object. */
+int view_compare_list(pstate_t *ps, int kind);
+/* -callers-callees and -csingle NAME with compare: a block per function, every experiment's
+ * attributed metrics side by side (a function missing from some experiments: zeros there). */
+int view_compare_cc(pstate_t *ps, const char *single);
+/* Reads the settings files (system, home, current directory) unless norc; warnings on stderr. */
+void pr_read_rc(pstate_t *ps);
 
 /* A row of a table: values by flavor (NULL when the row has none of that flavor). */
 /* The recorded data a view shows: when some of it was lost while recording (a full disk, a busy
@@ -228,6 +268,8 @@ typedef struct pr_args {
     const char **paths;
     size_t npaths;
     int json, help;
+    int norc;            /* --norc */
+    const char *en_desc; /* -en_desc's argument (applied as the experiments load), or NULL */
 } pr_args_t;
 int pr_parse_args(int argc, char **argv, pr_args_t *pa);
 void pr_args_free(pr_args_t *pa);

@@ -207,6 +207,10 @@ void pr_table_text(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
 void pr_table_text_ex(pstate_t *ps, const mspec_t *ms, const row_t *rows, size_t n,
                       const uint64_t *total, pr_row_hook hook, void *ctx)
 {
+    if (ps->printmode != PR_PM_TEXT) {
+        pr_table_other(ps, ms, rows, n, total);
+        return;
+    }
     col_text_t ct[MAXCOLS];
     for (int c = 0; c < ms->ncols; c++)
         pr_col_headers(&ms->cols[c], &ct[c]);

@@ -41,6 +41,8 @@ long pr_find_function(pstate_t *ps, const eng_table_t *t, const names_t *nm, con
 
 int view_list(pstate_t *ps, int kind)
 {
+    if (pr_comparing(ps))
+        return view_compare_list(ps, kind);
     tally_err_t err = { 0 };
     rep_opts_t o = pr_opts(ps);
     rep_table_t rt;
@@ -81,8 +83,8 @@ int view_list(pstate_t *ps, int kind)
         json_end_doc(&j);
     } else {
         char st[160];
-        sink_printf(&ps->out, "%s sorted by metric: %s\n\n", (ps->compat ? er_titles : titles)[kind],
-                    pr_sort_title(ps, st, sizeof st));
+        pr_view_title(ps, "%s sorted by metric: %s", (ps->compat ? er_titles : titles)[kind],
+                      pr_sort_title(ps, st, sizeof st));
         row_t *all = malloc((rt.n + 1) * sizeof *all);
         if (all) {
             all[0] = rt.total_row;
@@ -90,7 +92,8 @@ int view_list(pstate_t *ps, int kind)
                 memcpy(all + 1, rt.rows, rt.n * sizeof *all);
             pr_table_text(ps, &ps->metrics, all, rt.n + 1, rt.total);
             free(all);
-            sink_printf(&ps->out, "\n");
+            if (ps->printmode == PR_PM_TEXT)
+                sink_printf(&ps->out, "\n");
         } else {
             rc = 1;
         }
@@ -143,13 +146,16 @@ static int cc_text(pstate_t *ps, const rep_cc_t *cc, const rep_cc_entry_t *e)
     if (e->ncallees)
         memcpy(all + e->ncallers + 1, e->callees, e->ncallees * sizeof *all);
     pr_table_text(ps, &ps->cmetrics, all, n, cc->total);
-    sink_printf(&ps->out, "\n");
+    if (ps->printmode == PR_PM_TEXT)
+        sink_printf(&ps->out, "\n");
     free(all);
     return 0;
 }
 
 int view_callers_callees(pstate_t *ps, const char *single)
 {
+    if (pr_comparing(ps))
+        return view_compare_cc(ps, single);
     if (ps->compat && !ps->json)
         return pr_cc_er(ps, single);
     tally_err_t err = { 0 };
@@ -177,8 +183,7 @@ int view_callers_callees(pstate_t *ps, const char *single)
         json_end_doc(&j);
     } else {
         char st[160];
-        sink_printf(&ps->out, "Callers and callees sorted by metric: %s\n\n",
-                    pr_sort_title(ps, st, sizeof st));
+        pr_view_title(ps, "Callers and callees sorted by metric: %s", pr_sort_title(ps, st, sizeof st));
         for (size_t i = 0; i < cc.n && !rc; i++)
             rc = cc_text(ps, &cc, &cc.entries[i]);
     }

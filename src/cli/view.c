@@ -466,7 +466,7 @@ int cmd_view(int argc, char **argv)
     }
     /* one session per experiment: each is shown on its own, and two side by side */
     for (size_t i = 0; i < npaths && !rc; i++) {
-        sv.st[i] = (pstate_t){ .sort_flavor = FL_E, .sort_metric = ENG_M_TOTALCPU };
+        sv.st[i] = (pstate_t){ .sort_flavor = FL_E, .sort_metric = ENG_M_TOTALCPU, .norc = 1 };
         sink_file(&sv.st[i].out, stdout);
         sv.n++;
         rc = pr_open(&sv.st[i], &paths[i], 1, 1);

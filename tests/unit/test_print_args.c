@@ -70,6 +70,18 @@ static void test_commands(void **state)
     assert_int_equal(pa.npaths, 2);
     assert_string_equal(pa.paths[1], "b.tally");
     pr_args_free(&pa);
+    /* --norc; -en_desc's argument is kept for loading, and the step still runs */
+    assert_int_equal(PARSE(&pa, "a.tally", "-functions", "--norc", "-en_desc", "=^cc1$"), 0);
+    assert_int_equal(pa.norc, 1);
+    assert_non_null(pa.en_desc);
+    assert_string_equal(pa.en_desc, "=^cc1$");
+    assert_int_equal(pa.nsteps, 2);
+    step_is(&pa, 1, "en_desc", "=^cc1$");
+    pr_args_free(&pa);
+    assert_int_equal(PARSE(&pa, "-en_desc=off", "a.tally"), 0);
+    assert_string_equal(pa.en_desc, "off");
+    assert_int_equal(pa.norc, 0);
+    pr_args_free(&pa);
     /* -h anywhere */
     assert_int_equal(PARSE(&pa, "-functions", "-h"), 0);
     assert_int_equal(pa.help, 1);
