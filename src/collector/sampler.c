@@ -534,9 +534,11 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
 /* ---- the thread ----------------------------------------------------------------------------- */
 
 /* The sampler's budget: its looks may use 1% of the CPU time the program used meanwhile, and at
- * least 0.5% of one CPU (a program whose threads all sleep is still looked at). */
+ * least 1% of one CPU (a program whose threads all sleep is still looked at; a few threads are
+ * never looked at less often). */
 #define BUDGET_PROGRAM 100 /* 1 / share of the program's CPU */
-#define BUDGET_FLOOR 200   /* 1 / share of one CPU */
+#define BUDGET_FLOOR 100   /* 1 / share of one CPU */
+#define NRECENT 16
 #define MAX_PERIOD 1000000000u
 
 
@@ -566,7 +568,7 @@ static void *sampler_main(void *arg)
      * reason a look may not cost more than its budget (budget_period): many threads are looked
      * at less often, and the stats record and a warning say so. */
     uint64_t base = p->state_ns ? p->state_ns : p->sample_ns, period = base, cost = 0;
-    uint64_t recent[4];
+    uint64_t recent[NRECENT]; /* CPU ns per thread of the last looks */
     int nrecent = 0;
     uint64_t now = coll_now(), last = now, wake = now;
     uint64_t next_sample = p->sample_ns ? now + p->sample_ns : UINT64_MAX;
@@ -598,16 +600,21 @@ static void *sampler_main(void *arg)
             s->looks++;
             s->look_cpu_ns += c;
             period = any_off ? base : (period * 2 > 8 * base ? 8 * base : period * 2);
-            /* what a look costs: the least of the last 4 (one that writes into a new chunk of the
-             * events file, or unwinds for the first time, costs more once); a look at threads
-             * all new has no program CPU time to compare with */
-            if (s->known) {
-                recent[nrecent++ % 4] = c;
-                cost = UINT64_MAX;
-                for (int i = 0; i < 4 && i < nrecent; i++)
-                    cost = recent[i] < cost ? recent[i] : cost;
+            /* what a look costs: its threads times the least cost per thread of the last 16
+             * looks (one that writes into a new chunk of the events file, unwinds for the first
+             * time, or is slowed by other work on the machine costs more once), applied once
+             * there are 16; a look at threads all new has no program CPU time to compare with */
+            if (s->known && s->ntids > 0) {
+                recent[nrecent++ % NRECENT] = c / (uint64_t)s->ntids;
+                uint64_t per = UINT64_MAX;
+                for (int i = 0; i < NRECENT && i < nrecent; i++)
+                    per = recent[i] < per ? recent[i] : per;
+                cost = per * (uint64_t)s->ntids;
             }
-            uint64_t floor = s->known ? budget_period(cost, s->prog_ns, now - last) : 0;
+            /* (not before a full window: the first looks pay for first unwinds) */
+            uint64_t floor = s->known && nrecent >= NRECENT
+                                 ? budget_period(cost, s->prog_ns, now - last)
+                                 : 0;
             if (floor > period) {
                 period = floor;
                 s->stretched_looks++;

@@ -15,7 +15,7 @@
  *    change the kind; its blocked stack is unwound again only when it may have changed (moved,
  *    or ran and the words its last walk read changed, unwind_remote.h); the directory of
  *    threads is read again only when the thread set may have changed. Looks cost at most 1% of
- *    the program's CPU time (at least 0.5% of a CPU): with many threads they are made less
+ *    the program's CPU time (at least 1% of a CPU): with many threads they are made less
  *    often, said in the stats record and a warning. The call stack of a state event is the thread's stack at its last clock sample
  *    (threads_last_stack): the code that ran just before the thread blocked or was preempted.
  * It only makes system calls and writes through the async-signal-safe writer: no malloc, no locks
