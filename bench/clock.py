@@ -4,8 +4,10 @@ side with gprofng and perf on the same program in the same run.
 
   bench/clock.py [--build build] [--reps 5] [--seconds 4] [--write]
 
-Workload: bench/deep30.c (CPU-bound leaves under 30-deep stacks, built without frame pointers),
-1 and 2 threads. Every way of running it is run --reps times, interleaved, so drifts in the load
+Workloads: bench/deep30.c (CPU-bound leaves under 30-deep stacks, built without frame pointers),
+1 and 2 threads; and two real programs, overhead only: python3 running a pure-Python loop (an
+interpreter) and zstd -T2 compressing a generated 30 MB text (a compressor with threads). The
+anchor for -p hi is `perf record -e cpu-clock -F 1000` without call stacks (issue 17). Every way of running it is run --reps times, interleaved, so drifts in the load
 of the machine hit every way alike; a run during which other work on the machine used more than
 --max-foreign of a CPU (/proc/stat's busy time less the run's own CPU time) is done again, up to
 --tries times, and the section says how many were.
@@ -165,6 +167,10 @@ def way(name, prog):
         return ["perf", "record", "-q", "-g", "-o", exp_name() + ".data"] + prog
     if name == "perf record -g -F 1000":
         return ["perf", "record", "-q", "-g", "-F", "1000", "-o", exp_name() + ".data"] + prog
+    if name == "perf record -F 1000 (no stacks)":
+        # the floor for -p hi: a software clock event at 1 kHz, no call stacks (issue 17)
+        return ["perf", "record", "-q", "-e", "cpu-clock", "-F", "1000", "-o",
+                exp_name() + ".data"] + prog
     raise ValueError(name)
 
 
@@ -212,7 +218,7 @@ def verdict(ok):
 
 
 ways = ["bare", "tally -p on", "tally -p hi", "gprofng -p on", "gprofng -p hi", "perf record -g",
-        "perf record -g -F 1000"]
+        "perf record -g -F 1000", "perf record -F 1000 (no stacks)"]
 load_before = os.getloadavg()[0]
 started = time.perf_counter()
 
@@ -288,12 +294,63 @@ for threads in (1, 2):
         for what, o in (("wall", ovh[w]), ("CPU", covh[w])):
             goals.append((threads, "%s overhead under %d%% at %s" % (what, limit * 100, w[6:]),
                           "%+.2f%%" % (o * 100), o < limit))
+    goals.append((threads, "CPU overhead at -p hi within one point of perf -F 1000 without "
+                  "stacks", "%s vs %s" % (pct(covh["tally -p hi"]),
+                                          pct(covh["perf record -F 1000 (no stacks)"])),
+                  covh["tally -p hi"] - covh["perf record -F 1000 (no stacks)"] <= 0.01))
+    goals.append((threads, "CPU overhead under 1% at -p on (issue 17)", pct(covh["tally -p on"]),
+                  covh["tally -p on"] < 0.01))
     ev, lg, n = acc["tally -p hi"]["size"][-1]
     out("- Experiment size at -p hi (last run): events file %d bytes on disk + log %d bytes "
         "for %d clock samples = %.1f bytes per sample (the 4 KiB header and each stream's last "
         "chunk up to its last page included: tally collect gives the chunks' unused ends back "
         "to the disk; thread-state records are in the same file)." %
         (ev, lg, n, (ev + lg) / max(n, 1)))
+    out("")
+
+# Real programs: an interpreter and a compressor with threads; overhead only (their CPU time is
+# the command's, from getrusage of the children).
+real_ways = ["bare", "tally -p on", "tally -p hi", "perf record -F 1000 (no stacks)"]
+data = os.path.join(tmp, "corpus")
+with open(data, "wb") as f:  # compressible but not trivial: 48 MB of varied text
+    for i in range(600000):
+        f.write(b"%d line %x of the corpus, %s\n" % (i, i * 2654435761 % 4294967296,
+                                                        b"abcdefgh"[i % 8:] * (i % 5)))
+real = [
+    ("python3", "python3, a pure-Python loop (interpreter)",
+     ["/usr/bin/python3", "-c",
+      "import time\nt=time.process_time()+%g\nd={}\ni=0\n"
+      "while time.process_time()<t:\n    d[i%%1000]=str(i)*3\n    i+=1\n" % args.seconds]),
+    ("zstd", "zstd -T2 -12 (compressor, 2 threads)",
+     ["zstd", "-q", "-f", "-T2", "-12", data, "-o", os.path.join(tmp, "corpus.zst")]),
+]
+for short, title, prog in real:
+    if not os.path.exists(prog[0]) and not shutil.which(prog[0]):
+        out("- %s: not installed here, not measured." % title)
+        continue
+    walls = {w: [] for w in real_ways}
+    cpus = {w: [] for w in real_ways}
+    for rep in range(args.reps):
+        for w in real_ways:
+            cmd, wall, cpu, _ = quiet_run(w, prog)
+            walls[w].append(wall)
+            cpus[w].append(cpu)
+            if w != "bare":
+                remove(output_of(cmd))
+    base, base_cpu = med(walls["bare"]), med(cpus["bare"])
+    out("### %s, median of %d runs" % (title, args.reps))
+    out("")
+    out("| how | wall (s) | overhead | CPU (s) | CPU overhead |")
+    out("|---|---|---|---|---|")
+    for w in real_ways:
+        out("| %s | %.3f | %s | %.3f | %s |" % (w, med(walls[w]), pct(med(walls[w]) / base - 1),
+                                               med(cpus[w]), pct(med(cpus[w]) / base_cpu - 1)))
+        if w == "tally -p on":
+            goals.append((0, "%s: CPU overhead under 1%% at -p on" % short,
+                          pct(med(cpus[w]) / base_cpu - 1), med(cpus[w]) / base_cpu - 1 < 0.01))
+    hi = med(cpus["tally -p hi"]) / base_cpu - 1
+    floor = med(cpus["perf record -F 1000 (no stacks)"]) / base_cpu - 1
+    goals.append((0, "%s: -p hi within one point of perf -F 1000 without stacks" % short, "%s vs %s" % (pct(hi), pct(floor)), hi - floor <= 0.01))
     out("")
 
 # Long run with few distinct stacks: bytes per sample at the limit.
@@ -324,7 +381,7 @@ out("")
 out("| threads | goal | measured | |")
 out("|---|---|---|---|")
 for threads, goal, value, ok in goals:
-    out("| %d | %s | %s | %s |" % (threads, goal, value, verdict(ok)))
+    out("| %s | %s | %s | %s |" % (threads or "", goal, value, verdict(ok)))
 out("")
 out("Other work on the machine: a run during which it used more than %.2f of a CPU was redone "
     "(%d runs redone; %d kept after %d tries; the busiest kept run shared the machine with "

@@ -7,7 +7,7 @@ settings, against the bare program and against clock profiling alone, in the sam
 Workloads: bench_deep30 with 2 threads (CPU-bound: states cost a /proc read per thread per 10 ms)
 and bench_sleepers (64 threads that mostly sleep, wake every millisecond and work a little: the
 case where state sampling has the most threads to look at and the stacks of blocked threads to
-unwind). Overhead is the median wall time over the bare program's median; the sampler's own CPU
+unwind; and 1,000 such threads waking every 20 ms, which keep about one CPU busy). Overhead is the median wall time over the bare program's median; the sampler's own CPU
 time is the collected run's CPU time (getrusage of the children) minus the clock-only run's.
 With --write the Markdown section replaces the one in docs/BENCHMARKS.md.
 """
@@ -53,6 +53,16 @@ def run(cmd):
 counter = [0]
 
 
+def stats_of(exp):
+    """The stats record of an experiment's log, as a dict (empty if none)."""
+    try:
+        with open(os.path.join(exp, "log")) as f:
+            lines = [l.split() for l in f if l.startswith("stats ")]
+    except OSError:
+        return {}
+    return dict(kv.split("=", 1) for kv in lines[-1][1:] if "=" in kv) if lines else {}
+
+
 def collect(opts, prog):
     counter[0] += 1
     name = "e%d" % counter[0]
@@ -72,8 +82,11 @@ programs = [
     ("deep30, 2 CPU-bound threads", [os.path.join(build, "bench_deep30"), str(args.seconds), "2"]),
     ("sleepers, 64 threads waking every ms", [os.path.join(build, "bench_sleepers"),
                                                str(args.seconds), "64"]),
+    ("sleepers, 1000 threads waking every 20 ms", [os.path.join(build, "bench_sleepers"),
+                                                   str(args.seconds), "1000", "20"]),
 ]
 
+load_before = os.getloadavg()[0]
 lines = []
 out = lines.append
 out("## Sample packets and thread states: overhead (issue 6)")
@@ -84,6 +97,7 @@ out("")
 for title, prog in programs:
     walls = {w: [] for w, _ in WAYS}
     cpus = {w: [] for w, _ in WAYS}
+    sampler = {w: [] for w, _ in WAYS}  # (sampler CPU s, looks, stretched, longest period s)
     for rep in range(args.reps):
         for w, opts in WAYS:  # interleaved: drifts in machine load hit every way alike
             if opts is None:
@@ -94,6 +108,11 @@ for title, prog in programs:
             walls[w].append(wall)
             cpus[w].append(cpu)
             if exp:
+                st = stats_of(exp)
+                sampler[w].append((int(st.get("sampler_cpu", 0)) / 1e9,
+                                   int(st.get("states_looks", 0)),
+                                   int(st.get("states_stretched", 0)),
+                                   int(st.get("states_period_max", 0)) / 1e9))
                 shutil.rmtree(exp, ignore_errors=True)
     base = statistics.median(walls["bare"])
     base_cpu = statistics.median(cpus["bare"])
@@ -107,6 +126,25 @@ for title, prog in programs:
         out("| %s | %.3f | %+.1f%% | %.3f | %+.1f%% |" % (w, m, (m / base - 1) * 100, c,
                                                           (c / base_cpu - 1) * 100))
     out("")
+    for w, _ in WAYS:
+        runs = sampler[w]
+        if not runs or not any(r[1] for r in runs):
+            continue
+        sc = statistics.median(r[0] for r in runs)
+        looks = statistics.median(r[1] for r in runs)
+        stretched = sum(1 for r in runs if r[2])
+        longest = max(r[3] for r in runs)
+        out("- %s: the sampler thread used %.3f s of CPU (median; %.2f%% of the bare program's "
+            "CPU time) in %d looks at the thread states; %s." %
+            (w, sc, sc / base_cpu * 100, looks,
+             "looks were made less often than every 10 ms to stay within the sampler's budget "
+             "in %d of %d runs (longest period %.0f ms; the collector warned)" %
+             (stretched, len(runs), longest * 1e3) if stretched else
+             "never made less often than every 10 ms for their cost"))
+    out("")
+out("Load average (1 min) %.1f before the run and %.1f after, on %d CPUs." %
+    (load_before, os.getloadavg()[0], os.cpu_count() or 0))
+out("")
 shutil.rmtree(tmp, ignore_errors=True)
 
 text = "\n".join(lines) + "\n"

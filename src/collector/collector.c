@@ -780,7 +780,7 @@ __attribute__((constructor)) static void collector_constructor(void)
 static void log_stats(coll_proc_t *p)
 {
     coll_stats_t *st = &p->st;
-    char buf[512];
+    char buf[1024];
     exp_line_t l;
     exp_line_begin(&l, buf, sizeof buf, EXP_LOG_STATS);
     exp_line_u64(&l, EXP_KEY_SAMPLES, st->samples);
@@ -796,8 +796,10 @@ static void log_stats(coll_proc_t *p)
     int disk_full = __atomic_load_n(&p->evfile.disk_full, __ATOMIC_RELAXED);
     exp_line_u64(&l, EXP_KEY_DISK_FULL, (uint64_t)disk_full);
     exp_line_u64(&l, EXP_KEY_SAMPLER_CPU, sampler_cpu_ns(p));
+    sampler_log_stats(p, &l);
     trace_log_stats(&l);
     coll_log_write(&l);
+    sampler_warn_stretched(p);
     trace_warn_dropped(disk_full);
     char msg[160];
     if (st->dropped_disk) {

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -114,6 +116,7 @@ typedef struct track {
     uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
     uint32_t blocked_stack;          /* ... and the stack id written for it */
     int fd[3];                       /* its /proc files, kept open (TF_*), -1 until opened */
+    int ran;                         /* it got a CPU since the previous look */
 } track_t;
 
 enum { TF_STAT, TF_SCHED, TF_SYSCALL };
@@ -127,8 +130,21 @@ typedef struct sampler {
     int quiet;  /* this look only keeps the baselines (paused, or outside the -t window) */
     int dirfd;  /* /proc/self/task, kept open at a high descriptor */
     int nfds;   /* /proc files kept open for threads (bounded: the program's descriptors come first) */
+    int max_fds; /* the bound (sampler_start: from the hard limit of descriptors) */
     pid_t self;
     track_t *tracks;
+    unwind_memo_t *memos; /* what the walk of each track's blocked stack read (same index; apart,
+                             so that the table of tracks stays small) */
+    int ntracks;      /* tracks in use */
+    int tids[NTRACK]; /* the threads found at the last read of the directory ... */
+    int ntids;        /* ... and how many (-1: read it at the next look) */
+    uint64_t gen, nlink, scanned; /* the thread set then: threads_generation, links, time */
+    /* what the looks cost, for the period and the stats record */
+    uint64_t looks, unwinds, reused, look_cpu_ns, stretched_looks, max_period, max_threads, max_cost;
+    pid_t stats_pid;  /* the process the counters above are of */
+    uint64_t open_ns; /* CPU time of this look spent opening files */
+    int known;        /* threads looked at before (not new) in this look */
+    uint64_t prog_ns; /* CPU time of the program's threads during the period (their schedstat) */
     exp_stream_t stream;
     uint64_t pcs[THREADS_LAST_MAX];
     uint64_t tick;
@@ -150,6 +166,10 @@ static track_t *track_get(sampler_t *s, int tid)
             t->tid = tid;
             t->hint = -1;
             t->run_delay = UINT64_MAX; /* first sight: no delta yet */
+            t->blocked_pc = 0;
+            s->memos[t - s->tracks].n = 0;
+            s->memos[t - s->tracks].pc = 0;
+            s->ntracks++;
             return t;
         }
     }
@@ -159,13 +179,22 @@ static track_t *track_get(sampler_t *s, int tid)
 /* Reads file `which` of the thread's /proc directory into buf (NUL-terminated); returns its length
  * or -1. The file stays open (at a high descriptor, close-on-exec) for the next ticks: opening
  * /proc files costs more than reading them. */
-#define MAX_KEPT_FDS 96
+#define MIN_KEPT_FDS 96
+#define MAX_KEPT_FDS 8192
 
 static sampler_t the_sampler;
 
+static uint64_t own_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static ssize_t read_task(track_t *t, int which, char *buf, size_t cap)
 {
-    int keep = t->fd[which] >= 0 || the_sampler.nfds < MAX_KEPT_FDS;
+    int keep = t->fd[which] >= 0 || the_sampler.nfds < the_sampler.max_fds;
     if (t->fd[which] < 0) {
         char path[64] = "/proc/self/task/";
         size_t n = strlen(path);
@@ -173,11 +202,16 @@ static ssize_t read_task(track_t *t, int which, char *buf, size_t cap)
         path[n++] = '/';
         size_t wl = strlen(track_files[which]);
         memcpy(path + n, track_files[which], wl + 1);
+        uint64_t c0 = own_cpu_ns();
         coll_fd_room_enter();
         t->fd[which] = coll_high_fd(open(path, O_RDONLY | O_CLOEXEC));
+        int e = errno;
         coll_fd_room_leave();
-        if (t->fd[which] < 0)
+        the_sampler.open_ns += own_cpu_ns() - c0;
+        if (t->fd[which] < 0) {
+            errno = e;
             return -1;
+        }
         if (keep)
             the_sampler.nfds++;
     }
@@ -237,6 +271,24 @@ static uint32_t sleep_kind(long nr, char state)
     }
 }
 
+/* System calls whose wait is always interruptible ('S'): the state letter cannot make them I/O,
+ * so their kind needs no read of `stat`. */
+static int sleeps_interruptibly(long nr)
+{
+    switch (nr) {
+    case 34:  /* pause */
+    case 35:  /* nanosleep */
+    case 61:  /* wait4 */
+    case 128: /* rt_sigtimedwait */
+    case 130: /* rt_sigsuspend */
+    case 230: /* clock_nanosleep */
+    case 247: /* waitid */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 static uint64_t parse_u64(const char **p)
 {
     uint64_t v = 0;
@@ -260,14 +312,71 @@ static void write_state(sampler_t *s, uint64_t now, track_t *t, uint32_t state, 
                             threads_rstate_of(t->tid, &t->hint));
 }
 
-/* A sleeping thread: the system call it is blocked in (from /proc: "nr args... sp pc") gives the
- * kind of sleep and where to unwind its stack from; unwound again only when it moved. */
-static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_t ns)
+/* A sleeping thread, blocked in system call nr at (sp, pc) (0: not known): charged ns of sleep of
+ * that kind on its blocked stack, unwound again only when it may have changed: when it moved, or
+ * when it ran since and the words its last walk read are not all the same (unwind_memo_same). */
+static void write_sleep(sampler_t *s, uint64_t now, track_t *t, uint32_t kind, uint64_t sp,
+                        uint64_t pc, uint64_t ns)
+{
+    if (s->quiet)
+        return;
+    if (!pc || !sp) {
+        write_state(s, now, t, kind, ns);
+        return;
+    }
+    /* blocked inside an interposer: the caller it published (threads.h), if the thread was in the
+     * same call before and after the look at its stack */
+    unwind_memo_t *memo = &s->memos[t - s->tracks];
+    fu_regs_t caller, again;
+    uint32_t seq, seq2;
+    int in_call = threads_blocked_caller(t->tid, &t->hint, &caller, &seq);
+    /* the same stack: it did not run since it was unwound there, or the walk would read what it
+     * read then (it may have run in between, or been seen running) */
+    int same = t->blocked_pc && pc == t->blocked_pc && sp == t->blocked_sp && !t->ran;
+    if (!same && unwind_memo_same(memo, pc, sp, in_call ? &caller : NULL)) {
+        same = 1;
+        s->reused++;
+    }
+    if (!same) {
+        uint32_t flags;
+        int spliced;
+        uint32_t n = unwind_blocked(pc, sp, in_call ? &caller : NULL, s->pcs, THREADS_LAST_MAX,
+                                    &flags, &spliced, memo);
+        if (spliced && (!threads_blocked_caller(t->tid, &t->hint, &again, &seq2) || seq2 != seq))
+            n = unwind_blocked(pc, sp, NULL, s->pcs, THREADS_LAST_MAX, &flags, &spliced, memo);
+        s->unwinds++;
+        if (exp_stream_stack(&s->stream, s->pcs, n, flags, &t->blocked_stack)) {
+            t->blocked_pc = 0;
+            memo->n = 0;
+            return;
+        }
+    }
+    t->blocked_pc = pc;
+    t->blocked_sp = sp;
+    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns,
+                        threads_rstate_of(t->tid, &t->hint));
+}
+
+/* Looks at a thread that was off a CPU for `off` ns of the period (schedstat: exact): what kind
+ * of sleep, and where, is what the thread shows now. Its `syscall` file says whether it is running
+ * and, if not, the system call it is blocked in with its user sp and pc; `stat` (the costly file:
+ * the kernel locks the thread's mm and signal state for it) is read only when the state letter
+ * can change the kind: an uninterruptible sleep ('D') is I/O. */
+static void look_off(sampler_t *s, uint64_t now, track_t *t, uint64_t off)
 {
     char buf[256];
     long nr = -1;
     uint64_t sp = 0, pc = 0;
-    if (read_task(t, TF_SYSCALL, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
+    ssize_t r = read_task(t, TF_SYSCALL, buf, sizeof buf);
+    if (r > 0 && buf[0] == 'r') {
+        /* Running or runnable now: the deficit is a wait for a CPU still going on (the kernel
+         * adds it to the run delay only when the wait ends) or a sleep that ended within the
+         * period, whose kind is unknown. Neither is charged: the first shows up as Wait CPU at a
+         * later look. */
+        t->blocked_pc = 0;
+        return;
+    }
+    if (r > 0 && buf[0] >= '0' && buf[0] <= '9') {
         nr = strtol(buf, NULL, 10);
         char *last = strrchr(buf, ' '); /* pc */
         if (last) {
@@ -278,38 +387,64 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, char st, uint64_
                 sp = strtoull(prev + 1, NULL, 16);
         }
     }
-    if (s->quiet)
-        return;
-    uint32_t kind = sleep_kind(nr, st);
-    if (!pc || !sp) {
-        write_state(s, now, t, kind, ns);
-        return;
-    }
-    if (pc != t->blocked_pc || sp != t->blocked_sp) {
-        /* blocked inside an interposer: the caller it published (threads.h), if the thread was
-         * in the same call before and after the look at its stack */
-        fu_regs_t caller, again;
-        uint32_t seq, seq2;
-        int in_call = threads_blocked_caller(t->tid, &t->hint, &caller, &seq);
-        uint32_t flags;
-        int spliced;
-        uint32_t n = unwind_blocked(pc, sp, in_call ? &caller : NULL, s->pcs, THREADS_LAST_MAX,
-                                    &flags, &spliced);
-        if (spliced && (!threads_blocked_caller(t->tid, &t->hint, &again, &seq2) || seq2 != seq))
-            n = unwind_blocked(pc, sp, NULL, s->pcs, THREADS_LAST_MAX, &flags, &spliced);
-        if (exp_stream_stack(&s->stream, s->pcs, n, flags, &t->blocked_stack)) {
-            t->blocked_pc = 0;
+    uint32_t kind = sleep_kind(nr, 'S');
+    if (kind == EXP_STATE_SLEEP && !(r > 0 && sleeps_interruptibly(nr))) {
+        char st = task_state(t);
+        if (st != 'S' && st != 'D' && st != 't' && st != 'T') {
+            t->blocked_pc = 0; /* woke up meanwhile (or gone): as above */
             return;
         }
-        t->blocked_pc = pc;
-        t->blocked_sp = sp;
+        kind = sleep_kind(nr, st);
     }
-    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns,
-                        threads_rstate_of(t->tid, &t->hint));
+    write_sleep(s, now, t, kind, sp, pc, off);
 }
 
-/* Looks at every thread; returns 1 when some thread was off a CPU during the period. */
-static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
+/* Looks at one thread; returns 1 when it was off a CPU during the period (or is new). */
+static int look_thread(sampler_t *s, uint64_t now, uint64_t dt, track_t *t)
+{
+    int fresh = t->run_delay == UINT64_MAX;
+    t->seen = s->tick;
+    char buf[128];
+    uint64_t busy = 0; /* ns on a CPU or waiting for one during the period */
+    ssize_t r = read_task(t, TF_SCHED, buf, sizeof buf);
+    if (r <= 0) {
+        if (errno == ESRCH || errno == ENOENT) /* gone: forgotten below */
+            t->seen = s->tick - 1;
+        return 1;
+    }
+    const char *q = buf;
+    uint64_t run = parse_u64(&q);
+    uint64_t delay = parse_u64(&q);
+    uint64_t slices = parse_u64(&q);
+    t->ran = slices != t->slices; /* it ran since the last look: its stack may have changed */
+    t->slices = slices;
+    if (!fresh && delay > t->run_delay)
+        write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
+    if (!fresh) {
+        busy = (run > t->run_time ? run - t->run_time : 0) +
+               (delay > t->run_delay ? delay - t->run_delay : 0);
+        s->prog_ns += run > t->run_time ? run - t->run_time : 0;
+        s->known++;
+    }
+    t->run_delay = delay;
+    t->run_time = run;
+    if (fresh)
+        return 1; /* the thread may have started at any time during the last period */
+    /* A thread that ran (or waited to) the whole period did not sleep. The run time lags by up
+     * to a scheduler tick: 5 ms slack. */
+    if (busy + 5000000 >= dt) {
+        t->blocked_pc = 0;
+        return 0;
+    }
+    look_off(s, now, t, dt - busy); /* off a CPU for dt - busy exactly (schedstat) */
+    return 1;
+}
+
+/* The directory of threads is read again only when the thread set may have changed: a thread
+ * started or ended through the collector (threads_generation), the directory's link count (one
+ * per thread) changed, or a second passed (threads the collector does not see start, from raw
+ * clone calls). Returns the number of tids in s->tids, or -1 when it cannot be read. */
+static int scan_tids(sampler_t *s, uint64_t now)
 {
     if (s->dirfd < 0) {
         coll_fd_room_enter();
@@ -317,98 +452,109 @@ static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
         coll_fd_room_leave();
     }
     int dfd = s->dirfd;
-    if (dfd < 0 || lseek(dfd, 0, SEEK_SET) < 0)
-        return 1;
-    int any_off = 0;
-    s->tick++;
+    if (dfd < 0)
+        return -1;
+    struct stat sb;
+    uint64_t gen = threads_generation();
+    if (s->ntids >= 0 && fstat(dfd, &sb) == 0 && sb.st_nlink == s->nlink && gen == s->gen &&
+        now < s->scanned + 1000000000u)
+        return s->ntids;
+    if (lseek(dfd, 0, SEEK_SET) < 0)
+        return -1;
+    s->gen = gen;
+    s->nlink = fstat(dfd, &sb) == 0 ? sb.st_nlink : 0;
+    s->scanned = now;
+    int n = 0;
     char dbuf[4096];
     for (;;) {
-        long n = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
-        if (n <= 0)
+        long got = syscall(SYS_getdents64, dfd, dbuf, sizeof dbuf);
+        if (got <= 0)
             break;
-        for (long off = 0; off < n;) {
+        for (long off = 0; off < got;) {
             struct dirent64 *de = (struct dirent64 *)(dbuf + off);
             off += de->d_reclen;
             if (de->d_name[0] < '0' || de->d_name[0] > '9')
                 continue;
             int tid = atoi(de->d_name);
-            if (tid == s->self)
-                continue;
-            track_t *t = track_get(s, tid);
-            if (!t)
-                continue;
-            int fresh = t->run_delay == UINT64_MAX;
-            t->seen = s->tick;
-            char buf[128];
-            uint64_t busy = 0; /* ns on a CPU or waiting for one during the period */
-            if (read_task(t, TF_SCHED, buf, sizeof buf) > 0) {
-                const char *q = buf;
-                uint64_t run = parse_u64(&q);
-                uint64_t delay = parse_u64(&q);
-                uint64_t slices = parse_u64(&q);
-                if (slices != t->slices) /* it ran since the last look: unwind it again */
-                    t->blocked_pc = 0;
-                t->slices = slices;
-                if (!fresh && delay > t->run_delay)
-                    write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
-                if (!fresh)
-                    busy = (run > t->run_time ? run - t->run_time : 0) +
-                           (delay > t->run_delay ? delay - t->run_delay : 0);
-                t->run_delay = delay;
-                t->run_time = run;
-            }
-            if (fresh) {
-                any_off = 1;
-                continue; /* the thread may have started at any time during the last period */
-            }
-            /* A thread that ran (or waited to) the whole period did not sleep: skip reading its
-             * stat, which is the costly file (the kernel locks the running thread's mm and
-             * signal state for it). The run time lags by up to a scheduler tick: 5 ms slack. */
-            if (busy + 5000000 >= dt) {
-                t->blocked_pc = 0;
-                continue;
-            }
-            /* off a CPU for dt - busy exactly (schedstat); what kind of sleep, and where, is what
-             * the thread shows now */
-            any_off = 1;
-            uint64_t off = dt - busy;
-            char st = task_state(t);
-            if (st == 'S' || st == 'D' || st == 't' || st == 'T') {
-                write_sleep(s, now, t, st, off);
-            } else {
-                /* Running or runnable now: the deficit is a wait for a CPU still going on (the
-                 * kernel adds it to the run delay only when the wait ends) or a sleep that ended
-                 * within the period, whose kind is unknown. Neither is charged: the first shows
-                 * up as Wait CPU at a later look. */
-                t->blocked_pc = 0;
-            }
+            if (tid != s->self && n < NTRACK)
+                s->tids[n++] = tid;
         }
     }
-    /* forget threads that are gone (their tids may come back for new threads); when any went,
-     * re-insert the rest so that the probing chains stay valid */
-    int removed = 0;
-    for (size_t i = 0; i < NTRACK; i++)
-        if (s->tracks[i].tid && s->tracks[i].seen != s->tick) {
-            track_close(&s->tracks[i]);
-            s->tracks[i].tid = 0;
-            removed = 1;
+    s->ntids = n;
+    return n;
+}
+
+/* Looks at every thread; returns 1 when some thread was off a CPU during the period. */
+static int sample_states(sampler_t *s, uint64_t now, uint64_t dt)
+{
+    int ntids = scan_tids(s, now);
+    if (ntids < 0)
+        return 1;
+    int any_off = 0;
+    s->tick++;
+    int looked = 0;
+    for (int i = 0; i < ntids; i++) {
+        track_t *t = track_get(s, s->tids[i]);
+        if (t) {
+            any_off |= look_thread(s, now, dt, t);
+            looked += t->seen == s->tick;
         }
-    if (removed) {
+    }
+    if (looked == s->ntracks)
+        return any_off; /* every thread tracked is still there: nothing to forget */
+    /* forget threads that are gone (their tids may come back for new threads), keeping the
+     * probing chains valid: each entry after a freed slot in its chain moves back into it when
+     * its home allows (deletion by backward shift) */
+    for (size_t i = 0; i < NTRACK; i++) {
+        if (!s->tracks[i].tid || s->tracks[i].seen == s->tick)
+            continue;
+        track_close(&s->tracks[i]);
+        s->ntracks--;
         any_off = 1;
-        static track_t tmp[NTRACK];
-        memcpy(tmp, s->tracks, sizeof tmp);
-        memset(s->tracks, 0, sizeof tmp);
-        for (size_t i = 0; i < NTRACK; i++)
-            if (tmp[i].tid) {
-                track_t *t = track_get(s, tmp[i].tid);
-                if (t)
-                    *t = tmp[i];
-            }
+        s->ntids = -1; /* read the directory again at the next look */
+        size_t hole = i;
+        for (size_t j = (i + 1) % NTRACK; s->tracks[j].tid; j = (j + 1) % NTRACK) {
+            size_t home = ((unsigned)s->tracks[j].tid * 2654435761u) % NTRACK;
+            /* movable when home is not cyclically within (hole, j] */
+            int stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+            if (stays)
+                continue;
+            s->tracks[hole] = s->tracks[j];
+            s->memos[hole] = s->memos[j];
+            hole = j;
+        }
+        s->tracks[hole].tid = 0;
+        if (hole != i)
+            i--; /* the slot holds a moved entry now: look at it again (entries only move back
+                    toward their home, so one that wrapped was seen this tick) */
     }
     return any_off;
 }
 
 /* ---- the thread ----------------------------------------------------------------------------- */
+
+/* The sampler's budget: its looks may use 1% of the CPU time the program used meanwhile, and at
+ * least 1% of one CPU (a program whose threads all sleep is still looked at; a few threads are
+ * never looked at less often). */
+#define BUDGET_PROGRAM 100 /* 1 / share of the program's CPU */
+#define BUDGET_FLOOR 100   /* 1 / share of one CPU */
+#define NRECENT 16
+#define MAX_PERIOD 1000000000u
+
+
+/* The shortest period at which looks that cost `cost` ns of CPU stay within the budget, given the
+ * program's CPU time prog over the last dt ns. */
+static uint64_t budget_period(uint64_t cost, uint64_t prog, uint64_t dt)
+{
+    if (!dt)
+        return 0;
+    /* period >= cost / max(prog / dt / BUDGET_PROGRAM, 1 / BUDGET_FLOOR) */
+    double share = (double)prog / (double)dt / BUDGET_PROGRAM;
+    if (share < 1.0 / BUDGET_FLOOR)
+        share = 1.0 / BUDGET_FLOOR;
+    double p = (double)cost / share;
+    return p > MAX_PERIOD ? MAX_PERIOD : (uint64_t)p;
+}
 
 static void *sampler_main(void *arg)
 {
@@ -418,8 +564,12 @@ static void *sampler_main(void *arg)
     s->self = (pid_t)syscall(SYS_gettid);
     /* While every thread keeps running, states are looked at less and less often (up to 8
      * periods apart): the off-CPU time is exact whatever the period (schedstat), only its
-     * classification is sampled, and a busy program should not pay for a sampler. */
-    uint64_t base = p->state_ns ? p->state_ns : p->sample_ns, period = base;
+     * classification is sampled, and a busy program should not pay for a sampler. For the same
+     * reason a look may not cost more than its budget (budget_period): many threads are looked
+     * at less often, and the stats record and a warning say so. */
+    uint64_t base = p->state_ns ? p->state_ns : p->sample_ns, period = base, cost = 0;
+    uint64_t recent[NRECENT]; /* CPU ns per thread of the last looks */
+    int nrecent = 0;
     uint64_t now = coll_now(), last = now, wake = now;
     uint64_t next_sample = p->sample_ns ? now + p->sample_ns : UINT64_MAX;
     /* (a set `final` means the image is ending, or an exec is under way: if the exec fails the
@@ -439,8 +589,41 @@ static void *sampler_main(void *arg)
         int outside = p->has_window && (now < p->win_lo || now > p->win_hi);
         if (p->state_ns) {
             s->quiet = paused || outside; /* the baselines move on, nothing is written */
+            uint64_t c0 = own_cpu_ns();
+            s->prog_ns = 0;
+            s->known = 0;
+            s->open_ns = 0;
             int any_off = sample_states(s, now, now - last);
+            uint64_t c = own_cpu_ns() - c0;
+            /* opening a thread's files is paid once: not what the next looks cost */
+            c = c > s->open_ns ? c - s->open_ns : 0;
+            s->looks++;
+            s->look_cpu_ns += c;
             period = any_off ? base : (period * 2 > 8 * base ? 8 * base : period * 2);
+            /* what a look costs: its threads times the least cost per thread of the last 16
+             * looks (one that writes into a new chunk of the events file, unwinds for the first
+             * time, or is slowed by other work on the machine costs more once), applied once
+             * there are 16; a look at threads all new has no program CPU time to compare with */
+            if (s->known && s->ntids > 0) {
+                recent[nrecent++ % NRECENT] = c / (uint64_t)s->ntids;
+                uint64_t per = UINT64_MAX;
+                for (int i = 0; i < NRECENT && i < nrecent; i++)
+                    per = recent[i] < per ? recent[i] : per;
+                cost = per * (uint64_t)s->ntids;
+            }
+            /* (not before a full window: the first looks pay for first unwinds) */
+            uint64_t floor = s->known && nrecent >= NRECENT
+                                 ? budget_period(cost, s->prog_ns, now - last)
+                                 : 0;
+            if (floor > period) {
+                period = floor;
+                s->stretched_looks++;
+                if (period > s->max_period) {
+                    s->max_period = period;
+                    s->max_threads = (uint64_t)s->ntids;
+                    s->max_cost = cost;
+                }
+            }
         }
         last = now;
         if (now >= next_sample) {
@@ -493,14 +676,33 @@ void sampler_start(coll_proc_t *p)
     if (!s->tracks) {
         s->tracks = mmap(NULL, NTRACK * sizeof *s->tracks, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (s->tracks == MAP_FAILED) {
+        s->memos = mmap(NULL, NTRACK * sizeof *s->memos, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (s->tracks == MAP_FAILED || s->memos == MAP_FAILED) {
+            if (s->tracks != MAP_FAILED)
+                munmap(s->tracks, NTRACK * sizeof *s->tracks);
+            if (s->memos != MAP_FAILED)
+                munmap(s->memos, NTRACK * sizeof *s->memos);
             s->tracks = NULL;
+            s->memos = NULL;
             p->state_ns = 0;
         }
     }
     sampler_forget(p);
     s->p = p;
     s->tick = 0;
+    s->ntids = -1;
+    if (s->stats_pid != p->pid) { /* (not when it starts again after unshare/setns) */
+        s->stats_pid = p->pid;
+        s->looks = s->unwinds = s->reused = s->look_cpu_ns = s->stretched_looks = 0;
+        s->max_period = s->max_threads = s->max_cost = 0;
+    }
+    /* the /proc files kept open: a quarter of what the hard limit leaves above the program's
+     * usual numbers, within [96, 8192] (two a thread: schedstat and syscall) */
+    struct rlimit rl;
+    rlim_t room = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max > 1024 ? rl.rlim_max - 1024 : 0;
+    room /= 4;
+    s->max_fds = room < MIN_KEPT_FDS ? MIN_KEPT_FDS : room > MAX_KEPT_FDS ? MAX_KEPT_FDS : (int)room;
     if (p->state_ns) {
         exp_stream_forget(&s->stream); /* a fork child: the parent's stream is not ours */
         exp_stream_init(&s->stream, &p->evfile, 0);
@@ -544,6 +746,7 @@ void sampler_forget(coll_proc_t *p)
                 track_close(&s->tracks[i]);
         memset(s->tracks, 0, NTRACK * sizeof *s->tracks);
     }
+    s->ntracks = 0;
     if (s->dirfd > 0 && coll_fd_owned(s->dirfd))
         coll_close(s->dirfd);
     s->dirfd = -1;
@@ -559,4 +762,53 @@ int sampler_suspend(coll_proc_t *p)
     pthread_join(s->thread, NULL); /* it looks at stop within one period (80 ms at most) */
     s->running = 0;
     return 1;
+}
+
+void sampler_log_stats(coll_proc_t *p, exp_line_t *l)
+{
+    sampler_t *s = &the_sampler;
+    if (!p->state_ns || s->stats_pid != p->pid)
+        return;
+    exp_line_u64(l, EXP_KEY_STATES_LOOKS, s->looks);
+    exp_line_u64(l, EXP_KEY_STATES_UNWINDS, s->unwinds);
+    exp_line_u64(l, EXP_KEY_STATES_REUSED, s->reused);
+    exp_line_u64(l, EXP_KEY_STATES_STRETCHED, s->stretched_looks);
+    if (s->stretched_looks)
+        exp_line_u64(l, EXP_KEY_STATES_PERIOD_MAX, s->max_period);
+}
+
+void sampler_warn_stretched(coll_proc_t *p)
+{
+    sampler_t *s = &the_sampler;
+    if (!p->state_ns || s->stats_pid != p->pid || !s->stretched_looks)
+        return;
+    char msg[400];
+    exp_line_t l;
+    size_t n = 0;
+    static const char a[] = "thread states were looked at less often than every ",
+                      b[] = " ms (at longest every ", c[] = " ms, in ", d[] = " of ",
+                      e[] = " looks): a look at ", f[] = " threads cost ",
+                      g[] = " us of CPU, and the sampler keeps within 1% of the program's CPU "
+                            "time; the time in each state is still exact, its kind and stack "
+                            "are sampled less often";
+#define PUT(str) (memcpy(msg + n, str, sizeof str - 1), n += sizeof str - 1)
+#define NUM(v) (n += exp_fmt_u64(msg + n, (uint64_t)(v)))
+    PUT(a);
+    NUM(p->state_ns / 1000000);
+    PUT(b);
+    NUM(s->max_period / 1000000);
+    PUT(c);
+    NUM(s->stretched_looks);
+    PUT(d);
+    NUM(s->looks);
+    PUT(e);
+    NUM(s->max_threads);
+    PUT(f);
+    NUM(s->max_cost / 1000);
+    PUT(g);
+#undef PUT
+#undef NUM
+    msg[n] = 0;
+    (void)l;
+    coll_warn(msg);
 }

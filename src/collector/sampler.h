@@ -9,7 +9,14 @@
  *    run delay, exact), and, for a thread that is asleep, which sleep it is (a futex: lock; I/O
  *    calls or uninterruptible sleep: I/O; anything else: sleep), charged with the wall time since
  *    the previous wake-up. It never sends a signal, so no system call of the program is ever
- *    interrupted. The call stack of a state event is the thread's stack at its last clock sample
+ *    interrupted. A look costs what it reads: `schedstat` of every thread (its exact run time, run
+ *    delay and time slices), then, for a thread that was off a CPU, `syscall` (running now, or
+ *    the system call, sp and pc it is blocked at) and `stat` only when its state letter can
+ *    change the kind; its blocked stack is unwound again only when it may have changed (moved,
+ *    or ran and the words its last walk read changed, unwind_remote.h); the directory of
+ *    threads is read again only when the thread set may have changed. Looks cost at most 1% of
+ *    the program's CPU time (at least 1% of a CPU): with many threads they are made less
+ *    often, said in the stats record and a warning. The call stack of a state event is the thread's stack at its last clock sample
  *    (threads_last_stack): the code that ran just before the thread blocked or was preempted.
  * It only makes system calls and writes through the async-signal-safe writer: no malloc, no locks
  * the program could hold.
@@ -44,5 +51,10 @@ int sampler_suspend(coll_proc_t *p);
  * clock and those of the ones ended for unshare/setns): the collector's own share of the
  * process's getrusage, which the profile leaves out. Async-signal-safe. */
 uint64_t sampler_cpu_ns(coll_proc_t *p);
+/* The state sampler's keys of the `stats` record (looks, blocked stacks unwound, looks made later
+ * than the state period because of their cost, the longest period then), when states are on. */
+void sampler_log_stats(coll_proc_t *p, exp_line_t *l);
+/* A warning when looks were made later than the state period because of their cost. */
+void sampler_warn_stretched(coll_proc_t *p);
 
 #endif

@@ -232,12 +232,20 @@ static void stack_bounds(void)
     pthread_attr_destroy(&a);
 }
 
+static uint64_t generation; /* atomic: threads started and stopped */
+
+uint64_t threads_generation(void)
+{
+    return __atomic_load_n(&generation, __ATOMIC_ACQUIRE);
+}
+
 void threads_start(coll_proc_t *p, const char *how)
 {
     coll_thread_t *t = &coll_thr;
     if (t->state != TH_NONE || !p->enabled)
         return;
     int saved = errno;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     memset(t, 0, sizeof *t);
     t->tid = (pid_t)syscall(SYS_gettid);
     t->cpu_num = UINT32_MAX;
@@ -285,6 +293,7 @@ void threads_stop(coll_proc_t *p)
     if (t->state != TH_ON)
         return;
     int saved = errno;
+    __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&t->state, TH_ENDED, __ATOMIC_SEQ_CST);
     uint64_t now = coll_now();
     uint64_t cpu = threads_cpu_ns();

@@ -75,6 +75,9 @@ extern __thread coll_thread_t coll_thr __attribute__((tls_model("initial-exec"))
  * context. Safe to call twice (the second call does nothing). */
 void threads_start(coll_proc_t *p, const char *how) COLL_HIDDEN;
 
+/* Changes whenever a thread starts or stops (the sampler reads the thread list again). AS-safe. */
+uint64_t threads_generation(void) COLL_HIDDEN;
+
 /* Stops the calling thread's sources and logs `thread-end`. AS-safe (used on fatal signals). */
 void threads_stop(coll_proc_t *p) COLL_HIDDEN;
 /* The thread is exiting (TLS destructor): threads_stop, then frees its alternate stack. */

@@ -9,6 +9,7 @@
 
 #include <dlfcn.h>
 #include <libunwind.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ typedef struct target {
     uint64_t base;             /* sp rounded down to a page */
     uint8_t state[NPAGES];     /* 0 not read, 1 copied, 2 unreadable */
     uint8_t (*copy)[PAGE];
+    unwind_memo_t *memo;       /* records the words read (NULL: no memo) */
 } target_t;
 
 static uint8_t stack_copy[NPAGES][PAGE];
@@ -67,12 +69,42 @@ static int read_word(uint64_t addr, unw_word_t *val)
     return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof *val ? 0 : -UNW_EINVAL;
 }
 
+static int read_mem(target_t *t, unw_word_t addr, unw_word_t *val);
+
+/* Every word a walk reads, for the memo: a word read twice is kept once; when they do not fit the
+ * memo is given up (n = UINT32_MAX until the walk ends). */
+static void memo_note(target_t *t, uint64_t addr, uint64_t val)
+{
+    unwind_memo_t *m = t->memo;
+    if (!m || m->n == UINT32_MAX)
+        return;
+    for (uint32_t i = m->n; i-- > 0;)
+        if (m->addr[i] == addr)
+            return;
+    if (m->n == UNWIND_MEMO_WORDS) {
+        m->n = UINT32_MAX;
+        return;
+    }
+    m->addr[m->n] = addr;
+    m->val[m->n++] = val;
+}
+
 static int access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write, void *arg)
 {
     (void)as;
     target_t *t = arg;
     if (write)
         return -UNW_EINVAL;
+    int rc = read_mem(t, addr, val);
+    if (rc == 0)
+        memo_note(t, addr, *val);
+    else if (t->memo)
+        t->memo->n = UINT32_MAX; /* a failed read is not a value to compare */
+    return rc;
+}
+
+static int read_mem(target_t *t, unw_word_t addr, unw_word_t *val)
+{
     uint64_t off = addr - t->base;
     if (addr >= t->base && off / PAGE < NPAGES && off % PAGE <= PAGE - sizeof *val) {
         size_t pg = (size_t)(off / PAGE);
@@ -190,11 +222,21 @@ static int caller_valid(target_t *t, const fu_regs_t *c)
     return access_mem(space, c->sp - 8, &ra, 0, t) == 0 && ra == c->ip;
 }
 
+static uint32_t unwind_walks(target_t *t, const fu_regs_t *caller, uint64_t *out, uint32_t max,
+                             uint32_t *flags, int *spliced);
+
 uint32_t unwind_blocked(uint64_t pc, uint64_t sp, const fu_regs_t *caller, uint64_t *out,
-                        uint32_t max, uint32_t *flags, int *spliced)
+                        uint32_t max, uint32_t *flags, int *spliced, unwind_memo_t *memo)
 {
     *flags = 0;
     *spliced = 0;
+    if (memo) {
+        memset(memo, 0, offsetof(unwind_memo_t, addr));
+        memo->pc = pc;
+        memo->sp = sp;
+        if (caller)
+            memo->caller = *caller;
+    }
     if (!max || !pc)
         return 0;
     if (load_space() < 0) {
@@ -202,7 +244,20 @@ uint32_t unwind_blocked(uint64_t pc, uint64_t sp, const fu_regs_t *caller, uint6
         *flags = EXP_STACK_UNWIND_FAIL;
         return 1;
     }
-    target_t t = { .pc = pc, .sp = sp, .base = sp & ~(uint64_t)(PAGE - 1), .copy = stack_copy };
+    target_t t = { .pc = pc, .sp = sp, .base = sp & ~(uint64_t)(PAGE - 1), .copy = stack_copy,
+                   .memo = memo };
+    uint32_t n = unwind_walks(&t, caller, out, max, flags, spliced);
+    if (memo && (memo->n == UINT32_MAX || !n))
+        memo->n = 0;
+    else if (memo && !memo->n)
+        memo->pc = 0; /* read nothing: a failed start, nothing to compare */
+    return n;
+}
+
+static uint32_t unwind_walks(target_t *t0, const fu_regs_t *caller, uint64_t *out, uint32_t max,
+                             uint32_t *flags, int *spliced)
+{
+    target_t t = *t0;
     if (!caller_valid(&t, caller))
         return walk(&t, out, 0, max, flags, 0, NULL);
     /* the frames below the caller from the kernel's registers (they end at the interposer's
@@ -219,4 +274,24 @@ uint32_t unwind_blocked(uint64_t pc, uint64_t sp, const fu_regs_t *caller, uint6
     t.has_bp = 1;
     *spliced = 1;
     return walk(&t, out, n, max, flags, 0, NULL);
+}
+
+int unwind_memo_same(const unwind_memo_t *m, uint64_t pc, uint64_t sp, const fu_regs_t *caller)
+{
+    if (!m->pc || !m->n || m->n > UNWIND_MEMO_WORDS || m->pc != pc || m->sp != sp)
+        return 0;
+    fu_regs_t none = { 0 };
+    const fu_regs_t *c = caller ? caller : &none;
+    if (c->ip != m->caller.ip || c->sp != m->caller.sp || c->bp != m->caller.bp)
+        return 0;
+    uint64_t now[UNWIND_MEMO_WORDS];
+    struct iovec l[UNWIND_MEMO_WORDS], r[UNWIND_MEMO_WORDS];
+    for (uint32_t i = 0; i < m->n; i++) {
+        l[i] = (struct iovec){ &now[i], sizeof now[i] };
+        r[i] = (struct iovec){ (void *)(uintptr_t)m->addr[i], sizeof now[i] };
+    }
+    ssize_t want = (ssize_t)(m->n * sizeof now[0]);
+    if (process_vm_readv(getpid(), l, m->n, r, m->n, 0) != want)
+        return 0;
+    return memcmp(now, m->val, m->n * sizeof now[0]) == 0;
 }

@@ -18,6 +18,13 @@
  * program unwind too. The publication is used only while the return address it names is still
  * on the stack at sp - 8 (a thread that left the call by longjmp does not have it).
  *
+ * A walk is a function of the registers it starts from and of the memory words it reads: a memo
+ * (unwind_memo_t) keeps every word a walk read, with its address, so that when the thread is seen
+ * blocked again at the same pc and sp with the same published caller, reading those words again
+ * (one process_vm_readv) and finding them unchanged proves the walk would give the same stack,
+ * without walking (unwind_memo_same). A thread that sleeps in one loop and wakes every millisecond
+ * keeps its stack while its locals change.
+ *
  * Not async-signal-safe (libunwind allocates its caches): sampler thread only. Not thread-safe.
  * Depends on: libunwind-generic.
  */
@@ -28,11 +35,25 @@
 
 #include "fastunwind.h"
 
+#define UNWIND_MEMO_WORDS 48
+
+/* The inputs of one walk: its registers and the words it read (n 0: nothing to reuse). */
+typedef struct unwind_memo {
+    uint64_t pc, sp;
+    fu_regs_t caller; /* the published caller given (ip 0: none) */
+    uint32_t n;
+    uint64_t addr[UNWIND_MEMO_WORDS], val[UNWIND_MEMO_WORDS];
+} unwind_memo_t;
+
 /* Unwinds from (pc, sp) of a blocked thread: up to max frames into out (leaf first); sets *flags
  * (EXP_STACK_*). caller: the registers an interposer the thread is blocked in published (NULL:
- * none); *spliced is set to 1 when they were used. Returns the number of frames, 0 when nothing
- * could be read. */
+ * none); *spliced is set to 1 when they were used. memo (NULL: none) receives the walk's inputs,
+ * or n = 0 when they do not fit. Returns the number of frames, 0 when nothing could be read. */
 uint32_t unwind_blocked(uint64_t pc, uint64_t sp, const fu_regs_t *caller, uint64_t *out,
-                        uint32_t max, uint32_t *flags, int *spliced);
+                        uint32_t max, uint32_t *flags, int *spliced, unwind_memo_t *memo);
+
+/* 1 when a walk from (pc, sp, caller) now would read what the memo's walk read: same registers,
+ * same caller, and every word it read still holds the value it had. */
+int unwind_memo_same(const unwind_memo_t *memo, uint64_t pc, uint64_t sp, const fu_regs_t *caller);
 
 #endif

@@ -127,6 +127,11 @@
 #define EXP_KEY_UNWIND_NO_ROOM "unwind_no_room"
 #define EXP_KEY_DISK_FULL "disk_full"
 #define EXP_KEY_SAMPLER_CPU "sampler_cpu" /* stats: ns of CPU of the collector's sampler */
+#define EXP_KEY_STATES_LOOKS "states_looks"         /* stats: looks at the thread states */
+#define EXP_KEY_STATES_UNWINDS "states_unwinds"     /* stats: blocked stacks unwound */
+#define EXP_KEY_STATES_REUSED "states_reused"       /* stats: blocked stacks kept, checked */
+#define EXP_KEY_STATES_STRETCHED "states_stretched" /* stats: looks delayed by their cost */
+#define EXP_KEY_STATES_PERIOD_MAX "states_period_max" /* stats: the longest period then, ns */
 #define EXP_KEY_TRACE_DROPPED "trace_dropped"
 #define EXP_KEY_TRACE_DROPPED_HEAP "trace_dropped_heap"
 #define EXP_KEY_TRACE_DROPPED_IO "trace_dropped_io"

@@ -154,7 +154,12 @@ def test_cpu_single(d):
         check(p.returncode == 0 and "done" in p.stdout, "cpu_single under the collector failed")
         check_accuracy(exp, "cpu_single clock=%d" % clock)
         st = last(exp, "stats")
-        check(st and int(st["samples"]) > 0.9 * int(st["expected"]),
+        # 1 ms: a perf event fires after each ms of the thread's CPU; 10 ms: a CPU-time timer,
+        # checked at the scheduler ticks the thread is running at: under load, preempted
+        # between ticks, its expiries come late and two late ones are one signal (84 of 99 seen
+        # under ctest -j2, the weights still exact): what is checked is that it never stalls
+        least = 0.9 if clock < 10_000_000 else 0.6
+        check(st and int(st["samples"]) > least * int(st["expected"]),
               "cpu_single clock=%d: samples %s of expected %s" %
               (clock, st and st["samples"], st and st["expected"]))
         check(st and st["unwind_failures"] == "0", "cpu_single: unwind failures")
@@ -174,10 +179,14 @@ def test_cpu_single(d):
 # ---- threads: every way of creating one ------------------------------------------------------
 
 def test_threads(d):
-    for source in ("task-clock", "timer"):
+    # 1 ms: a task-clock perf event per thread (CPU-time timers fire on scheduler ticks, 4 ms
+    # here); forced: the timers; 10 ms (-p on): the timers, which cost a thread nothing when it
+    # is switched in or out, where a perf event costs every switch
+    for source, clock in (("task-clock", 1_000_000), ("timer", 1_000_000),
+                          ("timer-10ms", 10_000_000)):
         exp = os.path.join(d, "threads-%s" % source)
         extra = {"T": "on"} if source == "timer" else {}
-        p = run_collected(exp, [wl("threads4"), "0.5"], 1_000_000, extra)
+        p = run_collected(exp, [wl("threads4"), "0.5"], clock, extra)
         check(p.returncode == 0, "threads4 failed: %s" % p.stderr)
         hows = [f["how"] for _, f in log_records(exp, "thread")]
         check(hows.count("main") == 1 and hows.count("pthread_create") == 5,
@@ -185,8 +194,8 @@ def test_threads(d):
         check(len(thread_ends(exp)) == 6, "threads4: 6 thread-end records")
         check_accuracy(exp, "threads4 (%s)" % source, 0.03, min_cpu_ns=50_000_000)
         s = last(exp, "settings")
-        check(s["clock_source"] == ("cputime-timer" if source == "timer" else "task-clock"),
-              "threads4: clock_source %s" % s["clock_source"])
+        check(s["clock_source"] == ("task-clock" if source == "task-clock" else "cputime-timer"),
+              "threads4 (%s): clock_source %s" % (source, s["clock_source"]))
 
 
 # ---- the program's own signals and timers ----------------------------------------------------
