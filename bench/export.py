@@ -221,8 +221,10 @@ def verdict(i, what):
 
 out("Goal: 10 million events exported in under 2 s and under 200 MB: by wall time %s; by CPU "
     "time %s (the load average was %.1f on %d CPUs at the end of the run: wall time is mostly "
-    "waiting for a CPU). %s The events file is mapped, so its pages count in tally's resident "
-    "memory." % (verdict(0, "wall"), verdict(1, "CPU"), load, os.cpu_count(), " ".join(notes)))
+    "waiting for a CPU).%s The events file is mapped: its pages count in tally's resident "
+    "memory while a scan holds them (the reader drops those it has passed)." % (
+        verdict(0, "wall"), verdict(1, "CPU"), load, os.cpu_count(),
+        "".join(" " + n for n in notes)))
 out("")
 if big_rows:
     fat = [r[0] for r in big_rows if isinstance(r[3], str) or r[3][2] >= 200e6]
