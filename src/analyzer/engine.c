@@ -336,7 +336,12 @@ struct eng {
     int split, split_done;
     u64map_t pair_index; /* thread index << 32 | stack -> pair */
     uint64_t *pair_key;  /* [pair] */
-    uint64_t *pair_vec;  /* [pair * nmetrics] */
+    uint64_t *pair_vec;  /* [pair * pair_w]: only the metrics some event gave a value (a clock
+                            profile's few among all of them), so the rows of many pairs stay in
+                            cache while events add to them in random order */
+    int16_t *pair_col;   /* [nmetrics]: a metric's column in a pair row, -1: none yet */
+    int pair_w;          /* the columns in use */
+    uint64_t *pair_full; /* [nmetrics]: a row widened for eng_foreach_thread_stack's callback */
     size_t npairs, pairs_cap;
     uint64_t pair_last_key;
     uint32_t pair_last;
@@ -708,6 +713,8 @@ void eng_free(eng_t *g)
     u64map_free(&g->pair_index);
     free(g->pair_key);
     free(g->pair_vec);
+    free(g->pair_col);
+    free(g->pair_full);
     free(g->inl_obj);
     u64map_free(&g->pc_ids);
     free(g->pc_obj);
@@ -954,10 +961,40 @@ static int heap_event(scan_ctx_t *c, const exp_event_t *ev, uint32_t index, int 
     return hm_alloc(c->heap, ev->addr, ev->size, mapped, &info, NULL, NULL);
 }
 
+/* eng_split_threads: a column for metric m in every pair row (rows widen by one, moved in
+ * place from the last; the new column zero). At most once per metric in an aggregation. */
+static int pair_widen(eng_t *g, int m)
+{
+    if (!g->pair_col) {
+        g->pair_col = malloc((size_t)g->nmetrics * sizeof *g->pair_col);
+        if (!g->pair_col)
+            return TALLY_ENOMEM;
+        for (int k = 0; k < g->nmetrics; k++)
+            g->pair_col[k] = -1;
+    }
+    size_t w = (size_t)g->pair_w, nw = w + 1;
+    if (g->pairs_cap) {
+        uint64_t *nv = realloc(g->pair_vec, g->pairs_cap * nw * sizeof *nv);
+        if (!nv)
+            return TALLY_ENOMEM;
+        g->pair_vec = nv;
+        for (size_t i = g->npairs; i-- > 0;) {
+            memmove(nv + i * nw, nv + i * w, w * sizeof *nv);
+            nv[i * nw + w] = 0;
+        }
+    }
+    g->pair_col[m] = (int16_t)w;
+    g->pair_w = (int)nw;
+    return 0;
+}
+
 /* eng_split_threads: adds an event's values to its (thread, stack) pair. */
 static int pair_add(eng_t *g, uint32_t thread, uint32_t stack, const evvals_t *e)
 {
-    size_t nm = (size_t)g->nmetrics;
+    for (int k = 0; k < e->n; k++)
+        if (e->v[k] && (!g->pair_col || g->pair_col[e->m[k]] < 0) && pair_widen(g, e->m[k]))
+            return TALLY_ENOMEM;
+    size_t w = (size_t)g->pair_w;
     uint64_t key = (uint64_t)thread << 32 | stack;
     if (key != g->pair_last_key) { /* (a thread often repeats its stack: one compare) */
         int found;
@@ -970,7 +1007,7 @@ static int pair_add(eng_t *g, uint32_t thread, uint32_t stack, const evvals_t *e
                 uint64_t *nk = realloc(g->pair_key, ncap * sizeof *nk);
                 if (nk)
                     g->pair_key = nk;
-                uint64_t *nv = realloc(g->pair_vec, ncap * nm * sizeof *nv);
+                uint64_t *nv = realloc(g->pair_vec, ncap * (w ? w : 1) * sizeof *nv);
                 if (nv)
                     g->pair_vec = nv;
                 if (!nk || !nv)
@@ -979,15 +1016,16 @@ static int pair_add(eng_t *g, uint32_t thread, uint32_t stack, const evvals_t *e
             }
             *slot = (uint32_t)g->npairs;
             g->pair_key[g->npairs] = key;
-            memset(g->pair_vec + g->npairs * nm, 0, nm * sizeof *g->pair_vec);
+            memset(g->pair_vec + g->npairs * w, 0, w * sizeof *g->pair_vec);
             g->npairs++;
         }
         g->pair_last_key = key;
         g->pair_last = *slot;
     }
-    uint64_t *pv = g->pair_vec + (size_t)g->pair_last * nm;
+    uint64_t *pv = g->pair_vec + (size_t)g->pair_last * w;
     for (int k = 0; k < e->n; k++)
-        g->saturated |= sat_add_to(&pv[e->m[k]], e->v[k]);
+        if (e->v[k])
+            g->saturated |= sat_add_to(&pv[g->pair_col[e->m[k]]], e->v[k]);
     return 0;
 }
 
@@ -1393,6 +1431,9 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
     u64map_free(&g->pair_index);
     g->npairs = 0;
     g->pair_last_key = UINT64_MAX;
+    g->pair_w = 0;
+    for (int k = 0; g->pair_col && k < g->nmetrics; k++)
+        g->pair_col[k] = -1;
     g->split_done = 0;
     for (size_t x = 0; x < g->nin; x++) {
         exp_input_t *in = &g->in[x];
@@ -1457,8 +1498,12 @@ int eng_foreach_thread_stack(eng_t *g, int kind, eng_pair_fn fn, void *ctx, tall
             return rc;
     }
     uint32_t *order = malloc((g->npairs ? g->npairs : 1) * sizeof *order);
-    if (!order)
+    if (!g->pair_full)
+        g->pair_full = malloc((size_t)g->nmetrics * sizeof *g->pair_full);
+    if (!order || !g->pair_full) {
+        free(order);
         return tally_errf(err, TALLY_ENOMEM, "out of memory ordering the stacks of each thread");
+    }
     for (size_t i = 0; i < g->npairs; i++)
         order[i] = (uint32_t)i;
     sort_pair_keys = g->pair_key; /* by thread, then stack */
@@ -1470,7 +1515,10 @@ int eng_foreach_thread_stack(eng_t *g, int kind, eng_pair_fn fn, void *ctx, tall
         eng_mapped_t m;
         if ((rc = eng_map_stack(g, t->exp, (uint32_t)key, kind, &m, err)))
             break;
-        rc = fn(ctx, t, &m, g->pair_vec + (size_t)order[i] * (size_t)g->nmetrics);
+        const uint64_t *row = g->pair_vec + (size_t)order[i] * (size_t)g->pair_w;
+        for (int k = 0; k < g->nmetrics; k++)
+            g->pair_full[k] = g->pair_col && g->pair_col[k] >= 0 ? row[g->pair_col[k]] : 0;
+        rc = fn(ctx, t, &m, g->pair_full);
     }
     free(order);
     return rc;

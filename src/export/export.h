@@ -15,7 +15,8 @@
  * Strings of an experiment keep their bytes where the format has its own quoting (JSON through
  * base/json's escaping, protobuf strings); in the line-based formats (folded, callgrind) they are
  * written through the sink's text escaping (no control byte can forge a line) and ';' in a
- * folded frame name becomes ':' (the separator has no quoting).
+ * folded frame name becomes ':' (the separator has no quoting). The chrome trace, a record per
+ * event, is written through xbuf.h (the same escaping, without printf per record).
  *
  * Depends on the analyzer and base, zlib (pprof). Not thread-safe. Library code: errors are
  * returned with a message (a failed write, no memory), nothing is printed.

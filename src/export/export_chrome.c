@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/sink.h"
 #include "export/export.h"
+#include "export/xbuf.h"
 
 #define TRACED_TID 1000000000u
 
@@ -37,12 +37,14 @@ typedef struct ch_thread {
     uint64_t end;       /* where its last sample ended (ns since the run's start) */
     uint64_t trace_end; /* where its last traced call ended */
     int named;
+    char pre[48];       /* ",\"pid\":P,\"tid\":T,\"ts\":" of its slices */
+    size_t npre;
 } ch_thread_t;
 
 typedef struct ch_ctx {
     ses_t *s;
     const xp_opts_t *o;
-    sink_t out;
+    xbuf_t out;
     rep_names_t names;
     ch_thread_t *th; /* by thread index (number - 1) */
     size_t nth;
@@ -51,15 +53,26 @@ typedef struct ch_ctx {
     int metric;
     uint32_t *ids; /* a sample's ids, root first */
     size_t ids_cap;
-    FILE *f;       /* out's FILE: slices are written to it directly */
-    char **jname;  /* by function id: its name as a JSON string, or NULL until needed */
-    size_t njname;
+    xb_names_t jname; /* by function id: its name as a JSON string, once needed */
+    uint64_t ts_ns;   /* the last time stamp formatted, and its text */
+    char ts[24];
+    size_t nts;
 } ch_ctx_t;
 
 static void sep(ch_ctx_t *c)
 {
-    sink_printf(&c->out, c->first ? "\n" : ",\n");
+    if (c->first)
+        xb_char(&c->out, '\n');
+    else
+        xb_put(&c->out, ",\n", 2);
     c->first = 0;
+}
+
+/* A time stamp in ns since the run's start, as microseconds with three decimals. */
+static void put_ts(ch_ctx_t *c, uint64_t ns)
+{
+    char d[24];
+    xb_put(&c->out, d, xb_fmt_us3(d, ns));
 }
 
 static uint32_t pid_of(ch_ctx_t *c, const eng_thread_t *t)
@@ -67,45 +80,57 @@ static uint32_t pid_of(ch_ctx_t *c, const eng_thread_t *t)
     return c->s->exps[t->exp]->procs[t->proc]->pid;
 }
 
-/* Function id's name as a JSON string literal, escaped once (by the sink's JSON escaping, into
- * memory) and kept: a trace names the same functions millions of times. */
-static const char *json_name(ch_ctx_t *c, uint32_t id)
+/* Function id's name as a JSON string literal, escaped once and kept: a trace names the same
+ * functions millions of times. */
+static const char *json_name(ch_ctx_t *c, uint32_t id, size_t *len)
 {
-    if (id >= c->njname) {
-        size_t nn = c->njname ? c->njname * 2 : 1024;
-        while (nn <= id)
-            nn *= 2;
-        char **n = realloc(c->jname, nn * sizeof *n);
-        if (!n)
-            return "\"?\"";
-        memset(n + c->njname, 0, (nn - c->njname) * sizeof *n);
-        c->jname = n;
-        c->njname = nn;
+    const char *k = xb_names_get(&c->jname, id, len);
+    if (k)
+        return k;
+    char *e = xb_escape(xp_func_name(c->s, &c->names, c->o->namefmt, id), 1, len);
+    if (!e || xb_names_set(&c->jname, id, e, *len)) {
+        c->out.error = 1;
+        *len = 3;
+        return "\"?\"";
     }
-    if (!c->jname[id]) {
-        sink_t m;
-        if (sink_mem(&m))
-            return "\"?\"";
-        sink_json_str(&m, xp_func_name(c->s, &c->names, c->o->namefmt, id));
-        size_t len;
-        const char *d = sink_data(&m, &len);
-        c->jname[id] = d && !sink_error(&m) ? strdup(d) : NULL;
-        sink_close(&m);
-        if (!c->jname[id])
-            return "\"?\"";
-    }
-    return c->jname[id];
+    return e;
 }
 
-/* A B or E event of function id at ns since the run's start (the name already escaped). */
-static void be(ch_ctx_t *c, const eng_thread_t *t, char ph, uint32_t id, uint64_t ns)
+/* A B or E event of function id on thread t's track at ns since the run's start: the thread's
+ * fixed part made once, the time stamp once per time (a sample closes and opens its slices at one
+ * time). */
+static void be(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct, char ph, uint32_t id,
+               uint64_t ns)
 {
-    const char *name = json_name(c, id);
-    if (fprintf(c->f, "%s{\"ph\":\"%c\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03llu,\"name\":%s}",
-                c->first ? "\n" : ",\n", ph, pid_of(c, t), t->tid,
-                (unsigned long long)(ns / 1000), (unsigned long long)(ns % 1000), name) < 0)
-        c->out.error = 1;
+    size_t nlen;
+    const char *name = json_name(c, id, &nlen);
+    if (!ct->npre) {
+        char *p = ct->pre;
+        memcpy(p, "\",\"pid\":", 8);
+        p += 8;
+        p += xb_fmt_u64(p, pid_of(c, t));
+        memcpy(p, ",\"tid\":", 7);
+        p += 7;
+        p += xb_fmt_u64(p, t->tid);
+        memcpy(p, ",\"ts\":", 6);
+        p += 6;
+        ct->npre = (size_t)(p - ct->pre);
+    }
+    if (ns != c->ts_ns || !c->nts) {
+        c->ts_ns = ns;
+        c->nts = xb_fmt_us3(c->ts, ns);
+    }
+    if (c->first)
+        xb_str(&c->out, "\n{\"ph\":\"");
+    else
+        xb_put(&c->out, ",\n{\"ph\":\"", sizeof ",\n{\"ph\":\"" - 1);
     c->first = 0;
+    xb_char(&c->out, ph);
+    xb_put(&c->out, ct->pre, ct->npre);
+    xb_put(&c->out, c->ts, c->nts);
+    xb_put(&c->out, ",\"name\":", 8);
+    xb_put(&c->out, name, nlen);
+    xb_char(&c->out, '}');
 }
 
 static void name_thread(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct)
@@ -117,13 +142,16 @@ static void name_thread(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct)
     const char *name = t->info && t->info->name && *t->info->name ? t->info->name : NULL;
     for (int traced = 0; traced < 2; traced++) {
         sep(c);
-        sink_printf(&c->out, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\","
-                    "\"args\":{\"name\":", pid_of(c, t), traced ? TRACED_TID + t->number : t->tid);
+        xb_str(&c->out, "{\"ph\":\"M\",\"pid\":");
+        xb_u64(&c->out, pid_of(c, t));
+        xb_str(&c->out, ",\"tid\":");
+        xb_u64(&c->out, traced ? TRACED_TID + t->number : t->tid);
+        xb_str(&c->out, ",\"name\":\"thread_name\",\"args\":{\"name\":");
         snprintf(buf, sizeof buf, "%s%s%u%s", name ? name : "thread ", name ? " (" : "",
                  name ? t->tid : t->number, traced ? (name ? ") traced calls" : " traced calls")
                                                    : (name ? ")" : ""));
-        sink_json_str(&c->out, buf);
-        sink_printf(&c->out, "}}");
+        xb_json(&c->out, buf);
+        xb_str(&c->out, "}}");
     }
 }
 
@@ -148,7 +176,7 @@ static void close_to(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct, uint32
                      uint64_t at)
 {
     while (ct->nopen > keep)
-        be(c, t, 'E', ct->open[--ct->nopen], at);
+        be(c, t, ct, 'E', ct->open[--ct->nopen], at);
 }
 
 static const char *traced_name(ch_ctx_t *c, const exp_event_t *ev, char *buf, size_t n,
@@ -212,7 +240,7 @@ static int ch_event(void *ctx, const rep_event_t *e)
         }
         for (uint32_t i = same; i < m->n; i++) {
             ct->open[ct->nopen++] = c->ids[i];
-            be(c, e->thread, 'B', c->ids[i], start);
+            be(c, e->thread, ct, 'B', c->ids[i], start);
         }
         ct->end = start + w;
     } else if (ev->type == EXP_REC_SYNC || ev->type == EXP_REC_IO || ev->type == EXP_REC_TRACE ||
@@ -225,33 +253,44 @@ static int ch_event(void *ctx, const rep_event_t *e)
         if (start < ct->trace_end)
             start = ct->trace_end;
         sep(c);
-        sink_printf(&c->out, "{\"ph\":\"%s\",\"cat\":\"%s\",\"pid\":%u,\"tid\":%u,"
-                    "\"ts\":%llu.%03llu,", w ? "B" : "i", cat, pid_of(c, e->thread),
-                    TRACED_TID + e->thread->number, (unsigned long long)(start / 1000),
-                    (unsigned long long)(start % 1000));
-        if (!w)
-            sink_printf(&c->out, "\"s\":\"t\",");
-        sink_printf(&c->out, "\"name\":");
-        sink_json_str(&c->out, name);
-        sink_printf(&c->out, ",\"args\":{\"function\":");
-        sink_json_str(&c->out, m && m->n ? xp_func_name(c->s, &c->names, c->o->namefmt,
-                                                         m->ids[0])
-                                         : "<none>");
-        if (ev->type == EXP_REC_IO || ev->type == EXP_REC_HEAP_ALLOC)
-            sink_printf(&c->out, ",\"bytes\":%llu", (unsigned long long)ev->size);
-        sink_printf(&c->out, "}}");
+        xb_str(&c->out, w ? "{\"ph\":\"B\",\"cat\":\"" : "{\"ph\":\"i\",\"cat\":\"");
+        xb_str(&c->out, cat);
+        xb_str(&c->out, "\",\"pid\":");
+        xb_u64(&c->out, pid_of(c, e->thread));
+        xb_str(&c->out, ",\"tid\":");
+        xb_u64(&c->out, TRACED_TID + e->thread->number);
+        xb_str(&c->out, ",\"ts\":");
+        put_ts(c, start);
+        xb_str(&c->out, w ? ",\"name\":" : ",\"s\":\"t\",\"name\":");
+        xb_json(&c->out, name);
+        xb_str(&c->out, ",\"args\":{\"function\":");
+        if (m && m->n) {
+            size_t nlen;
+            const char *fname = json_name(c, m->ids[0], &nlen);
+            xb_put(&c->out, fname, nlen);
+        } else {
+            xb_str(&c->out, "\"<none>\"");
+        }
+        if (ev->type == EXP_REC_IO || ev->type == EXP_REC_HEAP_ALLOC) {
+            xb_str(&c->out, ",\"bytes\":");
+            xb_u64(&c->out, ev->size);
+        }
+        xb_str(&c->out, "}}");
         if (w) { /* its end written as a time stamp of its own: see the top */
             sep(c);
-            sink_printf(&c->out, "{\"ph\":\"E\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03llu,"
-                        "\"name\":", pid_of(c, e->thread), TRACED_TID + e->thread->number,
-                        (unsigned long long)((start + w) / 1000),
-                        (unsigned long long)((start + w) % 1000));
-            sink_json_str(&c->out, name);
-            sink_printf(&c->out, "}");
+            xb_str(&c->out, "{\"ph\":\"E\",\"pid\":");
+            xb_u64(&c->out, pid_of(c, e->thread));
+            xb_str(&c->out, ",\"tid\":");
+            xb_u64(&c->out, TRACED_TID + e->thread->number);
+            xb_str(&c->out, ",\"ts\":");
+            put_ts(c, start + w);
+            xb_str(&c->out, ",\"name\":");
+            xb_json(&c->out, name);
+            xb_char(&c->out, '}');
         }
         ct->trace_end = start + w;
     }
-    return sink_error(&c->out) ? TALLY_EIO : 0;
+    return xb_error(&c->out) ? TALLY_EIO : 0;
 }
 
 /* Sample packets: instant events of their process. */
@@ -265,17 +304,26 @@ static void packets(ch_ctx_t *c)
                 const exp_sample_t *sp = &pr->samples[k];
                 uint64_t t = sp->t > c->t0 ? sp->t - c->t0 : 0;
                 sep(c);
-                sink_printf(&c->out, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"sample\",\"pid\":%u,"
-                            "\"tid\":%u,\"ts\":%llu.%03llu,\"name\":", pr->pid, pr->pid,
-                            (unsigned long long)(t / 1000), (unsigned long long)(t % 1000));
-                sink_json_str(&c->out, sp->label && *sp->label ? sp->label
-                                       : sp->reason && *sp->reason ? sp->reason : "sample");
-                sink_printf(&c->out, "}");
+                xb_str(&c->out, "{\"ph\":\"i\",\"s\":\"p\",\"cat\":\"sample\",\"pid\":");
+                xb_u64(&c->out, pr->pid);
+                xb_str(&c->out, ",\"tid\":");
+                xb_u64(&c->out, pr->pid);
+                xb_str(&c->out, ",\"ts\":");
+                put_ts(c, t);
+                xb_str(&c->out, ",\"name\":");
+                xb_json(&c->out, sp->label && *sp->label ? sp->label
+                                 : sp->reason && *sp->reason ? sp->reason : "sample");
+                xb_char(&c->out, '}');
                 sep(c);
-                sink_printf(&c->out, "{\"ph\":\"C\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03llu,"
-                            "\"name\":\"memory\",\"args\":{\"rss_kb\":%llu}}", pr->pid, pr->pid,
-                            (unsigned long long)(t / 1000), (unsigned long long)(t % 1000),
-                            (unsigned long long)sp->rss);
+                xb_str(&c->out, "{\"ph\":\"C\",\"pid\":");
+                xb_u64(&c->out, pr->pid);
+                xb_str(&c->out, ",\"tid\":");
+                xb_u64(&c->out, pr->pid);
+                xb_str(&c->out, ",\"ts\":");
+                put_ts(c, t);
+                xb_str(&c->out, ",\"name\":\"memory\",\"args\":{\"rss_kb\":");
+                xb_u64(&c->out, sp->rss);
+                xb_str(&c->out, "}}");
             }
         }
     }
@@ -292,12 +340,14 @@ int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
     if (rc)
         return rc;
     c.t0 = eng_run_start(s->eng);
-    c.f = out;
-    sink_file(&c.out, out);
-    sink_printf(&c.out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"tally\","
-                "\"metric\":");
-    sink_json_str(&c.out, eng_metric(s->eng, c.metric)->name);
-    sink_printf(&c.out, "},\"traceEvents\":[");
+    if (xb_init(&c.out, out)) {
+        rep_names_free(&c.names);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory writing the chrome export");
+    }
+    xb_str(&c.out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"tally\","
+           "\"metric\":");
+    xb_json(&c.out, eng_metric(s->eng, c.metric)->name);
+    xb_str(&c.out, "},\"traceEvents\":[");
     rc = rep_events(s, ch_event, &c, err);
     if (!rc) {
         for (size_t i = 0; i < c.nth; i++) {
@@ -307,17 +357,17 @@ int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
             close_to(&c, t, &c.th[i], 0, c.th[i].end);
         }
         packets(&c);
-        sink_printf(&c.out, "\n]}\n");
+        xb_str(&c.out, "\n]}\n");
     }
+    if (xb_finish(&c.out) && !rc)
+        rc = TALLY_EIO;
     if (rc == TALLY_ENOMEM && !err->code)
         rc = tally_errf(err, TALLY_ENOMEM, "out of memory writing the chrome export");
-    if ((rc == TALLY_EIO && !err->code) || (!rc && sink_error(&c.out)))
+    if (rc == TALLY_EIO && !err->code)
         rc = tally_errf(err, TALLY_EIO, "writing the chrome export failed");
     for (size_t i = 0; i < c.nth; i++)
         free(c.th[i].open);
-    for (size_t i = 0; i < c.njname; i++)
-        free(c.jname[i]);
-    free(c.jname);
+    xb_names_free(&c.jname);
     free(c.th);
     free(c.ids);
     rep_names_free(&c.names);

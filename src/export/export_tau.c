@@ -5,9 +5,12 @@
  * A file: "<n> templated_functions_MULTI_<METRIC>", the column line "# Name Calls Subrs Excl
  * Incl ProfileCalls #" followed by <metadata> (pid, tid, executable), one line per block
  * ("NAME" calls subrs excl incl 0 GROUP="GROUP", times in microseconds written exactly from the
- * model's nanoseconds; a counter's counts as they are), then "0 aggregates" and "0 userevents".
- * One quantity (wall: TIME, cpu: CPU_TIME, a counter: its name) is written into the directory
- * itself; several go into MULTI__<METRIC>
+ * model's nanoseconds; a counter's counts as they are), then one line per call path of two
+ * blocks or more, as TAU writes its callpath timers under TAU_CALLPATH: the path's blocks root
+ * first joined by " => ", the path's own values (rep_bpath_t), group "TAU_CALLPATH | " and its
+ * last block's group; then "0 aggregates" and "0 userevents". One quantity (wall: TIME, cpu:
+ * CPU_TIME, a counter: its name) is written into the directory itself; several go into
+ * MULTI__<METRIC>
  * subdirectories, as TAU lays out a run with several metrics.
  *
  * Node N: the process's MPI rank when it is a rank's own process; every other process (no MPI,
@@ -78,21 +81,70 @@ static void usec(sink_t *o, uint64_t ns)
                 (unsigned long long)(ns % 1000));
 }
 
+/* One row: name written by the caller, then its counts, times and group. */
+static void row_values(sink_t *o, const rep_bvals_t *v, unsigned q, int time, const char *group,
+                       const char *prefix, char *gbuf, size_t n)
+{
+    sink_printf(o, "\" %llu %llu ", (unsigned long long)v->calls, (unsigned long long)v->subrs);
+    if (time) { /* times in microseconds; counters as counts, as TAU writes them */
+        usec(o, v->excl[q]);
+        sink_printf(o, " ");
+        usec(o, v->incl[q]);
+    } else {
+        sink_printf(o, "%llu %llu", (unsigned long long)v->excl[q], (unsigned long long)v->incl[q]);
+    }
+    sink_printf(o, " 0 GROUP=\"%s%s\"\n", prefix, plain(group, gbuf, n));
+}
+
+/* The group of thread t's block called name (TAU_DEFAULT when it has none). */
+static const char *group_of(const rep_bthread_t *t, const char *name)
+{
+    for (size_t i = 0; i < t->nrows; i++)
+        if (!strcmp(t->rows[i].name, name))
+            return t->rows[i].group && *t->rows[i].group ? t->rows[i].group : "TAU_DEFAULT";
+    return "TAU_DEFAULT";
+}
+
+/* Call path k of t as TAU names it: its blocks root first, joined by " => ". chain has room
+ * for the path's depth + 1 indices. */
+static void path_name(sink_t *o, const rep_bthread_t *t, size_t k, size_t *chain, char *buf,
+                      size_t n)
+{
+    size_t m = 0;
+    for (long i = (long)k; i >= 0 && m <= t->paths[k].depth; i = t->paths[i].parent)
+        chain[m++] = (size_t)i;
+    while (m-- > 0)
+        sink_printf(o, "%s%s", plain(t->paths[chain[m]].name, buf, n), m ? " => " : "");
+}
+
 static int write_profile(const rep_blocks_t *b, const rep_bthread_t *t, unsigned q,
                          const char *path, tally_err_t *err)
 {
+    /* call paths of two blocks or more: TAU's callpath timers (TAU_CALLPATH) */
+    size_t ncalls = 0;
+    unsigned maxdepth = 0;
+    for (size_t k = 0; k < t->npaths; k++) {
+        ncalls += t->paths[k].depth > 0;
+        if (t->paths[k].depth > maxdepth)
+            maxdepth = t->paths[k].depth;
+    }
+    size_t *chain = malloc(((size_t)maxdepth + 1) * sizeof *chain);
+    if (!chain)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory writing '%s'", path);
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     if (!f) {
         int e = errno;
         if (fd >= 0)
             close(fd);
+        free(chain);
         return tally_errf(err, TALLY_EIO, "cannot write '%s': %s", path, strerror(e));
     }
     sink_t o;
     sink_file(&o, f);
     char buf[4096], gbuf[512];
-    sink_printf(&o, "%zu templated_functions_MULTI_%s\n", t->nrows, tau_metric(b->qname[q]));
+    sink_printf(&o, "%zu templated_functions_MULTI_%s\n", t->nrows + ncalls,
+                tau_metric(b->qname[q]));
     sink_printf(&o, "# Name Calls Subrs Excl Incl ProfileCalls # <metadata>");
     snprintf(buf, sizeof buf, "%u", (unsigned)t->p->pid);
     attr(&o, "pid", buf);
@@ -104,18 +156,19 @@ static int write_profile(const rep_blocks_t *b, const rep_bthread_t *t, unsigned
     for (size_t i = 0; i < t->nrows; i++) {
         const rep_brow_t *r = &t->rows[i];
         const char *g = r->group && *r->group ? r->group : "TAU_DEFAULT";
-        sink_printf(&o, "\"%s\" %llu %llu ", plain(r->name, buf, sizeof buf),
-                    (unsigned long long)r->v.calls, (unsigned long long)r->v.subrs);
-        if (b->qtime[q]) { /* times in microseconds; counters as counts, as TAU writes them */
-            usec(&o, r->v.excl[q]);
-            sink_printf(&o, " ");
-            usec(&o, r->v.incl[q]);
-        } else {
-            sink_printf(&o, "%llu %llu", (unsigned long long)r->v.excl[q],
-                        (unsigned long long)r->v.incl[q]);
-        }
-        sink_printf(&o, " 0 GROUP=\"%s\"\n", plain(g, gbuf, sizeof gbuf));
+        sink_printf(&o, "\"%s", plain(r->name, buf, sizeof buf));
+        row_values(&o, &r->v, q, b->qtime[q], g, "", gbuf, sizeof gbuf);
     }
+    for (size_t k = 0; k < t->npaths; k++) {
+        const rep_bpath_t *p = &t->paths[k];
+        if (!p->depth)
+            continue;
+        sink_printf(&o, "\"");
+        path_name(&o, t, k, chain, buf, sizeof buf);
+        row_values(&o, &p->v, q, b->qtime[q], group_of(t, p->name), "TAU_CALLPATH | ", gbuf,
+                   sizeof gbuf);
+    }
+    free(chain);
     sink_printf(&o, "0 aggregates\n0 userevents\n");
     int bad = sink_error(&o) || fflush(f) || ferror(f);
     int e = errno;

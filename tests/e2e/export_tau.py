@@ -2,7 +2,9 @@
 """tally export --format=tau: TAU's profile.N.C.T files of the profiled blocks, parsed by a reader
 of TAU's text profile format here and compared with `tally print --json -blocks`, per thread
 and block: calls and subrs equal, exclusive and inclusive times (microseconds in the files,
-written exactly from tally's nanoseconds) equal to print's seconds as print writes them. Runs:
+written exactly from tally's nanoseconds) equal to print's seconds as print writes them; and
+every call path of two blocks or more as TAU's callpath timer ("a => b => c", group
+"TAU_CALLPATH | <the last block's group>"), with the values of print's path. Runs:
 one thread (wl_blocks seed), three threads, a fork (two processes: two nodes), TAU's macros
 (groups), two quantities (wall, cpu: MULTI__TIME and MULTI__CPU_TIME), a counter (page-faults:
 counts in the files, MULTI__page-faults). Then the directory
@@ -81,6 +83,7 @@ def compare(name, exp, nthreads, nprocs, metrics=("TIME",)):
         check(all(f.split(".")[2] == "0" for f in files), "%s: context 0: %r" % (name, files))
         seen = set()
         pid_node = {}
+        npaths = 0
         for f in files:
             node, tnum = f.split(".")[1], f.split(".")[3]
             got_metric, meta, rows = read_profile(os.path.join(qdir, f))
@@ -96,11 +99,28 @@ def compare(name, exp, nthreads, nprocs, metrics=("TIME",)):
                   "%s/%s: one node per process" % (name, f))
             if key[0] == key[1]:
                 check(tnum == "0", "%s/%s: the main thread is thread 0" % (name, f))
-            check(sorted(rows) == sorted(b["name"] for b in t["blocks"]),
-                  "%s/%s: blocks %r, print has %r" % (name, f, sorted(rows),
+            flat = sorted(k for k in rows if " => " not in k)
+            check(flat == sorted(b["name"] for b in t["blocks"]),
+                  "%s/%s: blocks %r, print has %r" % (name, f, flat,
                                                       [b["name"] for b in t["blocks"]]))
+            groups = {b["name"]: b["group"] or "TAU_DEFAULT" for b in t["blocks"]}
+            want = []  # print's call paths as TAU names them, each with its block's group
+            for p in t["paths"]:
+                names, k = [p["name"]], p["parent"]
+                while k >= 0:
+                    names.insert(0, t["paths"][k]["name"])
+                    k = t["paths"][k]["parent"]
+                check(len(names) == p["depth"] + 1, "%s/%s: depth of %r" % (name, f, names))
+                if len(names) > 1:
+                    want.append(dict(p, name=" => ".join(names),
+                                     group="TAU_CALLPATH | " + groups.get(p["name"], "?")))
+            paths = sorted(k for k in rows if " => " in k)
+            check(paths == sorted(b["name"] for b in want),
+                  "%s/%s: call paths %r, print has %r" % (name, f, paths,
+                                                          sorted(b["name"] for b in want)))
+            npaths += len(want)
             sfx = "" if qi == 0 else "_" + qs[qi]
-            for b in t["blocks"]:
+            for b in t["blocks"] + want:
                 r = rows.get(b["name"])
                 if r is None:
                     continue
@@ -115,10 +135,11 @@ def compare(name, exp, nthreads, nprocs, metrics=("TIME",)):
                     else:  # a counter: counts in the file and in print
                         check(r[k] == b[k + sfx] * 1000,
                               "%s: %s %r, print says %r" % (what, k, r[k] / 1000, b[k + sfx]))
-                check(r["group"] == (b["group"] or "TAU_DEFAULT"),
-                      "%s: group %r, print %r" % (what, r["group"], b["group"]))
+                check(r["group"] == (b.get("group") or "TAU_DEFAULT"),
+                      "%s: group %r, print %r" % (what, r["group"], b.get("group")))
         check(seen == set(by_thread), "%s: threads exported %r, print %r" %
               (name, sorted(seen), sorted(by_thread)))
+        check(npaths > 0, "%s: no call path of two blocks to compare" % name)
     return out
 
 
