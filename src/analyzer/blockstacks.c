@@ -11,6 +11,7 @@
 
 #include "base/grow.h"
 #include "base/u64map.h"
+#include "experiment/logrec.h"
 
 /* ---- rows and quantities ---------------------------------------------------------------------- */
 
@@ -157,10 +158,10 @@ static int one_process(build_t *c, const exp_process_t *p)
     int any = 0;
     for (size_t i = 0; i < p->nrecords; i++) {
         const exp_record_t *r = &p->records[i];
-        if (strcmp(r->kind, "block"))
+        if (strcmp(r->kind, EXP_LOG_BLOCK))
             continue;
-        uint64_t id = exp_record_u64(r, "id", UINT64_MAX);
-        const char *name = exp_record_get(r, "name");
+        uint64_t id = exp_record_u64(r, EXP_KEY_ID, UINT64_MAX);
+        const char *name = exp_record_get(r, EXP_KEY_NAME);
         if (id >= 65536 || !name)
             continue;
         any = 1;
@@ -196,11 +197,11 @@ static int one_process(build_t *c, const exp_process_t *p)
     int rc = 0;
     for (size_t i = 0; i < p->nrecords && !rc; i++) {
         const exp_record_t *r = &p->records[i];
-        if (strcmp(r->kind, "block-paths"))
+        if (strcmp(r->kind, EXP_LOG_BLOCK_PATHS))
             continue;
-        const char *rows = exp_record_get(r, "rows");
-        c->tid = (uint32_t)exp_record_u64(r, "tid", 0);
-        uint64_t first = exp_record_u64(r, "first", 0);
+        const char *rows = exp_record_get(r, EXP_KEY_ROWS);
+        c->tid = (uint32_t)exp_record_u64(r, EXP_KEY_TID, 0);
+        uint64_t first = exp_record_u64(r, EXP_KEY_FIRST, 0);
         int found;
         uint32_t *slot = u64map_slot(&series, c->tid, &found);
         if (!slot) {

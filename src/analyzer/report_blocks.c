@@ -12,6 +12,7 @@
 #include "analyzer/blockstacks.h"
 #include "base/grow.h"
 #include "base/u64map.h"
+#include "experiment/logrec.h"
 
 /* ---- one process's records -------------------------------------------------------------------- */
 
@@ -211,10 +212,10 @@ static int one_process(rep_blocks_t *b, const exp_process_t *p, size_t *cap_mons
     ctx_t c = { .b = b, .p = p, .d = &d, .nq = b->nq };
     for (size_t i = 0; i < p->nrecords && !rc; i++) {
         const exp_record_t *r = &p->records[i];
-        if (strcmp(r->kind, "block"))
+        if (strcmp(r->kind, EXP_LOG_BLOCK))
             continue;
-        uint64_t id = exp_record_u64(r, "id", UINT64_MAX);
-        const char *name = exp_record_get(r, "name");
+        uint64_t id = exp_record_u64(r, EXP_KEY_ID, UINT64_MAX);
+        const char *name = exp_record_get(r, EXP_KEY_NAME);
         if (id >= 65536 || !name) {
             rc = note(b, p, r, "no id below 65536 or no name");
             continue;
@@ -230,26 +231,26 @@ static int one_process(rep_blocks_t *b, const exp_process_t *p, size_t *cap_mons
             cap = ncap;
             d.n = id + 1 > d.n ? id + 1 : d.n;
         }
-        const char *g = exp_record_get(r, "group");
+        const char *g = exp_record_get(r, EXP_KEY_GROUP);
         d.name[id] = name;
         d.group[id] = g ? g : "";
     }
     for (size_t i = 0; i < p->nrecords && !rc; i++) {
         const exp_record_t *r = &p->records[i];
-        int mon = !strcmp(r->kind, "callstack"), prof = !strcmp(r->kind, "block-profile"),
-            paths = !strcmp(r->kind, "block-paths"), thr = !strcmp(r->kind, "block-thread");
+        int mon = !strcmp(r->kind, EXP_LOG_CALLSTACK), prof = !strcmp(r->kind, EXP_LOG_BLOCK_PROFILE),
+            paths = !strcmp(r->kind, EXP_LOG_BLOCK_PATHS), thr = !strcmp(r->kind, EXP_LOG_BLOCK_THREAD);
         if (!mon && !prof && !paths && !thr)
             continue;
-        uint32_t tid = (uint32_t)exp_record_u64(r, "tid", 0);
+        uint32_t tid = (uint32_t)exp_record_u64(r, EXP_KEY_TID, 0);
         if (thr) {
             rep_bthread_t *t = thread_of(b, p, tid, cap_threads);
             if (!t)
                 return TALLY_ENOMEM;
-            t->unmatched += exp_record_u64(r, "unmatched", 0);
-            t->lost += exp_record_u64(r, "lost", 0);
+            t->unmatched += exp_record_u64(r, EXP_KEY_UNMATCHED, 0);
+            t->lost += exp_record_u64(r, EXP_KEY_LOST, 0);
             continue;
         }
-        const char *rows = exp_record_get(r, "rows");
+        const char *rows = exp_record_get(r, EXP_KEY_ROWS);
         c.rows = NULL, c.nrows = c.cap = 0;
         if (mon) {
             if (!rows || bstk_parse_rows(rows, 3 + 4 * b->nq, add_mon_row, &c)) {
@@ -264,10 +265,10 @@ static int one_process(rep_blocks_t *b, const exp_process_t *p, size_t *cap_mons
             rep_bmon_t *m = &b->mons[b->nmons++];
             m->p = p;
             m->tid = tid;
-            m->n = exp_record_u64(r, "n", 0);
-            uint64_t t = exp_record_u64(r, "t", 0);
+            m->n = exp_record_u64(r, EXP_KEY_N, 0);
+            uint64_t t = exp_record_u64(r, EXP_KEY_T, 0);
             m->t = p->t_start && t >= p->t_start ? t - p->t_start : 0;
-            const char *lab = exp_record_get(r, "label");
+            const char *lab = exp_record_get(r, EXP_KEY_LABEL);
             m->label = lab ? lab : "";
             m->rows = c.rows;
             m->nrows = c.nrows;
@@ -288,7 +289,7 @@ static int one_process(rep_blocks_t *b, const exp_process_t *p, size_t *cap_mons
                 rc = c.oom ? TALLY_ENOMEM : note(b, p, r, "malformed rows");
         } else {
             c.paths = t->paths, c.npaths = t->npaths, c.cap_paths = t->npaths;
-            c.first = exp_record_u64(r, "first", 0);
+            c.first = exp_record_u64(r, EXP_KEY_FIRST, 0);
             size_t before = c.npaths;
             int bad = !rows || bstk_parse_rows(rows, 4 + 2 * b->nq, add_path_row, &c);
             t->paths = c.paths;

@@ -11,6 +11,7 @@
 #include "analyzer/report_mpi.h"
 #include "base/grow.h"
 #include "base/satadd.h"
+#include "experiment/logrec.h"
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -646,11 +647,11 @@ int rep_mpi_matrix(ses_t *s, rep_mpi_matrix_t *out, tally_err_t *err)
             int any = 0;
             for (size_t k = 0; r1 && k < p->nrecords; k++) {
                 const exp_record_t *r = &p->records[k];
-                const char *name = exp_record_get(r, "name");
-                if (strcmp(r->kind, "note") || !name || strcmp(name, "mpi_peer"))
+                const char *name = exp_record_get(r, EXP_KEY_NAME);
+                if (strcmp(r->kind, EXP_LOG_NOTE) || !name || strcmp(name, EXP_NOTE_MPI_PEER))
                     continue;
-                uint64_t to = exp_record_u64(r, "to", UINT64_MAX);
-                uint64_t msgs = exp_record_u64(r, "msgs", 0);
+                uint64_t to = exp_record_u64(r, EXP_KEY_TO, UINT64_MAX);
+                uint64_t msgs = exp_record_u64(r, EXP_KEY_MSGS, 0);
                 any = 1;
                 if (to == UINT64_MAX || !msgs)
                     continue;
@@ -659,7 +660,7 @@ int rep_mpi_matrix(ses_t *s, rep_mpi_matrix_t *out, tally_err_t *err)
                     return tally_errf(err, TALLY_ENOMEM, "out of memory");
                 }
                 out->pairs[out->n++] = (rep_mpi_pair_t){ r1 - 1, to, msgs,
-                                                         exp_record_u64(r, "bytes", 0) };
+                                                         exp_record_u64(r, EXP_KEY_BYTES, 0) };
             }
             out->nnotes += any;
         }

@@ -802,8 +802,8 @@ static int record_end(const char *exp, int status, const char *why, int *collect
         exp_line_write(&l, fd);
     }
     for (int i = 0; i < o->ncomments; i++) {
-        exp_line_begin(&l, buf, sizeof buf, "comment");
-        exp_line_str(&l, "text", o->comments[i]);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_COMMENT);
+        exp_line_str(&l, EXP_KEY_TEXT, o->comments[i]);
         exp_line_write(&l, fd);
     }
     exp_line_begin(&l, buf, sizeof buf, EXP_LOG_END);

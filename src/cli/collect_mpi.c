@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "collect_mpi.h"
 #include "experiment/logfile.h"
+#include "experiment/logrec.h"
 
 int collect_mpi_lib(const char *collector, char *out, size_t cap)
 {
@@ -73,13 +74,13 @@ static void write_job_log(const char *top, const exp_mpi_rank_t *mr)
         return; /* another rank's, or said when the rank's own experiment fails */
     char buf[512];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "job");
-    exp_line_u64(&l, "t", mono_ns());
-    exp_line_str(&l, "launcher", mr->launcher);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_JOB);
+    exp_line_u64(&l, EXP_KEY_T, mono_ns());
+    exp_line_str(&l, EXP_KEY_LAUNCHER, mr->launcher);
     if (mr->job[0])
-        exp_line_str(&l, "job", mr->job);
+        exp_line_str(&l, EXP_KEY_JOB, mr->job);
     if (mr->size)
-        exp_line_u64(&l, "size", mr->size);
+        exp_line_u64(&l, EXP_KEY_SIZE, mr->size);
     exp_line_write(&l, fd);
     close(fd);
 }

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "print.h"
+#include "experiment/logrec.h"
 
 /* ---- run information ----------------------------------------------------------------------- */
 
@@ -137,8 +138,8 @@ static void header_json(pstate_t *ps, const rep_header_t *h, size_t only)
             json_key(&j, "comments");
             json_arr_begin(&j);
             for (size_t r = 0; r < p->nrecords; r++) {
-                const char *text = exp_record_get(&p->records[r], "text");
-                if (!strcmp(p->records[r].kind, "comment"))
+                const char *text = exp_record_get(&p->records[r], EXP_KEY_TEXT);
+                if (!strcmp(p->records[r].kind, EXP_LOG_COMMENT))
                     json_str(&j, text ? text : "");
             }
             json_arr_end(&j);
@@ -197,9 +198,9 @@ static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
     if (p->exe)
         sink_printf(o, "    Executable:       %s\n", p->exe);
     for (size_t r = 0; r < p->nrecords; r++) /* collect -C */
-        if (!strcmp(p->records[r].kind, "comment"))
-            sink_printf(o, "    Comment:          %s\n", exp_record_get(&p->records[r], "text")
-                        ? exp_record_get(&p->records[r], "text") : "");
+        if (!strcmp(p->records[r].kind, EXP_LOG_COMMENT))
+            sink_printf(o, "    Comment:          %s\n", exp_record_get(&p->records[r], EXP_KEY_TEXT)
+                        ? exp_record_get(&p->records[r], EXP_KEY_TEXT) : "");
     sink_printf(o, "    Host:             %s, %s, %s, %u CPUs\n", p->host ? p->host : "?",
                 p->kernel ? p->kernel : "?", p->arch ? p->arch : "?", p->ncpus);
     sink_printf(o, "    Started:          %s\n", pr_fmt_time(p->real_start, buf, sizeof buf));
@@ -213,8 +214,9 @@ static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
     else
         sink_printf(o, "    Data collected:   no clock profiling\n");
     for (size_t r = 0; r < p->nrecords; r++) {
-        if (strcmp(p->records[r].kind, "settings"))
+        if (strcmp(p->records[r].kind, EXP_LOG_SETTINGS))
             continue;
+        /* as logged (settings.def's log keys): 0 when the record does not say */
         uint64_t st = exp_record_u64(&p->records[r], "states", 0);
         uint64_t sp = exp_record_u64(&p->records[r], "sample", 0);
         if (st)

@@ -267,9 +267,9 @@ COLL_EXPORT int tally_collector_note_v1(const char *name, const char *const *key
             return -EINVAL;
     char buf[1024];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "note");
-    exp_line_u64(&l, "t", coll_now());
-    exp_line_str(&l, "name", name);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_NOTE);
+    exp_line_u64(&l, EXP_KEY_T, coll_now());
+    exp_line_str(&l, EXP_KEY_NAME, name);
     for (uint32_t i = 0; i < n; i++)
         exp_line_u64(&l, keys[i], values[i]);
     coll_log_write(&l);

@@ -30,6 +30,7 @@
 #include "experiment/blocksel.h"
 #include "threads.h"
 #include "trace.h"
+#include "experiment/logrec.h"
 
 /* ---- state --------------------------------------------------------------------------------- */
 
@@ -243,13 +244,13 @@ static void log_block(uint32_t id)
 {
     char buf[9000];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "block");
-    exp_line_u64(&l, "id", id);
-    exp_line_str(&l, "name", B.defs[id].name);
-    exp_line_str(&l, "group", B.defs[id].group);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_BLOCK);
+    exp_line_u64(&l, EXP_KEY_ID, id);
+    exp_line_str(&l, EXP_KEY_NAME, B.defs[id].name);
+    exp_line_str(&l, EXP_KEY_GROUP, B.defs[id].group);
     if (B.defs[id].addr)
-        exp_line_hex(&l, "addr", B.defs[id].addr);
-    exp_line_u64(&l, "active", B.active[id]);
+        exp_line_hex(&l, EXP_KEY_ADDR, B.defs[id].addr);
+    exp_line_u64(&l, EXP_KEY_ACTIVE, B.active[id]);
     coll_log_write(&l);
 }
 
@@ -572,8 +573,8 @@ static void log_rows_line(blk_thr_t *t, const char *kind, uint64_t now, const ch
 {
     exp_line_t l;
     exp_line_begin(&l, t->line, ROWS_OFF, kind);
-    exp_line_u64(&l, "t", now);
-    exp_line_u64(&l, "tid", (uint64_t)t->tid);
+    exp_line_u64(&l, EXP_KEY_T, now);
+    exp_line_u64(&l, EXP_KEY_TID, (uint64_t)t->tid);
     exp_line_u64(&l, key, val);
     write_rows(t, &l, rows, n);
 }
@@ -617,15 +618,15 @@ COLL_EXPORT void tally_collector_monitor(const char *label)
     }
     t->monitors++;
     exp_line_t l;
-    exp_line_begin(&l, t->line, 512 + lab, "callstack");
-    exp_line_u64(&l, "t", stamp(now));
-    exp_line_u64(&l, "tid", (uint64_t)t->tid);
-    exp_line_u64(&l, "n", t->monitors);
+    exp_line_begin(&l, t->line, 512 + lab, EXP_LOG_CALLSTACK);
+    exp_line_u64(&l, EXP_KEY_T, stamp(now));
+    exp_line_u64(&l, EXP_KEY_TID, (uint64_t)t->tid);
+    exp_line_u64(&l, EXP_KEY_N, t->monitors);
     if (label)
-        exp_line_str(&l, "label", label);
+        exp_line_str(&l, EXP_KEY_LABEL, label);
     for (unsigned q = 0; q < B.nq; q++)
         if (B.q[q] == Q_CPU) {
-            exp_line_u64(&l, "at_cpu", now[q]);
+            exp_line_u64(&l, EXP_KEY_AT_CPU, now[q]);
             break;
         }
     write_rows(t, &l, rows, (size_t)(p - rows));
@@ -660,13 +661,13 @@ static void log_profile(blk_thr_t *t, const uint64_t *now)
             *p++ = ',', p += put_u64(p, b->incl[q]);
         }
         if ((size_t)(p - rows) > BLK_LINE_MAX) {
-            log_rows_line(t, "block-profile", at, "part", part++, rows, (size_t)(p - rows));
+            log_rows_line(t, EXP_LOG_BLOCK_PROFILE, at, EXP_KEY_PART, part++, rows, (size_t)(p - rows));
             p = rows;
             first_line = 0;
         }
     }
     if (p != rows || first_line)
-        log_rows_line(t, "block-profile", at, "part", part++, rows, (size_t)(p - rows));
+        log_rows_line(t, EXP_LOG_BLOCK_PROFILE, at, EXP_KEY_PART, part++, rows, (size_t)(p - rows));
     p = rows;
     uint64_t first = 1;
     for (size_t i = 1; i < t->bs.nnodes; i++) {
@@ -682,7 +683,7 @@ static void log_profile(blk_thr_t *t, const uint64_t *now)
             *p++ = ',', p += put_u64(p, n->incl[q]);
         }
         if ((size_t)(p - rows) > BLK_LINE_MAX || i + 1 == t->bs.nnodes) {
-            log_rows_line(t, "block-paths", at, "first", first, rows, (size_t)(p - rows));
+            log_rows_line(t, EXP_LOG_BLOCK_PATHS, at, EXP_KEY_FIRST, first, rows, (size_t)(p - rows));
             p = rows;
             first = i + 1;
         }
@@ -690,10 +691,10 @@ static void log_profile(blk_thr_t *t, const uint64_t *now)
     if (t->bs.unmatched || t->bs.lost) {
         char buf[256];
         exp_line_t l;
-        exp_line_begin(&l, buf, sizeof buf, "block-thread");
-        exp_line_u64(&l, "tid", (uint64_t)t->tid);
-        exp_line_u64(&l, "unmatched", t->bs.unmatched);
-        exp_line_u64(&l, "lost", t->bs.lost);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_BLOCK_THREAD);
+        exp_line_u64(&l, EXP_KEY_TID, (uint64_t)t->tid);
+        exp_line_u64(&l, EXP_KEY_UNMATCHED, t->bs.unmatched);
+        exp_line_u64(&l, EXP_KEY_LOST, t->bs.lost);
         coll_log_write(&l);
     }
 }

@@ -519,13 +519,13 @@ static void log_mpi(const exp_mpi_rank_t *mr)
 {
     char buf[512];
     exp_line_t l;
-    exp_line_begin(&l, buf, sizeof buf, "mpi");
-    exp_line_u64(&l, "rank", mr->rank);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_MPI);
+    exp_line_u64(&l, EXP_KEY_RANK, mr->rank);
     if (mr->size)
-        exp_line_u64(&l, "size", mr->size);
-    exp_line_str(&l, "launcher", mr->launcher);
+        exp_line_u64(&l, EXP_KEY_SIZE, mr->size);
+    exp_line_str(&l, EXP_KEY_LAUNCHER, mr->launcher);
     if (mr->job[0])
-        exp_line_str(&l, "job", mr->job);
+        exp_line_str(&l, EXP_KEY_JOB, mr->job);
     coll_log_write(&l);
 }
 

@@ -17,6 +17,7 @@
 #include "mref.h"
 #include "perfev.h"
 #include "signals.h"
+#include "experiment/logrec.h"
 
 #define MAXC 16             /* counters of one run (the driver's HWC_MAX) */
 #define RING_DATA_PAGES 2   /* power of two */
@@ -363,39 +364,39 @@ static void counters_log_decl(const coll_proc_t *p)
             continue;
         char buf[1024];
         exp_line_t l;
-        exp_line_begin(&l, buf, sizeof buf, "metric");
-        exp_line_u64(&l, "t", coll_now());
-        exp_line_str(&l, "name", c->metric);
-        exp_line_str(&l, "title", c->name);
-        exp_line_str(&l, "unit", (c->flags & EXP_CSET_TIME)     ? "s"
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_METRIC);
+        exp_line_u64(&l, EXP_KEY_T, coll_now());
+        exp_line_str(&l, EXP_KEY_NAME, c->metric);
+        exp_line_str(&l, EXP_KEY_TITLE, c->name);
+        exp_line_str(&l, EXP_KEY_UNIT, (c->flags & EXP_CSET_TIME)     ? "s"
                                  : (c->flags & EXP_CSET_CYCLES) ? "cycles"
                                                                 : "events");
-        exp_line_str(&l, "aggregate", "sum");
-        exp_line_u64(&l, "time", (c->flags & EXP_CSET_TIME) ? 1 : 0);
+        exp_line_str(&l, EXP_KEY_AGGREGATE, "sum");
+        exp_line_u64(&l, EXP_KEY_TIME, (c->flags & EXP_CSET_TIME) ? 1 : 0);
         if ((c->flags & EXP_CSET_CYCLES) && c->hz)
-            exp_line_u64(&l, "hz", c->hz);
+            exp_line_u64(&l, EXP_KEY_HZ, c->hz);
         coll_log_write(&l);
-        exp_line_begin(&l, buf, sizeof buf, "counter");
-        exp_line_u64(&l, "t", coll_now());
-        exp_line_u64(&l, "id", (uint64_t)i);
-        exp_line_str(&l, "name", c->name);
-        exp_line_str(&l, "metric", c->metric);
-        exp_line_u64(&l, "type", c->type);
-        exp_line_hex(&l, "config", c->config);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_COUNTER);
+        exp_line_u64(&l, EXP_KEY_T, coll_now());
+        exp_line_u64(&l, EXP_KEY_ID, (uint64_t)i);
+        exp_line_str(&l, EXP_KEY_NAME, c->name);
+        exp_line_str(&l, EXP_KEY_METRIC, c->metric);
+        exp_line_u64(&l, EXP_KEY_TYPE, c->type);
+        exp_line_hex(&l, EXP_KEY_CONFIG, c->config);
         if (c->config1 && c->type != PERF_TYPE_BREAKPOINT) /* (bp_addr, bp_len share them) */
-            exp_line_hex(&l, "config1", c->config1);
+            exp_line_hex(&l, EXP_KEY_CONFIG1, c->config1);
         if (c->config2 && c->type != PERF_TYPE_BREAKPOINT)
-            exp_line_hex(&l, "config2", c->config2);
+            exp_line_hex(&l, EXP_KEY_CONFIG2, c->config2);
         if (c->type == PERF_TYPE_BREAKPOINT) {
-            exp_line_hex(&l, "bp_addr", c->bp_addr);
-            exp_line_u64(&l, "bp_len", c->bp_len);
-            exp_line_u64(&l, "bp_type", c->bp_type);
+            exp_line_hex(&l, EXP_KEY_BP_ADDR, c->bp_addr);
+            exp_line_u64(&l, EXP_KEY_BP_LEN, c->bp_len);
+            exp_line_u64(&l, EXP_KEY_BP_TYPE, c->bp_type);
         }
-        exp_line_u64(&l, "interval", c->interval);
-        exp_line_u64(&l, "data", (c->flags & EXP_CSET_DATA) ? 1 : 0);
-        exp_line_u64(&l, "kernel", c->excl_kernel ? 0 : 1);
+        exp_line_u64(&l, EXP_KEY_INTERVAL, c->interval);
+        exp_line_u64(&l, EXP_KEY_DATA, (c->flags & EXP_CSET_DATA) ? 1 : 0);
+        exp_line_u64(&l, EXP_KEY_KERNEL, c->excl_kernel ? 0 : 1);
         if (c->flags & EXP_CSET_NPR)
-            exp_line_u64(&l, "program", 0);
+            exp_line_u64(&l, EXP_KEY_PROGRAM, 0);
         coll_log_write(&l);
     }
 }
@@ -651,17 +652,17 @@ void counters_log_stats(coll_proc_t *p)
             continue;
         char buf[512];
         exp_line_t l;
-        exp_line_begin(&l, buf, sizeof buf, "counter-stats");
-        exp_line_u64(&l, "id", (uint64_t)i);
-        exp_line_u64(&l, "samples", c->samples);
-        exp_line_u64(&l, "events", c->events);
-        exp_line_u64(&l, "counted", c->counted);
-        exp_line_u64(&l, "enabled", c->enabled);
-        exp_line_u64(&l, "running", c->running);
-        exp_line_u64(&l, "throttled", c->throttled);
-        exp_line_u64(&l, "lost", c->lost);
-        exp_line_u64(&l, "dropped", c->dropped);
-        exp_line_u64(&l, "collector", c->own);
+        exp_line_begin(&l, buf, sizeof buf, EXP_LOG_COUNTER_STATS);
+        exp_line_u64(&l, EXP_KEY_ID, (uint64_t)i);
+        exp_line_u64(&l, EXP_KEY_SAMPLES, c->samples);
+        exp_line_u64(&l, EXP_KEY_EVENTS, c->events);
+        exp_line_u64(&l, EXP_KEY_COUNTED, c->counted);
+        exp_line_u64(&l, EXP_KEY_ENABLED, c->enabled);
+        exp_line_u64(&l, EXP_KEY_RUNNING, c->running);
+        exp_line_u64(&l, EXP_KEY_THROTTLED, c->throttled);
+        exp_line_u64(&l, EXP_KEY_LOST, c->lost);
+        exp_line_u64(&l, EXP_KEY_DROPPED, c->dropped);
+        exp_line_u64(&l, EXP_KEY_COLLECTOR, c->own);
         coll_log_write(&l);
         if (c->running < c->enabled) {
             uint64_t pct = c->enabled ? c->running * 100 / c->enabled : 0;

@@ -145,4 +145,66 @@
 #define EXP_KEY_STATUS "status"
 #define EXP_KEY_SIGNAL "signal"
 
+/* ---- records of the capabilities added later --------------------------------------------- */
+
+/* the driver */
+#define EXP_LOG_COMMENT "comment" /* -C: a comment, key text */
+#define EXP_KEY_TEXT "text"
+#define EXP_LOG_JOB "job" /* an MPI job's root experiment: launcher, job, size (below) */
+
+/* MPI: a rank's process (rank, size, launcher, job); its wrapper library's notes */
+#define EXP_LOG_MPI "mpi"
+#define EXP_KEY_RANK "rank"
+#define EXP_KEY_SIZE "size"
+#define EXP_KEY_LAUNCHER "launcher"
+#define EXP_KEY_JOB "job"
+#define EXP_LOG_NOTE "note" /* the collector API's note: t, name, then the plug-in's own keys */
+#define EXP_NOTE_MPI_PEER "mpi_peer" /* the MPI wrappers' note per peer: to, msgs, bytes */
+#define EXP_KEY_TO "to"
+#define EXP_KEY_MSGS "msgs"
+#define EXP_KEY_BYTES "bytes"
+
+/* counters: each counter (counter), its counts at the end (counter-stats); its metric is a
+ * `metric` record with hz */
+#define EXP_LOG_COUNTER "counter"
+#define EXP_LOG_COUNTER_STATS "counter-stats"
+#define EXP_KEY_HZ "hz"
+#define EXP_KEY_METRIC "metric"
+#define EXP_KEY_TYPE "type"
+#define EXP_KEY_CONFIG "config"
+#define EXP_KEY_CONFIG1 "config1"
+#define EXP_KEY_CONFIG2 "config2"
+#define EXP_KEY_BP_ADDR "bp_addr"
+#define EXP_KEY_BP_LEN "bp_len"
+#define EXP_KEY_BP_TYPE "bp_type"
+#define EXP_KEY_INTERVAL "interval"
+#define EXP_KEY_DATA "data"
+#define EXP_KEY_KERNEL "kernel"
+#define EXP_KEY_PROGRAM "program"
+#define EXP_KEY_EVENTS "events"
+#define EXP_KEY_COUNTED "counted"
+#define EXP_KEY_ENABLED "enabled"
+#define EXP_KEY_RUNNING "running"
+#define EXP_KEY_THROTTLED "throttled"
+#define EXP_KEY_LOST "lost" /* also block-thread */
+#define EXP_KEY_DROPPED "dropped"
+#define EXP_KEY_COLLECTOR "collector"
+
+/* profiled blocks: each block (block), monitor points (callstack), each thread's profile and
+ * call paths at its end (block-profile, block-paths: rows in parts), its counts (block-thread) */
+#define EXP_LOG_BLOCK "block"
+#define EXP_LOG_CALLSTACK "callstack"
+#define EXP_LOG_BLOCK_PROFILE "block-profile"
+#define EXP_LOG_BLOCK_PATHS "block-paths"
+#define EXP_LOG_BLOCK_THREAD "block-thread"
+#define EXP_KEY_GROUP "group"
+#define EXP_KEY_ADDR "addr"
+#define EXP_KEY_ACTIVE "active"
+#define EXP_KEY_N "n"
+#define EXP_KEY_AT_CPU "at_cpu"
+#define EXP_KEY_ROWS "rows"
+#define EXP_KEY_PART "part"
+#define EXP_KEY_FIRST "first"
+#define EXP_KEY_UNMATCHED "unmatched"
+
 #endif

@@ -373,7 +373,7 @@ static int declare_metric(interp_t *in, exp_record_t *r)
     m->title = *get_str(r, EXP_KEY_TITLE) ? get_str(r, EXP_KEY_TITLE) : name;
     m->time = exp_record_u64(r, EXP_KEY_TIME, 0) == 1;
     m->unit = m->time ? "s" : *get_str(r, EXP_KEY_UNIT) ? get_str(r, EXP_KEY_UNIT) : "count";
-    m->hz = m->time ? 0 : exp_record_u64(r, "hz", 0);
+    m->hz = m->time ? 0 : exp_record_u64(r, EXP_KEY_HZ, 0);
     return 0;
 }
 
@@ -381,10 +381,10 @@ static int declare_metric(interp_t *in, exp_record_t *r)
 static int declare_counter(interp_t *in, exp_record_t *r)
 {
     exp_process_t *p = in->p;
-    const char *ids = exp_record_get(r, "id");
-    uint64_t id = exp_record_u64(r, "id", UINT64_MAX);
-    char *name = get_str(r, "name");
-    long m = find_metric(p, get_str(r, "metric"));
+    const char *ids = exp_record_get(r, EXP_KEY_ID);
+    uint64_t id = exp_record_u64(r, EXP_KEY_ID, UINT64_MAX);
+    char *name = get_str(r, EXP_KEY_NAME);
+    long m = find_metric(p, get_str(r, EXP_KEY_METRIC));
     const char *why = NULL;
     if (!ids || id >= EXP_CTR_MAX)
         why = "its id is not a number from 0 to 63";
@@ -404,8 +404,8 @@ static int declare_counter(interp_t *in, exp_record_t *r)
     c->id = (uint32_t)id;
     c->name = name;
     c->metric = (uint32_t)m;
-    c->interval = exp_record_u64(r, "interval", 0);
-    c->data = exp_record_u64(r, "data", 0) == 1;
+    c->interval = exp_record_u64(r, EXP_KEY_INTERVAL, 0);
+    c->data = exp_record_u64(r, EXP_KEY_DATA, 0) == 1;
     return 0;
 }
 
@@ -413,20 +413,20 @@ static int declare_counter(interp_t *in, exp_record_t *r)
 static int counter_stats(interp_t *in, exp_record_t *r)
 {
     exp_process_t *p = in->p;
-    uint64_t id = exp_record_u64(r, "id", UINT64_MAX);
+    uint64_t id = exp_record_u64(r, EXP_KEY_ID, UINT64_MAX);
     for (size_t i = 0; i < p->ncounters; i++) {
         exp_counter_t *c = &p->counters[i];
         if (c->id != id)
             continue;
         c->has_stats = 1;
-        c->samples = exp_record_u64(r, "samples", 0);
-        c->events = exp_record_u64(r, "events", 0);
-        c->counted = exp_record_u64(r, "counted", 0);
-        c->enabled = exp_record_u64(r, "enabled", 0);
-        c->running = exp_record_u64(r, "running", 0);
-        c->throttled = exp_record_u64(r, "throttled", 0);
-        c->lost = exp_record_u64(r, "lost", 0);
-        c->dropped = exp_record_u64(r, "dropped", 0);
+        c->samples = exp_record_u64(r, EXP_KEY_SAMPLES, 0);
+        c->events = exp_record_u64(r, EXP_KEY_EVENTS, 0);
+        c->counted = exp_record_u64(r, EXP_KEY_COUNTED, 0);
+        c->enabled = exp_record_u64(r, EXP_KEY_ENABLED, 0);
+        c->running = exp_record_u64(r, EXP_KEY_RUNNING, 0);
+        c->throttled = exp_record_u64(r, EXP_KEY_THROTTLED, 0);
+        c->lost = exp_record_u64(r, EXP_KEY_LOST, 0);
+        c->dropped = exp_record_u64(r, EXP_KEY_DROPPED, 0);
         return 0;
     }
     return add_warning(p, "log line %u: counter-stats of a counter not declared", r->line);
@@ -597,7 +597,7 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         uint64_t all = exp_record_u64(r, EXP_KEY_TRACE_DROPPED, 0),
                  known = p->st_dropped_heap + p->st_dropped_io + p->st_dropped_sync;
         p->st_dropped_traced = all > known ? all - known : 0;
-        p->st_dropped_api = exp_record_u64(r, "trace_dropped_api", 0);
+        p->st_dropped_api = exp_record_u64(r, EXP_KEY_TRACE_DROPPED_API, 0);
         p->st_disk_full = exp_record_u64(r, EXP_KEY_DISK_FULL, 0) != 0 || p->st_dropped_disk;
         p->st_has_sampler_cpu = exp_record_get(r, EXP_KEY_SAMPLER_CPU) != NULL;
         p->st_sampler_cpu = exp_record_u64(r, EXP_KEY_SAMPLER_CPU, 0);
@@ -607,23 +607,23 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         return declare_metric(in, r);
     } else if (!strcmp(k, EXP_LOG_KIND)) {
         return declare_kind(in, r);
-    } else if (!strcmp(k, "counter")) {
+    } else if (!strcmp(k, EXP_LOG_COUNTER)) {
         return declare_counter(in, r);
-    } else if (!strcmp(k, "counter-stats")) {
+    } else if (!strcmp(k, EXP_LOG_COUNTER_STATS)) {
         return counter_stats(in, r);
-    } else if (!strcmp(k, "mpi")) {
-        uint64_t rank = exp_record_u64(r, "rank", UINT64_MAX);
+    } else if (!strcmp(k, EXP_LOG_MPI)) {
+        uint64_t rank = exp_record_u64(r, EXP_KEY_RANK, UINT64_MAX);
         if (rank < UINT64_MAX && !p->mpi_rank1) {
             p->mpi_rank1 = rank + 1;
-            p->mpi_size = exp_record_u64(r, "size", 0);
-            p->mpi_launcher = get_str(r, "launcher");
-            p->mpi_job = get_str(r, "job");
+            p->mpi_size = exp_record_u64(r, EXP_KEY_SIZE, 0);
+            p->mpi_launcher = get_str(r, EXP_KEY_LAUNCHER);
+            p->mpi_job = get_str(r, EXP_KEY_JOB);
         }
-    } else if (!strcmp(k, "job")) {
+    } else if (!strcmp(k, EXP_LOG_JOB)) {
         p->is_job = 1;
-        p->mpi_size = exp_record_u64(r, "size", 0);
-        p->mpi_launcher = get_str(r, "launcher");
-        p->mpi_job = get_str(r, "job");
+        p->mpi_size = exp_record_u64(r, EXP_KEY_SIZE, 0);
+        p->mpi_launcher = get_str(r, EXP_KEY_LAUNCHER);
+        p->mpi_job = get_str(r, EXP_KEY_JOB);
     } else if (!strcmp(k, EXP_LOG_END)) {
         p->has_end = 1; /* the last one is used */
         p->end_how = get_str(r, EXP_KEY_HOW);

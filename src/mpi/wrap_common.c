@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "experiment/logrec.h"
 #include "wrap.h"
 #include "slots.h"
 
@@ -159,13 +160,13 @@ void tw_before_finalize(void)
     typedef int (*note_fn)(const char *, const char *const *, const uint64_t *, uint32_t);
     note_fn note = (note_fn)dlsym(RTLD_DEFAULT, TALLY_COLLECTOR_NOTE_V1_SYMBOL);
     int size = __atomic_load_n(&peers.size, __ATOMIC_ACQUIRE);
-    static const char *const keys[] = { "to", "msgs", "bytes" };
+    static const char *const keys[] = { EXP_KEY_TO, EXP_KEY_MSGS, EXP_KEY_BYTES };
     for (int i = 0; note && i < size; i++) {
         uint64_t m = __atomic_exchange_n(&peers.msgs[i], 0, __ATOMIC_RELAXED);
         uint64_t b = __atomic_exchange_n(&peers.bytes[i], 0, __ATOMIC_RELAXED);
         uint64_t v[3] = { (uint64_t)i, m, b };
         if (m)
-            note("mpi_peer", keys, v, 3);
+            note(EXP_NOTE_MPI_PEER, keys, v, 3);
     }
 }
 

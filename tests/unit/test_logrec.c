@@ -309,6 +309,137 @@ static void test_every_record_round_trips(void **state)
     exp_close(e);
 }
 
+/* The records of the capabilities added later that the reader interprets (a counter and its
+ * statistics, a rank's `mpi` record, a comment), and those kept for the report models (blocks,
+ * notes) as the writers write them: every value back under the key written. */
+static void test_later_records_round_trip(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/tally-test-logrec2-%d.tally", getpid());
+    assert_int_equal(mkdir(dir, 0755), 0);
+    char path[512], buf[4096];
+    snprintf(path, sizeof path, "%s/log", dir);
+    int fd = exp_log_create(path);
+    assert_true(fd >= 0);
+    exp_line_t l;
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_START);
+    exp_line_u64(&l, EXP_KEY_T, 1000);
+    exp_line_u64(&l, EXP_KEY_PID, 7);
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_COMMENT);
+    exp_line_str(&l, EXP_KEY_TEXT, "first try");
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_MPI);
+    exp_line_u64(&l, EXP_KEY_RANK, 3);
+    exp_line_u64(&l, EXP_KEY_SIZE, 4);
+    exp_line_str(&l, EXP_KEY_LAUNCHER, "openmpi");
+    exp_line_str(&l, EXP_KEY_JOB, "job42");
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_METRIC);
+    exp_line_u64(&l, EXP_KEY_T, 1100);
+    exp_line_str(&l, EXP_KEY_NAME, "pagefaults");
+    exp_line_str(&l, EXP_KEY_TITLE, "page-faults");
+    exp_line_str(&l, EXP_KEY_UNIT, "events");
+    exp_line_str(&l, EXP_KEY_AGGREGATE, "sum");
+    exp_line_u64(&l, EXP_KEY_TIME, 0);
+    exp_line_u64(&l, EXP_KEY_HZ, 0);
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_COUNTER);
+    exp_line_u64(&l, EXP_KEY_T, 1100);
+    exp_line_u64(&l, EXP_KEY_ID, 2);
+    exp_line_str(&l, EXP_KEY_NAME, "page-faults");
+    exp_line_str(&l, EXP_KEY_METRIC, "pagefaults");
+    exp_line_u64(&l, EXP_KEY_TYPE, 1);
+    exp_line_hex(&l, EXP_KEY_CONFIG, 2);
+    exp_line_hex(&l, EXP_KEY_CONFIG1, 0);
+    exp_line_hex(&l, EXP_KEY_CONFIG2, 0);
+    exp_line_hex(&l, EXP_KEY_BP_ADDR, 0x1000);
+    exp_line_u64(&l, EXP_KEY_BP_LEN, 8);
+    exp_line_u64(&l, EXP_KEY_BP_TYPE, 2);
+    exp_line_u64(&l, EXP_KEY_INTERVAL, 17);
+    exp_line_u64(&l, EXP_KEY_DATA, 1);
+    exp_line_u64(&l, EXP_KEY_KERNEL, 0);
+    exp_line_u64(&l, EXP_KEY_PROGRAM, 0);
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_COUNTER_STATS);
+    exp_line_u64(&l, EXP_KEY_ID, 2);
+    const char *const keys[] = { EXP_KEY_SAMPLES, EXP_KEY_EVENTS, EXP_KEY_COUNTED,
+                                 EXP_KEY_ENABLED, EXP_KEY_RUNNING, EXP_KEY_THROTTLED,
+                                 EXP_KEY_LOST, EXP_KEY_DROPPED, EXP_KEY_COLLECTOR };
+    for (unsigned i = 0; i < sizeof keys / sizeof *keys; i++)
+        exp_line_u64(&l, keys[i], 100 + i);
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_BLOCK);
+    exp_line_u64(&l, EXP_KEY_ID, 0);
+    exp_line_str(&l, EXP_KEY_NAME, "solve");
+    exp_line_str(&l, EXP_KEY_GROUP, "TAU_USER");
+    exp_line_hex(&l, EXP_KEY_ADDR, 0x4000);
+    exp_line_u64(&l, EXP_KEY_ACTIVE, 1);
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_NOTE);
+    exp_line_u64(&l, EXP_KEY_T, 1200);
+    exp_line_str(&l, EXP_KEY_NAME, EXP_NOTE_MPI_PEER);
+    exp_line_u64(&l, EXP_KEY_TO, 1);
+    exp_line_u64(&l, EXP_KEY_MSGS, 5);
+    exp_line_u64(&l, EXP_KEY_BYTES, 640);
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_BLOCK_THREAD);
+    exp_line_u64(&l, EXP_KEY_TID, 7);
+    exp_line_u64(&l, EXP_KEY_UNMATCHED, 1);
+    exp_line_u64(&l, EXP_KEY_LOST, 2);
+    put(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, EXP_LOG_END);
+    exp_line_u64(&l, EXP_KEY_T, 9000);
+    exp_line_str(&l, EXP_KEY_HOW, "exit");
+    exp_line_u64(&l, EXP_KEY_STATUS, 0);
+    put(fd, &l);
+    close(fd);
+
+    exp_experiment_t *e = NULL;
+    tally_err_t err = { 0 };
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    const exp_process_t *p = e->procs[0];
+    assert_int_equal(p->nwarnings, 0);
+    assert_int_equal(p->mpi_rank1, 4);
+    assert_int_equal(p->mpi_size, 4);
+    assert_string_equal(p->mpi_launcher, "openmpi");
+    assert_string_equal(p->mpi_job, "job42");
+    assert_int_equal(p->ncounters, 1);
+    const exp_counter_t *c = &p->counters[0];
+    assert_int_equal(c->id, 2);
+    assert_string_equal(c->name, "page-faults");
+    assert_string_equal(p->metrics[c->metric].name, "pagefaults");
+    assert_int_equal(c->interval, 17);
+    assert_int_equal(c->data, 1);
+    assert_int_equal(c->has_stats, 1);
+    const uint64_t got[] = { c->samples, c->events, c->counted, c->enabled, c->running,
+                             c->throttled, c->lost, c->dropped };
+    for (unsigned i = 0; i < sizeof got / sizeof *got; i++)
+        assert_int_equal(got[i], 100 + i);
+    /* the records the report models read: kept with every key */
+    int seen = 0;
+    for (size_t i = 0; i < p->nrecords; i++) {
+        const exp_record_t *r = &p->records[i];
+        if (!strcmp(r->kind, EXP_LOG_COMMENT)) {
+            assert_string_equal(exp_record_get(r, EXP_KEY_TEXT), "first try");
+            seen |= 1;
+        } else if (!strcmp(r->kind, EXP_LOG_BLOCK)) {
+            assert_string_equal(exp_record_get(r, EXP_KEY_GROUP), "TAU_USER");
+            assert_int_equal(exp_record_u64(r, EXP_KEY_ACTIVE, 0), 1);
+            seen |= 2;
+        } else if (!strcmp(r->kind, EXP_LOG_NOTE)) {
+            assert_string_equal(exp_record_get(r, EXP_KEY_NAME), EXP_NOTE_MPI_PEER);
+            assert_int_equal(exp_record_u64(r, EXP_KEY_BYTES, 0), 640);
+            seen |= 4;
+        } else if (!strcmp(r->kind, EXP_LOG_BLOCK_THREAD)) {
+            assert_int_equal(exp_record_u64(r, EXP_KEY_UNMATCHED, 0), 1);
+            seen |= 8;
+        }
+    }
+    assert_int_equal(seen, 15);
+    exp_close(e);
+}
+
 /* The first line is the magic and a version the reader takes. */
 static void test_first_line(void **state)
 {
@@ -320,6 +451,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_every_record_round_trips, teardown),
+        cmocka_unit_test_teardown(test_later_records_round_trip, teardown),
         cmocka_unit_test(test_first_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
