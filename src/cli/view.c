@@ -63,8 +63,11 @@ typedef struct server {
 static const char *const settings[] = { "metrics", "cmetrics", "sort", "limit", "name",
                                         "thread_select", "sample_select", "cpu_select",
                                         "filters", "inlines" };
-/* Views without recorded data (PR_DATA_* 0) that are served too. */
-static const char *const plain_views[] = { "metric_list", "experiment_list" };
+/* Views without recorded data of events (PR_DATA_* 0: no losses to tell) that are served too:
+ * every print command that writes a JSON report is served (tests/e2e/view_server.py checks print's
+ * command list against this server's). */
+static const char *const plain_views[] = { "metric_list", "experiment_list", "blocks",
+                                           "callstack", "callstack_history", "mpi_matrix" };
 
 /* ---- responses ------------------------------------------------------------------------------ */
 
