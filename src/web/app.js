@@ -16,11 +16,12 @@
 
 const S = { info: null, page: 'overview', exp: 0, expB: 1, fn: '', t0: null, t1: null,
             flameMode: 'flame', search: '', sort: '', metrics: '', cmpMetric: 'totalcpu',
-            raw: '', cache: new Map() };
+            raw: '', dobj: '', mon: 0, block: '', counter: '', mpiBy: 'bytes', cache: new Map() };
 const PAGES_ORDER = [['overview', 'Overview'], ['functions', 'Functions'],
   ['callers', 'Callers-callees'], ['flame', 'Flame graph'], ['sandwich', 'Sandwich'],
   ['timeline', 'Timeline'], ['source', 'Source'], ['disasm', 'Disassembly'], ['heap', 'Heap'],
-  ['sync', 'Sync'], ['io', 'I/O'], ['compare', 'Compare'], ['raw', 'All views']];
+  ['sync', 'Sync'], ['io', 'I/O'], ['data', 'Data objects'], ['mpi', 'MPI'], ['blocks', 'Blocks'],
+  ['counters', 'Counters'], ['compare', 'Compare'], ['raw', 'All views']];
 const T = window.tally = { timings: [], ready: false, page: null, flame: null, state: S };
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -104,6 +105,10 @@ function readHash() {
   S.t0 = q.has('t0') ? +q.get('t0') : null;
   S.t1 = q.has('t1') ? +q.get('t1') : null;
   S.raw = q.get('v') || '';
+  S.dobj = q.get('obj') || '';
+  S.mon = +(q.get('mon') || 0);
+  S.block = q.get('block') || '';
+  S.counter = q.get('counter') || '';
 }
 function writeHash(changes) {
   Object.assign(S, changes || {});
@@ -112,6 +117,10 @@ function writeHash(changes) {
   if (S.t0 !== null) { q.set('t0', S.t0); q.set('t1', S.t1); }
   if (S.page === 'compare') q.set('b', S.expB);
   if (S.page === 'raw' && S.raw) q.set('v', S.raw);
+  if (S.page === 'data' && S.dobj) q.set('obj', S.dobj);
+  if (S.page === 'blocks' && S.mon) q.set('mon', S.mon);
+  if (S.page === 'blocks' && S.block) q.set('block', S.block);
+  if (S.page === 'counters' && S.counter) q.set('counter', S.counter);
   const h = `#/${S.page}?${q}`;
   if (location.hash !== h) location.hash = h; else render();
 }
@@ -136,6 +145,7 @@ async function render() {
     box.append(el('p', { class: 'error', text: e.message }));
   }
   main.replaceChildren(box);
+  if (T.page !== S.page) window.scrollTo(0, 0); /* another page starts at its top */
   if (typeof after === 'function') after(); /* what needs the page laid out: canvas widths */
   T.page = S.page;
   await frame();
@@ -718,6 +728,248 @@ PAGES.compare = async (box) => {
   box.append(el('h2', { text: `${m}: A = ${S.info.experiments[S.exp].path}, B = ${S.info.experiments[S.expB].path}` }),
     el('p', { class: 'note', text: 'Functions of both by name; the largest exclusive difference first (red: B spends more).' }),
     el('table', { class: 'compare' }, el('thead', {}, head), body));
+};
+
+/* -- data objects and structure layouts (dataspace profiling: collect -p +on, -h +COUNTER) -- */
+
+/* The metric keys of a dataspace row: e.user (seconds), e.counterN (events), samples. */
+function dsKeys(row) { return Object.keys(row).filter(k => k === 'samples' || k.startsWith('e.')); }
+function dsCells(row, keys, prefix) {
+  return keys.map(k => el('td', { 'data-k': prefix + k, text: fmt(row[k], k === 'e.user' ? 's' : '') }));
+}
+function dsHead(keys) {
+  return keys.map(k => el('th', { text: k === 'e.user' ? 'Excl. User CPU (s)' : k === 'samples' ? 'Samples' : k }));
+}
+/* A bar of share v/total (0..1) in a cell. */
+function shareBar(v, total) {
+  const p = total ? Math.max(0, Math.min(1, v / total)) : 0;
+  return el('td', { class: 'barcell' }, el('span', { class: 'fill', style: `width:${(100 * p).toFixed(1)}%` }));
+}
+/* A section whose view may refuse (no data of its kind): its message instead of the page failing. */
+async function optional(view, params) {
+  try { return await api(view, params); } catch (e) { return { error: e.message }; }
+}
+
+PAGES.data = async (box) => {
+  const j = await optional('data_objects');
+  box.append(el('h2', { text: 'Data objects' }));
+  if (j.error) { box.append(el('p', { class: 'note', text: j.error + ' (dataspace profiling: tally collect -p +on, or -h +COUNTER)' })); return; }
+  const rows = j.objects || [];
+  const keys = rows.length ? dsKeys(rows[0]) : ['samples'];
+  const total = rows.length ? rows[0][keys[0]] : 0;
+  box.append(el('p', { class: 'note', text: `${j.memrefs} memory references. Click an object for its details; aggregates (structures) contain their members.` }));
+  const body = el('tbody', {}, rows.map(r => el('tr', { class: r.kind === 'total' ? 'total' : r.kind === 'aggregate' ? 'agg' : null, 'data-name': r.name },
+    dsCells(r, keys, ''), shareBar(r[keys[0]], total), el('td', { class: 'name' },
+      r.kind === 'total' ? r.name : el('a', { text: r.name, onclick: () => writeHash({ dobj: r.name }) })),
+    el('td', { class: 'note', text: [r.kind, r.scope, r.via ? 'via ' + r.via : ''].filter(Boolean).join(', ') }))));
+  box.append(el('table', { class: 'dobjs' }, el('thead', {}, el('tr', {}, dsHead(keys), el('th', {}), el('th', { class: 'name', text: 'Data object' }), el('th', { class: 'name', text: 'Kind' }))), body));
+  if (S.dobj) {
+    const x = await optional('data_single', { arg: S.dobj });
+    const det = el('div', { id: 'dobj' }, el('h3', { text: S.dobj }));
+    if (x.error) det.append(el('p', { class: 'error', text: x.error }));
+    else {
+      det.append(kv(x, [['kind', 'Kind'], ['scope', 'Scope'], ['via', 'Reached as'], ...keys.map(k => [k, k === 'e.user' ? 'Excl. User CPU' : k, k === 'e.user' ? 's' : '']),
+        ['samples_without_address', 'Samples without a known address']], 'dobj.'));
+      if (x.containers.length) det.append(el('p', {}, 'In: ', x.containers.map(c => el('a', { class: 'container', text: c + ' ', onclick: () => writeHash({ dobj: c }) }))));
+    }
+    box.append(det);
+  }
+  const [lay, lines, fs] = await Promise.all([optional('data_layout'), optional('memobj', { arg: 'cacheline', limit: 50 }), optional('false_sharing')]);
+  box.append(el('h2', { text: 'Structure layouts' }));
+  if (lay.error) box.append(el('p', { class: 'error', text: lay.error }));
+  else if (!lay.structures.length) box.append(el('p', { class: 'note', text: 'No structure type has samples.' }));
+  for (const s of lay.structures || []) {
+    const k = dsKeys(s);
+    box.append(el('h3', { text: `${s.name}, ${s.size} bytes: ` }, el('span', { 'data-k': 'layout.' + s.name, text: fmt(s[k[0]], k[0] === 'e.user' ? 's' : '') + (k[0] === 'e.user' ? ' s' : '') })));
+    const tb = el('tbody', {}, s.members.map(m => el('tr', { class: m.name.startsWith('<') ? 'hole' : null, 'data-name': m.name },
+      el('td', { text: '+' + m.offset }), el('td', { text: String(m.size) }), dsCells(m, k, ''), shareBar(m[k[0]], s[k[0]]), el('td', { class: 'name', text: m.name }))));
+    box.append(el('table', { class: 'layout' }, el('thead', {}, el('tr', {}, el('th', { text: 'Offset' }), el('th', { text: 'Size' }), dsHead(k), el('th', {}), el('th', { class: 'name', text: 'Member' }))), tb));
+  }
+  const mobj = (title, d, cls) => {
+    box.append(el('h2', { text: title }));
+    if (d.error) { box.append(el('p', { class: 'error', text: d.error })); return; }
+    const objs = d.objects || [];
+    if (!objs.length) box.append(el('p', { class: 'note', text: 'None.' }));
+    else {
+      const k = dsKeys(objs[0]);
+      box.append(el('table', { class: cls }, el('thead', {}, el('tr', {}, el('th', { class: 'name', text: 'Address' }), el('th', { text: 'Threads' }), el('th', { text: 'Reads' }), el('th', { text: 'Writes' }), dsHead(k), el('th', { class: 'name', text: 'Data object' }))),
+        el('tbody', {}, objs.map(o => el('tr', { class: o.false_sharing ? 'hot' : null, 'data-name': o.address }, el('td', { class: 'name', text: o.address }), el('td', { text: String(o.threads) }),
+          el('td', { text: String(o.reads) }), el('td', { text: String(o.writes) }), dsCells(o, k, ''), el('td', { class: 'name', text: o.data_object }))))));
+    }
+    const w = d.without_address;
+    if (w && w.samples) box.append(el('p', { class: 'note', text: `Without a known address: ${w.samples} samples` + (w.reasons.length ? ': ' + w.reasons.map(r => `${r.samples} ${r.name}`).join('; ') : '') }));
+  };
+  mobj(`Cache lines (${lines.size || 64} bytes), the 50 hottest; false sharing highlighted`, lines, 'lines');
+  mobj('False sharing: cache lines threads share at different offsets, with writes', fs, 'fsharing');
+};
+
+/* -- MPI: ranks, imbalance, the communication matrix, MPI calls over time -- */
+
+PAGES.mpi = async (box) => {
+  const rl = await optional('rank_list');
+  box.append(el('h2', { text: 'MPI ranks' }));
+  if (rl.error) { box.append(el('p', { class: 'note', text: rl.error })); return; }
+  const cols = [['rank', 'Rank'], ['threads', 'Threads'], ['mpitime', 'MPI time (s)', 's'], ['totalcpu', 'CPU (s)', 's'], ['mpisends', 'Sends'],
+    ['mpibytessent', 'Bytes sent'], ['mpireceives', 'Receives'], ['mpibytesrecv', 'Bytes recv.'], ['mpiother', 'Other calls'], ['mpicollsent', 'Coll. bytes sent'],
+    ['mpicollrecv', 'Coll. bytes recv.'], ['dropped', 'Dropped'], ['host', 'Host']];
+  const maxT = Math.max(...rl.ranks.map(r => r.mpitime), 0);
+  box.append(el('table', { class: 'ranks' }, el('thead', {}, el('tr', {}, cols.map(c => el('th', { class: c[0] === 'host' ? 'name' : null, text: c[1] })), el('th', { text: 'MPI time' }))),
+    el('tbody', {}, rl.ranks.map(r => el('tr', { 'data-name': String(r.rank) }, cols.map(c => el('td', { 'data-k': c[0], class: c[0] === 'host' ? 'name' : null, text: fmt(r[c[0]], c[2]) })), shareBar(r.mpitime, maxT))))));
+  const [imb, cs, mx, tl] = await Promise.all([optional('mpi_imbalance', { limit: 30 }), optional('mpi_callsites', { limit: 30 }), optional('mpi_matrix'), optional('mpi_timeline')]);
+  /* min..max over ranks as a bar, the mean marked */
+  const imbTable = (title, d, cls) => {
+    box.append(el('h2', { text: title }));
+    if (d.error) { box.append(el('p', { class: 'error', text: d.error })); return; }
+    const top = Math.max(...d.rows.map(r => r.max), 0) || 1;
+    box.append(el('p', { class: 'note', text: `MPI time over ${d.ranks} ranks: the bar runs from the least to the most a rank spent, the mark is the mean.` }));
+    box.append(el('table', { class: cls }, el('thead', {}, el('tr', {}, ['Min (s)', 'Mean (s)', 'Max (s)', 'Max/mean', 'Min rank', 'Max rank', ''].map(t => el('th', { text: t })), el('th', { class: 'name', text: 'Name' }))),
+      el('tbody', {}, d.rows.map(r => el('tr', { 'data-name': r.name }, el('td', { 'data-k': 'min', text: fmt(r.min, 's') }), el('td', { 'data-k': 'mean', text: fmt(r.mean, 's') }),
+        el('td', { 'data-k': 'max', text: fmt(r.max, 's') }), el('td', { text: r.mean > 0 ? (r.max / r.mean).toFixed(2) : '' }), el('td', { text: String(r.min_rank) }), el('td', { text: String(r.max_rank) }),
+        el('td', { class: 'barcell' }, el('span', { class: 'range', style: `margin-left:${(100 * r.min / top).toFixed(1)}%;width:${(100 * (r.max - r.min) / top).toFixed(1)}%` }),
+          el('i', { class: 'mean', style: `left:${(100 * r.mean / top).toFixed(1)}%` })),
+        el('td', { class: 'name', text: r.name }))))));
+  };
+  imbTable('Imbalance by function (inclusive MPI time)', imb, 'imbalance');
+  imbTable('Imbalance by MPI call site', cs, 'callsites');
+  /* the communication matrix: a heat map, sender by row, receiver by column */
+  box.append(el('h2', { text: 'Communication matrix' }));
+  if (mx.error) box.append(el('p', { class: 'error', text: mx.error }));
+  else {
+    const by = S.mpiBy || 'bytes';
+    const n = mx.ranks, cell = new Map();
+    let most = 0;
+    for (const p of mx.pairs) { cell.set(p.from + ',' + p.to, p); most = Math.max(most, p[by]); }
+    const pick = el('select', { id: 'mpi-by', onchange: (e) => { S.mpiBy = e.target.value; render(); } },
+      ['bytes', 'msgs'].map(v => el('option', { value: v, selected: v === by, text: v === 'bytes' ? 'bytes' : 'messages' })));
+    box.append(el('p', { class: 'bar' }, 'point-to-point ', pick, el('span', { class: 'note', text: ' from the rank of the row to the rank of the column; darker is more' })));
+    const head = el('tr', {}, el('th', { text: 'from \\ to' }), [...Array(n).keys()].map(t => el('th', { text: String(t) })));
+    const rows = [...Array(n).keys()].map(f => el('tr', {}, el('th', { text: String(f) }), [...Array(n).keys()].map(t => {
+      const p = cell.get(f + ',' + t), v = p ? p[by] : 0, a = most ? v / most : 0;
+      return el('td', { class: 'heat', 'data-from': f, 'data-to': t, title: p ? `${f} → ${t}: ${p.msgs} messages, ${p.bytes} bytes` : `${f} → ${t}: none`,
+        style: `background:rgba(47,95,179,${(a * 0.9).toFixed(3)});color:${a > 0.5 ? '#fff' : 'inherit'}`, text: v ? String(v) : '' });
+    })));
+    box.append(el('table', { class: 'matrix' }, el('thead', {}, head), el('tbody', {}, rows)));
+  }
+  /* MPI calls over time, a row per rank */
+  box.append(el('h2', { text: 'MPI calls over time' }));
+  if (tl.error) { box.append(el('p', { class: 'error', text: tl.error })); return; }
+  const rowH = 20, left = 70, width = Math.max(500, ($('#main').clientWidth || 1000) - 40);
+  const H = tl.ranks.length * rowH + 22, plotW = width - left - 10, cw = plotW / tl.columns, colS = tl.span / tl.columns;
+  const cv = el('canvas', { id: 'mpi-timeline' });
+  const dpr = window.devicePixelRatio || 1;
+  cv.width = width * dpr; cv.height = H * dpr; cv.style.width = width + 'px'; cv.style.height = H + 'px';
+  const fns = new Set();
+  box.append(el('p', { class: 'note', text: `${tl.columns} columns of ${(colS * 1e3).toFixed(1)} ms; a cell is coloured by the MPI function that took most of it, darker the more of the column MPI took. Hover for the time.` }), cv);
+  const legend = el('p', { class: 'legend' });
+  box.append(legend);
+  T.mpiTimeline = { canvas: cv, left, cw, rowH, model: tl };
+  cv.addEventListener('mousemove', (e) => {
+    const b = cv.getBoundingClientRect(), c = Math.floor((e.clientX - b.left - left) / cw), r = Math.floor((e.clientY - b.top - 2) / rowH), tip = $('#tip');
+    const x = tl.ranks[r] && tl.ranks[r].cells[c];
+    if (!x) { tip.hidden = true; return; }
+    tip.textContent = `rank ${tl.ranks[r].rank}, ${(c * colS).toFixed(3)}–${((c + 1) * colS).toFixed(3)} s: ${fmt(x.mpi, 's')} s in MPI${x.function ? ' (' + x.function + ')' : ''}`;
+    tip.style.left = (e.clientX + 12) + 'px'; tip.style.top = (e.clientY + 12) + 'px'; tip.hidden = false;
+  });
+  cv.addEventListener('mouseleave', () => { $('#tip').hidden = true; });
+  return () => {
+    const g = cv.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.font = '11px system-ui, sans-serif'; g.textBaseline = 'middle';
+    tl.ranks.forEach((rk, r) => {
+      const y = r * rowH + 2;
+      g.fillStyle = '#1d2330'; g.fillText(`rank ${rk.rank}`, 4, y + rowH / 2);
+      g.fillStyle = '#f4f6fa'; g.fillRect(left, y, plotW, rowH - 3);
+      rk.cells.forEach((x, c) => {
+        if (!x.mpi) return;
+        fns.add(x.function);
+        g.globalAlpha = Math.max(0.15, Math.min(1, x.mpi / colS));
+        g.fillStyle = x.function ? color(x.function) : '#687083';
+        g.fillRect(left + c * cw, y, Math.ceil(cw), rowH - 3);
+      });
+      g.globalAlpha = 1;
+    });
+    g.fillStyle = '#687083';
+    for (let k = 0; k <= 8; k++) g.fillText((tl.span * k / 8).toFixed(2) + ' s', Math.min(left + plotW * k / 8, width - 40), tl.ranks.length * rowH + 12);
+    legend.replaceChildren(...[...fns].filter(Boolean).sort().map(f => el('span', {}, el('i', { style: `background:${color(f)}` }), f)));
+  };
+};
+
+/* -- profiled blocks: the whole-run profile, the callstack at each monitor point, its history -- */
+
+/* Columns of a blocks row: calls, subrs, then each quantity's exclusive and inclusive (and the
+ * instance's, inst) with print's JSON names. */
+function blockCols(quantities, inst, delta) {
+  const cols = [['calls', 'Calls'], ['subrs', 'Subrs']];
+  if (delta) cols.push(['d_calls', 'Δ Calls']);
+  quantities.forEach((q, k) => {
+    const s = k ? '_' + q : '';
+    cols.push(['excl' + s, `Excl. ${q} (s)`, 's'], ['incl' + s, `Incl. ${q} (s)`, 's']);
+    if (inst) cols.push(['inst_excl' + s, `Inst. excl. ${q} (s)`, 's'], ['inst_incl' + s, `Inst. incl. ${q} (s)`, 's']);
+    if (delta) cols.push(['d_excl' + s, `Δ Excl. ${q} (s)`, 's'], ['d_incl' + s, `Δ Incl. ${q} (s)`, 's']);
+  });
+  return cols;
+}
+function blockTable(rows, cols, cls, opts) {
+  const o = opts || {};
+  return el('table', { class: cls }, el('thead', {}, el('tr', {}, (o.pre || []).map(p => el('th', { class: p[2], text: p[1] })), cols.map(c => el('th', { text: c[1] })), el('th', { class: 'name', text: 'Block' }))),
+    el('tbody', {}, rows.map(r => el('tr', { 'data-name': r.name }, (o.pre || []).map(p => el('td', { class: p[2], 'data-k': p[0], text: p[3] ? p[3](r) : String(r[p[0]]) })),
+      cols.map(c => el('td', { 'data-k': c[0], text: fmt(r[c[0]], c[2]) })),
+      el('td', { class: 'name', style: r.depth !== undefined ? `padding-left:${8 + 14 * r.depth}px` : null },
+        o.onName ? el('a', { text: r.name, onclick: () => o.onName(r.name) }) : r.name)))));
+}
+
+PAGES.blocks = async (box) => {
+  const [bl, cs] = await Promise.all([api('blocks', {}, { whole: true }), api('callstack', { arg: 'all' }, { whole: true })]);
+  const q = bl.quantities;
+  box.append(el('h2', { text: 'Profiled blocks: the whole run' }));
+  if (!bl.total.length) { box.append(el('p', { class: 'note', text: 'No profiled blocks (the program calls no tally_start / TAU_START, and was not built with -finstrument-functions).' })); return; }
+  const pickBlock = (n) => writeHash({ block: n });
+  box.append(blockTable(bl.total, blockCols(q, false), 'blocks-total', { onName: pickBlock }));
+  for (const t of bl.threads) {
+    box.append(el('h3', { text: `Thread ${t.tid} of process ${t.pid}: call paths` + (t.unmatched || t.lost ? ` (${t.unmatched} unmatched, ${t.lost} lost)` : '') }));
+    box.append(blockTable(t.paths, blockCols(q, false), 'blocks-paths', { onName: pickBlock }));
+  }
+  box.append(el('h2', { text: 'Performance callstack at each monitor point' }));
+  const mons = cs.callstacks;
+  if (!mons.length) { box.append(el('p', { class: 'note', text: 'No monitor points (the program calls no tally_monitor or TAU_MONITOR).' })); return; }
+  const at = Math.min(Math.max(+S.mon || 0, 0), mons.length - 1);
+  const monText = (m) => `${m.n}${m.label ? ' "' + m.label + '"' : ''}, thread ${m.tid}, ${fmt(m.t, 's')} s`;
+  box.append(el('div', { class: 'bar' }, 'monitor point ', el('select', { id: 'mon', onchange: (e) => writeHash({ mon: +e.target.value }) },
+    mons.map((m, i) => el('option', { value: i, selected: i === at, text: monText(m) }))),
+    el('button', { id: 'mon-prev', disabled: at === 0, onclick: () => writeHash({ mon: at - 1 }), text: '◀' }),
+    el('button', { id: 'mon-next', disabled: at === mons.length - 1, onclick: () => writeHash({ mon: at + 1 }), text: '▶' })));
+  box.append(blockTable(mons[at].rows, blockCols(q, true), 'callstack', { onName: pickBlock }));
+  const hist = await api('callstack_history', S.block ? { arg: S.block } : {}, { whole: true });
+  box.append(el('h2', { text: `Callstack history${S.block ? ' of ' + S.block : ''}` }),
+    el('p', { class: 'note', text: 'Each block at each monitor point it was on the callstack, and the change since the previous one. Click a block to follow it alone.' }));
+  if (S.block) box.append(el('p', {}, el('a', { id: 'block-all', href: '#', text: 'all blocks', onclick: (e) => { e.preventDefault(); writeHash({ block: '' }); } })));
+  box.append(blockTable(hist.history, blockCols(q, false, true), 'history', { onName: pickBlock,
+    pre: [['n', 'Point', null, (r) => String(r.n) + (r.label ? ' "' + r.label + '"' : '')], ['tid', 'Thread'], ['t', 'At (s)', null, (r) => fmt(r.t, 's')]] }));
+};
+
+/* -- counters as metrics (collect -h) -- */
+
+PAGES.counters = async (box) => {
+  const hd = await api('header', {}, { whole: true });
+  const cnt = [];
+  for (const x of hd.experiments) for (const p of x.processes) for (const c of p.counters || []) cnt.push({ pid: p.pid, ...c });
+  box.append(el('h2', { text: 'Counters' }));
+  if (!cnt.length) { box.append(el('p', { class: 'note', text: 'No counter was recorded (tally collect -h COUNTER; tally collect -h lists them).' })); return; }
+  box.append(objTable(cnt.map(c => ({ pid: c.pid, name: c.name, interval: c.interval, samples: c.samples, counted: c.counted,
+    'running %': c.enabled_ns ? +(100 * c.running_ns / c.enabled_ns).toFixed(1) : 100, throttled: c.throttled, lost: c.lost, dropped: c.dropped })), { cls: 'counters' }));
+  const names = [...new Set(cnt.map(c => c.metric))];
+  const m = names.includes(S.counter) ? S.counter : names[0];
+  const spec = names.flatMap(n => [`e.%${n}`, `i.${n}`]).join(':') + ':name';
+  const j = await api('functions', { metrics: spec, sort: `e.${m}` });
+  box.append(el('h2', { text: 'Functions by counter' }), el('p', { class: 'note', text: 'Each counter as a metric (e. exclusive, i. inclusive), sorted by the one chosen; the other pages show them too (the metrics field of Functions).' }));
+  const hold = el('div');
+  box.append(el('div', { class: 'bar' }, searchBox(() => draw())), hold);
+  const draw = () => {
+    const s = S.search.toLowerCase();
+    hold.replaceChildren(metricTable(j, j.rows.filter(r => r.name === '<Total>' || !s || r.name.toLowerCase().includes(s)), { cls: 'metrics', sort: `e.${m}`,
+      onSort: (k) => { if (k !== 'name') writeHash({ counter: k.slice(2) }); }, onName: (n) => go('callers', { fn: n }) }));
+  };
+  draw();
 };
 
 /* -- every view, generically -- */
