@@ -309,16 +309,17 @@ PAGES.callers = async (box) => {
 
 /* -- the flame graph: the call tree laid out once, drawn on a canvas -- */
 
-/* Flat nodes {n name, v value, d depth, x start, p parent, k children, c colour} of a tree
- * {name, children, [key]}, children in the tree's order (the model's: the heaviest first). */
+/* Flat nodes {n name, v value, d depth, x start, p parent, k children, c colour index} of a
+ * tree {name, children, [key]}, children in the tree's order (the model's: the heaviest first);
+ * nodes.palette: the colours (a function's colour once, whatever its number of nodes). */
 function layout(tree, key) {
   const nodes = [];
-  const colors = new Map();
+  const colors = new Map(), palette = [];
   const walk = (t, d, x, p) => {
     const i = nodes.length;
     const v = t[key] || 0;
     let c = colors.get(t.name);
-    if (!c) { c = color(t.name); colors.set(t.name, c); }
+    if (c === undefined) { c = palette.length; palette.push(color(t.name)); colors.set(t.name, c); }
     const node = { n: t.name, v, d, x, p, k: [], c };
     nodes.push(node);
     if (p >= 0) nodes[p].k.push(i);
@@ -326,13 +327,19 @@ function layout(tree, key) {
     for (const ch of t.children || []) { walk(ch, d + 1, cx, i); cx += ch[key] || 0; }
   };
   walk(tree, 0, 0, -1);
+  nodes.palette = palette;
   return nodes;
 }
+
+const HIT_COLOR = '#d63384', DIM_COLOR = '#dfe3ea';
 
 class Flame {
   constructor(nodes, opts) {
     this.nodes = nodes; this.mode = opts.mode; this.unit = opts.unit || 's'; this.total = nodes[0].v || 1;
-    this.zoom = 0; this.search = ''; this.rowH = 17; this.rects = [];
+    this.zoom = 0; this.search = ''; this.rowH = 17;
+    /* the frames drawn, n of them: node, x, y, width, colour (typed arrays, reused) */
+    this.n = 0; this.cap = 0;
+    this.palette = [...nodes.palette, HIT_COLOR, DIM_COLOR];
     this.depth = nodes.reduce((a, n) => Math.max(a, n.d), 0);
     this.canvas = el('canvas', { class: 'flame ' + opts.mode });
     this.canvas.addEventListener('click', (e) => this.click(e));
@@ -340,71 +347,107 @@ class Flame {
     this.canvas.addEventListener('mouseleave', () => { $('#tip').hidden = true; });
     this.onzoom = opts.onzoom;
   }
-  at(e) {
+  /* The frames drawn as objects {i, x, y, w, h} (the tests and the benchmark read them). */
+  get rects() {
+    const out = [];
+    for (let k = 0; k < this.n; k++) out.push({ i: this.ri[k], x: this.rx[k], y: this.ry[k], w: this.rw[k], h: this.rowH - 1 });
+    return out;
+  }
+  /* The index of the frame under a mouse event, or -1. */
+  hit(e) {
     const b = this.canvas.getBoundingClientRect();
-    const x = e.clientX - b.left, y = e.clientY - b.top;
-    for (const r of this.rects) if (x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h) return r;
-    return null;
+    const x = e.clientX - b.left, y = e.clientY - b.top, h = this.rowH - 1;
+    for (let k = 0; k < this.n; k++) {
+      const rx = this.rx[k], ry = this.ry[k];
+      if (x >= rx && x < rx + this.rw[k] && y >= ry && y < ry + h) return k;
+    }
+    return -1;
   }
   click(e) {
     const t0 = performance.now();
-    const r = this.at(e);
-    if (!r) return;
-    timed('zoom', t0, async () => { this.zoom = r.i; this.draw(); if (this.onzoom) this.onzoom(r.i); });
+    const k = this.hit(e);
+    if (k < 0) return;
+    const i = this.ri[k];
+    timed('zoom', t0, async () => { this.zoom = i; this.draw(); if (this.onzoom) this.onzoom(i); });
   }
   hover(e) {
-    const r = this.at(e), tip = $('#tip');
-    if (!r) { tip.hidden = true; return; }
-    const n = this.nodes[r.i];
+    const k = this.hit(e), tip = $('#tip');
+    if (k < 0) { tip.hidden = true; return; }
+    const n = this.nodes[this.ri[k]];
     tip.textContent = `${n.n}: ${fmt(n.v, this.unit)} ${this.unit} (${(100 * n.v / this.total).toFixed(2)}%)`;
     tip.style.left = (e.clientX + 12) + 'px'; tip.style.top = (e.clientY + 12) + 'px'; tip.hidden = false;
   }
   /* Draws the zoomed node's subtree (frames narrower than 0.4 px and what is below them are not
-   * visited: a zoom costs what is visible, not the size of the tree) and its ancestors. */
+   * visited: a zoom costs what is visible, not the size of the tree) and its ancestors. The
+   * frames are gathered first and then filled a colour at a time, each colour as one path: a
+   * fill style (a colour to parse) and a drawing operation per colour, not per frame. */
   draw() {
     const width = Math.max(300, (this.canvas.parentElement ? this.canvas.parentElement.clientWidth : 1000) - 4);
     const rows = Math.min(this.depth + 1, 900);
     const dpr = window.devicePixelRatio || 1;
-    const H = rows * this.rowH;
+    const H = rows * this.rowH, rh = this.rowH - 1;
     if (this.canvas.width !== width * dpr || this.canvas.height !== H * dpr) { /* (a resize reallocates) */
       this.canvas.width = width * dpr; this.canvas.height = H * dpr;
       this.canvas.style.width = width + 'px'; this.canvas.style.height = H + 'px';
     }
-    const g = this.canvas.getContext('2d');
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, width, H);
-    g.font = '11px system-ui, sans-serif';
-    g.textBaseline = 'middle';
     const nodes = this.nodes, z = nodes[this.zoom];
     const scale = width / (z.v || 1);
     const q = this.search.toLowerCase();
-    this.rects = [];
+    const HIT = this.palette.length - 2, DIM = HIT + 1;
+    const flame = this.mode === 'flame', rowH = this.rowH;
     const labels = [];
-    const put = (i, x, w, hit, dim) => {
-      const n = nodes[i];
-      const y = this.mode === 'flame' ? H - (n.d + 1) * this.rowH : n.d * this.rowH;
-      g.fillStyle = hit ? '#d63384' : dim ? '#dfe3ea' : n.c;
-      g.globalAlpha = q && !hit ? 0.45 : 1;
-      g.fillRect(x, y, Math.max(w - 0.5, 0.4), this.rowH - 1);
-      if (w > 30) labels.push([n.n, x, y, w]);
-      this.rects.push({ i, x, y, w, h: this.rowH - 1 });
+    let n = 0;
+    const put = (i, x, w, ci) => {
+      if (n === this.cap) this.grow();
+      const nd = nodes[i];
+      const y = flame ? H - (nd.d + 1) * rowH : nd.d * rowH;
+      this.ri[n] = i; this.rx[n] = x; this.ry[n] = y; this.rw[n] = w; this.rc[n] = ci;
+      n++;
+      if (w > 30) labels.push(i, x, y, w);
     };
-    for (let p = z.p; p >= 0; p = nodes[p].p) if (nodes[p].d < rows) put(p, 0, width, q && nodes[p].n.toLowerCase().includes(q), true);
+    for (let p = z.p; p >= 0; p = nodes[p].p)
+      if (nodes[p].d < rows) put(p, 0, width, q && nodes[p].n.toLowerCase().includes(q) ? HIT : DIM);
     const stack = [this.zoom];
+    const least = 0.4 / scale; /* the value of a frame 0.4 px wide */
     while (stack.length) {
       const i = stack.pop();
-      const n = nodes[i];
-      if (n.d >= rows) continue;
-      const w = n.v * scale;
-      if (w < 0.4) continue;
-      put(i, (n.x - z.x) * scale, w, q && n.n.toLowerCase().includes(q), false);
-      for (let k = n.k.length - 1; k >= 0; k--) stack.push(n.k[k]);
+      const nd = nodes[i];
+      if (nd.v < least) continue; /* (only the zoomed node itself can be) */
+      put(i, (nd.x - z.x) * scale, nd.v * scale, q && nd.n.toLowerCase().includes(q) ? HIT : nd.c);
+      if (nd.d + 1 >= rows) continue;
+      const k = nd.k; /* the children wide enough only: the narrow ones are most of the tree */
+      for (let c = k.length - 1; c >= 0; c--) if (nodes[k[c]].v >= least) stack.push(k[c]);
+    }
+    this.n = n;
+    /* by colour: a counting sort of the frames */
+    const nc = this.palette.length;
+    const start = new Uint32Array(nc + 1), order = new Uint32Array(n);
+    for (let k = 0; k < n; k++) start[this.rc[k] + 1]++;
+    for (let c = 0; c < nc; c++) start[c + 1] += start[c];
+    const at = start.slice(0, nc);
+    for (let k = 0; k < n; k++) order[at[this.rc[k]]++] = k;
+    const g = this.canvas.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, width, H);
+    for (let c = 0; c < nc; c++) {
+      if (start[c] === start[c + 1]) continue;
+      g.fillStyle = this.palette[c];
+      g.globalAlpha = q && c !== HIT ? 0.45 : 1;
+      g.beginPath();
+      for (let o = start[c]; o < start[c + 1]; o++) {
+        const k = order[o];
+        g.rect(this.rx[k], this.ry[k], Math.max(this.rw[k] - 0.5, 0.4), rh);
+      }
+      g.fill();
     }
     g.globalAlpha = 1;
     g.fillStyle = '#111';
-    for (const [name, x, y, w] of labels) { /* cut to the frame (about 6.5 px a character) */
+    g.font = '11px system-ui, sans-serif';
+    g.textBaseline = 'middle';
+    for (let l = 0; l < labels.length; l += 4) { /* cut to the frame (about 6.5 px a character) */
+      const name = nodes[labels[l]].n, x = labels[l + 1], y = labels[l + 2], w = labels[l + 3];
       const fit = Math.floor((w - 6) / 6.5);
-      g.fillText(name.length > fit ? name.slice(0, Math.max(fit - 1, 1)) + '…' : name, x + 3, y + this.rowH / 2);
+      g.fillText(name.length > fit ? name.slice(0, Math.max(fit - 1, 1)) + '…' : name, x + 3, y + rowH / 2);
     }
     /* the matches below the zoom, invisible ones too; the outermost only: nested ones count once */
     let matched = 0;
@@ -419,13 +462,20 @@ class Flame {
     }
     this.matched = q ? matched : null;
   }
+  grow() {
+    const cap = Math.max(1024, this.cap * 2);
+    const copy = (T, a) => { const b = new T(cap); if (a) b.set(a); return b; };
+    this.ri = copy(Uint32Array, this.ri); this.rc = copy(Uint32Array, this.rc);
+    this.rx = copy(Float64Array, this.rx); this.ry = copy(Float64Array, this.ry); this.rw = copy(Float64Array, this.rw);
+    this.cap = cap;
+  }
   /* The client coordinates of the middle of the widest drawn node called name (tests). */
   find(name) {
-    let best = null;
-    for (const r of this.rects) if (this.nodes[r.i].n === name && (!best || r.w > best.w)) best = r;
-    if (!best) return null;
+    let best = -1;
+    for (let k = 0; k < this.n; k++) if (this.nodes[this.ri[k]].n === name && (best < 0 || this.rw[k] > this.rw[best])) best = k;
+    if (best < 0) return null;
     const b = this.canvas.getBoundingClientRect();
-    return { x: b.left + best.x + Math.min(best.w / 2, 40), y: b.top + best.y + best.h / 2, w: best.w, value: this.nodes[best.i].v };
+    return { x: b.left + this.rx[best] + Math.min(this.rw[best] / 2, 40), y: b.top + this.ry[best] + (this.rowH - 1) / 2, w: this.rw[best], value: this.nodes[this.ri[best]].v };
   }
 }
 

@@ -28,7 +28,8 @@ B = collect(d, [example, "5"], name="b")
 H = collect(d, [os.path.join(WL, "wl_trace_heap")], opts=["-H", "on"], name="heap")
 Y = collect(d, [os.path.join(WL, "wl_trace_sync")], opts=["-s", "on"], name="sync")
 I = collect(d, [os.path.join(WL, "wl_trace_io")], opts=["-i", "on"], name="io")
-EXPS = [A, B, H, Y, I]
+R = collect(d, [os.path.join(WL, "wl_deep_recursion"), "40", "0.2"], name="rec")
+EXPS = [A, B, H, Y, I, R]
 
 
 def pj(exp, *cmds):
@@ -201,6 +202,32 @@ try:
           "the icicle")
     shot("icicle")
     b.eval("window.tally.state.flameMode = 'flame'")
+
+    # -- a zoom's canvas calls, counted on a recursion (many frames of one function): a fill
+    # style and a fill per colour, not per frame (bench/view.py times it on 1,000,000 samples) --
+    page("flame", "exp=5")
+    b.eval("""(() => { const P = CanvasRenderingContext2D.prototype, c = window.__calls = {};
+        for (const m of ['fillRect', 'rect', 'fill', 'fillText']) { const o = P[m];
+          P[m] = function (...a) { c[m] = (c[m] || 0) + 1; return o.apply(this, a); }; }
+        const d = Object.getOwnPropertyDescriptor(P, 'fillStyle');
+        Object.defineProperty(P, 'fillStyle', { configurable: true, get: d.get,
+          set(v) { c.fillStyle = (c.fillStyle || 0) + 1; d.set.call(this, v); } }); })()""")
+    xy = b.eval("(() => { const f = window.tally.flame, c = f.canvas.getBoundingClientRect();"
+                " const r = f.rects.filter(r => f.nodes[r.i].d === 2).sort((a, b) => b.w - a.w)[0];"
+                " return [c.left + r.x + r.w / 2, c.top + r.y + r.h / 2]; })()")
+    n0 = b.eval("window.tally.timings.length")
+    b.click(*xy)
+    b.wait("window.tally.timings.length > %d" % n0)
+    calls = b.eval("window.__calls")
+    frames = b.eval("window.tally.flame.rects.length")
+    colours = b.eval("new Set(window.tally.flame.rects.map(r => "
+                     "window.tally.flame.nodes[r.i].n)).size")
+    check(frames > colours + 10, "the recursion draws %d frames of %d functions" %
+          (frames, colours))
+    check(calls.get("fillStyle", 0) <= colours + 2 and calls.get("fill", 0) <= colours + 1 and
+          calls.get("fillRect", 0) + calls.get("rect", 0) == frames,
+          "a zoom drawing %d frames of %d functions made canvas calls %s (a fill style and "
+          "a fill per colour expected)" % (frames, colours, calls))
 
     # -- sandwich --
     page("sandwich", "exp=0&fn=C")
