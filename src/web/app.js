@@ -331,7 +331,7 @@ function layout(tree, key) {
   return nodes;
 }
 
-const HIT_COLOR = '#d63384', DIM_COLOR = '#dfe3ea';
+const HIT_COLOR = '#d63384', DIM_COLOR = '#dfe3ea', THIN_COLOR = '#c3c8d1';
 
 class Flame {
   constructor(nodes, opts) {
@@ -377,10 +377,10 @@ class Flame {
     tip.textContent = `${n.n}: ${fmt(n.v, this.unit)} ${this.unit} (${(100 * n.v / this.total).toFixed(2)}%)`;
     tip.style.left = (e.clientX + 12) + 'px'; tip.style.top = (e.clientY + 12) + 'px'; tip.hidden = false;
   }
-  /* Draws the zoomed node's subtree (frames narrower than 0.4 px and what is below them are not
+  /* Draws the zoomed node's subtree (frames narrower than 1 px and what is below them are not
    * visited: a zoom costs what is visible, not the size of the tree) and its ancestors. The
-   * frames are gathered first and then filled a colour at a time, each colour as one path: a
-   * fill style (a colour to parse) and a drawing operation per colour, not per frame. */
+   * frames are gathered first and then filled a colour at a time: a fill style (a colour to
+   * parse) per colour, not per frame. */
   draw() {
     const width = Math.max(300, (this.canvas.parentElement ? this.canvas.parentElement.clientWidth : 1000) - 4);
     const rows = Math.min(this.depth + 1, 900);
@@ -407,15 +407,33 @@ class Flame {
     };
     for (let p = z.p; p >= 0; p = nodes[p].p)
       if (nodes[p].d < rows) put(p, 0, width, q && nodes[p].n.toLowerCase().includes(q) ? HIT : DIM);
+    /* Frames narrower than a pixel are not drawn one by one (on a large profile they are most
+     * of the frames, and most of a zoom's cost): each run of narrow siblings is one grey frame,
+     * "calls too narrow to draw", and what is below them is not visited. */
     const stack = [this.zoom];
-    const least = 0.4 / scale; /* the value of a frame 0.4 px wide */
+    const least = 1 / scale; /* the value of a frame 1 px wide */
+    const thin = [];
+    const thinRun = (d, a, b) => {
+      if ((b - a) * scale < 0.4) return;
+      thin.push((a - z.x) * scale, flame ? H - (d + 1) * rowH : d * rowH, (b - a) * scale);
+    };
     while (stack.length) {
       const i = stack.pop();
       const nd = nodes[i];
-      if (nd.v < least) continue; /* (only the zoomed node itself can be) */
       put(i, (nd.x - z.x) * scale, nd.v * scale, q && nd.n.toLowerCase().includes(q) ? HIT : nd.c);
       if (nd.d + 1 >= rows) continue;
-      const k = nd.k; /* the children wide enough only: the narrow ones are most of the tree */
+      const k = nd.k;
+      let a = -1, b = 0; /* the run of narrow children [a, b) */
+      for (let c = 0; c < k.length; c++) {
+        const ch = nodes[k[c]];
+        if (ch.v >= least) {
+          if (a >= 0) { thinRun(nd.d + 1, a, b); a = -1; }
+        } else {
+          if (a < 0) a = ch.x;
+          b = ch.x + ch.v;
+        }
+      }
+      if (a >= 0) thinRun(nd.d + 1, a, b);
       for (let c = k.length - 1; c >= 0; c--) if (nodes[k[c]].v >= least) stack.push(k[c]);
     }
     this.n = n;
@@ -433,13 +451,15 @@ class Flame {
       if (start[c] === start[c + 1]) continue;
       g.fillStyle = this.palette[c];
       g.globalAlpha = q && c !== HIT ? 0.45 : 1;
-      g.beginPath();
       for (let o = start[c]; o < start[c + 1]; o++) {
         const k = order[o];
-        g.rect(this.rx[k], this.ry[k], Math.max(this.rw[k] - 0.5, 0.4), rh);
+        g.fillRect(this.rx[k], this.ry[k], Math.max(this.rw[k] - 0.5, 0.4), rh);
       }
-      g.fill();
     }
+    g.fillStyle = THIN_COLOR;
+    g.globalAlpha = q ? 0.45 : 1;
+    for (let t = 0; t < thin.length; t += 3) g.fillRect(thin[t], thin[t + 1], Math.max(thin[t + 2] - 0.5, 0.4), rh);
+    this.thin = thin.length / 3;
     g.globalAlpha = 1;
     g.fillStyle = '#111';
     g.font = '11px system-ui, sans-serif';
@@ -498,7 +518,7 @@ PAGES.flame = async (box) => {
     oninput: (e) => { const t0 = performance.now(); S.search = f.search = e.target.value; timed('search', t0, async () => { f.draw(); status(); }); } });
   f.search = S.search;
   box.append(el('div', { class: 'bar' }, modeBtn, reset, search, info),
-    el('p', { class: 'note', text: `${S.flameMode === 'flame' ? 'Flame graph (callers below)' : 'Icicle (callers above)'}: width is inclusive ${j.metric}; click a frame to zoom, a wider frame below it to zoom out.` }));
+    el('p', { class: 'note', text: `${S.flameMode === 'flame' ? 'Flame graph (callers below)' : 'Icicle (callers above)'}: width is inclusive ${j.metric}; click a frame to zoom, a wider frame below it to zoom out; calls narrower than a pixel are drawn together in grey.` }));
   const hold = el('div', { id: 'flame-hold' }, f.canvas);
   box.append(hold);
   return () => { f.draw(); status(); };
