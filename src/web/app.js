@@ -1025,7 +1025,7 @@ PAGES.counters = async (box) => {
   for (const x of hd.experiments) for (const p of x.processes) for (const c of p.counters || []) cnt.push({ pid: p.pid, ...c });
   box.append(el('h2', { text: 'Counters' }));
   if (!cnt.length) { box.append(el('p', { class: 'note', text: 'No counter was recorded (tally collect -h COUNTER; tally collect -h lists them).' })); return; }
-  box.append(objTable(cnt.map(c => ({ pid: c.pid, name: c.name, interval: c.interval, samples: c.samples, counted: c.counted,
+  box.append(objTable(cnt.map(c => ({ pid: c.pid, name: c.name, interval: c.interval, samples: c.samples, events: c.events, counted: c.counted,
     'running %': c.enabled_ns ? +(100 * c.running_ns / c.enabled_ns).toFixed(1) : 100, throttled: c.throttled, lost: c.lost, dropped: c.dropped })), { cls: 'counters' }));
   const names = [...new Set(cnt.map(c => c.metric))];
   const m = names.includes(S.counter) ? S.counter : names[0];

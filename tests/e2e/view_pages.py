@@ -145,7 +145,8 @@ try:
     got = b.eval("[...document.querySelectorAll('table.counters tbody tr')].map(tr => "
                  "[...tr.querySelectorAll('td')].map(td => td.textContent))")
     check(len(got) == len(hc) == 1 and got[0][1] == hc[0]["name"] and
-          got[0][3] == str(hc[0]["samples"]) and got[0][4] == str(hc[0]["counted"]),
+          got[0][3] == str(hc[0]["samples"]) and got[0][4] == str(hc[0]["events"]) and
+          got[0][5] == str(hc[0]["counted"]),
           "counters shown %s, print %s" % (got, hc))
     fn = pj(CN, "-metrics", "e.%page-faults:i.page-faults:name", "-sort", "e.page-faults",
             "-functions")
