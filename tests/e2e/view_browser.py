@@ -298,6 +298,44 @@ try:
     check(b.eval("document.querySelectorAll('table.compare tbody tr').length") > 5, "compare rows")
     shot("compare")
 
+    def same_compare(m):
+        """Every function of A or B: its exclusive and inclusive m in each and B - A, the
+        largest exclusive difference first (<Total> on top)."""
+        spec = ["-metrics", "e.%s:i.%s:name" % (m, m), "-functions"]
+        ra, rb = rows_by_name(pj(A, *spec)), rows_by_name(pj(B, *spec))
+        want = []
+        for n in set(ra) | set(rb):
+            ae, be = ra.get(n, {}).get("e." + m), rb.get(n, {}).get("e." + m)
+            ai, bi = ra.get(n, {}).get("i." + m), rb.get(n, {}).get("i." + m)
+            want.append((n, ae, be, (be or 0) - (ae or 0), ai, bi, (bi or 0) - (ai or 0)))
+        want.sort(key=lambda w: (w[0] != "<Total>", -abs(w[3])))
+
+        def t(v, sign=False):
+            return "" if v is None else ("+" if sign and v > 0 else "") + f3(v)
+        got = b.eval("[...document.querySelectorAll('table.compare tbody tr')].map(tr => "
+                     "[tr.dataset.name, ...[...tr.querySelectorAll('td')].slice(0, 6)"
+                     ".map(td => td.textContent)])")
+        check(sorted(g[0] for g in got) == sorted(w[0] for w in want),
+              "compare %s: functions %s, print %s" % (m, sorted(g[0] for g in got)[:8],
+                                                      sorted(w[0] for w in want)[:8]))
+        byname = {g[0]: g[1:] for g in got}
+        for w in want:
+            cells = [t(w[1]), t(w[2]), t(w[3], True), t(w[4]), t(w[5]), t(w[6], True)]
+            check(byname.get(w[0]) == cells, "compare %s, %s: shown %s, print %s" %
+                  (m, w[0], byname.get(w[0]), cells))
+        diffs = [abs(w[3]) for w in want[1:]]
+        order = [g[0] for g in got[1:]]
+        shown_d = [abs((rb.get(n, {}).get("e." + m) or 0) - (ra.get(n, {}).get("e." + m) or 0))
+                   for n in order]
+        check(got[0][0] == "<Total>" and shown_d == sorted(diffs, reverse=True),
+              "compare %s: not the largest difference first: %s" % (m, order[:6]))
+    same_compare("totalcpu")
+    # another metric, chosen in the page
+    b.eval("(() => { const s = document.querySelector('#cmp-metric'); s.value = 'user'; "
+           "window.tally.ready = false; s.dispatchEvent(new Event('change')); })()")
+    wait_ready("compare")
+    same_compare("user")
+
     # -- every other view through the generic page --
     page("raw", "exp=0&v=load_objects")
     objs = pj(A, "-load_objects")

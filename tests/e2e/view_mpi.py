@@ -87,8 +87,8 @@ try:
 
     for by in ("bytes", "msgs"):
         if by == "msgs":
-            b.eval("const s = document.querySelector('#mpi-by'); s.value = 'msgs'; "
-                   "window.tally.ready = false; s.dispatchEvent(new Event('change'))")
+            b.eval("(() => { const s = document.querySelector('#mpi-by'); s.value = 'msgs'; "
+                   "window.tally.ready = false; s.dispatchEvent(new Event('change')); })()")
             P.wait_ready("mpi")
         c = cells()
         check(len(c) == mx["ranks"] ** 2, "%d matrix cells for %d ranks" % (len(c), mx["ranks"]))
