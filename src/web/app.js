@@ -823,7 +823,11 @@ async function optional(view, params) {
 PAGES.data = async (box) => {
   const j = await optional('data_objects');
   box.append(el('h2', { text: 'Data objects' }));
-  if (j.error) { box.append(el('p', { class: 'note', text: j.error + ' (dataspace profiling: tally collect -p +on, or -h +COUNTER)' })); return; }
+  if (j.error || !j.memrefs) {
+    box.append(el('p', { class: 'note', id: 'no-data', text: (j.error ? j.error + ' ' : 'No memory reference was recorded ') +
+      '(dataspace profiling: tally collect -p +on, or -h +COUNTER).' }));
+    return;
+  }
   const rows = j.objects || [];
   const keys = rows.length ? dsKeys(rows[0]) : ['samples'];
   const total = rows.length ? rows[0][keys[0]] : 0;
@@ -1045,7 +1049,7 @@ PAGES.counters = async (box) => {
 /* -- every view, generically -- */
 
 PAGES.raw = async (box) => {
-  const views = S.info.views.filter(v => !['csingle', 'fsingle', 'source', 'disasm', 'sample_detail'].includes(v));
+  const views = S.info.views.filter(v => !['csingle', 'fsingle', 'source', 'disasm', 'sample_detail', 'data_single', 'memobj'].includes(v)); /* (those need an argument: their pages give it) */
   box.append(el('div', { class: 'bar' }, el('select', { id: 'raw-view', onchange: (e) => writeHash({ raw: e.target.value }) },
     el('option', { value: '', text: 'choose a view' }), views.map(v => el('option', { value: v, selected: v === S.raw, text: v })))));
   if (!S.raw) return;

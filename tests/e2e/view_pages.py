@@ -98,6 +98,12 @@ try:
     check(b.eval("document.querySelectorAll('table.fsharing tbody tr').length") == len(fs),
           "false sharing rows, print has %d" % len(fs))
 
+    # an experiment without memory references says so, and how to record them
+    P.open("data", "exp=1")
+    check(pj(BL, "-data_objects")["memrefs"] == 0 and
+          "tally collect -p +on" in (P.text("#no-data") or ""),
+          "data objects of an experiment without them: %r" % P.text("#no-data"))
+
     # -- profiled blocks: the whole run, every monitor point, the history of one block --
     P.open("blocks", "exp=1")
     bl = pj(BL, "-blocks")
