@@ -212,8 +212,11 @@ try:
         const d = Object.getOwnPropertyDescriptor(P, 'fillStyle');
         Object.defineProperty(P, 'fillStyle', { configurable: true, get: d.get,
           set(v) { c.fillStyle = (c.fillStyle || 0) + 1; d.set.call(this, v); } }); })()""")
-    xy = b.eval("(() => { const f = window.tally.flame, c = f.canvas.getBoundingClientRect();"
+    # (the frame scrolled to the middle of the window: a deep stack's canvas is taller than it)
+    xy = b.eval("(() => { const f = window.tally.flame;"
                 " const r = f.rects.filter(r => f.nodes[r.i].d === 2).sort((a, b) => b.w - a.w)[0];"
+                " window.scrollBy(0, f.canvas.getBoundingClientRect().top + r.y - innerHeight / 2);"
+                " const c = f.canvas.getBoundingClientRect();"
                 " return [c.left + r.x + r.w / 2, c.top + r.y + r.h / 2]; })()")
     n0 = b.eval("window.tally.timings.length")
     b.click(*xy)
