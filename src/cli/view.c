@@ -67,7 +67,8 @@ static const char *const settings[] = { "metrics", "cmetrics", "sort", "limit", 
  * every print command that writes a JSON report is served (tests/e2e/view_server.py checks print's
  * command list against this server's). */
 static const char *const plain_views[] = { "metric_list", "experiment_list", "blocks",
-                                           "callstack", "callstack_history", "mpi_matrix" };
+                                           "callstack", "callstack_history", "mpi_matrix",
+                                           "objects", "cmetric_list", "indxobj_list" };
 
 /* ---- responses ------------------------------------------------------------------------------ */
 
