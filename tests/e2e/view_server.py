@@ -68,7 +68,8 @@ try:
                  "setpath", "addpath", "pathmap", "metrics", "cmetrics", "sort", "limit", "name",
                  "thread_select", "sample_select", "cpu_select", "filters", "rank_select",
                  "script", "outfile", "appendfile", "object_list", "version", "help", "quit",
-                 "exit", "object_select", "compat", "kind"}
+                 "exit", "object_select", "compat", "kind", "printmode", "viewmode", "compare",
+                 "dmetrics", "en_desc", "describe", "dsort"}
     listed = re.findall(r"^  -(\S+)", run([TALLY, "print", "-help", exp], expect=0).stdout, re.M)
     st, _, body = sv.get("/api/info")
     served = set(json.loads(body)["views"])
