@@ -63,8 +63,12 @@ typedef struct server {
 static const char *const settings[] = { "metrics", "cmetrics", "sort", "limit", "name",
                                         "thread_select", "sample_select", "cpu_select",
                                         "filters", "inlines" };
-/* Views without recorded data (PR_DATA_* 0) that are served too. */
-static const char *const plain_views[] = { "metric_list", "experiment_list" };
+/* Views without recorded data of events (PR_DATA_* 0: no losses to tell) that are served too:
+ * every print command that writes a JSON report is served (tests/e2e/view_server.py checks print's
+ * command list against this server's). */
+static const char *const plain_views[] = { "metric_list", "experiment_list", "blocks",
+                                           "callstack", "callstack_history", "mpi_matrix",
+                                           "objects", "cmetric_list", "indxobj_list" };
 
 /* ---- responses ------------------------------------------------------------------------------ */
 
@@ -370,7 +374,8 @@ static void usage(FILE *out)
             "usage: tally view [--port N] [--bind ADDR] [--open] EXPERIMENT...\n\n"
             "Serves a web UI of the experiments on http://127.0.0.1:PORT/ until interrupted\n"
             "(^C): overview, functions, callers-callees, flame graph, sandwich, timeline,\n"
-            "source, disassembly, heap, sync, I/O, and two experiments side by side.\n\n"
+            "source, disassembly, heap, sync, I/O, data objects, MPI, blocks, counters, and\n"
+            "two experiments side by side.\n\n"
             "options:\n"
             "  --port N        listen on port N (default: a free port, printed)\n"
             "  --bind ADDR     listen on IPv4 address ADDR instead of 127.0.0.1: anyone who can\n"

@@ -16,11 +16,12 @@
 
 const S = { info: null, page: 'overview', exp: 0, expB: 1, fn: '', t0: null, t1: null,
             flameMode: 'flame', search: '', sort: '', metrics: '', cmpMetric: 'totalcpu',
-            raw: '', cache: new Map() };
+            raw: '', dobj: '', mon: 0, block: '', counter: '', mpiBy: 'bytes', cache: new Map() };
 const PAGES_ORDER = [['overview', 'Overview'], ['functions', 'Functions'],
   ['callers', 'Callers-callees'], ['flame', 'Flame graph'], ['sandwich', 'Sandwich'],
   ['timeline', 'Timeline'], ['source', 'Source'], ['disasm', 'Disassembly'], ['heap', 'Heap'],
-  ['sync', 'Sync'], ['io', 'I/O'], ['compare', 'Compare'], ['raw', 'All views']];
+  ['sync', 'Sync'], ['io', 'I/O'], ['data', 'Data objects'], ['mpi', 'MPI'], ['blocks', 'Blocks'],
+  ['counters', 'Counters'], ['compare', 'Compare'], ['raw', 'All views']];
 const T = window.tally = { timings: [], ready: false, page: null, flame: null, state: S };
 
 /* ---- helpers ------------------------------------------------------------------------------- */
@@ -104,6 +105,10 @@ function readHash() {
   S.t0 = q.has('t0') ? +q.get('t0') : null;
   S.t1 = q.has('t1') ? +q.get('t1') : null;
   S.raw = q.get('v') || '';
+  S.dobj = q.get('obj') || '';
+  S.mon = +(q.get('mon') || 0);
+  S.block = q.get('block') || '';
+  S.counter = q.get('counter') || '';
 }
 function writeHash(changes) {
   Object.assign(S, changes || {});
@@ -112,6 +117,10 @@ function writeHash(changes) {
   if (S.t0 !== null) { q.set('t0', S.t0); q.set('t1', S.t1); }
   if (S.page === 'compare') q.set('b', S.expB);
   if (S.page === 'raw' && S.raw) q.set('v', S.raw);
+  if (S.page === 'data' && S.dobj) q.set('obj', S.dobj);
+  if (S.page === 'blocks' && S.mon) q.set('mon', S.mon);
+  if (S.page === 'blocks' && S.block) q.set('block', S.block);
+  if (S.page === 'counters' && S.counter) q.set('counter', S.counter);
   const h = `#/${S.page}?${q}`;
   if (location.hash !== h) location.hash = h; else render();
 }
@@ -136,6 +145,7 @@ async function render() {
     box.append(el('p', { class: 'error', text: e.message }));
   }
   main.replaceChildren(box);
+  if (T.page !== S.page) window.scrollTo(0, 0); /* another page starts at its top */
   if (typeof after === 'function') after(); /* what needs the page laid out: canvas widths */
   T.page = S.page;
   await frame();
@@ -299,16 +309,17 @@ PAGES.callers = async (box) => {
 
 /* -- the flame graph: the call tree laid out once, drawn on a canvas -- */
 
-/* Flat nodes {n name, v value, d depth, x start, p parent, k children, c colour} of a tree
- * {name, children, [key]}, children in the tree's order (the model's: the heaviest first). */
+/* Flat nodes {n name, v value, d depth, x start, p parent, k children, c colour index} of a
+ * tree {name, children, [key]}, children in the tree's order (the model's: the heaviest first);
+ * nodes.palette: the colours (a function's colour once, whatever its number of nodes). */
 function layout(tree, key) {
   const nodes = [];
-  const colors = new Map();
+  const colors = new Map(), palette = [];
   const walk = (t, d, x, p) => {
     const i = nodes.length;
     const v = t[key] || 0;
     let c = colors.get(t.name);
-    if (!c) { c = color(t.name); colors.set(t.name, c); }
+    if (c === undefined) { c = palette.length; palette.push(color(t.name)); colors.set(t.name, c); }
     const node = { n: t.name, v, d, x, p, k: [], c };
     nodes.push(node);
     if (p >= 0) nodes[p].k.push(i);
@@ -316,13 +327,19 @@ function layout(tree, key) {
     for (const ch of t.children || []) { walk(ch, d + 1, cx, i); cx += ch[key] || 0; }
   };
   walk(tree, 0, 0, -1);
+  nodes.palette = palette;
   return nodes;
 }
+
+const HIT_COLOR = '#d63384', DIM_COLOR = '#dfe3ea', THIN_COLOR = '#c3c8d1';
 
 class Flame {
   constructor(nodes, opts) {
     this.nodes = nodes; this.mode = opts.mode; this.unit = opts.unit || 's'; this.total = nodes[0].v || 1;
-    this.zoom = 0; this.search = ''; this.rowH = 17; this.rects = [];
+    this.zoom = 0; this.search = ''; this.rowH = 17;
+    /* the frames drawn, n of them: node, x, y, width, colour (typed arrays, reused) */
+    this.n = 0; this.cap = 0;
+    this.palette = [...nodes.palette, HIT_COLOR, DIM_COLOR];
     this.depth = nodes.reduce((a, n) => Math.max(a, n.d), 0);
     this.canvas = el('canvas', { class: 'flame ' + opts.mode });
     this.canvas.addEventListener('click', (e) => this.click(e));
@@ -330,71 +347,127 @@ class Flame {
     this.canvas.addEventListener('mouseleave', () => { $('#tip').hidden = true; });
     this.onzoom = opts.onzoom;
   }
-  at(e) {
+  /* The frames drawn as objects {i, x, y, w, h} (the tests and the benchmark read them). */
+  get rects() {
+    const out = [];
+    for (let k = 0; k < this.n; k++) out.push({ i: this.ri[k], x: this.rx[k], y: this.ry[k], w: this.rw[k], h: this.rowH - 1 });
+    return out;
+  }
+  /* The index of the frame under a mouse event, or -1. */
+  hit(e) {
     const b = this.canvas.getBoundingClientRect();
-    const x = e.clientX - b.left, y = e.clientY - b.top;
-    for (const r of this.rects) if (x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h) return r;
-    return null;
+    const x = e.clientX - b.left, y = e.clientY - b.top, h = this.rowH - 1;
+    for (let k = 0; k < this.n; k++) {
+      const rx = this.rx[k], ry = this.ry[k];
+      if (x >= rx && x < rx + this.rw[k] && y >= ry && y < ry + h) return k;
+    }
+    return -1;
   }
   click(e) {
     const t0 = performance.now();
-    const r = this.at(e);
-    if (!r) return;
-    timed('zoom', t0, async () => { this.zoom = r.i; this.draw(); if (this.onzoom) this.onzoom(r.i); });
+    const k = this.hit(e);
+    if (k < 0) return;
+    const i = this.ri[k];
+    timed('zoom', t0, async () => { this.zoom = i; this.draw(); if (this.onzoom) this.onzoom(i); });
   }
   hover(e) {
-    const r = this.at(e), tip = $('#tip');
-    if (!r) { tip.hidden = true; return; }
-    const n = this.nodes[r.i];
+    const k = this.hit(e), tip = $('#tip');
+    if (k < 0) { tip.hidden = true; return; }
+    const n = this.nodes[this.ri[k]];
     tip.textContent = `${n.n}: ${fmt(n.v, this.unit)} ${this.unit} (${(100 * n.v / this.total).toFixed(2)}%)`;
     tip.style.left = (e.clientX + 12) + 'px'; tip.style.top = (e.clientY + 12) + 'px'; tip.hidden = false;
   }
-  /* Draws the zoomed node's subtree (frames narrower than 0.4 px and what is below them are not
-   * visited: a zoom costs what is visible, not the size of the tree) and its ancestors. */
+  /* Draws the zoomed node's subtree (frames narrower than 1 px and what is below them are not
+   * visited: a zoom costs what is visible, not the size of the tree) and its ancestors. The
+   * frames are gathered first and then filled a colour at a time: a fill style (a colour to
+   * parse) per colour, not per frame. */
   draw() {
     const width = Math.max(300, (this.canvas.parentElement ? this.canvas.parentElement.clientWidth : 1000) - 4);
     const rows = Math.min(this.depth + 1, 900);
     const dpr = window.devicePixelRatio || 1;
-    const H = rows * this.rowH;
+    const H = rows * this.rowH, rh = this.rowH - 1;
     if (this.canvas.width !== width * dpr || this.canvas.height !== H * dpr) { /* (a resize reallocates) */
       this.canvas.width = width * dpr; this.canvas.height = H * dpr;
       this.canvas.style.width = width + 'px'; this.canvas.style.height = H + 'px';
     }
-    const g = this.canvas.getContext('2d');
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, width, H);
-    g.font = '11px system-ui, sans-serif';
-    g.textBaseline = 'middle';
     const nodes = this.nodes, z = nodes[this.zoom];
     const scale = width / (z.v || 1);
     const q = this.search.toLowerCase();
-    this.rects = [];
+    const HIT = this.palette.length - 2, DIM = HIT + 1;
+    const flame = this.mode === 'flame', rowH = this.rowH;
     const labels = [];
-    const put = (i, x, w, hit, dim) => {
-      const n = nodes[i];
-      const y = this.mode === 'flame' ? H - (n.d + 1) * this.rowH : n.d * this.rowH;
-      g.fillStyle = hit ? '#d63384' : dim ? '#dfe3ea' : n.c;
-      g.globalAlpha = q && !hit ? 0.45 : 1;
-      g.fillRect(x, y, Math.max(w - 0.5, 0.4), this.rowH - 1);
-      if (w > 30) labels.push([n.n, x, y, w]);
-      this.rects.push({ i, x, y, w, h: this.rowH - 1 });
+    let n = 0;
+    const put = (i, x, w, ci) => {
+      if (n === this.cap) this.grow();
+      const nd = nodes[i];
+      const y = flame ? H - (nd.d + 1) * rowH : nd.d * rowH;
+      this.ri[n] = i; this.rx[n] = x; this.ry[n] = y; this.rw[n] = w; this.rc[n] = ci;
+      n++;
+      if (w > 30) labels.push(i, x, y, w);
     };
-    for (let p = z.p; p >= 0; p = nodes[p].p) if (nodes[p].d < rows) put(p, 0, width, q && nodes[p].n.toLowerCase().includes(q), true);
+    for (let p = z.p; p >= 0; p = nodes[p].p)
+      if (nodes[p].d < rows) put(p, 0, width, q && nodes[p].n.toLowerCase().includes(q) ? HIT : DIM);
+    /* Frames narrower than a pixel are not drawn one by one (on a large profile they are most
+     * of the frames, and most of a zoom's cost): each run of narrow siblings is one grey frame,
+     * "calls too narrow to draw", and what is below them is not visited. */
     const stack = [this.zoom];
+    const least = 1 / scale; /* the value of a frame 1 px wide */
+    const thin = [];
+    const thinRun = (d, a, b) => {
+      if ((b - a) * scale < 0.4) return;
+      thin.push((a - z.x) * scale, flame ? H - (d + 1) * rowH : d * rowH, (b - a) * scale);
+    };
     while (stack.length) {
       const i = stack.pop();
-      const n = nodes[i];
-      if (n.d >= rows) continue;
-      const w = n.v * scale;
-      if (w < 0.4) continue;
-      put(i, (n.x - z.x) * scale, w, q && n.n.toLowerCase().includes(q), false);
-      for (let k = n.k.length - 1; k >= 0; k--) stack.push(n.k[k]);
+      const nd = nodes[i];
+      put(i, (nd.x - z.x) * scale, nd.v * scale, q && nd.n.toLowerCase().includes(q) ? HIT : nd.c);
+      if (nd.d + 1 >= rows) continue;
+      const k = nd.k;
+      let a = -1, b = 0; /* the run of narrow children [a, b) */
+      for (let c = 0; c < k.length; c++) {
+        const ch = nodes[k[c]];
+        if (ch.v >= least) {
+          if (a >= 0) { thinRun(nd.d + 1, a, b); a = -1; }
+        } else {
+          if (a < 0) a = ch.x;
+          b = ch.x + ch.v;
+        }
+      }
+      if (a >= 0) thinRun(nd.d + 1, a, b);
+      for (let c = k.length - 1; c >= 0; c--) if (nodes[k[c]].v >= least) stack.push(k[c]);
     }
+    this.n = n;
+    /* by colour: a counting sort of the frames */
+    const nc = this.palette.length;
+    const start = new Uint32Array(nc + 1), order = new Uint32Array(n);
+    for (let k = 0; k < n; k++) start[this.rc[k] + 1]++;
+    for (let c = 0; c < nc; c++) start[c + 1] += start[c];
+    const at = start.slice(0, nc);
+    for (let k = 0; k < n; k++) order[at[this.rc[k]]++] = k;
+    const g = this.canvas.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, width, H);
+    for (let c = 0; c < nc; c++) {
+      if (start[c] === start[c + 1]) continue;
+      g.fillStyle = this.palette[c];
+      g.globalAlpha = q && c !== HIT ? 0.45 : 1;
+      for (let o = start[c]; o < start[c + 1]; o++) {
+        const k = order[o];
+        g.fillRect(this.rx[k], this.ry[k], Math.max(this.rw[k] - 0.5, 0.4), rh);
+      }
+    }
+    g.fillStyle = THIN_COLOR;
+    g.globalAlpha = q ? 0.45 : 1;
+    for (let t = 0; t < thin.length; t += 3) g.fillRect(thin[t], thin[t + 1], Math.max(thin[t + 2] - 0.5, 0.4), rh);
+    this.thin = thin.length / 3;
     g.globalAlpha = 1;
     g.fillStyle = '#111';
-    for (const [name, x, y, w] of labels) { /* cut to the frame (about 6.5 px a character) */
+    g.font = '11px system-ui, sans-serif';
+    g.textBaseline = 'middle';
+    for (let l = 0; l < labels.length; l += 4) { /* cut to the frame (about 6.5 px a character) */
+      const name = nodes[labels[l]].n, x = labels[l + 1], y = labels[l + 2], w = labels[l + 3];
       const fit = Math.floor((w - 6) / 6.5);
-      g.fillText(name.length > fit ? name.slice(0, Math.max(fit - 1, 1)) + '…' : name, x + 3, y + this.rowH / 2);
+      g.fillText(name.length > fit ? name.slice(0, Math.max(fit - 1, 1)) + '…' : name, x + 3, y + rowH / 2);
     }
     /* the matches below the zoom, invisible ones too; the outermost only: nested ones count once */
     let matched = 0;
@@ -409,13 +482,20 @@ class Flame {
     }
     this.matched = q ? matched : null;
   }
+  grow() {
+    const cap = Math.max(1024, this.cap * 2);
+    const copy = (T, a) => { const b = new T(cap); if (a) b.set(a); return b; };
+    this.ri = copy(Uint32Array, this.ri); this.rc = copy(Uint32Array, this.rc);
+    this.rx = copy(Float64Array, this.rx); this.ry = copy(Float64Array, this.ry); this.rw = copy(Float64Array, this.rw);
+    this.cap = cap;
+  }
   /* The client coordinates of the middle of the widest drawn node called name (tests). */
   find(name) {
-    let best = null;
-    for (const r of this.rects) if (this.nodes[r.i].n === name && (!best || r.w > best.w)) best = r;
-    if (!best) return null;
+    let best = -1;
+    for (let k = 0; k < this.n; k++) if (this.nodes[this.ri[k]].n === name && (best < 0 || this.rw[k] > this.rw[best])) best = k;
+    if (best < 0) return null;
     const b = this.canvas.getBoundingClientRect();
-    return { x: b.left + best.x + Math.min(best.w / 2, 40), y: b.top + best.y + best.h / 2, w: best.w, value: this.nodes[best.i].v };
+    return { x: b.left + this.rx[best] + Math.min(this.rw[best] / 2, 40), y: b.top + this.ry[best] + (this.rowH - 1) / 2, w: this.rw[best], value: this.nodes[this.ri[best]].v };
   }
 }
 
@@ -438,7 +518,7 @@ PAGES.flame = async (box) => {
     oninput: (e) => { const t0 = performance.now(); S.search = f.search = e.target.value; timed('search', t0, async () => { f.draw(); status(); }); } });
   f.search = S.search;
   box.append(el('div', { class: 'bar' }, modeBtn, reset, search, info),
-    el('p', { class: 'note', text: `${S.flameMode === 'flame' ? 'Flame graph (callers below)' : 'Icicle (callers above)'}: width is inclusive ${j.metric}; click a frame to zoom, a wider frame below it to zoom out.` }));
+    el('p', { class: 'note', text: `${S.flameMode === 'flame' ? 'Flame graph (callers below)' : 'Icicle (callers above)'}: width is inclusive ${j.metric}; click a frame to zoom, a wider frame below it to zoom out; calls narrower than a pixel are drawn together in grey.` }));
   const hold = el('div', { id: 'flame-hold' }, f.canvas);
   box.append(hold);
   return () => { f.draw(); status(); };
@@ -720,10 +800,256 @@ PAGES.compare = async (box) => {
     el('table', { class: 'compare' }, el('thead', {}, head), body));
 };
 
+/* -- data objects and structure layouts (dataspace profiling: collect -p +on, -h +COUNTER) -- */
+
+/* The metric keys of a dataspace row: e.user (seconds), e.counterN (events), samples. */
+function dsKeys(row) { return Object.keys(row).filter(k => k === 'samples' || k.startsWith('e.')); }
+function dsCells(row, keys, prefix) {
+  return keys.map(k => el('td', { 'data-k': prefix + k, text: fmt(row[k], k === 'e.user' ? 's' : '') }));
+}
+function dsHead(keys) {
+  return keys.map(k => el('th', { text: k === 'e.user' ? 'Excl. User CPU (s)' : k === 'samples' ? 'Samples' : k }));
+}
+/* A bar of share v/total (0..1) in a cell. */
+function shareBar(v, total) {
+  const p = total ? Math.max(0, Math.min(1, v / total)) : 0;
+  return el('td', { class: 'barcell' }, el('span', { class: 'fill', style: `width:${(100 * p).toFixed(1)}%` }));
+}
+/* A section whose view may refuse (no data of its kind): its message instead of the page failing. */
+async function optional(view, params) {
+  try { return await api(view, params); } catch (e) { return { error: e.message }; }
+}
+
+PAGES.data = async (box) => {
+  const j = await optional('data_objects');
+  box.append(el('h2', { text: 'Data objects' }));
+  if (j.error || !j.memrefs) {
+    box.append(el('p', { class: 'note', id: 'no-data', text: (j.error ? j.error + ' ' : 'No memory reference was recorded ') +
+      '(dataspace profiling: tally collect -p +on, or -h +COUNTER).' }));
+    return;
+  }
+  const rows = j.objects || [];
+  const keys = rows.length ? dsKeys(rows[0]) : ['samples'];
+  const total = rows.length ? rows[0][keys[0]] : 0;
+  box.append(el('p', { class: 'note', text: `${j.memrefs} memory references. Click an object for its details; aggregates (structures) contain their members.` }));
+  const body = el('tbody', {}, rows.map(r => el('tr', { class: r.kind === 'total' ? 'total' : r.kind === 'aggregate' ? 'agg' : null, 'data-name': r.name },
+    dsCells(r, keys, ''), shareBar(r[keys[0]], total), el('td', { class: 'name' },
+      r.kind === 'total' ? r.name : el('a', { text: r.name, onclick: () => writeHash({ dobj: r.name }) })),
+    el('td', { class: 'note', text: [r.kind, r.scope, r.via ? 'via ' + r.via : ''].filter(Boolean).join(', ') }))));
+  box.append(el('table', { class: 'dobjs' }, el('thead', {}, el('tr', {}, dsHead(keys), el('th', {}), el('th', { class: 'name', text: 'Data object' }), el('th', { class: 'name', text: 'Kind' }))), body));
+  if (S.dobj) {
+    const x = await optional('data_single', { arg: S.dobj });
+    const det = el('div', { id: 'dobj' }, el('h3', { text: S.dobj }));
+    if (x.error) det.append(el('p', { class: 'error', text: x.error }));
+    else {
+      det.append(kv(x, [['kind', 'Kind'], ['scope', 'Scope'], ['via', 'Reached as'], ...keys.map(k => [k, k === 'e.user' ? 'Excl. User CPU' : k, k === 'e.user' ? 's' : '']),
+        ['samples_without_address', 'Samples without a known address']], 'dobj.'));
+      if (x.containers.length) det.append(el('p', {}, 'In: ', x.containers.map(c => el('a', { class: 'container', text: c + ' ', onclick: () => writeHash({ dobj: c }) }))));
+    }
+    box.append(det);
+  }
+  const [lay, lines, fs] = await Promise.all([optional('data_layout'), optional('memobj', { arg: 'cacheline', limit: 50 }), optional('false_sharing')]);
+  box.append(el('h2', { text: 'Structure layouts' }));
+  if (lay.error) box.append(el('p', { class: 'error', text: lay.error }));
+  else if (!lay.structures.length) box.append(el('p', { class: 'note', text: 'No structure type has samples.' }));
+  for (const s of lay.structures || []) {
+    const k = dsKeys(s);
+    box.append(el('h3', { text: `${s.name}, ${s.size} bytes: ` }, el('span', { 'data-k': 'layout.' + s.name, text: fmt(s[k[0]], k[0] === 'e.user' ? 's' : '') + (k[0] === 'e.user' ? ' s' : '') })));
+    const tb = el('tbody', {}, s.members.map(m => el('tr', { class: m.name.startsWith('<') ? 'hole' : null, 'data-name': m.name },
+      el('td', { text: '+' + m.offset }), el('td', { text: String(m.size) }), dsCells(m, k, ''), shareBar(m[k[0]], s[k[0]]), el('td', { class: 'name', text: m.name }))));
+    box.append(el('table', { class: 'layout' }, el('thead', {}, el('tr', {}, el('th', { text: 'Offset' }), el('th', { text: 'Size' }), dsHead(k), el('th', {}), el('th', { class: 'name', text: 'Member' }))), tb));
+  }
+  const mobj = (title, d, cls) => {
+    box.append(el('h2', { text: title }));
+    if (d.error) { box.append(el('p', { class: 'error', text: d.error })); return; }
+    const objs = d.objects || [];
+    if (!objs.length) box.append(el('p', { class: 'note', text: 'None.' }));
+    else {
+      const k = dsKeys(objs[0]);
+      box.append(el('table', { class: cls }, el('thead', {}, el('tr', {}, el('th', { class: 'name', text: 'Address' }), el('th', { text: 'Threads' }), el('th', { text: 'Reads' }), el('th', { text: 'Writes' }), dsHead(k), el('th', { class: 'name', text: 'Data object' }))),
+        el('tbody', {}, objs.map(o => el('tr', { class: o.false_sharing ? 'hot' : null, 'data-name': o.address }, el('td', { class: 'name', text: o.address }), el('td', { text: String(o.threads) }),
+          el('td', { text: String(o.reads) }), el('td', { text: String(o.writes) }), dsCells(o, k, ''), el('td', { class: 'name', text: o.data_object }))))));
+    }
+    const w = d.without_address;
+    if (w && w.samples) box.append(el('p', { class: 'note', text: `Without a known address: ${w.samples} samples` + (w.reasons.length ? ': ' + w.reasons.map(r => `${r.samples} ${r.name}`).join('; ') : '') }));
+  };
+  mobj(`Cache lines (${lines.size || 64} bytes), the 50 hottest; false sharing highlighted`, lines, 'lines');
+  mobj('False sharing: cache lines threads share at different offsets, with writes', fs, 'fsharing');
+};
+
+/* -- MPI: ranks, imbalance, the communication matrix, MPI calls over time -- */
+
+PAGES.mpi = async (box) => {
+  const rl = await optional('rank_list');
+  box.append(el('h2', { text: 'MPI ranks' }));
+  if (rl.error) { box.append(el('p', { class: 'note', text: rl.error })); return; }
+  const cols = [['rank', 'Rank'], ['threads', 'Threads'], ['mpitime', 'MPI time (s)', 's'], ['totalcpu', 'CPU (s)', 's'], ['mpisends', 'Sends'],
+    ['mpibytessent', 'Bytes sent'], ['mpireceives', 'Receives'], ['mpibytesrecv', 'Bytes recv.'], ['mpiother', 'Other calls'], ['mpicollsent', 'Coll. bytes sent'],
+    ['mpicollrecv', 'Coll. bytes recv.'], ['dropped', 'Dropped'], ['host', 'Host']];
+  const maxT = Math.max(...rl.ranks.map(r => r.mpitime), 0);
+  box.append(el('table', { class: 'ranks' }, el('thead', {}, el('tr', {}, cols.map(c => el('th', { class: c[0] === 'host' ? 'name' : null, text: c[1] })), el('th', { text: 'MPI time' }))),
+    el('tbody', {}, rl.ranks.map(r => el('tr', { 'data-name': String(r.rank) }, cols.map(c => el('td', { 'data-k': c[0], class: c[0] === 'host' ? 'name' : null, text: fmt(r[c[0]], c[2]) })), shareBar(r.mpitime, maxT))))));
+  const [imb, cs, mx, tl] = await Promise.all([optional('mpi_imbalance', { limit: 30 }), optional('mpi_callsites', { limit: 30 }), optional('mpi_matrix'), optional('mpi_timeline')]);
+  /* min..max over ranks as a bar, the mean marked */
+  const imbTable = (title, d, cls) => {
+    box.append(el('h2', { text: title }));
+    if (d.error) { box.append(el('p', { class: 'error', text: d.error })); return; }
+    const top = Math.max(...d.rows.map(r => r.max), 0) || 1;
+    box.append(el('p', { class: 'note', text: `MPI time over ${d.ranks} ranks: the bar runs from the least to the most a rank spent, the mark is the mean.` }));
+    box.append(el('table', { class: cls }, el('thead', {}, el('tr', {}, ['Min (s)', 'Mean (s)', 'Max (s)', 'Max/mean', 'Min rank', 'Max rank', ''].map(t => el('th', { text: t })), el('th', { class: 'name', text: 'Name' }))),
+      el('tbody', {}, d.rows.map(r => el('tr', { 'data-name': r.name }, el('td', { 'data-k': 'min', text: fmt(r.min, 's') }), el('td', { 'data-k': 'mean', text: fmt(r.mean, 's') }),
+        el('td', { 'data-k': 'max', text: fmt(r.max, 's') }), el('td', { text: r.mean > 0 ? (r.max / r.mean).toFixed(2) : '' }), el('td', { text: String(r.min_rank) }), el('td', { text: String(r.max_rank) }),
+        el('td', { class: 'barcell' }, el('span', { class: 'range', style: `margin-left:${(100 * r.min / top).toFixed(1)}%;width:${(100 * (r.max - r.min) / top).toFixed(1)}%` }),
+          el('i', { class: 'mean', style: `left:${(100 * r.mean / top).toFixed(1)}%` })),
+        el('td', { class: 'name', text: r.name }))))));
+  };
+  imbTable('Imbalance by function (inclusive MPI time)', imb, 'imbalance');
+  imbTable('Imbalance by MPI call site', cs, 'callsites');
+  /* the communication matrix: a heat map, sender by row, receiver by column */
+  box.append(el('h2', { text: 'Communication matrix' }));
+  if (mx.error) box.append(el('p', { class: 'error', text: mx.error }));
+  else {
+    const by = S.mpiBy || 'bytes';
+    const n = mx.ranks, cell = new Map();
+    let most = 0;
+    for (const p of mx.pairs) { cell.set(p.from + ',' + p.to, p); most = Math.max(most, p[by]); }
+    const pick = el('select', { id: 'mpi-by', onchange: (e) => { S.mpiBy = e.target.value; render(); } },
+      ['bytes', 'msgs'].map(v => el('option', { value: v, selected: v === by, text: v === 'bytes' ? 'bytes' : 'messages' })));
+    box.append(el('p', { class: 'bar' }, 'point-to-point ', pick, el('span', { class: 'note', text: ' from the rank of the row to the rank of the column; darker is more' })));
+    const head = el('tr', {}, el('th', { text: 'from \\ to' }), [...Array(n).keys()].map(t => el('th', { text: String(t) })));
+    const rows = [...Array(n).keys()].map(f => el('tr', {}, el('th', { text: String(f) }), [...Array(n).keys()].map(t => {
+      const p = cell.get(f + ',' + t), v = p ? p[by] : 0, a = most ? v / most : 0;
+      return el('td', { class: 'heat', 'data-from': f, 'data-to': t, title: p ? `${f} → ${t}: ${p.msgs} messages, ${p.bytes} bytes` : `${f} → ${t}: none`,
+        style: `background:rgba(47,95,179,${(a * 0.9).toFixed(3)});color:${a > 0.5 ? '#fff' : 'inherit'}`, text: v ? String(v) : '' });
+    })));
+    box.append(el('table', { class: 'matrix' }, el('thead', {}, head), el('tbody', {}, rows)));
+  }
+  /* MPI calls over time, a row per rank */
+  box.append(el('h2', { text: 'MPI calls over time' }));
+  if (tl.error) { box.append(el('p', { class: 'error', text: tl.error })); return; }
+  const rowH = 20, left = 70, width = Math.max(500, ($('#main').clientWidth || 1000) - 40);
+  const H = tl.ranks.length * rowH + 22, plotW = width - left - 10, cw = plotW / tl.columns, colS = tl.span / tl.columns;
+  const cv = el('canvas', { id: 'mpi-timeline' });
+  const dpr = window.devicePixelRatio || 1;
+  cv.width = width * dpr; cv.height = H * dpr; cv.style.width = width + 'px'; cv.style.height = H + 'px';
+  const fns = new Set();
+  box.append(el('p', { class: 'note', text: `${tl.columns} columns of ${(colS * 1e3).toFixed(1)} ms; a cell is coloured by the MPI function that took most of it, darker the more of the column MPI took. Hover for the time.` }), cv);
+  const legend = el('p', { class: 'legend' });
+  box.append(legend);
+  T.mpiTimeline = { canvas: cv, left, cw, rowH, model: tl };
+  cv.addEventListener('mousemove', (e) => {
+    const b = cv.getBoundingClientRect(), c = Math.floor((e.clientX - b.left - left) / cw), r = Math.floor((e.clientY - b.top - 2) / rowH), tip = $('#tip');
+    const x = tl.ranks[r] && tl.ranks[r].cells[c];
+    if (!x) { tip.hidden = true; return; }
+    tip.textContent = `rank ${tl.ranks[r].rank}, ${(c * colS).toFixed(3)}–${((c + 1) * colS).toFixed(3)} s: ${fmt(x.mpi, 's')} s in MPI${x.function ? ' (' + x.function + ')' : ''}`;
+    tip.style.left = (e.clientX + 12) + 'px'; tip.style.top = (e.clientY + 12) + 'px'; tip.hidden = false;
+  });
+  cv.addEventListener('mouseleave', () => { $('#tip').hidden = true; });
+  return () => {
+    const g = cv.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.font = '11px system-ui, sans-serif'; g.textBaseline = 'middle';
+    tl.ranks.forEach((rk, r) => {
+      const y = r * rowH + 2;
+      g.fillStyle = '#1d2330'; g.fillText(`rank ${rk.rank}`, 4, y + rowH / 2);
+      g.fillStyle = '#f4f6fa'; g.fillRect(left, y, plotW, rowH - 3);
+      rk.cells.forEach((x, c) => {
+        if (!x.mpi) return;
+        fns.add(x.function);
+        g.globalAlpha = Math.max(0.15, Math.min(1, x.mpi / colS));
+        g.fillStyle = x.function ? color(x.function) : '#687083';
+        g.fillRect(left + c * cw, y, Math.ceil(cw), rowH - 3);
+      });
+      g.globalAlpha = 1;
+    });
+    g.fillStyle = '#687083';
+    for (let k = 0; k <= 8; k++) g.fillText((tl.span * k / 8).toFixed(2) + ' s', Math.min(left + plotW * k / 8, width - 40), tl.ranks.length * rowH + 12);
+    legend.replaceChildren(...[...fns].filter(Boolean).sort().map(f => el('span', {}, el('i', { style: `background:${color(f)}` }), f)));
+  };
+};
+
+/* -- profiled blocks: the whole-run profile, the callstack at each monitor point, its history -- */
+
+/* Columns of a blocks row: calls, subrs, then each quantity's exclusive and inclusive (and the
+ * instance's, inst) with print's JSON names. */
+function blockCols(quantities, inst, delta) {
+  const cols = [['calls', 'Calls'], ['subrs', 'Subrs']];
+  if (delta) cols.push(['d_calls', 'Δ Calls']);
+  quantities.forEach((q, k) => {
+    const s = k ? '_' + q : '';
+    cols.push(['excl' + s, `Excl. ${q} (s)`, 's'], ['incl' + s, `Incl. ${q} (s)`, 's']);
+    if (inst) cols.push(['inst_excl' + s, `Inst. excl. ${q} (s)`, 's'], ['inst_incl' + s, `Inst. incl. ${q} (s)`, 's']);
+    if (delta) cols.push(['d_excl' + s, `Δ Excl. ${q} (s)`, 's'], ['d_incl' + s, `Δ Incl. ${q} (s)`, 's']);
+  });
+  return cols;
+}
+function blockTable(rows, cols, cls, opts) {
+  const o = opts || {};
+  return el('table', { class: cls }, el('thead', {}, el('tr', {}, (o.pre || []).map(p => el('th', { class: p[2], text: p[1] })), cols.map(c => el('th', { text: c[1] })), el('th', { class: 'name', text: 'Block' }))),
+    el('tbody', {}, rows.map(r => el('tr', { 'data-name': r.name }, (o.pre || []).map(p => el('td', { class: p[2], 'data-k': p[0], text: p[3] ? p[3](r) : String(r[p[0]]) })),
+      cols.map(c => el('td', { 'data-k': c[0], text: fmt(r[c[0]], c[2]) })),
+      el('td', { class: 'name', style: r.depth !== undefined ? `padding-left:${8 + 14 * r.depth}px` : null },
+        o.onName ? el('a', { text: r.name, onclick: () => o.onName(r.name) }) : r.name)))));
+}
+
+PAGES.blocks = async (box) => {
+  const [bl, cs] = await Promise.all([api('blocks', {}, { whole: true }), api('callstack', { arg: 'all' }, { whole: true })]);
+  const q = bl.quantities;
+  box.append(el('h2', { text: 'Profiled blocks: the whole run' }));
+  if (!bl.total.length) { box.append(el('p', { class: 'note', text: 'No profiled blocks (the program calls no tally_start / TAU_START, and was not built with -finstrument-functions).' })); return; }
+  const pickBlock = (n) => writeHash({ block: n });
+  box.append(blockTable(bl.total, blockCols(q, false), 'blocks-total', { onName: pickBlock }));
+  for (const t of bl.threads) {
+    box.append(el('h3', { text: `Thread ${t.tid} of process ${t.pid}: call paths` + (t.unmatched || t.lost ? ` (${t.unmatched} unmatched, ${t.lost} lost)` : '') }));
+    box.append(blockTable(t.paths, blockCols(q, false), 'blocks-paths', { onName: pickBlock }));
+  }
+  box.append(el('h2', { text: 'Performance callstack at each monitor point' }));
+  const mons = cs.callstacks;
+  if (!mons.length) { box.append(el('p', { class: 'note', text: 'No monitor points (the program calls no tally_monitor or TAU_MONITOR).' })); return; }
+  const at = Math.min(Math.max(+S.mon || 0, 0), mons.length - 1);
+  const monText = (m) => `${m.n}${m.label ? ' "' + m.label + '"' : ''}, thread ${m.tid}, ${fmt(m.t, 's')} s`;
+  box.append(el('div', { class: 'bar' }, 'monitor point ', el('select', { id: 'mon', onchange: (e) => writeHash({ mon: +e.target.value }) },
+    mons.map((m, i) => el('option', { value: i, selected: i === at, text: monText(m) }))),
+    el('button', { id: 'mon-prev', disabled: at === 0, onclick: () => writeHash({ mon: at - 1 }), text: '◀' }),
+    el('button', { id: 'mon-next', disabled: at === mons.length - 1, onclick: () => writeHash({ mon: at + 1 }), text: '▶' })));
+  box.append(blockTable(mons[at].rows, blockCols(q, true), 'callstack', { onName: pickBlock }));
+  const hist = await api('callstack_history', S.block ? { arg: S.block } : {}, { whole: true });
+  box.append(el('h2', { text: `Callstack history${S.block ? ' of ' + S.block : ''}` }),
+    el('p', { class: 'note', text: 'Each block at each monitor point it was on the callstack, and the change since the previous one. Click a block to follow it alone.' }));
+  if (S.block) box.append(el('p', {}, el('a', { id: 'block-all', href: '#', text: 'all blocks', onclick: (e) => { e.preventDefault(); writeHash({ block: '' }); } })));
+  box.append(blockTable(hist.history, blockCols(q, false, true), 'history', { onName: pickBlock,
+    pre: [['n', 'Point', null, (r) => String(r.n) + (r.label ? ' "' + r.label + '"' : '')], ['tid', 'Thread'], ['t', 'At (s)', null, (r) => fmt(r.t, 's')]] }));
+};
+
+/* -- counters as metrics (collect -h) -- */
+
+PAGES.counters = async (box) => {
+  const hd = await api('header', {}, { whole: true });
+  const cnt = [];
+  for (const x of hd.experiments) for (const p of x.processes) for (const c of p.counters || []) cnt.push({ pid: p.pid, ...c });
+  box.append(el('h2', { text: 'Counters' }));
+  if (!cnt.length) { box.append(el('p', { class: 'note', text: 'No counter was recorded (tally collect -h COUNTER; tally collect -h lists them).' })); return; }
+  box.append(objTable(cnt.map(c => ({ pid: c.pid, name: c.name, interval: c.interval, samples: c.samples, events: c.events, counted: c.counted,
+    'running %': c.enabled_ns ? +(100 * c.running_ns / c.enabled_ns).toFixed(1) : 100, throttled: c.throttled, lost: c.lost, dropped: c.dropped })), { cls: 'counters' }));
+  const names = [...new Set(cnt.map(c => c.metric))];
+  const m = names.includes(S.counter) ? S.counter : names[0];
+  const spec = names.flatMap(n => [`e.%${n}`, `i.${n}`]).join(':') + ':name';
+  const j = await api('functions', { metrics: spec, sort: `e.${m}` });
+  box.append(el('h2', { text: 'Functions by counter' }), el('p', { class: 'note', text: 'Each counter as a metric (e. exclusive, i. inclusive), sorted by the one chosen; the other pages show them too (the metrics field of Functions).' }));
+  const hold = el('div');
+  box.append(el('div', { class: 'bar' }, searchBox(() => draw())), hold);
+  const draw = () => {
+    const s = S.search.toLowerCase();
+    hold.replaceChildren(metricTable(j, j.rows.filter(r => r.name === '<Total>' || !s || r.name.toLowerCase().includes(s)), { cls: 'metrics', sort: `e.${m}`,
+      onSort: (k) => { if (k !== 'name') writeHash({ counter: k.slice(2) }); }, onName: (n) => go('callers', { fn: n }) }));
+  };
+  draw();
+};
+
 /* -- every view, generically -- */
 
 PAGES.raw = async (box) => {
-  const views = S.info.views.filter(v => !['csingle', 'fsingle', 'source', 'disasm', 'sample_detail'].includes(v));
+  const views = S.info.views.filter(v => !['csingle', 'fsingle', 'source', 'disasm', 'sample_detail', 'data_single', 'memobj'].includes(v)); /* (those need an argument: their pages give it) */
   box.append(el('div', { class: 'bar' }, el('select', { id: 'raw-view', onchange: (e) => writeHash({ raw: e.target.value }) },
     el('option', { value: '', text: 'choose a view' }), views.map(v => el('option', { value: v, selected: v === S.raw, text: v })))));
   if (!S.raw) return;

@@ -28,7 +28,8 @@ B = collect(d, [example, "5"], name="b")
 H = collect(d, [os.path.join(WL, "wl_trace_heap")], opts=["-H", "on"], name="heap")
 Y = collect(d, [os.path.join(WL, "wl_trace_sync")], opts=["-s", "on"], name="sync")
 I = collect(d, [os.path.join(WL, "wl_trace_io")], opts=["-i", "on"], name="io")
-EXPS = [A, B, H, Y, I]
+R = collect(d, [os.path.join(WL, "wl_deep_recursion"), "40", "0.2"], name="rec")
+EXPS = [A, B, H, Y, I, R]
 
 
 def pj(exp, *cmds):
@@ -202,6 +203,36 @@ try:
     shot("icicle")
     b.eval("window.tally.state.flameMode = 'flame'")
 
+    # -- a zoom's canvas calls, counted on a recursion (many frames of one function): a fill
+    # style per colour, not per frame (bench/view.py times it on 1,000,000 samples) --
+    page("flame", "exp=5")
+    b.eval("""(() => { const P = CanvasRenderingContext2D.prototype, c = window.__calls = {};
+        for (const m of ['fillRect', 'rect', 'fill', 'fillText']) { const o = P[m];
+          P[m] = function (...a) { c[m] = (c[m] || 0) + 1; return o.apply(this, a); }; }
+        const d = Object.getOwnPropertyDescriptor(P, 'fillStyle');
+        Object.defineProperty(P, 'fillStyle', { configurable: true, get: d.get,
+          set(v) { c.fillStyle = (c.fillStyle || 0) + 1; d.set.call(this, v); } }); })()""")
+    # (the frame scrolled to the middle of the window: a deep stack's canvas is taller than it)
+    xy = b.eval("(() => { const f = window.tally.flame;"
+                " const r = f.rects.filter(r => f.nodes[r.i].d === 2).sort((a, b) => b.w - a.w)[0];"
+                " window.scrollBy(0, f.canvas.getBoundingClientRect().top + r.y - innerHeight / 2);"
+                " const c = f.canvas.getBoundingClientRect();"
+                " return [c.left + r.x + r.w / 2, c.top + r.y + r.h / 2]; })()")
+    n0 = b.eval("window.tally.timings.length")
+    b.click(*xy)
+    b.wait("window.tally.timings.length > %d" % n0)
+    calls = b.eval("window.__calls")
+    frames = b.eval("window.tally.flame.rects.length")
+    colours = b.eval("new Set(window.tally.flame.rects.map(r => "
+                     "window.tally.flame.nodes[r.i].n)).size")
+    check(frames > colours + 10, "the recursion draws %d frames of %d functions" %
+          (frames, colours))
+    thin = b.eval("window.tally.flame.thin")
+    check(calls.get("fillStyle", 0) <= colours + 3 and
+          calls.get("fillRect", 0) + calls.get("rect", 0) == frames + (thin or 0),
+          "a zoom drawing %d frames of %d functions made canvas calls %s (a fill style per "
+          "colour expected)" % (frames, colours, calls))
+
     # -- sandwich --
     page("sandwich", "exp=0&fn=C")
     ci = rows_by_name(pj(A, "-functions"))["C"]["i.totalcpu"]
@@ -269,6 +300,44 @@ try:
           "compare <Total>: %s, print %s %s" % (tot, f3(ta), f3(tb)))
     check(b.eval("document.querySelectorAll('table.compare tbody tr').length") > 5, "compare rows")
     shot("compare")
+
+    def same_compare(m):
+        """Every function of A or B: its exclusive and inclusive m in each and B - A, the
+        largest exclusive difference first (<Total> on top)."""
+        spec = ["-metrics", "e.%s:i.%s:name" % (m, m), "-functions"]
+        ra, rb = rows_by_name(pj(A, *spec)), rows_by_name(pj(B, *spec))
+        want = []
+        for n in set(ra) | set(rb):
+            ae, be = ra.get(n, {}).get("e." + m), rb.get(n, {}).get("e." + m)
+            ai, bi = ra.get(n, {}).get("i." + m), rb.get(n, {}).get("i." + m)
+            want.append((n, ae, be, (be or 0) - (ae or 0), ai, bi, (bi or 0) - (ai or 0)))
+        want.sort(key=lambda w: (w[0] != "<Total>", -abs(w[3])))
+
+        def t(v, sign=False):
+            return "" if v is None else ("+" if sign and v > 0 else "") + f3(v)
+        got = b.eval("[...document.querySelectorAll('table.compare tbody tr')].map(tr => "
+                     "[tr.dataset.name, ...[...tr.querySelectorAll('td')].slice(0, 6)"
+                     ".map(td => td.textContent)])")
+        check(sorted(g[0] for g in got) == sorted(w[0] for w in want),
+              "compare %s: functions %s, print %s" % (m, sorted(g[0] for g in got)[:8],
+                                                      sorted(w[0] for w in want)[:8]))
+        byname = {g[0]: g[1:] for g in got}
+        for w in want:
+            cells = [t(w[1]), t(w[2]), t(w[3], True), t(w[4]), t(w[5]), t(w[6], True)]
+            check(byname.get(w[0]) == cells, "compare %s, %s: shown %s, print %s" %
+                  (m, w[0], byname.get(w[0]), cells))
+        diffs = [abs(w[3]) for w in want[1:]]
+        order = [g[0] for g in got[1:]]
+        shown_d = [abs((rb.get(n, {}).get("e." + m) or 0) - (ra.get(n, {}).get("e." + m) or 0))
+                   for n in order]
+        check(got[0][0] == "<Total>" and shown_d == sorted(diffs, reverse=True),
+              "compare %s: not the largest difference first: %s" % (m, order[:6]))
+    same_compare("totalcpu")
+    # another metric, chosen in the page
+    b.eval("(() => { const s = document.querySelector('#cmp-metric'); s.value = 'user'; "
+           "window.tally.ready = false; s.dispatchEvent(new Event('change')); })()")
+    wait_ready("compare")
+    same_compare("user")
 
     # -- every other view through the generic page --
     page("raw", "exp=0&v=load_objects")

@@ -61,6 +61,33 @@ try:
     st, _, body = sv.get("/api/view?exp=0&view=functions")
     check(body.decode().strip() == print_doc("-functions"), "a filter leaked into the next request")
 
+    # -- every print command that writes a JSON report is served: print's command list is read,
+    # and each command is either one of /api/info's views or one of these, none of which writes
+    # a report (a new view of print that the server does not serve fails here) --
+    NOT_VIEWS = {"object_show", "object_hide", "object_api", "objects_default", "inlines",
+                 "setpath", "addpath", "pathmap", "metrics", "cmetrics", "sort", "limit", "name",
+                 "thread_select", "sample_select", "cpu_select", "filters", "rank_select",
+                 "script", "outfile", "appendfile", "object_list", "version", "help", "quit",
+                 "exit", "object_select", "compat", "kind", "printmode", "viewmode", "compare",
+                 "dmetrics", "en_desc", "describe", "dsort"}
+    listed = re.findall(r"^  -(\S+)", run([TALLY, "print", "-help", exp], expect=0).stdout, re.M)
+    st, _, body = sv.get("/api/info")
+    served = set(json.loads(body)["views"])
+    check(len(listed) > 40, "print -help lists %d commands" % len(listed))
+    for name in listed:
+        if name in served:
+            continue
+        check(name in NOT_VIEWS, "print's -%s is not served by tally view (nor known here as a "
+              "command without a report)" % name)
+        out = run([TALLY, "print", "--json", "-" + name, "x", exp]).stdout.strip()
+        check(not out.startswith('{"view"'), "-%s writes a report that is not served: %s" %
+              (name, out[:100]))
+    for name in ("blocks", "callstack", "callstack_history", "mpi_matrix"):
+        check(name in served, "%s is not served" % name)
+    st, _, body = sv.get("/api/view?exp=0&view=blocks")
+    check(st == 200 and body.decode().strip() == print_doc("-blocks"),
+          "blocks: %d %s" % (st, body[:200]))
+
     # -- errors are print's messages, as JSON --
     st, doc = sv.api(exp=0, view="csingle", arg="nosuch")
     check(st == 400 and "no function named 'nosuch'" in doc.get("error", ""),
