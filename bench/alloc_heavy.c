@@ -3,7 +3,8 @@
  * sizes (16 B to 2.3 KiB) from three call sites (one of them strdup, inside libc), 4096 blocks
  * kept live in a ring, a little work on each block. Prints its own time per pair on stderr:
  *   alloc_heavy pairs=N seconds=S ns_per_pair=X
- * Usage: bench_alloc_heavy [pairs=10000000].
+ * Usage: bench_alloc_heavy [pairs=10000000] [realloc]: with `realloc`, each new block is also
+ * grown once by realloc before it goes into the ring (the cost of the realloc wrapper).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,10 +44,18 @@ __attribute__((noinline)) static void *make_string(void)
     return strdup(b);
 }
 
+static int with_realloc;
+
 __attribute__((noinline)) static void step(long i)
 {
     unsigned k = next_random() % 4;
     void *p = k == 0 ? make_big() : k == 1 ? make_string() : make_small();
+    if (with_realloc) {
+        char *q = realloc(p, 2400 + next_random() % 64);
+        if (q)
+            q[2399] = 3;
+        p = q;
+    }
     free(ring[i % RING]);
     ring[i % RING] = p;
 }
@@ -54,6 +63,7 @@ __attribute__((noinline)) static void step(long i)
 int main(int argc, char **argv)
 {
     long n = argc > 1 ? atol(argv[1]) : 10000000;
+    with_realloc = argc > 2 && !strcmp(argv[2], "realloc");
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     for (long i = 0; i < n; i++)

@@ -755,6 +755,7 @@ int coll_ensure_init(void)
         init_process(p);
         trace_thr.guard--;
         __atomic_store_n(&p->init_state, 2, __ATOMIC_RELEASE);
+        heap_init_done();
         if (p->enabled) { /* (through the collector API, which needs init_state 2) */
             trace_thr.guard++; /* dlsym's allocations are the collector's, not the program's */
             ompstate_process_start();

@@ -53,6 +53,10 @@ _Alignas(64) char heap_boot[BOOT_SIZE] COLL_HIDDEN;
 #define boot heap_boot
 
 extern char heap_own_malloc[] COLL_HIDDEN; /* the exported malloc (its assembly is below) */
+extern char heap_own_calloc[] COLL_HIDDEN, heap_own_realloc[] COLL_HIDDEN,
+    heap_own_reallocarray[] COLL_HIDDEN, heap_own_memalign[] COLL_HIDDEN,
+    heap_own_posix_memalign[] COLL_HIDDEN, heap_own_aligned_alloc[] COLL_HIDDEN,
+    heap_own_valloc[] COLL_HIDDEN, heap_own_pvalloc[] COLL_HIDDEN;
 static size_t boot_used; /* atomic */
 
 static int is_boot(const void *p)
@@ -145,13 +149,19 @@ void heap_flush_early(void)
     uint32_t n = __atomic_load_n(&nearly, __ATOMIC_RELAXED);
     for (uint32_t i = 0; i < n && i < EARLY_MAX; i++)
         if (early[i].p)
-            trace_alloc_early(early[i].call == EXP_HEAP_CALLOC ? (void *)calloc
-                              : early[i].call == EXP_HEAP_REALLOC ? (void *)realloc
+            trace_alloc_early(early[i].call == EXP_HEAP_CALLOC ? (void *)heap_own_calloc
+                              : early[i].call == EXP_HEAP_REALLOC ? (void *)heap_own_realloc
                                                                   : (void *)heap_own_malloc,
                               early[i].ra, early[i].p, early[i].size, early[i].call);
     __atomic_store_n(&nearly, 0, __ATOMIC_RELAXED); /* written once (trace_start runs again after
                                                     * a failed exec) */
     __atomic_store_n(&early_open, 0, __ATOMIC_RELEASE);
+}
+
+void heap_init_done(void)
+{
+    if (!__atomic_load_n(&trace_heap_on, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&early_open, 0, __ATOMIC_RELEASE);
 }
 
 /* The collector is up (or never will trace the heap): no more early bookkeeping. */
@@ -164,39 +174,92 @@ static inline int early_on(void)
     return early_open;
 }
 
-/* ---- malloc and free: the untraced path in four instructions ---------------------------------- */
+/* ---- the untraced path in a few instructions --------------------------------------------------- */
 
 /*
- * malloc and free are called often enough that the untraced path (heap tracing off, the
- * collector started) must cost next to nothing: it is a few compares and a jump to the real
- * function. Otherwise they jump (not call) to their C bodies, heap_malloc_slow and heap_free_slow,
- * which therefore see the program's caller as their own (FU_REGS, RA). heap_own_malloc is a
- * hidden name of the exported malloc.
+ * Every function of the malloc family is called often enough that its untraced path (heap tracing
+ * off, the collector started) must cost next to nothing: a few compares and a jump (a tail call)
+ * to the real function, with no frame of the collector's in between. Otherwise the stub jumps
+ * (not calls) to its C body, heap_<name>_slow, which therefore sees the program's caller as its
+ * own (FU_REGS, RA). heap_own_<name> is a hidden name of the exported stub: the leaf recorded for
+ * a traced call. realloc's stub also sends a block of the bootstrap arena to its body; free's
+ * returns at once for a NULL pointer or such a block (never given back).
  */
 void *heap_malloc_slow(size_t n) COLL_HIDDEN;
 void heap_free_slow(void *p) COLL_HIDDEN;
+void *heap_calloc_slow(size_t n, size_t size) COLL_HIDDEN;
+void *heap_realloc_slow(void *p, size_t n) COLL_HIDDEN;
+void *heap_reallocarray_slow(void *p, size_t n, size_t size) COLL_HIDDEN;
+void *heap_memalign_slow(size_t align, size_t n) COLL_HIDDEN;
+int heap_posix_memalign_slow(void **out, size_t align, size_t n) COLL_HIDDEN;
+void *heap_aligned_alloc_slow(size_t align, size_t n) COLL_HIDDEN;
+void *heap_valloc_slow(size_t n) COLL_HIDDEN;
+void *heap_pvalloc_slow(size_t n) COLL_HIDDEN;
 
 #define STR_(x) #x
 #define STR(x) STR_(x)
+
+/* The head of a stub: to label 1 (the C body) unless tracing is off, the early bookkeeping done and
+ * the real functions known. */
+#define STUB_HEAD(name)                                                                            \
+    ".globl " #name "\n"                                                                           \
+    ".type " #name ",@function\n"                                                                  \
+    ".globl heap_own_" #name "\n"                                                                  \
+    ".hidden heap_own_" #name "\n"                                                                 \
+    #name ":\n"                                                                                    \
+    "heap_own_" #name ":\n"                                                                        \
+    "  .cfi_startproc\n"                                                                           \
+    "  cmpl $0, trace_heap_on(%rip)\n"                                                             \
+    "  jne 1f\n"                                                                                   \
+    "  cmpl $0, heap_early_open(%rip)\n"                                                           \
+    "  jne 1f\n"                                                                                   \
+    "  cmpl $2, heap_resolved(%rip)\n"                                                             \
+    "  jne 1f\n"
+#define STUB_TAIL(name, slot)                                                                      \
+    "  jmp *heap_real+" slot "(%rip)\n"                                                            \
+    "1:\n"                                                                                         \
+    "  jmp heap_" #name "_slow\n"                                                                  \
+    "  .cfi_endproc\n"                                                                             \
+    ".size " #name ",.-" #name "\n"
+#define STUB(name, slot) STUB_HEAD(name) STUB_TAIL(name, slot)
+
+_Static_assert(offsetof(struct heap_real, calloc) == 16 &&
+               offsetof(struct heap_real, realloc) == 24 &&
+               offsetof(struct heap_real, reallocarray) == 32 &&
+               offsetof(struct heap_real, memalign) == 40 &&
+               offsetof(struct heap_real, posix_memalign) == 48 &&
+               offsetof(struct heap_real, aligned_alloc) == 56 &&
+               offsetof(struct heap_real, valloc) == 64 &&
+               offsetof(struct heap_real, pvalloc) == 72,
+               "the stubs jump through these");
+
 __asm__(".text\n"
-        ".globl malloc\n"
-        ".type malloc,@function\n"
-        ".globl heap_own_malloc\n"
-        ".hidden heap_own_malloc\n"
-        "malloc:\n"
-        "heap_own_malloc:\n"
-        "  .cfi_startproc\n"
-        "  cmpl $0, trace_heap_on(%rip)\n"
-        "  jne 1f\n"
-        "  cmpl $0, heap_early_open(%rip)\n"
-        "  jne 1f\n"
-        "  cmpl $2, heap_resolved(%rip)\n"
-        "  jne 1f\n"
-        "  jmp *heap_real(%rip)\n"
-        "1:\n"
-        "  jmp heap_malloc_slow\n"
-        "  .cfi_endproc\n"
-        ".size malloc,.-malloc\n"
+        STUB(malloc, "0")
+        STUB(calloc, "16")
+        STUB(memalign, "40")
+        STUB(posix_memalign, "48")
+        STUB(aligned_alloc, "56")
+        STUB(valloc, "64")
+        STUB(pvalloc, "72")
+        /* realloc and reallocarray: a block of the bootstrap arena goes to the body */
+        STUB_HEAD(realloc)
+        "  lea heap_boot(%rip), %rax\n"
+        "  cmp %rax, %rdi\n"
+        "  jb 2f\n"
+        "  add $" STR(BOOT_SIZE) ", %rax\n"
+        "  cmp %rax, %rdi\n"
+        "  jb 1f\n"
+        "2:\n"
+        STUB_TAIL(realloc, "24")
+        STUB_HEAD(reallocarray)
+        "  lea heap_boot(%rip), %rax\n"
+        "  cmp %rax, %rdi\n"
+        "  jb 2f\n"
+        "  add $" STR(BOOT_SIZE) ", %rax\n"
+        "  cmp %rax, %rdi\n"
+        "  jb 1f\n"
+        "2:\n"
+        STUB_TAIL(reallocarray, "32")
         ".globl free\n"
         ".type free,@function\n"
         "free:\n"
@@ -278,7 +341,7 @@ void heap_free_slow(void *p)
     trace_leave(t, TRACE_K_HEAP);
 }
 
-COLL_EXPORT void *calloc(size_t n, size_t size)
+void *heap_calloc_slow(size_t n, size_t size)
 {
     if (__builtin_expect(resolve(), 0)) {
         if (size && n > SIZE_MAX / size)
@@ -294,7 +357,7 @@ COLL_EXPORT void *calloc(size_t n, size_t size)
     }
     void *p = real.calloc(n, size);
     if (p)
-        trace_alloc(t, FU_REGS(), (void *)calloc, trace_now(), p, (uint64_t)n * size,
+        trace_alloc(t, FU_REGS(), (void *)heap_own_calloc, trace_now(), p, (uint64_t)n * size,
                     EXP_HEAP_CALLOC);
     trace_leave(t, TRACE_K_HEAP);
     return p;
@@ -325,7 +388,7 @@ static void *realloc_traced(trace_thr_t *t, fu_regs_t r, void *p, size_t n, void
     return q;
 }
 
-COLL_EXPORT void *realloc(void *p, size_t n)
+void *heap_realloc_slow(void *p, size_t n)
 {
     if (__builtin_expect(resolve(), 0)) {
         void *q = boot_alloc(n, 16);
@@ -347,12 +410,12 @@ COLL_EXPORT void *realloc(void *p, size_t n)
     }
     uint64_t t0 = trace_now();
     void *q = realloc_traced(t, FU_REGS(), p, n, real.realloc(p, n), t0, EXP_HEAP_REALLOC,
-                             (void *)realloc);
+                             (void *)heap_own_realloc);
     trace_leave(t, TRACE_K_HEAP);
     return q;
 }
 
-COLL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
+void *heap_reallocarray_slow(void *p, size_t n, size_t size)
 {
     if (resolve() || (p && is_boot(p))) {
         if (size && n > SIZE_MAX / size) {
@@ -367,7 +430,7 @@ COLL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
     uint64_t t0 = trace_now();
     void *q = real.reallocarray(p, n, size);
     q = realloc_traced(t, FU_REGS(), p, q ? n * size : 0, q, t0, EXP_HEAP_REALLOCARRAY,
-                       (void *)reallocarray);
+                       (void *)heap_own_reallocarray);
     trace_leave(t, TRACE_K_HEAP);
     return q;
 }
@@ -383,35 +446,35 @@ COLL_EXPORT void *reallocarray(void *p, size_t n, size_t size)
     }                                                                                              \
     return p
 
-COLL_EXPORT void *memalign(size_t align, size_t n)
+void *heap_memalign_slow(size_t align, size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc(n, align);
-    ALIGNED_BODY(real.memalign(align, n), n, memalign, EXP_HEAP_MEMALIGN);
+    ALIGNED_BODY(real.memalign(align, n), n, heap_own_memalign, EXP_HEAP_MEMALIGN);
 }
 
-COLL_EXPORT void *aligned_alloc(size_t align, size_t n)
+void *heap_aligned_alloc_slow(size_t align, size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc(n, align);
-    ALIGNED_BODY(real.aligned_alloc(align, n), n, aligned_alloc, EXP_HEAP_ALIGNED_ALLOC);
+    ALIGNED_BODY(real.aligned_alloc(align, n), n, heap_own_aligned_alloc, EXP_HEAP_ALIGNED_ALLOC);
 }
 
-COLL_EXPORT void *valloc(size_t n)
+void *heap_valloc_slow(size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc(n, 4096);
-    ALIGNED_BODY(real.valloc(n), n, valloc, EXP_HEAP_VALLOC);
+    ALIGNED_BODY(real.valloc(n), n, heap_own_valloc, EXP_HEAP_VALLOC);
 }
 
-COLL_EXPORT void *pvalloc(size_t n)
+void *heap_pvalloc_slow(size_t n)
 {
     if (__builtin_expect(resolve(), 0))
         return boot_alloc((n + 4095) & ~(size_t)4095, 4096);
-    ALIGNED_BODY(real.pvalloc(n), n, pvalloc, EXP_HEAP_PVALLOC);
+    ALIGNED_BODY(real.pvalloc(n), n, heap_own_pvalloc, EXP_HEAP_PVALLOC);
 }
 
-COLL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+int heap_posix_memalign_slow(void **out, size_t align, size_t n)
 {
     if (__builtin_expect(resolve(), 0)) {
         *out = boot_alloc(n, align);
@@ -421,7 +484,7 @@ COLL_EXPORT int posix_memalign(void **out, size_t align, size_t n)
     int rc = real.posix_memalign(out, align, n);
     if (t) {
         if (rc == 0)
-            trace_alloc(t, FU_REGS(), (void *)posix_memalign, trace_now(), *out, n,
+            trace_alloc(t, FU_REGS(), (void *)heap_own_posix_memalign, trace_now(), *out, n,
                         EXP_HEAP_POSIX_MEMALIGN);
         trace_leave(t, TRACE_K_HEAP);
     }

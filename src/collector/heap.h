@@ -18,6 +18,10 @@
  * the address is seen after it), without a stack; realloc as the free of the old block and the
  * allocation of the new one; a failed call records nothing. errno is what the real call left.
  *
+ * With heap tracing off (once the collector's initialization is over) each function of the
+ * malloc family is a stub that jumps to the real function: no frame of the collector's between
+ * the program and its allocator. mmap, munmap and mremap stay C wrappers (system calls).
+ *
  * Depends on trace.h. Normal context; the interposers are as async-signal-safe as the real
  * functions they call (a program calling malloc in a signal handler is recorded like any other).
  */

@@ -163,6 +163,9 @@ void trace_after_fork_child(void) COLL_HIDDEN;
 /* sync.c: the calibration; heap.c: the allocations before the start; iotrace.c: descriptors. */
 uint64_t sync_calibrate(void) COLL_HIDDEN;
 void heap_flush_early(void) COLL_HIDDEN;
+/* The collector's initialization is over: unless heap tracing is on, allocations are no longer
+ * kept for the start, and the malloc family jumps straight to the real functions. */
+void heap_init_done(void) COLL_HIDDEN;
 void heap_check_binding(void) COLL_HIDDEN; /* warns when the program's malloc is not ours */
 void iotrace_after_fork_child(void) COLL_HIDDEN;
 

@@ -105,6 +105,14 @@ own = collect(d, [os.path.join(WL, "wl_trace_heap_own")], opts=["-H", "on", "-p"
 p = run([os.path.join(WL, "wl_trace_heap_own")], expect=0)
 check("own allocator: used" in p.stdout, "the own allocator was not used: %r" % p.stdout)
 check_functions(own, "own allocator")
+# heap tracing off (any collection): every function of the malloc family is a tail call to the
+# real one, no frame of the collector's between the program and its allocator
+for opts in (["-p", "on"], ["-p", "hi", "-s", "on", "-i", "on"]):
+    p = run([TALLY, "collect", "-d", d, "-O", "direct"] + opts +
+            [os.path.join(WL, "wl_trace_heap_own"), "direct"], expect=0)
+    check("direct calls: all" in p.stdout,
+          "with %s, the collector's wrappers stay between the program and its allocator: %r" %
+          (" ".join(opts), p.stdout))
 # jemalloc and tcmalloc preloaded after the collector (scripts/bootstrap installs them)
 for lib in ("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
             "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4"):

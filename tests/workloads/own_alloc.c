@@ -1,7 +1,9 @@
 /*
  * own_alloc.c - a program's own allocator in a shared library (as jemalloc or tcmalloc would be):
  * a bump allocator over one mapping that never reuses memory, defining the whole malloc family.
- * own_alloc_calls() says how many allocations it served, so a test can tell it was used.
+ * own_alloc_calls() says how many allocations it served, so a test can tell it was used;
+ * own_alloc_caller() the return address of the last call of the family (where it returns to: the
+ * program, when a preloaded wrapper made a tail call, or the wrapper).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,20 +44,25 @@ static void *bump(size_t n, size_t align)
     return (void *)p;
 }
 
+static const void *caller; /* atomic */
+#define CALLER() __atomic_store_n(&caller, __builtin_return_address(0), __ATOMIC_RELAXED)
+
 static size_t size_of(void *p) { size_t n; memcpy(&n, (char *)p - 16, sizeof n); return n; }
 
 long own_alloc_calls(void) { return __atomic_load_n(&calls, __ATOMIC_RELAXED); }
-void *malloc(size_t n) { return bump(n, 16); }
-void free(void *p) { (void)p; }
-void *calloc(size_t n, size_t s) { return s && n > SIZE_MAX / s ? NULL : bump(n * s, 16); }
-void *memalign(size_t a, size_t n) { return bump(n, a); }
-void *aligned_alloc(size_t a, size_t n) { return bump(n, a); }
-void *valloc(size_t n) { return bump(n, 4096); }
-void *pvalloc(size_t n) { return bump((n + 4095) & ~(size_t)4095, 4096); }
+const void *own_alloc_caller(void) { return __atomic_load_n(&caller, __ATOMIC_RELAXED); }
+void *malloc(size_t n) { CALLER(); return bump(n, 16); }
+void free(void *p) { CALLER(); (void)p; }
+void *calloc(size_t n, size_t s) { CALLER(); return s && n > SIZE_MAX / s ? NULL : bump(n * s, 16); }
+void *memalign(size_t a, size_t n) { CALLER(); return bump(n, a); }
+void *aligned_alloc(size_t a, size_t n) { CALLER(); return bump(n, a); }
+void *valloc(size_t n) { CALLER(); return bump(n, 4096); }
+void *pvalloc(size_t n) { CALLER(); return bump((n + 4095) & ~(size_t)4095, 4096); }
 size_t malloc_usable_size(void *p) { return p ? size_of(p) : 0; }
 
 int posix_memalign(void **out, size_t a, size_t n)
 {
+    CALLER();
     void *p = bump(n, a);
     if (!p)
         return ENOMEM;
@@ -63,7 +70,7 @@ int posix_memalign(void **out, size_t a, size_t n)
     return 0;
 }
 
-void *realloc(void *p, size_t n)
+static void *resize(void *p, size_t n)
 {
     void *q = bump(n, 16);
     if (q && p) {
@@ -73,11 +80,18 @@ void *realloc(void *p, size_t n)
     return q;
 }
 
+void *realloc(void *p, size_t n)
+{
+    CALLER();
+    return resize(p, n);
+}
+
 void *reallocarray(void *p, size_t n, size_t s)
 {
+    CALLER();
     if (s && n > SIZE_MAX / s) {
         errno = ENOMEM;
         return NULL;
     }
-    return realloc(p, n * s);
+    return resize(p, n * s);
 }

@@ -14,7 +14,10 @@
  *   thread_allocs   in a thread: 20 x malloc(64) freed by main after the join, 7 x malloc(77)
  *                   leaked                                            27 allocs; 7 leaks, 539 B
  * In the e2e test all of this runs under -H on; nothing else of the program allocates from these
- * functions. Built a second time with OWN_ALLOC, linked to its own allocator (own_alloc.c).
+ * functions. Built a second time with OWN_ALLOC, linked to its own allocator (own_alloc.c); that
+ * build's `direct` mode calls every function of the malloc family once and names those whose
+ * allocator did not return straight to the program (a wrapper's frame in between): with heap
+ * tracing off, a preloaded collector must add none.
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -25,7 +28,57 @@
 #include <sys/mman.h>
 
 #ifdef OWN_ALLOC
+#include <dlfcn.h>
 long own_alloc_calls(void);
+const void *own_alloc_caller(void);
+
+static int not_direct;
+
+/* The allocator's caller, after a call from here: this executable (not a wrapper's library). */
+static void direct_check(const char *what)
+{
+    Dl_info mine, di;
+    const void *ra = own_alloc_caller();
+    if (!dladdr((void *)direct_check, &mine) || !dladdr(ra, &di) ||
+        di.dli_fbase != mine.dli_fbase) {
+        printf("not direct: %s (returns to %s)\n", what,
+               dladdr(ra, &di) && di.dli_fname ? di.dli_fname : "?");
+        not_direct++;
+    }
+}
+
+static int direct_calls(void)
+{
+    void *p = malloc(10);
+    direct_check("malloc");
+    p = realloc(p, 20);
+    direct_check("realloc");
+    free(p);
+    direct_check("free");
+    p = calloc(2, 8);
+    direct_check("calloc");
+    p = reallocarray(p, 4, 8);
+    direct_check("reallocarray");
+    free(p);
+    p = memalign(64, 10);
+    direct_check("memalign");
+    free(p);
+    p = aligned_alloc(64, 64);
+    direct_check("aligned_alloc");
+    free(p);
+    p = valloc(10);
+    direct_check("valloc");
+    free(p);
+    p = pvalloc(10);
+    direct_check("pvalloc");
+    free(p);
+    if (posix_memalign(&p, 64, 10) == 0) {
+        direct_check("posix_memalign");
+        free(p);
+    }
+    printf("direct calls: %s\n", not_direct ? "no" : "all");
+    return not_direct != 0;
+}
 #endif
 
 static void *keep[64];
@@ -119,8 +172,14 @@ __attribute__((noinline)) static void *thread_allocs(void *arg)
     return arg;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+#ifdef OWN_ALLOC
+    if (argc > 1 && !strcmp(argv[1], "direct"))
+        return direct_calls();
+#endif
+    (void)argc;
+    (void)argv;
     freed_mallocs();
     leaky_mallocs();
     callocs();
