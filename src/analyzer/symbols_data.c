@@ -494,6 +494,60 @@ static int cfa_rule(obj_data_t *o, uint64_t pc, int *reg, int64_t *off)
     return -1;
 }
 
+/* The DIEs whose code holds pc, innermost first, the unit last (subprograms, lexical blocks,
+ * inlined subroutines and the like, by their ranges, looked for inside namespaces and modules
+ * too), into a malloc'd *scopes; their number, 0 when none holds pc, -1 on no memory. libdw's
+ * dwarf_getscopes does this and more, but loses its array when the abstract origin of an inlined
+ * subroutine at pc is not in the unit (a leak on every such address). Bounded: 256 levels. */
+enum { SCOPES_MAX = 256 };
+
+static int scope_tag(int tag)
+{
+    return tag == DW_TAG_subprogram || tag == DW_TAG_lexical_block ||
+           tag == DW_TAG_inlined_subroutine || tag == DW_TAG_try_block ||
+           tag == DW_TAG_catch_block || tag == DW_TAG_with_stmt || tag == DW_TAG_common_block;
+}
+
+/* Appends to chain[*n..] the scopes below die that hold pc; 1 when one did. */
+static int scopes_below(Dwarf_Die *die, uint64_t pc, Dwarf_Die *chain, int *n)
+{
+    Dwarf_Die c;
+    if (*n >= SCOPES_MAX || dwarf_child(die, &c) != 0)
+        return 0;
+    do {
+        int tag = dwarf_tag(&c);
+        if (scope_tag(tag) && dwarf_haspc(&c, pc) == 1) {
+            chain[(*n)++] = c;
+            scopes_below(&chain[*n - 1], pc, chain, n);
+            return 1;
+        }
+        if (tag == DW_TAG_namespace || tag == DW_TAG_module) {
+            int at = *n;
+            chain[(*n)++] = c;
+            if (scopes_below(&chain[at], pc, chain, n))
+                return 1;
+            *n = at;
+        }
+    } while (dwarf_siblingof(&c, &c) == 0);
+    return 0;
+}
+
+static int scopes_at(Dwarf_Die *cu, uint64_t pc, Dwarf_Die **scopes)
+{
+    Dwarf_Die chain[SCOPES_MAX];
+    int n = 0;
+    chain[n++] = *cu;
+    scopes_below(cu, pc, chain, &n);
+    *scopes = malloc((size_t)n * sizeof **scopes);
+    if (!*scopes)
+        return -1;
+    int m = 0; /* the namespaces and modules on the way are no scopes of pc */
+    for (int i = n - 1; i >= 0; i--)
+        if (i == 0 || scope_tag(dwarf_tag(&chain[i])))
+            (*scopes)[m++] = chain[i];
+    return m > 1 ? m : 0;
+}
+
 /* Is the subprogram's frame base the CFA? */
 static int frame_base_is_cfa(Dwarf_Die *scopes, int n)
 {
@@ -762,7 +816,7 @@ int sym_data_caller_frame(sym_data_t *d, uint32_t obj, uint64_t pc, uint64_t sp,
         return 0;
     Dwarf_Die *cu = sym_dwarf_cu(d->sym, obj, pc);
     Dwarf_Die *scopes = NULL;
-    int ns = cu ? dwarf_getscopes(cu, pc, &scopes) : 0;
+    int ns = cu ? scopes_at(cu, pc, &scopes) : 0;
     if (ns > 0) {
         name_in_frame(scopes, ns, pc, *cfa, sp, ea, out);
     } else { /* no DWARF for the caller: its frame still is the object */
@@ -813,7 +867,7 @@ void sym_data_at(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, sym_dref_t 
         return;
     }
     Dwarf_Die *scopes = NULL;
-    int ns = dwarf_getscopes(cu, q->pc, &scopes);
+    int ns = scopes_at(cu, q->pc, &scopes);
     int found = ns > 0 && (frame_object(o, scopes, ns, q, out) ||
                            scope_variable(o, scopes, ns, q, out));
     free(scopes);
@@ -856,7 +910,7 @@ int sym_data_ptr_in_reg(sym_data_t *d, uint32_t obj, uint64_t pc, int reg, uint6
     if (!dw || !cu || !o || reg < 0 || reg > 31)
         return 0;
     Dwarf_Die *scopes = NULL;
-    int ns = dwarf_getscopes(cu, pc, &scopes);
+    int ns = scopes_at(cu, pc, &scopes);
     int found = 0;
     for (int i = 0; i < ns && !found; i++) {
         Dwarf_Die v;

@@ -19,7 +19,8 @@ if [ "$secs" = 0 ]; then
     done
     [ -n "$files" ] || { echo "no inputs in $*"; exit 1; }
     # stdout and stderr of the views are closed (-close_fd_mask=3), the fuzzer's own report still shows
-    exec "$fuzzer" -timeout=60 -rss_limit_mb=3000 -close_fd_mask=3 $files
+    exec "$fuzzer" -timeout=60 -rss_limit_mb=3000 -close_fd_mask=3 -error_exitcode=1 \
+        -timeout_exitcode=1 $files
 fi
 seeds=""
 for c in "$@"; do
@@ -27,8 +28,11 @@ for c in "$@"; do
 done
 out=$(mktemp -d "${TMPDIR:-/tmp}/tally-fuzz-run.XXXXXX") || exit 1
 trap 'rm -rf "$out"' EXIT
+# libFuzzer's own failure status is 77 by default, which CTest takes for a skip: a bug found must
+# fail the test
 "$fuzzer" -seed=1 -max_total_time="$secs" -timeout=60 -rss_limit_mb=3000 -max_len=65536 \
-    -dict="$dict" -close_fd_mask=3 -artifact_prefix="$out/" -print_final_stats=1 "$out" $seeds
+    -dict="$dict" -close_fd_mask=3 -artifact_prefix="$out/" -print_final_stats=1 \
+    -error_exitcode=1 -timeout_exitcode=1 "$out" $seeds
 rc=$?
 for a in "$out"/crash-* "$out"/timeout-* "$out"/oom-* "$out"/leak-*; do
     [ -e "$a" ] && echo "input that failed: $a (kept in $(cp "$a" "${TMPDIR:-/tmp}/" && echo "${TMPDIR:-/tmp}"))"
