@@ -849,9 +849,27 @@ static int parse_entry(const char *s, mentry_t *e)
     return 0;
 }
 
+/* Is name the metric of a counter (-h) of the loaded experiments? er_print's "hwc" names them
+ * all in dmetrics and dsort. */
+static int counter_metric(const pstate_t *ps, const char *name)
+{
+    for (size_t x = 0; x < ps->ses->nexps; x++) {
+        const exp_experiment_t *e = ps->ses->exps[x];
+        for (size_t i = 0; i < e->nprocs; i++) {
+            const exp_process_t *p = e->procs[i];
+            for (size_t c = 0; c < p->ncounters; c++)
+                if (p->counters[c].metric < p->nmetrics &&
+                    !strcmp(p->metrics[p->counters[c].metric].name, name))
+                    return 1;
+        }
+    }
+    return 0;
+}
+
 /* The metric spec (for -metrics) that the default-metrics list spec gives on this data, by the
  * rules of er_print's dmetrics: entries in order, each (flavor, metric) placed by the first entry
- * that names it ("any" and "all": every metric of the data), hidden ones ('!') placed but not
+ * that names it ("any" and "all": every metric of the data; "hwc": every counter's), hidden ones
+ * ('!') placed but not
  * shown; name where the first "name" entry is, else last. Also the attributed list for
  * callers-callees (each metric's first visibility). Returns the number of columns shown. */
 static int dmetrics_spec(pstate_t *ps, const char *spec, char *out, size_t n, char *cout, size_t cn)
@@ -877,12 +895,14 @@ static int dmetrics_spec(pstate_t *ps, const char *spec, char *out, size_t n, ch
             continue;
         }
         int any = !strcmp(e.name, "any") || !strcmp(e.name, "all");
+        int hwc = !strcmp(e.name, "hwc");
         for (int f = FL_E; f <= FL_I; f <<= 1) {
             if (!(e.fl & f))
                 continue;
             for (int m = 0; m < nm; m++) {
                 const eng_metric_def_t *d = eng_metric(ps->ses->eng, m);
-                if ((!any && strcmp(e.name, d->name)) || !metric_present(ps, m))
+                int named = any || !strcmp(e.name, d->name) || (hwc && counter_metric(ps, d->name));
+                if (!named || !metric_present(ps, m))
                     continue;
                 unsigned char *pl = &placed[(size_t)m * 2 + (f == FL_I)];
                 if (*pl)
@@ -933,12 +953,14 @@ static int dsort_apply(pstate_t *ps, const char *spec)
             break;
         }
         int any = !strcmp(e.name, "any") || !strcmp(e.name, "all");
+        int hwc = !strcmp(e.name, "hwc");
         for (int f = FL_E; f <= FL_I && !done; f <<= 1) {
             if (!(e.fl & f))
                 continue;
             for (int c = 0; c < ps->metrics.ncols && !done; c++) {
                 const mcol_t *mc = &ps->metrics.cols[c];
-                if (mc->flavor == f && (any || !strcmp(mc->def->name, e.name))) {
+                if (mc->flavor == f && (any || !strcmp(mc->def->name, e.name) ||
+                                        (hwc && counter_metric(ps, mc->def->name)))) {
                     ps->sort_flavor = f;
                     ps->sort_metric = mc->metric;
                     done = 1;

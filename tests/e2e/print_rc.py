@@ -108,6 +108,22 @@ check("sorted by metric: Inclusive Total CPU Time" in p.stdout, "-dsort: %r" % p
 p = tally_print("--norc", "-dmetrics", "ie!.any:e.user", "-functions", expect=1)
 check("shows none of the metrics" in p.stderr, "-dmetrics hiding all: %r" % p.stderr)
 
+# er_print's "hwc" names every counter's metric: gprofng's system file shows counters as e.%
+cexp = collect(d, [cpu, "0.2"], opts=["-h", "page-faults,1"], name="ctr")
+p = subprocess.run([TALLY, "print", "--norc", "--json", "-functions", cexp], capture_output=True,
+                   text=True, cwd=d, timeout=240)
+names = metrics(p)
+write(os.path.join(d, "gprofng.rc"), "dmetrics ei%.totalcpu\ndmetrics i!hwc:e%.hwc\n"
+      "dmetrics ie!.any\ndmetrics name\n")
+q = subprocess.run([TALLY, "print", "--json", "-functions", cexp], capture_output=True,
+                   text=True, cwd=d, env=dict(os.environ, HOME=sysd, GPROFNG_SYSCONFDIR=d),
+                   timeout=240)
+ctr = [n for n in names if n.startswith("e.") and n != "e.totalcpu"]
+check(ctr and metrics(q) == ["e.totalcpu", "i.totalcpu"] + ctr[:1],
+      "dmetrics hwc: the counter's metric shown exclusive (%r of %r): %r"
+      % (ctr, names, metrics(q)))
+os.remove(os.path.join(d, "gprofng.rc"))
+
 # the real system file of this machine, if gprofng is installed: defaults as tally's own
 if os.path.exists("/etc/gprofng.rc"):
     env = dict(os.environ, HOME=home, GPROFNG_SYSCONFDIR="/etc")
