@@ -29,11 +29,20 @@ static uint32_t next_id;
 static uint64_t last_scan_t; /* start of the previous rescan; 0 before the first */
 static char exe_path[PATH_MAX];
 
+/* Inside dl_iterate_phdr the dynamic linker's lock is held: nothing there may call malloc. A
+ * thread that forks holds malloc's locks, and the clock signal's unwind in that thread takes the
+ * dynamic linker's lock, so malloc under it deadlocks (seen: mpirun forking a rank while the
+ * sampler's first dlopen rescanned). Room is made before the walk: objs' capacity, and a pool
+ * for the paths of new objects, copied to their own strings after it; when either runs out, the
+ * walk is done again with more. */
 typedef struct scan {
     coll_proc_t *p;
     uint64_t t_load;
     uintptr_t vdso;
     int first; /* the scan at the start: every object's TLS block is static */
+    char *pool; /* the paths of the objects found new by this walk */
+    size_t pool_used, pool_cap;
+    int full; /* objs or the pool had no room for one: walk again */
 } scan_t;
 
 /* Whether the object asks for static TLS (DF_STATIC_TLS: initial-exec accesses), which the
@@ -148,17 +157,13 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
             objs[i].seen = 1;
             return 0;
         }
-    if (nobjs == capobjs) {
-        size_t nc = capobjs ? capobjs * 2 : 64;
-        obj_t *no = realloc(objs, nc * sizeof *no);
-        if (!no)
-            return 0;
-        objs = no;
-        capobjs = nc;
-    }
-    char *copy = strdup(path);
-    if (!copy)
+    size_t len = strlen(path) + 1;
+    if (nobjs == capobjs || sc->pool_used + len > sc->pool_cap) {
+        sc->full = 1; /* no malloc here (above): the next walk has more room */
         return 0;
+    }
+    char *copy = memcpy(sc->pool + sc->pool_used, path, len);
+    sc->pool_used += len;
     obj_t *o = &objs[nobjs++];
     o->id = next_id++;
     o->seen = 1;
@@ -184,14 +189,44 @@ void maps_rescan(coll_proc_t *p)
         exe_path[n > 0 ? n : 0] = 0;
     }
     scan_t sc = { p, last_scan_t ? last_scan_t : now, (uintptr_t)getauxval(AT_SYSINFO_EHDR),
-                  !last_scan_t };
+                  !last_scan_t, NULL, 0, 0, 0 };
     last_scan_t = now;
-    for (size_t i = 0; i < nobjs; i++)
-        objs[i].seen = 0;
-    sigset_t old;
-    signals_block(p, &old);
-    dl_iterate_phdr(scan_cb, &sc);
-    signals_unblock(&old);
+    size_t room = 64, pool = 16384;
+    for (int round = 0; round < 16; round++) {
+        if (capobjs < nobjs + room) { /* room made before the walk, outside its lock */
+            obj_t *no = realloc(objs, (nobjs + room) * sizeof *no);
+            if (!no)
+                break;
+            objs = no;
+            capobjs = nobjs + room;
+        }
+        char *np = realloc(sc.pool, pool);
+        if (!np)
+            break;
+        sc.pool = np;
+        sc.pool_cap = pool;
+        sc.pool_used = 0;
+        sc.full = 0;
+        size_t before = nobjs;
+        for (size_t i = 0; i < nobjs; i++)
+            objs[i].seen = 0;
+        sigset_t old;
+        signals_block(p, &old);
+        dl_iterate_phdr(scan_cb, &sc);
+        signals_unblock(&old);
+        for (size_t i = before; i < nobjs;) { /* the new objects' paths, out of the pool */
+            char *own = strdup(objs[i].path);
+            if (own)
+                objs[i++].path = own;
+            else /* no memory: forgotten, found again (and logged again) by the next rescan */
+                objs[i] = objs[--nobjs];
+        }
+        if (!sc.full)
+            break;
+        room *= 2;
+        pool *= 2;
+    }
+    free(sc.pool);
     size_t k = 0;
     for (size_t i = 0; i < nobjs; i++) {
         if (objs[i].seen) {
