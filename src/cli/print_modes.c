@@ -199,6 +199,26 @@ static void col_head(gcol_t *c, const pstate_t *ps, const mcol_t *mc)
     c->sort = mc->flavor == ps->sort_flavor && mc->metric == ps->sort_metric;
 }
 
+/* The column headers of a comparison: each metric column, then each experiment (er_print's
+ * order), named by the experiment, the later ones as delta or ratio when compare says so; the
+ * sort mark on the first experiment's column (sorted) or on none. */
+static void compare_heads(grid_t *g, const pstate_t *ps, const mspec_t *ms, size_t nx, int sorted)
+{
+    g->name_pos = ms->name_pos * (int)nx;
+    for (int c = 0; c < ms->ncols; c++)
+        for (size_t x = 0; x < nx; x++) {
+            gcol_t *gc = &g->cols[c * (int)nx + (int)x];
+            col_head(gc, ps, &ms->cols[c]);
+            const char *path = ps->ses->exps[x]->path, *base = strrchr(path, '/');
+            snprintf(gc->hx, sizeof gc->hx, "%s", base && base[1] ? base + 1 : path);
+            if (x > 0 && ps->compare == PR_CMP_DELTA)
+                snprintf(gc->unit, sizeof gc->unit, "delta");
+            if (x > 0 && ps->compare == PR_CMP_RATIO)
+                snprintf(gc->unit, sizeof gc->unit, "ratio");
+            gc->sort = sorted && gc->sort && x == 0;
+        }
+}
+
 static void html_text(char *dst, size_t n, const char *s)
 {
     size_t o = 0;
@@ -769,20 +789,7 @@ int view_compare_list(pstate_t *ps, int kind)
         esc_fprintf(stderr, "tally: out of memory formatting a table\n");
         return 1;
     }
-    /* each metric column, then each experiment (er_print's order) */
-    g.name_pos = ms->name_pos * (int)nx;
-    for (int c = 0; c < ms->ncols; c++)
-        for (size_t x = 0; x < nx; x++) {
-            gcol_t *gc = &g.cols[c * (int)nx + (int)x];
-            col_head(gc, ps, &ms->cols[c]);
-            const char *path = ps->ses->exps[x]->path, *base = strrchr(path, '/');
-            snprintf(gc->hx, sizeof gc->hx, "%s", base && base[1] ? base + 1 : path);
-            if (x > 0 && ps->compare == PR_CMP_DELTA)
-                snprintf(gc->unit, sizeof gc->unit, "delta");
-            if (x > 0 && ps->compare == PR_CMP_RATIO)
-                snprintf(gc->unit, sizeof gc->unit, "ratio");
-            gc->sort = gc->sort && x == 0;
-        }
+    compare_heads(&g, ps, ms, nx, 1);
     for (size_t r = 0; r <= n; r++) {
         g.names[r] = r == 0 ? "<Total>" : t.rows[r - 1].name;
         for (int c = 0; c < ms->ncols; c++) {
@@ -1263,19 +1270,7 @@ static void cc_grid_out(pstate_t *ps, centry_t *e, uint64_t **total)
         grid_free(&g);
         return;
     }
-    g.name_pos = ms->name_pos * (int)nx;
-    for (int c = 0; c < ms->ncols; c++)
-        for (size_t x = 0; x < nx; x++) {
-            gcol_t *gc = &g.cols[c * (int)nx + (int)x];
-            col_head(gc, ps, &ms->cols[c]);
-            const char *path = ps->ses->exps[x]->path, *base = strrchr(path, '/');
-            snprintf(gc->hx, sizeof gc->hx, "%s", base && base[1] ? base + 1 : path);
-            if (x > 0 && ps->compare == PR_CMP_DELTA)
-                snprintf(gc->unit, sizeof gc->unit, "delta");
-            if (x > 0 && ps->compare == PR_CMP_RATIO)
-                snprintf(gc->unit, sizeof gc->unit, "ratio");
-            gc->sort = 0;
-        }
+    compare_heads(&g, ps, ms, nx, 0);
     for (size_t r = 0; r < n; r++) {
         const crow_t *row = r < e->callers.n ? &e->callers.rows[r]
                           : r == e->callers.n ? &e->self.rows[0]
