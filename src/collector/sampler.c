@@ -115,6 +115,7 @@ typedef struct track {
     uint64_t seen;      /* the tick it was last seen */
     uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
     uint32_t blocked_stack;          /* ... and the stack id written for it */
+    uint32_t blocked_seq;            /* threads_stack_seq then: the thread's last sample */
     int fd[3];                       /* its /proc files, kept open (TF_*), -1 until opened */
     int ran;                         /* it got a CPU since the previous look */
 } track_t;
@@ -353,6 +354,7 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, uint32_t kind, u
     }
     t->blocked_pc = pc;
     t->blocked_sp = sp;
+    t->blocked_seq = threads_stack_seq(t->tid, &t->hint);
     exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns,
                         threads_rstate_of(t->tid, &t->hint));
 }
@@ -418,8 +420,17 @@ static int look_thread(sampler_t *s, uint64_t now, uint64_t dt, track_t *t)
     uint64_t slices = parse_u64(&q);
     t->ran = slices != t->slices; /* it ran since the last look: its stack may have changed */
     t->slices = slices;
-    if (!fresh && delay > t->run_delay)
-        write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
+    if (!fresh && delay > t->run_delay) {
+        /* A thread seen blocked at the previous look, and not sampled since, waited for a CPU
+         * where it woke (a wake-up waits for a CPU before the thread runs anywhere else): its
+         * blocked stack, not the stack of the sample it took before it slept. */
+        if (t->blocked_pc && !s->quiet && threads_stack_seq(t->tid, &t->hint) == t->blocked_seq)
+            exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack,
+                                EXP_STATE_WAIT, delay - t->run_delay,
+                                threads_rstate_of(t->tid, &t->hint));
+        else
+            write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
+    }
     if (!fresh) {
         busy = (run > t->run_time ? run - t->run_time : 0) +
                (delay > t->run_delay ? delay - t->run_delay : 0);

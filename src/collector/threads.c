@@ -170,6 +170,12 @@ uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, u
     return 0;
 }
 
+uint32_t threads_stack_seq(pid_t tid, int *hint)
+{
+    coll_slot_t *sl = slot_find(tid, hint);
+    return sl ? __atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) | 1 : 0;
+}
+
 /* Bytes left below the handler's frame on the stack it runs on: the thread's own stack (bounds
  * known from its start), or an alternate signal stack (the program's small one, when the signal
  * lands while one of its handlers runs there). On a stack of neither kind (a coroutine's), the

@@ -102,6 +102,11 @@ void threads_publish_stack(coll_slot_t *sl, const uint64_t *pcs, uint32_t n, uin
 uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, uint32_t *flags)
     COLL_HIDDEN;
 
+/* A number that changes whenever thread tid publishes the stack of a new sample (0: no slot), so
+ * that the sampler knows whether the thread was sampled since it saw it blocked. *hint as for
+ * threads_last_stack. Any thread; never blocks. */
+uint32_t threads_stack_seq(pid_t tid, int *hint) COLL_HIDDEN;
+
 /* Sets the calling thread's runtime state (evformat.h: EXP_RSTATE_NONE, or 1 + the id of a
  * declared kind), which its clock samples and thread states carry; returns the previous one. A
  * per-thread word: any runtime (OpenMP, MPI) sets it on entering and leaving its states. Any

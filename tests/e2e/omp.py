@@ -19,7 +19,9 @@ the difference. Checked per thread:
 - the thread with the least work waits most: the imbalance is seen;
 - before the loop, every thread enters one contended `critical` section (critical_phase), and
   one contended omp_set_lock (lock_phase), holding it for half a unit: the thread's OpenMP Wait
-  is at least all its measured waits (loop, critical, lock) less 5% and 50 ms; with libgomp,
+  is at least all its measured waits (loop, critical, lock) less 15% and 50 ms, less what the
+  thread spent of its critical and lock waits waiting for a CPU (it got in, and became Work, at a
+  moment its own clock cannot place within that run delay); with libgomp,
   OpenMP Wait in each function is the thread's measured wait to get in, within 5% of the
   function's time plus 50 ms (libomp: see main()).
 """
@@ -37,13 +39,14 @@ def one(d, binary, name, env, per_function_locks):
     p = run([TALLY, "collect", "-d", d, "-o", name, binary, str(THREADS), str(UNIT_MS), str(REPS)],
             expect=0, timeout=280, env=env)
     exp = os.path.join(d, name + ".tally")
-    truth, contended = {}, {}
+    truth, contended, delays = {}, {}, {}
     for line in p.stdout.splitlines():
         f = line.split()
-        if len(f) == 12 and f[0] == "thread":
+        if len(f) == 14 and f[0] == "thread":
             truth[int(f[3])] = (int(f[1]), int(f[5]) * 1e-9, int(f[7]) * 1e-9)
             contended[int(f[3])] = {"critical_phase": int(f[9]) * 1e-9,
                                     "lock_phase": int(f[11]) * 1e-9}
+            delays[int(f[3])] = int(f[13]) * 1e-9
     if not check(len(truth) == THREADS, "%s: the workload printed %d threads: %r" %
                  (name, len(truth), p.stdout)):
         return
@@ -79,9 +82,10 @@ def one(d, binary, name, env, per_function_locks):
         # thread running, a known open loss of up to 17% for threads that sleep and run in turns
         # (docs/ARCHITECTURE.md, thread states); at 5% this failed once in a full loaded run,
         # 0.390 s against a bound of 0.391 s)
-        check(tot["i.ompwait"] >= measured_all * 0.85 - 0.05,
+        check(tot["i.ompwait"] >= (measured_all - delays[tid]) * 0.85 - 0.05,
               "%s: OpenMP Wait %.3f s, the thread measured %.3f s of waits (loop, critical, "
-              "lock)" % (what, tot["i.ompwait"], measured_all))
+              "lock; %.3f s of the last two waiting for a CPU)"
+              % (what, tot["i.ompwait"], measured_all, delays[tid]))
         for fn, measured in contended[tid].items() if per_function_locks else ():
             row = rows.get(fn)
             if not check(row is not None, "%s: %s has no row" % (what, fn)):
@@ -91,10 +95,10 @@ def one(d, binary, name, env, per_function_locks):
                   "5%% of the function's %.3f s + 50 ms)" % (what, fn, row["i.ompwait"],
                                                             measured, row["i.total"]))
             print("%s: %s wait %.3f (measured %.3f)" % (what, fn, row["i.ompwait"], measured))
-        print("%s: work+wait %.3f of %.3f s; in the loop: wait %.3f (measured %.3f), "
-              "work+wait %.3f (measured %.3f)" % (what, tot["i.ompwork"] + tot["i.ompwait"],
-                                                  tot["i.total"], got, expected_wait,
-                                                  lp["i.ompwork"] + got, loop))
+        print("%s: work+wait %.3f of %.3f s; wait %.3f (measured waits %.3f, %.3f s of it for a "
+              "CPU); in the loop: wait %.3f (measured %.3f), work+wait %.3f (measured %.3f)"
+              % (what, tot["i.ompwork"] + tot["i.ompwait"], tot["i.total"], tot["i.ompwait"],
+                 measured_all, delays[tid], got, expected_wait, lp["i.ompwork"] + got, loop))
     if len(waits) == THREADS:
         # thread 0 has one unit of work, the last THREADS units: it waits most
         check(waits[0][1] > 0.3 * truth_loop(truth) and waits[0][0] > waits[THREADS - 1][0],

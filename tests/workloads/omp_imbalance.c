@@ -15,10 +15,14 @@
  * Serial work before and after the region (the main thread) is outside imbalanced_loop.
  * Before the loop, two contended phases, each in a parallel region of its own: critical_phase (every thread
  * enters one `critical` section and burns half a unit in it) and lock_phase (the same with
- * omp_set_lock): each thread measures how long it waited to get in, printed on its line as
- *     ... crit_ns <c> lock_ns <k>
+ * omp_set_lock): each thread measures how long it waited to get in, and how much of that it
+ * spent waiting for a CPU (its schedstat run delay: time the thread could not tell apart, nor can
+ * anyone, between the wait and the work after it got in, when the CPU came after the lock did),
+ * printed on its line as
+ *     ... crit_ns <c> lock_ns <k> delay_ns <d>
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,11 +51,27 @@ static __attribute__((noinline)) void burn(unsigned long long cpu_ns)
             sink += (unsigned long)i * 7u;
 }
 
+/* The calling thread's run delay so far (ns runnable but not running: schedstat), 0 if unknown. */
+static unsigned long long run_delay(void)
+{
+    char buf[128];
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    unsigned long long run, delay;
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    return sscanf(buf, "%llu %llu", &run, &delay) == 2 ? delay : 0;
+}
+
 /* Per OS thread (a runtime may give a thread another number in the next region): */
 static struct {
     long tid;
     int num; /* its OpenMP thread number in the first region */
-    unsigned long long work, loop, crit, lock;
+    unsigned long long work, loop, crit, lock, delay;
 } th[MAXT];
 static __thread int my_slot = -1;
 static omp_lock_t lock;
@@ -91,10 +111,11 @@ static __attribute__((noinline)) void imbalanced_loop(int nthreads, unsigned lon
 static __attribute__((noinline)) void critical_phase(unsigned long long unit)
 {
     int me = slot();
-    unsigned long long t0 = ns(CLOCK_MONOTONIC);
+    unsigned long long d0 = run_delay(), t0 = ns(CLOCK_MONOTONIC);
 #pragma omp critical
     {
         th[me].crit += ns(CLOCK_MONOTONIC) - t0;
+        th[me].delay += run_delay() - d0;
         burn(unit / 2);
     }
 }
@@ -102,9 +123,10 @@ static __attribute__((noinline)) void critical_phase(unsigned long long unit)
 static __attribute__((noinline)) void lock_phase(unsigned long long unit)
 {
     int me = slot();
-    unsigned long long t0 = ns(CLOCK_MONOTONIC);
+    unsigned long long d0 = run_delay(), t0 = ns(CLOCK_MONOTONIC);
     omp_set_lock(&lock);
     th[me].lock += ns(CLOCK_MONOTONIC) - t0;
+    th[me].delay += run_delay() - d0;
     burn(unit / 2);
     omp_unset_lock(&lock);
 }
@@ -129,7 +151,7 @@ int main(int argc, char **argv)
     }
     burn(unit / 4);
     for (int k = 0; k < MAXT && th[k].tid; k++)
-        printf("thread %d tid %ld work_ns %llu loop_ns %llu crit_ns %llu lock_ns %llu\n",
-               th[k].num, th[k].tid, th[k].work, th[k].loop, th[k].crit, th[k].lock);
+        printf("thread %d tid %ld work_ns %llu loop_ns %llu crit_ns %llu lock_ns %llu delay_ns %llu\n",
+               th[k].num, th[k].tid, th[k].work, th[k].loop, th[k].crit, th[k].lock, th[k].delay);
     return 0;
 }
