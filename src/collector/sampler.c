@@ -106,6 +106,8 @@ static void control_handler(int sig, siginfo_t *si, void *uc)
 
 #define NTRACK 4096 /* threads tracked at once (open addressing by tid) */
 
+#define RS_NONE_FIRST UINT32_MAX /* put_state: no state to charge first */
+
 typedef struct track {
     int tid; /* 0 free */
     int hint;
@@ -118,6 +120,11 @@ typedef struct track {
     uint32_t blocked_seq;            /* threads_stack_seq then: the thread's last sample */
     int fd[3];                       /* its /proc files, kept open (TF_*), -1 until opened */
     int ran;                         /* it got a CPU since the previous look */
+    int rs_ok;                       /* rs_ns holds the times at the previous look */
+    uint32_t rs_last;                /* the runtime state it was in at the previous look */
+    uint64_t born;                   /* when it was first seen (0: not yet) */
+    uint64_t looked;                 /* when a look last took its baselines (0: never) */
+    uint64_t rs_ns[THREADS_RSTATES]; /* its time in each runtime state then (threads.h) */
 } track_t;
 
 enum { TF_STAT, TF_SCHED, TF_SYSCALL };
@@ -146,6 +153,11 @@ typedef struct sampler {
     uint64_t open_ns; /* CPU time of this look spent opening files */
     int known;        /* threads looked at before (not new) in this look */
     uint64_t prog_ns; /* CPU time of the program's threads during the period (their schedstat) */
+    /* the runtime states of the thread being looked at (look_rstates): the one it is in, since
+     * when, and its time in each during the period (rs_known: the times are known) */
+    uint32_t rs_cur, rs_was; /* (rs_was: at the previous look, RS_NONE_FIRST if not known) */
+    int rs_known;
+    uint64_t rs_since, rs_part[THREADS_RSTATES];
     exp_stream_t stream;
     uint64_t pcs[THREADS_LAST_MAX];
     uint64_t tick;
@@ -168,6 +180,8 @@ static track_t *track_get(sampler_t *s, int tid)
             t->hint = -1;
             t->run_delay = UINT64_MAX; /* first sight: no delta yet */
             t->blocked_pc = 0;
+            t->rs_ok = 0;
+            t->born = t->looked = 0;
             s->memos[t - s->tracks].n = 0;
             s->memos[t - s->tracks].pc = 0;
             s->ntracks++;
@@ -300,8 +314,79 @@ static uint64_t parse_u64(const char **p)
     return v;
 }
 
-/* A state event on the thread's stack at its last clock sample (it was running or runnable). */
-static void write_state(sampler_t *s, uint64_t now, track_t *t, uint32_t state, uint64_t ns)
+/* The runtime states (OpenMP's, MPI's: threads.h) of thread t during the period that ends now:
+ * the time it spent in each, from the times its slot keeps, into s->rs_*. */
+static void look_rstates(sampler_t *s, uint64_t now, track_t *t)
+{
+    uint64_t ns[THREADS_RSTATES];
+    s->rs_cur = threads_rstate_times(t->tid, &t->hint, now, ns, &s->rs_since);
+    s->rs_known = 0;
+    s->rs_was = t->rs_ok ? t->rs_last : RS_NONE_FIRST;
+    t->rs_last = s->rs_cur;
+    if (!s->rs_since) {
+        t->rs_ok = 0;
+        return;
+    }
+    if (t->rs_ok) {
+        for (int i = 0; i < THREADS_RSTATES; i++)
+            s->rs_part[i] = ns[i] > t->rs_ns[i] ? ns[i] - t->rs_ns[i] : 0;
+        s->rs_known = 1;
+    }
+    memcpy(t->rs_ns, ns, sizeof ns);
+    t->rs_ok = 1;
+}
+
+/* Writes ns of thread state `kind` on stack id, in the runtime states the thread was in during
+ * the period, not only the one it is in at the look: a thread that entered or left MPI or an
+ * OpenMP wait meanwhile has the time before the change in the state it left. A thread changes
+ * its state only while it runs, so a thread asleep now has slept in its current state at most
+ * since it entered it (asleep), and one that woke from a sleep waited for a CPU in the state it
+ * slept in (first: that state, at most its time in it; RS_NONE_FIRST: none); the rest is shared
+ * among the states in proportion to the thread's time in each. */
+static void put_state(sampler_t *s, uint64_t now, track_t *t, uint32_t id, uint32_t kind,
+                      uint64_t ns, int asleep, uint32_t first)
+{
+    uint32_t tid = (uint32_t)t->tid, cur = s->rs_cur;
+    if (!s->rs_known) {
+        exp_stream_state_rs(&s->stream, now, tid, id, kind, ns, cur);
+        return;
+    }
+    enum { R = THREADS_RSTATES };
+    uint32_t ci = cur < R ? cur : R - 1, fi = first < R ? first : R - 1;
+    uint64_t part[R], given[R] = { 0 }, left = ns, total = 0;
+    memcpy(part, s->rs_part, sizeof part);
+    if (asleep && now > s->rs_since) {
+        uint64_t episode = now - s->rs_since, g = left < episode ? left : episode;
+        given[ci] += g;
+        left -= g;
+        part[ci] = part[ci] > episode ? part[ci] - episode : 0;
+    }
+    if (first != RS_NONE_FIRST) {
+        uint64_t g = left < part[fi] ? left : part[fi];
+        given[fi] += g;
+        left -= g;
+        part[fi] -= g;
+    }
+    for (int i = 0; i < R; i++)
+        total += part[i];
+    uint64_t rest = left;
+    for (int i = 0; i < R && total && rest; i++) {
+        uint64_t g = (uint64_t)((double)rest * (double)part[i] / (double)total);
+        g = g < left ? g : left;
+        given[i] += g;
+        left -= g;
+    }
+    given[ci] += left; /* (rounding, or no time known in any state) */
+    for (uint32_t i = 0; i < R; i++)
+        if (given[i])
+            exp_stream_state_rs(&s->stream, now, tid, id, kind, given[i],
+                                i == ci ? cur : i == fi && first != RS_NONE_FIRST ? first : i);
+}
+
+/* A state event on the thread's stack at its last clock sample (it was running or runnable, or
+ * asleep where the sampler could not unwind it). */
+static void write_state(sampler_t *s, uint64_t now, track_t *t, uint32_t state, uint64_t ns,
+                        int asleep)
 {
     if (s->quiet)
         return;
@@ -309,8 +394,7 @@ static void write_state(sampler_t *s, uint64_t now, track_t *t, uint32_t state, 
     uint32_t n = threads_last_stack(t->tid, &t->hint, s->pcs, THREADS_LAST_MAX, &flags);
     uint32_t id;
     if (exp_stream_stack(&s->stream, s->pcs, n, n ? flags : EXP_STACK_UNWIND_FAIL, &id) == 0)
-        exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, id, state, ns,
-                            threads_rstate_of(t->tid, &t->hint));
+        put_state(s, now, t, id, state, ns, asleep, RS_NONE_FIRST);
 }
 
 /* A sleeping thread, blocked in system call nr at (sp, pc) (0: not known): charged ns of sleep of
@@ -322,7 +406,7 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, uint32_t kind, u
     if (s->quiet)
         return;
     if (!pc || !sp) {
-        write_state(s, now, t, kind, ns);
+        write_state(s, now, t, kind, ns, 1);
         return;
     }
     /* blocked inside an interposer: the caller it published (threads.h), if the thread was in the
@@ -355,8 +439,7 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, uint32_t kind, u
     t->blocked_pc = pc;
     t->blocked_sp = sp;
     t->blocked_seq = threads_stack_seq(t->tid, &t->hint);
-    exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack, kind, ns,
-                        threads_rstate_of(t->tid, &t->hint));
+    put_state(s, now, t, t->blocked_stack, kind, ns, 1, RS_NONE_FIRST);
 }
 
 /* Looks at a thread that was off a CPU for `off` ns of the period (schedstat: exact): what kind
@@ -414,22 +497,30 @@ static int look_thread(sampler_t *s, uint64_t now, uint64_t dt, track_t *t)
             t->seen = s->tick - 1;
         return 1;
     }
+    if (!t->born)
+        t->born = now;
+    /* A thread that has not started through the collector yet (no registry slot) has not run
+     * its first instructions: under load a new thread can wait long for a CPU. That time is
+     * charged once it has its slot, in the runtime state it starts in (its creator's), not in
+     * none; a thread that gets no slot (a raw clone, or no sampling source) after a second. */
+    if (!fresh && now - t->born < 1000000000u && !threads_has_slot(t->tid, &t->hint))
+        return 1;
     const char *q = buf;
     uint64_t run = parse_u64(&q);
     uint64_t delay = parse_u64(&q);
     uint64_t slices = parse_u64(&q);
     t->ran = slices != t->slices; /* it ran since the last look: its stack may have changed */
     t->slices = slices;
+    look_rstates(s, now, t);
     if (!fresh && delay > t->run_delay) {
         /* A thread seen blocked at the previous look, and not sampled since, waited for a CPU
          * where it woke (a wake-up waits for a CPU before the thread runs anywhere else): its
          * blocked stack, not the stack of the sample it took before it slept. */
         if (t->blocked_pc && !s->quiet && threads_stack_seq(t->tid, &t->hint) == t->blocked_seq)
-            exp_stream_state_rs(&s->stream, now, (uint32_t)t->tid, t->blocked_stack,
-                                EXP_STATE_WAIT, delay - t->run_delay,
-                                threads_rstate_of(t->tid, &t->hint));
+            put_state(s, now, t, t->blocked_stack, EXP_STATE_WAIT, delay - t->run_delay, 0,
+                      s->rs_was);
         else
-            write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay);
+            write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay, 0);
     }
     if (!fresh) {
         busy = (run > t->run_time ? run - t->run_time : 0) +
@@ -439,15 +530,19 @@ static int look_thread(sampler_t *s, uint64_t now, uint64_t dt, track_t *t)
     }
     t->run_delay = delay;
     t->run_time = run;
+    /* (its own period: the time since the look that last took its baselines, which is longer
+     * than the sampler's period when a look left it alone) */
+    uint64_t own = t->looked && t->looked < now ? now - t->looked : dt;
+    t->looked = now;
     if (fresh)
         return 1; /* the thread may have started at any time during the last period */
     /* A thread that ran (or waited to) the whole period did not sleep. The run time lags by up
      * to a scheduler tick: 5 ms slack. */
-    if (busy + 5000000 >= dt) {
+    if (busy + 5000000 >= own) {
         t->blocked_pc = 0;
         return 0;
     }
-    look_off(s, now, t, dt - busy); /* off a CPU for dt - busy exactly (schedstat) */
+    look_off(s, now, t, own - busy); /* off a CPU for own - busy exactly (schedstat) */
     return 1;
 }
 

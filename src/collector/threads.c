@@ -64,6 +64,10 @@ static coll_slot_t *slot_claim(pid_t tid)
             slots[i].last_n = 0;
             __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
             threads_blk_write(&slots[i], 0, 0, 0); /* a stale one of a thread that never left */
+            __atomic_add_fetch(&slots[i].rs_seq, 1, __ATOMIC_ACQ_REL);
+            slots[i].rs_since = coll_now(); /* in its creator's state since it started */
+            memset(slots[i].rs_ns, 0, sizeof slots[i].rs_ns);
+            __atomic_add_fetch(&slots[i].rs_seq, 1, __ATOMIC_ACQ_REL);
             return &slots[i];
         }
     }
@@ -118,8 +122,21 @@ uint32_t threads_set_rstate(uint32_t rstate)
     __atomic_store_n(&t->rstate, rstate, __ATOMIC_RELAXED);
     __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the slot may be taken by a signal handler */
     coll_slot_t *sl = t->slot;
-    if (sl)
+    if (sl && rstate != old) {
+        /* the time in the state it leaves (a handler that interrupts this and changes the state
+         * again leaves the sequence odd until this one ends: the sampler skips the times then) */
+        uint64_t now = coll_now();
+        __atomic_add_fetch(&sl->rs_seq, 1, __ATOMIC_ACQ_REL);
+        uint64_t since = __atomic_load_n(&sl->rs_since, __ATOMIC_RELAXED);
+        uint32_t i = old < THREADS_RSTATES ? old : THREADS_RSTATES - 1;
+        if (now > since)
+            __atomic_store_n(&sl->rs_ns[i], sl->rs_ns[i] + (now - since), __ATOMIC_RELAXED);
+        __atomic_store_n(&sl->rs_since, now, __ATOMIC_RELAXED);
         __atomic_store_n(&sl->rstate, rstate, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&sl->rs_seq, 1, __ATOMIC_ACQ_REL);
+    } else if (sl) {
+        __atomic_store_n(&sl->rstate, rstate, __ATOMIC_RELAXED);
+    }
     return old;
 }
 
@@ -128,6 +145,31 @@ uint32_t threads_rstate_of(pid_t tid, int *hint)
     coll_slot_t *sl = slot_find(tid, hint); /* (a thread seen only asleep calls no
                                                 threads_last_stack: this counts down too) */
     return sl ? __atomic_load_n(&sl->rstate, __ATOMIC_RELAXED) : EXP_RSTATE_NONE;
+}
+
+uint32_t threads_rstate_times(pid_t tid, int *hint, uint64_t now, uint64_t *ns, uint64_t *since)
+{
+    coll_slot_t *sl = slot_find(tid, hint);
+    *since = 0;
+    if (!sl)
+        return EXP_RSTATE_NONE;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        uint32_t s0 = __atomic_load_n(&sl->rs_seq, __ATOMIC_ACQUIRE);
+        if (s0 & 1)
+            continue;
+        uint32_t cur = __atomic_load_n(&sl->rstate, __ATOMIC_RELAXED);
+        uint64_t t = __atomic_load_n(&sl->rs_since, __ATOMIC_RELAXED);
+        for (int i = 0; i < THREADS_RSTATES; i++)
+            ns[i] = __atomic_load_n(&sl->rs_ns[i], __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE); /* the copies before the second look at seq */
+        if (__atomic_load_n(&sl->rs_seq, __ATOMIC_ACQUIRE) != s0)
+            continue;
+        if (now > t)
+            ns[cur < THREADS_RSTATES ? cur : THREADS_RSTATES - 1] += now - t;
+        *since = t;
+        return cur;
+    }
+    return __atomic_load_n(&sl->rstate, __ATOMIC_RELAXED);
 }
 
 int threads_blocked_caller(pid_t tid, int *hint, fu_regs_t *r, uint32_t *seq)
@@ -167,6 +209,16 @@ uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, u
         if (__atomic_load_n(&sl->seq, __ATOMIC_ACQUIRE) == s0)
             return n;
     }
+    return 0;
+}
+
+int threads_has_slot(pid_t tid, int *hint)
+{
+    if (*hint < -1)
+        *hint = -1; /* search now, whatever an earlier search said */
+    if (slot_find(tid, hint))
+        return 1;
+    *hint = -1;
     return 0;
 }
 

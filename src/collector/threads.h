@@ -34,6 +34,9 @@
 
 /* Frames of a thread's last sample kept for the sampler thread (deeper stacks are cut). */
 #define THREADS_LAST_MAX 128
+/* Runtime states whose time a thread's slot keeps apart (threads_rstate_times): the values
+ * EXP_RSTATE_NONE up to THREADS_RSTATES - 2, and all higher ones together in the last. */
+#define THREADS_RSTATES 8
 
 enum { TH_NONE = 0, TH_ON = 1, TH_ENDED = 2 };
 
@@ -44,6 +47,11 @@ typedef struct coll_slot {
     uint64_t samples;  /* samples written for the thread (its sampling source) */
     uint64_t last_cpu; /* thread CPU time its samples account for so far (its sampling source) */
     uint32_t rstate;   /* the thread's runtime state (threads_set_rstate), for the sampler */
+    /* the time the thread spent in each runtime state (threads_rstate_times): per state up to
+     * its latest change, and when that was (coll_now) (seqlock: odd = writing) */
+    uint32_t rs_seq;
+    uint64_t rs_since;
+    uint64_t rs_ns[THREADS_RSTATES];
     /* the stack of the thread's last sample, for the sampler thread (seqlock: odd = writing) */
     uint32_t seq, last_n, last_flags;
     uint64_t last_pcs[THREADS_LAST_MAX];
@@ -107,6 +115,10 @@ uint32_t threads_last_stack(pid_t tid, int *hint, uint64_t *pcs, uint32_t max, u
  * threads_last_stack. Any thread; never blocks. */
 uint32_t threads_stack_seq(pid_t tid, int *hint) COLL_HIDDEN;
 
+/* Whether thread tid has a registry slot yet (it started through the collector). *hint as for
+ * threads_last_stack, except that a search in vain is not remembered. Any thread; never blocks. */
+int threads_has_slot(pid_t tid, int *hint) COLL_HIDDEN;
+
 /* Sets the calling thread's runtime state (evformat.h: EXP_RSTATE_NONE, or 1 + the id of a
  * declared kind), which its clock samples and thread states carry; returns the previous one. A
  * per-thread word: any runtime (OpenMP, MPI) sets it on entering and leaving its states. Any
@@ -115,6 +127,12 @@ uint32_t threads_set_rstate(uint32_t rstate) COLL_HIDDEN;
 /* The runtime state of thread tid as the sampler sees it (EXP_RSTATE_NONE when it has no registry
  * slot). *hint as for threads_last_stack. Any thread; never blocks. */
 uint32_t threads_rstate_of(pid_t tid, int *hint) COLL_HIDDEN;
+/* The same with the time thread tid has spent in each runtime state until `now` (coll_now):
+ * ns[THREADS_RSTATES] (index: the state's value, the last for all higher ones), and *since, when
+ * it entered the state it is in (0: a change being written now, or not known; ns is then not
+ * filled). Any thread; never blocks. */
+uint32_t threads_rstate_times(pid_t tid, int *hint, uint64_t now, uint64_t *ns, uint64_t *since)
+    COLL_HIDDEN;
 
 /* ---- a thread blocked inside an interposer ----------------------------------------------------
  *
