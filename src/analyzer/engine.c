@@ -1111,15 +1111,28 @@ typedef struct pthread_sum {
     uint64_t events;
 } pthread_sum_t;
 
+/* A clock event without a runtime state (most events of a profile) adds its weight to one of the
+ * state metrics, to Total Thread Time and, for user and system time, to Total CPU Time: a worker
+ * sums such events by state only (PCLK weights a stack, one cache line, where the full vector
+ * spans several), and par_merge turns the sums into the metrics. Every other event adds its
+ * values to the full vectors. The sums are the same: every one saturates at UINT64_MAX, and a
+ * sum of saturated partial sums is the saturated sum. */
+#define PCLK 8 /* EXP_STATE_COUNT, rounded up to a cache line of weights */
+_Static_assert(EXP_STATE_COUNT <= PCLK, "a clock row holds every state");
+
 typedef struct pwork {
-    uint64_t *vec; /* [provisional stack * nmetrics] */
+    uint64_t *clk; /* [provisional stack * PCLK]: plain clock weights by state */
+    size_t clk_cap;
+    uint64_t *vec; /* [provisional stack * nmetrics]: the other events' values (NULL: none yet) */
     size_t cap;
     u64map_t thr; /* proc << 32 | tid -> index in th */
     pthread_sum_t *th;
     uint64_t *thval; /* [index * nmetrics] */
+    uint64_t *thclk; /* [index * PCLK] */
     size_t nth, thcap;
-    uint64_t last_key;
+    uint64_t last_key; /* the thread of the last event with a metric: its key, its index, */
     uint32_t last;
+    uint64_t *last_clk, *last_events; /* its clock row and its events (on_event_par) */
     uint32_t cur_proc, cur_stream; /* the stream being read and its events so far */
     uint64_t ord;
     int saturated, err;
@@ -1156,20 +1169,40 @@ static int par_thread(pwork_t *w, size_t nm, const exp_event_t *ev, uint64_t key
         uint64_t *nv = realloc(w->thval, ncap * nm * sizeof *nv);
         if (nv)
             w->thval = nv;
-        if (!nt || !nv)
+        uint64_t *nc = realloc(w->thclk, ncap * PCLK * sizeof *nc);
+        if (nc)
+            w->thclk = nc;
+        if (!nt || !nv || !nc)
             return TALLY_ENOMEM;
         w->thcap = ncap;
     }
     w->th[w->nth] = (pthread_sum_t){ ev->proc, ev->tid, ev->stream, ev->t, w->ord, 0 };
     memset(w->thval + w->nth * nm, 0, nm * sizeof *w->thval);
+    memset(w->thclk + w->nth * PCLK, 0, PCLK * sizeof *w->thclk);
     *slot = *index = (uint32_t)w->nth++;
     return 0;
 }
 
-static int on_event_par(void *ctx, unsigned worker, const exp_event_t *ev)
+/* Room in a worker's rows of width wd for provisional stack id: 0 or TALLY_ENOMEM. */
+static int par_rows(uint64_t **rows, size_t *cap, uint32_t id, size_t wd)
 {
-    par_ctx_t *pc = ctx;
-    pwork_t *w = &pc->w[worker];
+    size_t ncap = *cap ? *cap : 1024;
+    while (ncap <= id)
+        ncap *= 2;
+    uint64_t *v = realloc(*rows, ncap * wd * sizeof *v);
+    if (!v)
+        return TALLY_ENOMEM;
+    memset(v + *cap * wd, 0, (ncap - *cap) * wd * sizeof *v);
+    *rows = v;
+    *cap = ncap;
+    return 0;
+}
+
+/* on_event_par for any event: the first of a stream or a thread, an event of another kind than
+ * a plain clock event, a stack beyond the rows. */
+static __attribute__((noinline)) int on_event_par_any(par_ctx_t *pc, pwork_t *w,
+                                                     const exp_event_t *ev)
+{
     size_t nm = (size_t)pc->g->nmetrics;
     if (ev->proc != w->cur_proc || ev->stream != w->cur_stream) { /* a worker reads whole streams */
         w->cur_proc = ev->proc;
@@ -1179,8 +1212,9 @@ static int on_event_par(void *ctx, unsigned worker, const exp_event_t *ev)
     w->ord++;
     if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE)
         return EXP_SCAN_NEED_ORDER; /* leaks: frees matched to allocations in time order */
+    int plain = ev->type == EXP_REC_CLOCK && ev->rstate == EXP_RSTATE_NONE;
     evvals_t e;
-    if (!event_values(ev, pc->kmap, &e))
+    if (!plain && !event_values(ev, pc->kmap, &e))
         return 0;
     uint64_t key = (uint64_t)ev->proc << 32 | ev->tid;
     uint32_t index;
@@ -1193,26 +1227,76 @@ static int on_event_par(void *ctx, unsigned worker, const exp_event_t *ev)
         w->last = index;
     }
     w->th[index].events++;
-    uint64_t *tv = w->thval + (size_t)index * nm;
-    if (ev->stack >= w->cap) {
-        size_t ncap = w->cap ? w->cap : 1024;
-        while (ncap <= ev->stack)
-            ncap *= 2;
-        uint64_t *v = realloc(w->vec, ncap * nm * sizeof *v);
-        if (!v) {
-            w->err = TALLY_ENOMEM;
+    w->last_clk = w->thclk + (size_t)index * PCLK; /* (par_thread may have moved them) */
+    w->last_events = &w->th[index].events;
+    if (plain) {
+        uint32_t s = ev->state < EXP_STATE_COUNT ? ev->state : EXP_STATE_SLEEP; /* as
+                                                                   contribute_clock counts it */
+        if (ev->stack >= w->clk_cap && (w->err = par_rows(&w->clk, &w->clk_cap, ev->stack, PCLK)))
             return 1;
-        }
-        memset(v + w->cap * nm, 0, (ncap - w->cap) * nm * sizeof *v);
-        w->vec = v;
-        w->cap = ncap;
+        w->saturated |= sat_add_to(&w->thclk[(size_t)index * PCLK + s], ev->weight);
+        w->saturated |= sat_add_to(&w->clk[(size_t)ev->stack * PCLK + s], ev->weight);
+        return 0;
     }
+    uint64_t *tv = w->thval + (size_t)index * nm;
+    if (ev->stack >= w->cap && (w->err = par_rows(&w->vec, &w->cap, ev->stack, nm)))
+        return 1;
     uint64_t *sv = w->vec + (size_t)ev->stack * nm;
     for (int k = 0; k < e.n; k++) {
         w->saturated |= sat_add_to(&tv[e.m[k]], e.v[k]);
         w->saturated |= sat_add_to(&sv[e.m[k]], e.v[k]);
     }
     return 0;
+}
+
+/* The parallel scan's callback. Most events are plain clock events of the thread and stream of
+ * the event before, with a stack the rows already have: they take this path (the first lines of
+ * on_event_par_any, which does the same for them). */
+static int on_event_par(void *ctx, unsigned worker, const exp_event_t *ev)
+{
+    par_ctx_t *pc = ctx;
+    pwork_t *w = &pc->w[worker];
+    if (__builtin_expect(ev->type == EXP_REC_CLOCK && ev->rstate == EXP_RSTATE_NONE &&
+                             ev->stream == w->cur_stream && ev->proc == w->cur_proc &&
+                             ((uint64_t)ev->proc << 32 | ev->tid) == w->last_key &&
+                             ev->stack < w->clk_cap, 1)) {
+        w->ord++;
+        (*w->last_events)++;
+        uint32_t s = ev->state < EXP_STATE_COUNT ? ev->state : EXP_STATE_SLEEP;
+        w->saturated |= sat_add_to(&w->last_clk[s], ev->weight);
+        w->saturated |= sat_add_to(&w->clk[(size_t)ev->stack * PCLK + s], ev->weight);
+        return 0;
+    }
+    return on_event_par_any(pc, w, ev);
+}
+
+/* Adds the plain clock weights by state clk[PCLK] to the metrics of vector v (and of the totals
+ * when tot is not NULL), as contribute_clock adds each event's. */
+static int par_clock_add(uint64_t *v, uint64_t *tot, const uint64_t *clk)
+{
+    static const int state_metric[EXP_STATE_COUNT] = {
+        [EXP_STATE_USER] = ENG_M_USER, [EXP_STATE_SYSTEM] = ENG_M_SYSTEM,
+        [EXP_STATE_WAIT] = ENG_M_WAIT, [EXP_STATE_LOCK] = ENG_M_LOCK,
+        [EXP_STATE_IO] = ENG_M_IO,     [EXP_STATE_SLEEP] = ENG_M_SLEEP,
+    };
+    int sat = 0;
+    for (int s = 0; s < EXP_STATE_COUNT; s++) {
+        uint64_t x = clk[s];
+        if (!x)
+            continue;
+        int m = state_metric[s], cpu = m == ENG_M_USER || m == ENG_M_SYSTEM;
+        sat |= sat_add_to(&v[m], x);
+        sat |= sat_add_to(&v[ENG_M_TOTAL], x);
+        if (cpu)
+            sat |= sat_add_to(&v[ENG_M_TOTALCPU], x);
+        if (tot) {
+            sat |= sat_add_to(&tot[m], x);
+            sat |= sat_add_to(&tot[ENG_M_TOTAL], x);
+            if (cpu)
+                sat |= sat_add_to(&tot[ENG_M_TOTALCPU], x);
+        }
+    }
+    return sat;
 }
 
 typedef struct pfirst {
@@ -1271,6 +1355,15 @@ static int par_merge(eng_t *g, uint32_t exp, pwork_t *ws, unsigned nw, uint32_t 
             for (size_t m = 0; m < nm; m++)
                 if (v[m])
                     g->saturated |= sat_add_to(&t->value[m], v[m]);
+            g->saturated |= par_clock_add(t->value, NULL, pw->thclk + i * PCLK);
+        }
+        for (size_t s = 0; s < pw->clk_cap; s++) {
+            const uint64_t *c = pw->clk + s * PCLK;
+            int any = 0;
+            for (int k = 0; k < EXP_STATE_COUNT; k++)
+                any |= c[k] != 0;
+            if (any) /* (rows past the worker's stacks are zero: its remap ends with them) */
+                g->saturated |= par_clock_add(in->vec + (size_t)remap[w][s] * nm, g->total, c);
         }
         for (size_t s = 0; s < pw->cap; s++) {
             const uint64_t *v = pw->vec + s * nm;
@@ -1314,9 +1407,11 @@ static int aggregate_parallel(eng_t *g, uint32_t x, exp_scan_stats_t *st, tally_
         rc = tally_errf(err, rc, "out of memory aggregating '%s'", in->e->path);
     for (unsigned w = 0; w < nw; w++) {
         free(ws[w].vec);
+        free(ws[w].clk);
         u64map_free(&ws[w].thr);
         free(ws[w].th);
         free(ws[w].thval);
+        free(ws[w].thclk);
         free(remap[w]);
     }
     free(ws);
