@@ -418,6 +418,291 @@ static void test_tracing_records(void **state)
     exp_close(e);
 }
 
+/* Every field of every event, against what was written. The reader decodes the most frequent
+ * CLOCK records by a path of their own, so they are mixed here with every other kind of record
+ * (whose fields must not stay in the clock events after them, nor the clock's in theirs), with
+ * values of every LEB128 length (that path reads fields of up to 4 bytes), states and runtime
+ * states out of range, in 4 KiB chunks (whose last records take the general path), on two
+ * streams, read by exp_scan and by exp_scan_parallel. */
+enum { NWANT = 30000 };
+struct want_ev {
+    uint32_t type, tid, k, state, rstate, cpu, call, err, nvalues, namelen, got_stack;
+    uint64_t t, weight, size, count, addr, values[3];
+    int64_t fd;
+    const char *name;
+};
+struct want_list {
+    struct want_ev *w[2];
+    size_t n[2], next[2];
+    int bad; /* the first event that differs, + 1 */
+    uint64_t seen;
+};
+
+static uint64_t fld_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t fld_rand(void)
+{
+    fld_rng ^= fld_rng << 13;
+    fld_rng ^= fld_rng >> 7;
+    fld_rng ^= fld_rng << 17;
+    return fld_rng;
+}
+
+/* A value of a random length: 0 to maxbits bits. */
+static uint64_t fld_value(unsigned maxbits)
+{
+    unsigned bits = (unsigned)(fld_rand() % (maxbits + 1));
+    uint64_t v = fld_rand();
+    return bits == 64 ? v : v & ((1ull << bits) - 1);
+}
+
+static int want_match(struct want_list *wl, const exp_event_t *ev)
+{
+    int s = ev->stream == 0 ? 0 : 1; /* (streams are numbered from 0, in creation order) */
+    if (wl->next[s] >= wl->n[s])
+        return 0;
+    struct want_ev *w = &wl->w[s][wl->next[s]++];
+    int ok = ev->type == w->type && ev->tid == w->tid && ev->t == w->t && ev->proc == 0 &&
+             ev->state == w->state && ev->rstate == w->rstate && ev->cpu == w->cpu &&
+             ev->weight == w->weight && ev->count == w->count && ev->call == w->call &&
+             ev->err == w->err && ev->size == w->size && ev->fd == w->fd &&
+             ev->nvalues == w->nvalues && ev->namelen == w->namelen && ev->addr == w->addr &&
+             ev->reason == 0 && ev->mref == NULL && ev->dflags == 0 && ev->pc == 0 &&
+             ev->regs == NULL && (ev->values != NULL) == (w->nvalues != 0) &&
+             (ev->name != NULL) == (w->name != NULL);
+    w->got_stack = ev->stack; /* (checked after the scan: the parallel scan's ids are
+                                 provisional until it ends) */
+    for (uint32_t i = 0; ok && i < w->nvalues; i++)
+        ok = ev->values[i] == w->values[i];
+    if (ok && w->name)
+        ok = !memcmp(ev->name, w->name, w->namelen);
+    return ok;
+}
+
+static int want_cb(void *ctx, const exp_event_t *ev)
+{
+    struct want_list *wl = ctx;
+    wl->seen++;
+    if (!want_match(wl, ev) && !wl->bad)
+        wl->bad = (int)wl->seen;
+    return 0;
+}
+
+static int want_pcb(void *ctx, unsigned worker, const exp_event_t *ev)
+{
+    (void)worker;
+    return want_cb(ctx, ev);
+}
+
+static void test_event_fields_exact(void **state)
+{
+    write_log(dir, 1);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t s[2];
+    uint64_t t[2] = { 2000, 2000 };
+    uint32_t cpu[2] = { UINT32_MAX, UINT32_MAX };
+    struct want_list wl = { 0 };
+    wl.w[0] = calloc(NWANT, sizeof(struct want_ev));
+    wl.w[1] = calloc(NWANT, sizeof(struct want_ev));
+    assert_non_null(wl.w[0]);
+    assert_non_null(wl.w[1]);
+    exp_stream_init(&s[0], &f, 100);
+    exp_stream_init(&s[1], &f, 101);
+    static const char *names[] = { "/tmp/a", "/var/log/some-much-longer-name.log" };
+    for (int e = 0; e < NWANT; e++) {
+        int i = (int)(fld_rand() % 2);
+        uint32_t k = (uint32_t)(fld_rand() % 40), id;
+        uint64_t pcs[5];
+        for (uint32_t j = 0; j < 1 + k % 5; j++)
+            pcs[j] = 0x401000 + 16 * (uint64_t)k + 0x1000 * j;
+        assert_int_equal(exp_stream_stack(&s[i], pcs, 1 + k % 5, 0, &id), 0);
+        t[i] += fld_value(40);
+        struct want_ev w = { .type = EXP_REC_CLOCK, .tid = 100 + (uint32_t)i, .k = k, .t = t[i],
+                             .cpu = cpu[i], .fd = -1, .count = 1 };
+        uint64_t b = fld_value(64), r = fld_rand() % 4 ? 0 : fld_value(20);
+        uint64_t st = fld_rand() % 8 ? fld_rand() % EXP_STATE_COUNT : fld_value(32);
+        w.state = st < EXP_STATE_COUNT ? (uint32_t)st : UINT32_MAX;
+        w.weight = b;
+        w.rstate = r <= EXP_KIND_MAXID + 1u ? (uint32_t)r : EXP_RSTATE_NONE;
+        switch (fld_rand() % 12) {
+        case 0: /* another thread's state: a CLOCK event of that thread, on no known CPU */
+            w.tid = 7000 + (uint32_t)(fld_rand() % 3);
+            w.cpu = UINT32_MAX;
+            assert_int_equal(exp_stream_state_rs(&s[i], t[i], w.tid, id, (uint32_t)st, b,
+                                                 (uint32_t)r), 0);
+            break;
+        case 1: /* no event: the CPU of those after it */
+            cpu[i] = (uint32_t)fld_value(32); /* (UINT32_MAX: unknown, as it reads) */
+            assert_int_equal(exp_stream_cpu(&s[i], t[i], cpu[i]), 0);
+            continue;
+        case 2: {
+            w.type = EXP_REC_IO;
+            w.state = w.rstate = 0;
+            w.count = 0;
+            w.call = EXP_IO_READ;
+            w.size = fld_value(40);
+            w.fd = 3;
+            if (fld_rand() % 2) {
+                w.name = names[fld_rand() % 2];
+                w.namelen = (uint32_t)strlen(w.name);
+            }
+            assert_int_equal(exp_stream_io(&s[i], t[i], id, w.call, b, w.size, 3, 0, w.name,
+                                           w.namelen), 0);
+            break;
+        }
+        case 3:
+            w.type = EXP_REC_SYNC;
+            w.state = w.rstate = 0;
+            w.count = 0;
+            w.call = EXP_SYNC_COND_WAIT;
+            w.addr = fld_value(48);
+            assert_int_equal(exp_stream_sync(&s[i], t[i], id, b, w.addr, w.call), 0);
+            break;
+        case 4:
+            w.type = EXP_REC_TRACE;
+            w.state = w.rstate = 0;
+            w.weight = 0;
+            w.call = 9;
+            w.nvalues = 1 + (uint32_t)(fld_rand() % 3);
+            for (uint32_t v = 0; v < w.nvalues; v++)
+                w.values[v] = fld_value(64);
+            assert_int_equal(exp_stream_trace(&s[i], t[i], 9, id, w.values, w.nvalues), 0);
+            break;
+        default:
+            assert_int_equal(exp_stream_clock_rs(&s[i], t[i], id, (uint32_t)st, b, (uint32_t)r),
+                             0);
+        }
+        wl.w[i][wl.n[i]++] = w;
+    }
+    exp_stream_finish(&s[0], t[0] + 1);
+    exp_stream_finish(&s[1], t[1] + 1);
+    exp_evfile_close(&f);
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_scan_stats_t st;
+    for (int parallel = 0; parallel < 2; parallel++) {
+        exp_stacks_t *stacks = exp_stacks_new();
+        uint32_t *remap[1] = { NULL };
+        wl.next[0] = wl.next[1] = 0;
+        wl.bad = 0;
+        wl.seen = 0;
+        if (parallel)
+            assert_int_equal(exp_scan_parallel(e, stacks, 1, want_pcb, &wl, remap, &st, &err), 0);
+        else
+            assert_int_equal(exp_scan(e, stacks, want_cb, &wl, &st, &err), 0);
+        assert_int_equal(wl.bad, 0);
+        assert_int_equal(wl.next[0], wl.n[0]);
+        assert_int_equal(wl.next[1], wl.n[1]);
+        for (int i = 0; i < 2; i++)
+            for (size_t x = 0; x < wl.n[i]; x++) {
+                const struct want_ev *w = &wl.w[i][x];
+                uint32_t id = parallel ? remap[0][w->got_stack] : w->got_stack, n, flags, proc;
+                const uint64_t *pcs = exp_stacks_get(stacks, id, &n, &flags, &proc);
+                assert_int_equal(n, 1 + w->k % 5);
+                assert_int_equal(pcs[0], 0x401000 + 16 * (uint64_t)w->k);
+            }
+        assert_int_equal(st.events, wl.n[0] + wl.n[1]);
+        assert_true(st.chunks > 50);
+        assert_int_equal(st.bad_chunks + st.bad_records + st.seq_gaps + st.unknown_records, 0);
+        free(remap[0]);
+        exp_stacks_free(stacks);
+    }
+    exp_close(e);
+    free(wl.w[0]);
+    free(wl.w[1]);
+}
+
+/* CLOCK records in encodings the writer does not make but a reader accepts (padded LEB128, a
+ * runtime state of 0 given, bytes after the fields, a two-byte length, fields of 5 bytes) and
+ * damaged ones (a field beyond the record, an undefined stack id): the same events and
+ * statistics whichever path of the reader decodes them. */
+struct odd_check {
+    int n, ok;
+    exp_stacks_t *stacks;
+};
+
+static int odd_cb(void *ctx, const exp_event_t *ev)
+{
+    static const struct {
+        uint64_t t, weight;
+        uint32_t state, rstate, nframes;
+    } want[] = {
+        { 5005, 1ull << 28, 1, 0, 1 },   /* padded, a 5-byte weight */
+        { 5006, 7, 0, 0, 1 },            /* rstate 0 given, a byte after it */
+        { 5007, 3, 2, 65536, 1 },        /* the largest runtime state */
+        { 5008, 3, 5, 0, 1 },            /* beyond it: none */
+        { 5020, 4, UINT32_MAX, 0, 1 },   /* after a malformed one (its time counts) */
+        { 5021, 9, 0, 0, 0 },            /* an undefined stack: the empty stack */
+        { 5022, 1, 0, 1, 1 },            /* a two-byte length */
+        { 5022 + (1ull << 35), 1, 1, 0, 1 }, /* a 6-byte time */
+    };
+    struct odd_check *c = ctx;
+    uint32_t n, flags, proc;
+    exp_stacks_get(c->stacks, ev->stack, &n, &flags, &proc);
+    if (c->n >= (int)(sizeof want / sizeof *want) || ev->type != EXP_REC_CLOCK ||
+        ev->t != want[c->n].t || ev->weight != want[c->n].weight ||
+        ev->state != want[c->n].state || ev->rstate != want[c->n].rstate ||
+        n != want[c->n].nframes || ev->tid != 77 || ev->count != 1 || ev->fd != -1)
+        c->ok = 0;
+    c->n++;
+    return 0;
+}
+
+static void test_clock_encodings(void **state)
+{
+    write_log(dir, 1);
+    static const uint8_t recs[] = {
+        1, 4, 0, 0, 1, 0x40,                               /* STACK 0: one frame, 0x40 */
+        2, 12, 0x85, 0x00, 0x80, 0x80, 0x00, 0x81, 0x00,   /* CLOCK: dt 5, stack 0, state 1 */
+        0x80, 0x80, 0x80, 0x80, 0x01,                      /*   weight 2^28 in 5 bytes */
+        2, 6, 1, 0, 0, 7, 0, 0x55,                         /* rstate 0, then a byte more */
+        2, 7, 1, 0, 2, 3, 0x80, 0x80, 0x04,                /* rstate 65536 */
+        2, 7, 1, 0, 5, 3, 0x81, 0x80, 0x04,                /* rstate 65537: none */
+        2, 3, 5, 0, 0,                                     /* malformed: no weight (dt 5) */
+        2, 5, 7, 0, 0x87, 0x01, 4,                         /* state 135: unknown */
+        2, 4, 1, 9, 0, 9,                                  /* stack 9: never defined */
+        2, 0x88, 0x00, 1, 0, 0, 1, 1, 0, 0, 0,             /* length 8 in two bytes */
+        2, 9, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01, 0, 1, 1, /* dt 2^35 in 6 bytes */
+    };
+    uint8_t file[4096 + 4096] = { 0 };
+    memcpy(file, EXP_EV_MAGIC, 8);
+    uint32_t h[3] = { EXP_FORMAT_VERSION, EXP_EV_HEADER_SIZE, 4096 };
+    memcpy(file + 8, h, sizeof h);
+    uint8_t *ch = file + 4096;
+    uint32_t magic = EXP_CHUNK_MAGIC, tid = 77, seq = 0, used = sizeof recs;
+    uint64_t t0 = 5000;
+    memcpy(ch, &magic, 4);
+    memcpy(ch + 4, &tid, 4);
+    memcpy(ch + 8, &seq, 4);
+    memcpy(ch + 12, &used, 4);
+    memcpy(ch + 16, &t0, 8);
+    memcpy(ch + 32, recs, sizeof recs);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, file, sizeof file), (ssize_t)sizeof file);
+    close(fd);
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    struct odd_check c = { 0, 1, exp_stacks_new() };
+    exp_scan_stats_t st;
+    assert_int_equal(exp_scan(e, c.stacks, odd_cb, &c, &st, &err), 0);
+    assert_true(c.ok);
+    assert_int_equal(c.n, 8);
+    assert_int_equal(st.records, 10);
+    assert_int_equal(st.events, 8);
+    assert_int_equal(st.bad_records, 2); /* the malformed record, the undefined stack */
+    exp_stacks_free(c.stacks);
+    exp_close(e);
+}
+
 /* MEMREF records round-trip in each of their forms, keep their sample's time (dt 0), and a
  * record with flags this reader does not know is damage, not an event. */
 struct mref_check {
@@ -778,6 +1063,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_busy_and_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tracing_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_fields_exact, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_clock_encodings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memref_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_records, setup, teardown),
         cmocka_unit_test(test_pct),

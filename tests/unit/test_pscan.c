@@ -1,8 +1,9 @@
 /* test_pscan.c - the parallel aggregation (exp_scan_parallel, eng_set_scan_threads) gives what the
  * serial scan gives: the same stack ids, threads in the same order, the same sums and statistics,
  * on an experiment with a descendant, streams of many chunks, events at equal times in different
- * streams, threads known only from their events; and it steps aside (the serial scan runs) for
- * heap events, damage and time going back in a stream. */
+ * streams, threads known only from their events, threads of two processes with the same ids,
+ * clock events in every state, inside runtimes and not, sums that saturate; and it steps aside
+ * (the serial scan runs) for heap events, damage and time going back in a stream. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -56,6 +57,22 @@ static void write_process(const char *d, uint32_t pid, const char *child, int ho
         exp_line_u64(&l, "tid", pid + 3 - th);
         line(fd, &l);
     }
+    /* runtime states: kind 0 has two metrics (blocked time goes to the second), kind 1 one */
+    const char *metrics[] = { "rtwork", "rtwait" };
+    for (int i = 0; i < 2; i++) {
+        exp_line_begin(&l, buf, sizeof buf, "metric");
+        exp_line_str(&l, "name", metrics[i]);
+        exp_line_u64(&l, "time", 1);
+        line(fd, &l);
+    }
+    const char *kinds[][2] = { { "rt_work", "rtwork,rtwait" }, { "rt_wait", "rtwait" } };
+    for (int i = 0; i < 2; i++) {
+        exp_line_begin(&l, buf, sizeof buf, "kind");
+        exp_line_u64(&l, "id", (uint64_t)i);
+        exp_line_str(&l, "name", kinds[i][0]);
+        exp_line_str(&l, "metrics", kinds[i][1]);
+        line(fd, &l);
+    }
     if (child) {
         exp_line_begin(&l, buf, sizeof buf, "descendant");
         exp_line_u64(&l, "t", 1500);
@@ -76,8 +93,13 @@ static void write_process(const char *d, uint32_t pid, const char *child, int ho
     enum { NS = 4, NSTACKS = 300 };
     exp_stream_t s[NS];
     uint64_t t[NS];
+    /* the second descendant's threads have the root's thread ids (another pid namespace):
+     * threads are told apart by process too; every stream starts with a LOST record, which
+     * has no metric */
+    uint32_t tid0 = pid == 4200 ? 4000 : pid;
     for (int i = 0; i < NS; i++) {
-        exp_stream_init(&s[i], &f, pid + (uint32_t)i);
+        exp_stream_init(&s[i], &f, tid0 + (uint32_t)i);
+        exp_stream_lost(&s[i], 2, EXP_LOST_BUSY);
         t[i] = 2000;
     }
     for (int e = 0; e < 20000; e++) {
@@ -88,7 +110,7 @@ static void write_process(const char *d, uint32_t pid, const char *child, int ho
             pcs[j] = 0x401000 + 0x10 * (k * 7 + j * 3) % 0x900;
         assert_int_equal(exp_stream_stack(&s[i], pcs, n, 0, &id), 0);
         t[i] += next_rand() % 3; /* often the time of another stream's event */
-        switch (next_rand() % 8) {
+        switch (next_rand() % 10) {
         case 0: /* a thread known only from the states another stream writes */
             assert_int_equal(exp_stream_state(&s[i], t[i], pid + 50 + (uint32_t)(next_rand() % 3),
                                               id, EXP_STATE_SLEEP, 1000 + k), 0);
@@ -101,9 +123,19 @@ static void write_process(const char *d, uint32_t pid, const char *child, int ho
             assert_int_equal(exp_stream_io(&s[i], t[i], id, EXP_IO_READ, 50, 4096 + k, 3, 0,
                                            NULL, 0), 0);
             break;
-        default:
-            assert_int_equal(exp_stream_clock(&s[i], t[i], id, (uint32_t)(k % 2), 1000000 + k),
+        case 3: /* in a runtime (kind 0, 1, or one not declared), in any state */
+            assert_int_equal(exp_stream_clock_rs(&s[i], t[i], id, (uint32_t)(k % EXP_STATE_COUNT),
+                                                 2000 + k, 1 + (uint32_t)(next_rand() % 3) * 7 % 9),
                              0);
+            break;
+        case 4: /* a state this reader does not know: a sleep */
+            assert_int_equal(exp_stream_clock(&s[i], t[i], id, 9 + k % 2, 3000 + k), 0);
+            break;
+        default:
+            /* one stack of one thread of one process takes weights that saturate its sums */
+            assert_int_equal(exp_stream_clock(&s[i], t[i], id, (uint32_t)(k % 2),
+                                              pid == 4100 && i == 1 && k == 7 ? UINT64_MAX / 5
+                                                                              : 1000000 + k), 0);
         }
         if ((how & HEAP) && e == 15000)
             assert_int_equal(exp_stream_alloc(&s[i], t[i], id, 0x7000, 64, EXP_HEAP_MALLOC), 0);
@@ -146,7 +178,7 @@ static int dump_stack(void *ctx, uint32_t exp, uint32_t proc, const uint64_t *pc
     fprintf(f, "vec %u %u %u", exp, proc, n);
     for (uint32_t i = 0; i < n; i++)
         fprintf(f, " %llx", (unsigned long long)pcs[i]);
-    for (int m = 0; m < ENG_NBUILTIN; m++)
+    for (int m = 0; m < ENG_NBUILTIN + 2; m++) /* (and the two declared metrics) */
         fprintf(f, " %llu", (unsigned long long)v[m]);
     fputc('\n', f);
     return 0;
@@ -230,6 +262,7 @@ static void check(int how, unsigned want_workers)
     assert_int_equal(w3, want_workers == 1 ? 1 : 3);
     assert_int_equal(w8, want_workers == 1 ? 1 : 8);
     assert_true(strlen(serial) > 10000);
+    assert_non_null(strstr(serial, "saturated 1\n"));
     assert_string_equal(serial, by_process);
     assert_string_equal(serial, by_stream);
     free(serial);
