@@ -1113,15 +1113,19 @@ typedef struct pthread_sum {
 
 /* A clock event without a runtime state (most events of a profile) adds its weight to one of the
  * state metrics, to Total Thread Time and, for user and system time, to Total CPU Time: a worker
- * sums such events by state only (PCLK weights a stack, one cache line, where the full vector
- * spans several), and par_merge turns the sums into the metrics. Every other event adds its
- * values to the full vectors. The sums are the same: every one saturates at UINT64_MAX, and a
- * sum of saturated partial sums is the saturated sum. */
-#define PCLK 8 /* EXP_STATE_COUNT, rounded up to a cache line of weights */
-_Static_assert(EXP_STATE_COUNT <= PCLK, "a clock row holds every state");
+ * sums such events by state only, and par_merge turns the sums into the metrics. A stack's user
+ * and system time are 16 bytes (cpu), its other states 32 more elsewhere (off), where its full
+ * vector spans 4 cache lines: the rows of all the stacks stay in the cache while events add to
+ * them in random order. Every other event adds its values to the full vectors. The sums are the
+ * same: every one saturates at UINT64_MAX, and a sum of saturated partial sums is the saturated
+ * sum. */
+#define PCLK 8 /* a thread's row of weights by state: EXP_STATE_COUNT, rounded up */
+_Static_assert(EXP_STATE_COUNT <= PCLK && EXP_STATE_USER == 0 && EXP_STATE_SYSTEM == 1 &&
+                   EXP_STATE_COUNT == 6, "the clock rows hold every state");
 
 typedef struct pwork {
-    uint64_t *clk; /* [provisional stack * PCLK]: plain clock weights by state */
+    uint64_t *cpu; /* [provisional stack * 2]: plain clock weights in states USER, SYSTEM */
+    uint64_t *off; /* [provisional stack * 4]: in WAIT, LOCK, IO, SLEEP */
     size_t clk_cap;
     uint64_t *vec; /* [provisional stack * nmetrics]: the other events' values (NULL: none yet) */
     size_t cap;
@@ -1183,6 +1187,15 @@ static int par_thread(pwork_t *w, size_t nm, const exp_event_t *ev, uint64_t key
     return 0;
 }
 
+/* Adds a plain clock event's weight in state s (< EXP_STATE_COUNT) to stack's row: 1 when the
+ * sum saturated. */
+static inline int par_stack_clock(pwork_t *w, uint32_t stack, uint32_t s, uint64_t weight)
+{
+    if (__builtin_expect(s <= EXP_STATE_SYSTEM, 1))
+        return sat_add_to(&w->cpu[(size_t)stack * 2 + s], weight);
+    return sat_add_to(&w->off[(size_t)stack * 4 + s - 2], weight);
+}
+
 /* Room in a worker's rows of width wd for provisional stack id: 0 or TALLY_ENOMEM. */
 static int par_rows(uint64_t **rows, size_t *cap, uint32_t id, size_t wd)
 {
@@ -1232,10 +1245,14 @@ static __attribute__((noinline)) int on_event_par_any(par_ctx_t *pc, pwork_t *w,
     if (plain) {
         uint32_t s = ev->state < EXP_STATE_COUNT ? ev->state : EXP_STATE_SLEEP; /* as
                                                                    contribute_clock counts it */
-        if (ev->stack >= w->clk_cap && (w->err = par_rows(&w->clk, &w->clk_cap, ev->stack, PCLK)))
-            return 1;
+        if (ev->stack >= w->clk_cap) {
+            size_t cap = w->clk_cap;
+            if ((w->err = par_rows(&w->cpu, &cap, ev->stack, 2)) ||
+                (w->err = par_rows(&w->off, &w->clk_cap, ev->stack, 4)))
+                return 1;
+        }
         w->saturated |= sat_add_to(&w->thclk[(size_t)index * PCLK + s], ev->weight);
-        w->saturated |= sat_add_to(&w->clk[(size_t)ev->stack * PCLK + s], ev->weight);
+        w->saturated |= par_stack_clock(w, ev->stack, s, ev->weight);
         return 0;
     }
     uint64_t *tv = w->thval + (size_t)index * nm;
@@ -1264,7 +1281,7 @@ static int on_event_par(void *ctx, unsigned worker, const exp_event_t *ev)
         (*w->last_events)++;
         uint32_t s = ev->state < EXP_STATE_COUNT ? ev->state : EXP_STATE_SLEEP;
         w->saturated |= sat_add_to(&w->last_clk[s], ev->weight);
-        w->saturated |= sat_add_to(&w->clk[(size_t)ev->stack * PCLK + s], ev->weight);
+        w->saturated |= par_stack_clock(w, ev->stack, s, ev->weight);
         return 0;
     }
     return on_event_par_any(pc, w, ev);
@@ -1358,7 +1375,9 @@ static int par_merge(eng_t *g, uint32_t exp, pwork_t *ws, unsigned nw, uint32_t 
             g->saturated |= par_clock_add(t->value, NULL, pw->thclk + i * PCLK);
         }
         for (size_t s = 0; s < pw->clk_cap; s++) {
-            const uint64_t *c = pw->clk + s * PCLK;
+            const uint64_t c[EXP_STATE_COUNT] = { pw->cpu[2 * s], pw->cpu[2 * s + 1],
+                                                  pw->off[4 * s], pw->off[4 * s + 1],
+                                                  pw->off[4 * s + 2], pw->off[4 * s + 3] };
             int any = 0;
             for (int k = 0; k < EXP_STATE_COUNT; k++)
                 any |= c[k] != 0;
@@ -1407,7 +1426,8 @@ static int aggregate_parallel(eng_t *g, uint32_t x, exp_scan_stats_t *st, tally_
         rc = tally_errf(err, rc, "out of memory aggregating '%s'", in->e->path);
     for (unsigned w = 0; w < nw; w++) {
         free(ws[w].vec);
-        free(ws[w].clk);
+        free(ws[w].cpu);
+        free(ws[w].off);
         u64map_free(&ws[w].thr);
         free(ws[w].th);
         free(ws[w].thval);
