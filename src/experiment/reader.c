@@ -1390,6 +1390,12 @@ struct cursor {
     size_t nrefs, next;     /* chunks of the stream; next: index of the next one to load */
     const uint8_t *map;     /* the events file */
     size_t size;            /* its size */
+    int fd;                 /* the file open for reading chunks into buf (-1: chunks are read
+                               where they are mapped; cursor_read) */
+    uint8_t *buf;           /* with fd: the current chunk */
+    const uint8_t *chunk;   /* the current chunk (in map or buf) and its offset in the file */
+    uint64_t chunk_off;
+    int mapped;             /* the current chunk was read from map (its pages are dropped) */
     uint32_t csize, stream, tid;
     const uint8_t *p, *end; /* records left in the current chunk */
     uint64_t t, addr;       /* time and heap address of the chunk's previous records */
@@ -1448,12 +1454,42 @@ static int log_intern(struct intern_log *lg, struct intern_entry e)
     return 0;
 }
 
+/* The offset in the events file of rec, a byte of the cursor's current chunk. */
+static inline uint64_t cursor_off(const struct cursor *c, const uint8_t *rec)
+{
+    return c->chunk_off + (uint64_t)(rec - c->chunk);
+}
+
+/* The largest chunk cursor_read copies (a chunk may be up to 1 GiB: larger ones are read where
+ * they are mapped). */
+#define READ_CHUNK_MAX (1u << 20)
+
+/* The chunk at off read into the cursor's buffer: a copy by pread costs less than mapping its
+ * pages (page faults, and dropping them again, which interrupts every CPU the scan's threads
+ * run on to flush their TLBs), and keeps nothing resident. NULL when the chunk is to be read
+ * where it is mapped (no descriptor, a large chunk, no memory, a read that failed). */
+static const uint8_t *cursor_read(struct cursor *c, uint64_t off)
+{
+    if (c->fd < 0 || c->csize > READ_CHUNK_MAX)
+        return NULL;
+    if (!c->buf && !(c->buf = malloc(c->csize)))
+        return NULL;
+    size_t want = c->size - off < c->csize ? (size_t)(c->size - off) : c->csize, got = 0;
+    while (got < want) {
+        ssize_t n = pread(c->fd, c->buf + got, want - got, (off_t)(off + got));
+        if (n <= 0 && !(n < 0 && errno == EINTR))
+            return NULL;
+        got += n > 0 ? (size_t)n : 0;
+    }
+    return c->buf;
+}
+
 /* Loads the cursor's next chunk; returns 0 when the stream has none left. A chunk the file ends
  * inside is read as far as the file goes. */
 static int cursor_load(struct cursor *c)
 {
     exp_scan_stats_t *st = c->sc->st;
-    if (c->next > 0) { /* done with the previous chunk: its pages leave the resident set, so
+    if (c->next > 0 && c->mapped) { /* done with the previous chunk: its pages leave the resident set, so
                           memory grows with what is kept (the stacks), not with the file; and
                           the neighbours' pages the kernel mapped around it (fault-around: up to
                           64 KiB aligned in memory, not to chunks), which would otherwise stay
@@ -1469,7 +1505,12 @@ static int cursor_load(struct cursor *c)
     if (c->next == 0 ? r->seq != 0 : r->seq != c->refs[c->next - 1].seq + 1)
         st->seq_gaps++;
     c->next++;
-    const uint8_t *ch = c->map + r->off;
+    const uint8_t *ch = cursor_read(c, r->off);
+    c->mapped = !ch;
+    if (!ch)
+        ch = c->map + r->off;
+    c->chunk = ch;
+    c->chunk_off = r->off;
     uint32_t used = get_le32(ch + 12), room = c->csize - EXP_CHUNK_HEADER_SIZE;
     if (r->off + c->csize > c->size) { /* the file was cut inside this chunk */
         st->bad_chunks++;
@@ -1560,7 +1601,7 @@ __attribute__((cold, noinline)) static uint32_t undefined_stack(struct cursor *c
                                                                 const uint8_t *rec)
 {
     c->sc->st->bad_records++;
-    damage_at(c->sc, (uint64_t)(rec - c->map), "a record with an undefined stack id");
+    damage_at(c->sc, cursor_off(c, rec), "a record with an undefined stack id");
     return lost_stack(c->sc);
 }
 
@@ -1960,7 +2001,7 @@ static __attribute__((noinline)) int cursor_next(struct cursor *c)
         uint64_t len, dt;
         if (type == 0 || leb128_get(&c->p, c->end, &len) || len > (uint64_t)(c->end - c->p)) {
             st->bad_records++;
-            damage_at(c->sc, (uint64_t)(rec - c->map), "a record that cannot be framed");
+            damage_at(c->sc, cursor_off(c, rec), "a record that cannot be framed");
             c->p = c->end; /* the rest of the chunk cannot be framed */
             continue;
         }
@@ -1980,7 +2021,7 @@ static __attribute__((noinline)) int cursor_next(struct cursor *c)
                 c->sc->oom = 1;
             else if (rc) {
                 st->bad_records++;
-                damage_at(c->sc, (uint64_t)(rec - c->map), "a malformed stack record");
+                damage_at(c->sc, cursor_off(c, rec), "a malformed stack record");
             }
             continue;
         }
@@ -1990,7 +2031,7 @@ static __attribute__((noinline)) int cursor_next(struct cursor *c)
         }
         if (leb128_get(&q, rend, &dt)) {
             st->bad_records++;
-            damage_at(c->sc, (uint64_t)(rec - c->map), "a record without its time");
+            damage_at(c->sc, cursor_off(c, rec), "a record without its time");
             continue;
         }
         c->t += dt;
@@ -2001,7 +2042,7 @@ static __attribute__((noinline)) int cursor_next(struct cursor *c)
             continue;
         if (rc) {
             st->bad_records++;
-            damage_at(c->sc, (uint64_t)(rec - c->map), "a malformed record");
+            damage_at(c->sc, cursor_off(c, rec), "a malformed record");
             continue;
         }
         if (c->sc->oom)
@@ -2177,6 +2218,7 @@ static void proc_scan_done(struct proc_scan *ps)
         free(ps->cs[i].ts.map);
         free(ps->cs[i].ts.frames);
         free(ps->cs[i].genmap);
+        free(ps->cs[i].buf);
     }
     free(ps->cs);
     free(ps->refs);
@@ -2265,6 +2307,7 @@ static int proc_scan_init(struct proc_scan *ps, const exp_process_t *pr, exp_sta
         c->ev.proc = pr->index;
         c->ev.stream = refs[i].stream;
         c->ts.cpu = UINT32_MAX;
+        c->fd = -1;
         c->ts.max_ids = c->nrefs * (size_t)((csize - EXP_CHUNK_HEADER_SIZE) / MIN_STACK_RECORD) + 1;
     }
     ps->nrefs = nrefs;
@@ -2361,6 +2404,15 @@ static int pworker_stream(struct pworker *w, struct cursor *c)
     struct scan sc = { w->stacks, &w->st, c->pr->index, 0, &w->log };
     c->sc = &sc;
     int r = 0;
+    char path[4096]; /* its chunks are read, not mapped (cursor_read), from the same file */
+    off_t size;
+    if ((size_t)snprintf(path, sizeof path, "%s/events", c->pr->dir) < sizeof path &&
+        (c->fd = open_regular(AT_FDCWD, path, &size)) >= 0 && (uint64_t)size != c->size) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    if (c->fd < -1)
+        c->fd = -1;
     while (!r && cursor_next_fast(c)) {
         if (c->delivered && c->ev.t < c->last_t) {
             r = EXP_SCAN_NEED_ORDER; /* time goes back: only the merge knows the order */
@@ -2375,6 +2427,11 @@ static int pworker_stream(struct pworker *w, struct cursor *c)
     else if (!r && w->st.bad_offset != UINT64_MAX)
         r = EXP_SCAN_NEED_ORDER; /* damage: the first one is the serial scan's to name */
     c->sc = NULL;
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    free(c->buf);
+    c->buf = NULL;
     return r;
 }
 
