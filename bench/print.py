@@ -223,8 +223,9 @@ except OSError:
     load = ""
 out("Goal: %s million events, `-functions` in under %s s and under 200 MB: %s. %s The scan "
     "reads the streams of every process in parallel (as many threads as CPUs, at most 8) when "
-    "there is no selection and no heap event, and drops each chunk's pages from its resident set "
-    "once read, so what tally holds grows with the distinct stacks, not the events. %s" % (
+    "there is no selection and no heap event, each chunk read into a buffer (the serial scan "
+    "drops each chunk's pages from its resident set once read), so what tally holds grows with "
+    "the distinct stacks, not the events. %s" % (
         args.events // 1_000_000, limit if limit else "?", verdict, " ".join(notes), load))
 out("")
 
