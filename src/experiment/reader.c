@@ -1489,12 +1489,12 @@ static const uint8_t *cursor_read(struct cursor *c, uint64_t off)
 static int cursor_load(struct cursor *c)
 {
     exp_scan_stats_t *st = c->sc->st;
-    if (c->next > 0 && c->mapped) { /* done with the previous chunk: its pages leave the resident set, so
-                          memory grows with what is kept (the stacks), not with the file; and
-                          the neighbours' pages the kernel mapped around it (fault-around: up to
-                          64 KiB aligned in memory, not to chunks), which would otherwise stay
-                          once their own stream is past them (another one may fault them in
-                          again, from the page cache) */
+    if (c->next > 0 && c->mapped) { /* done with the previous chunk, read where it is mapped:
+                          its pages leave the resident set, so memory grows with what is kept
+                          (the stacks), not with the file; and the neighbours' pages the kernel
+                          mapped around it (fault-around: up to 64 KiB aligned in memory, not
+                          to chunks), which would otherwise stay once their own stream is past
+                          them (another one may fault them in again, from the page cache) */
         uint64_t prev = c->refs[c->next - 1].off, lo = prev > 65536 ? prev - 65536 : 0;
         uint64_t hi = prev + c->csize + 65536;
         drop_pages(c->map, lo, hi < c->size ? hi : c->size);
