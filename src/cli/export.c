@@ -33,7 +33,7 @@ static void usage(FILE *out)
         "               into the directory -o names (default: the current directory)\n\n"
         "options:\n"
         "  -f, --format=FORMAT       the format (required)\n"
-        "  -o, --output=FILE         write to FILE (default: standard output); tau: the\n"
+        "  -o, --output=FILE         write to FILE ('-' or none: standard output); tau: the\n"
         "                            directory (made when missing)\n"
         "  --force                   tau: replace the profile.* files already in the directory\n"
         "  -metrics LIST             metric names, comma-separated (default: every metric with\n"
@@ -267,9 +267,18 @@ int cmd_export(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    if (output && !strcmp(output, "-")) {
+        if (xo.format == XP_TAU) {
+            cli_error("export", "-o -: the tau format writes a directory of files, not a stream; "
+                      "name the directory with -o DIR");
+            rc = 2;
+            goto done;
+        }
+        output = NULL; /* "-" is standard output, never a file named "-" */
+    }
     if (!output && xp_format_binary(xo.format) && isatty(STDOUT_FILENO)) {
-        cli_error("export", "the %s format is binary: name a file with -o FILE (or redirect "
-                  "standard output)", format);
+        cli_error("export", "the %s format is binary and standard output is a terminal: name a "
+                  "file with -o FILE (or redirect standard output)", format);
         rc = 2;
         goto done;
     }

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -384,6 +385,40 @@ def test_cli(d, exps):
     export([exps[0]], "folded", out)
     with open(out) as f:
         check(f.read() == p.stdout, "export to stdout differs from -o")
+    # -o - is standard output too (no file named "-"), in every streaming format, byte for byte
+    for fmt in ("folded", "callgrind", "chrome", "speedscope", "pprof"):
+        out = os.path.join(d, "o." + fmt)
+        export([exps[1]], fmt, out)
+        p = subprocess.run([TALLY, "export", "--format=" + fmt, "-o", "-", exps[1]], cwd=d,
+                           capture_output=True, timeout=240)
+        check(p.returncode == 0, "export --format=%s -o -: exit %d (%r)" %
+              (fmt, p.returncode, p.stderr))
+        check(not os.path.lexists(os.path.join(d, "-")),
+              "export --format=%s -o - wrote a file named '-'" % fmt)
+        with open(out, "rb") as f:
+            want = f.read()
+        if fmt == "pprof":  # the gzip header carries no name or time: compare the profiles
+            want, got = gzip.decompress(want), gzip.decompress(p.stdout)
+        else:
+            got = p.stdout
+        check(got == want, "export --format=%s -o - differs from -o FILE" % fmt)
+    p = subprocess.run([TALLY, "export", "--format=tau", "-o", "-", exps[0]], cwd=d,
+                       capture_output=True, text=True, timeout=240)
+    check(p.returncode == 2 and "directory" in p.stderr and
+          not os.path.lexists(os.path.join(d, "-")),
+          "export --format=tau -o -: %r" % p.stderr)
+    # binary to a terminal is refused (nothing written); text formats go to it
+    for fmt, opts, code in (("pprof", [], 2), ("pprof", ["-o", "-"], 2),
+                            ("folded", ["-o", "-"], 0), ("chrome", [], 0)):
+        code_got, text, err = on_tty([TALLY, "export", "--format=" + fmt] + opts + [exps[0]])
+        check(code_got == code, "export --format=%s %s to a terminal: exit %d, expected %d (%r)"
+              % (fmt, opts, code_got, code, err))
+        if code:
+            check("terminal" in err and "-o FILE" in err and not text,
+                  "export --format=%s to a terminal: stderr %r, %d bytes on the terminal" %
+                  (fmt, err, len(text)))
+        else:
+            check(len(text) > 0, "export --format=%s to a terminal wrote nothing" % fmt)
     # -object_hide: libc as one frame <libc.so.6>, its functions gone; values still add up
     out = os.path.join(d, "hide.folded")
     export([exps[0]], "folded", out, "-object_hide", "libc.so.6")
@@ -391,6 +426,28 @@ def test_cli(d, exps):
     check("<libc.so.6>" in got and "__libc_start_main" not in got,
           "-object_hide libc.so.6 did not fold libc: %r" % sorted(got))
     compare("folded -object_hide", got, [exps[0]], "totalcpu", "-object_hide", "libc.so.6")
+
+
+def on_tty(args):
+    """Runs args with standard output a terminal (a pseudo-terminal read here); returns the
+    exit status, what reached the terminal and standard error."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    text = b""
+    while True:  # drain the terminal while the command writes (its buffer is small)
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer has closed it
+            break
+        if not chunk:
+            break
+        text += chunk
+    err = p.stderr.read().decode(errors="replace")
+    code = p.wait(timeout=240)
+    os.close(master)
+    return code, text, err
 
 
 def main():
