@@ -665,12 +665,46 @@ def test_chrome(d, exps):
 
 # ---- speedscope: ajv against speedscope's schema ------------------------------------------------
 
+def read_evented(prof, frames, what):
+    """Checks an evented profile strictly (O/C events nested, "at" never going back, inside
+    startValue..endValue); returns {function: (self, total)} (a frame open twice at once, in
+    recursion, counts once in its total)."""
+    open_, last = [], prof["startValue"]
+    self_ = collections.defaultdict(int)
+    total = collections.defaultdict(int)
+    for ev in prof["events"]:
+        at = ev["at"]
+        check(isinstance(at, int) and at >= last and at <= prof["endValue"],
+              "%s: at %r after %r (start %r, end %r)" % (what, at, last, prof["startValue"],
+                                                          prof["endValue"]))
+        if open_:
+            self_[frames[open_[-1][0]]] += at - last
+        last = at
+        if ev["type"] == "O":
+            open_.append((ev["frame"], at))
+        elif check(ev["type"] == "C" and open_ and open_[-1][0] == ev["frame"],
+                   "%s: %r does not close the innermost open frame (%r)" %
+                   (what, ev, open_[-1:] if open_ else None)):
+            f, since = open_.pop()
+            if frames[f] not in [frames[o[0]] for o in open_]:
+                total[frames[f]] += at - since
+    check(not open_, "%s: frames left open: %r" % (what, open_))
+    check(last == prof["endValue"], "%s: endValue %r, last event at %r" %
+          (what, prof["endValue"], last))
+    return {k: (self_[k], total[k]) for k in set(self_) | set(total)}
+
+
 def test_speedscope(d, exps):
     need("node")
     if not os.path.isdir(os.path.join(NODE_MODULES, "speedscope")):
         skip("tests/node/node_modules has no speedscope (scripts/bootstrap runs npm ci there)")
     schema = os.path.join(os.path.dirname(__file__), "speedscope_schema.js")
-    for exp in exps:
+    heap = collect(d, [os.path.join(WL, "wl_trace_heap")], opts=["-H", "on", "-p", "off"],
+                   name="heap")
+    # the traced data of each experiment: (profile name's end, the metric its values are)
+    traced = {exps[1]: ("traced calls", "sync"), heap: ("heap allocations", "heapallocbytes")}
+    evented_compared = 0
+    for exp in exps + [heap]:
         metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
         for metric in metrics[:3]:
             out = os.path.join(d, "profile.speedscope.json")
@@ -683,13 +717,35 @@ def test_speedscope(d, exps):
                 doc = json.load(f)
             frames = [fr["name"] for fr in doc["shared"]["frames"]]
             stacks = []
+            evented = collections.defaultdict(lambda: [0, 0])
+            kinds = set()
             for prof in doc["profiles"]:
+                if prof["type"] == "evented":  # traced data, whatever the metric asked
+                    kind = prof["name"].rsplit(": ", 1)[-1]
+                    kinds.add(kind)
+                    check(prof["unit"] == ("bytes" if kind == "heap allocations"
+                                           else "nanoseconds"),
+                          "speedscope: evented %r in %r" % (prof["name"], prof["unit"]))
+                    for fn, (s_, t_) in read_evented(prof, frames, prof["name"]).items():
+                        evented[(kind, fn)][0] += s_
+                        evented[(kind, fn)][1] += t_
+                    continue
                 check(prof["type"] == "sampled", "speedscope: a profile of type %r" % prof["type"])
                 check(len(prof["samples"]) == len(prof["weights"]), "speedscope: samples/weights")
                 check(prof["endValue"] == sum(prof["weights"]), "speedscope: endValue")
                 for s, w in zip(prof["samples"], prof["weights"]):
                     stacks.append(([frames[i] for i in s][::-1], w))
-            compare("speedscope", per_stack(stacks), [exp], metric)
+            if stacks or exp != heap:
+                compare("speedscope", per_stack(stacks), [exp], metric)
+            # the evented profiles: each thread's traced time (bytes) per function is print's
+            want_kind = traced.get(exp)
+            check(kinds == ({want_kind[0]} if want_kind else set()),
+                  "speedscope: evented profiles %r in %s" % (sorted(kinds), exp))
+            if want_kind:
+                got = {fn: tuple(v) for (k, fn), v in evented.items() if k == want_kind[0]}
+                evented_compared += compare("speedscope evented", got, [exp], want_kind[1])
+    check(evented_compared >= 4, "speedscope: only %d functions of evented profiles compared" %
+          evented_compared)
 
 
 # ---- the command line ------------------------------------------------------------------------
