@@ -582,17 +582,17 @@ def ns_of(ts, what):
 
 
 def check_chrome(path):
-    """Checks the trace strictly; returns {function: (self ns, total ns)} of the sample slices."""
+    """Checks the trace strictly; returns {function: (self ns, total ns)} of its samples: each
+    sample weighs the time to its thread's next record (as speedscope's importer weighs it), an
+    idle record (no "sf") weighs nothing, and every thread's samples end with one."""
     with open(path) as f:
         doc = json.load(f)
     check(isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list),
           "chrome: no traceEvents array")
-    open_ = collections.defaultdict(list)   # (pid, tid) -> [[name, start, child ns]]
+    open_ = collections.defaultdict(list)   # (pid, tid) -> [[name, start]]
     last = collections.defaultdict(int)     # (pid, tid) -> last ts of B/E
     xend = collections.defaultdict(list)    # (pid, tid) -> ends of enclosing X slices
     named = set()
-    excl = collections.defaultdict(int)
-    incl = collections.defaultdict(int)
     for ev in doc["traceEvents"]:
         ph = ev.get("ph")
         if not check(ph in ("B", "E", "X", "i", "M", "C"), "chrome: unknown phase in %r" % ev):
@@ -612,17 +612,13 @@ def check_chrome(path):
             check(t >= last[key], "chrome: time goes back on %r at %r" % (key, ev))
             last[key] = t
             if ph == "B":
-                open_[key].append([ev["name"], t, 0])
-            elif check(open_[key] and open_[key][-1][0] == ev["name"],
-                       "chrome: E %r does not close the innermost open slice on %r (%r)" %
-                       (ev["name"], key, open_[key][-1:] if open_[key] else None)):
-                name, start, child = open_[key].pop()
-                dur = t - start
-                excl[name] += dur - child
+                open_[key].append([ev["name"], t])
+            else:
+                check(open_[key] and open_[key][-1][0] == ev["name"],
+                      "chrome: E %r does not close the innermost open slice on %r (%r)" %
+                      (ev["name"], key, open_[key][-1:] if open_[key] else None))
                 if open_[key]:
-                    open_[key][-1][2] += dur
-                if name not in [o[0] for o in open_[key]]:  # outermost occurrence
-                    incl[name] += dur
+                    open_[key].pop()
         elif ph == "X":
             dur = ns_of(ev.get("dur"), ev)
             stack = xend[key]
@@ -637,7 +633,41 @@ def check_chrome(path):
             check(isinstance(ev.get("args"), dict) and ev["args"], "chrome: empty counter")
     for key, stack in open_.items():
         check(not stack, "chrome: slices left open on %r: %r" % (key, stack))
-    return {k: (excl[k], incl[k]) for k in set(excl) | set(incl)}
+    # the samples and their stacks
+    samples, frames = doc.get("samples"), doc.get("stackFrames")
+    check((samples is None) == (frames is None), "chrome: samples without stackFrames or back")
+    if samples is None:
+        return {}
+    check(isinstance(samples, list) and samples and isinstance(frames, dict),
+          "chrome: samples %r, stackFrames %r" % (type(samples), type(frames)))
+    for k, fr in frames.items():
+        check(isinstance(fr.get("name"), str) and fr["name"] and
+              ("parent" not in fr or str(fr["parent"]) in frames and int(fr["parent"]) < int(k)),
+              "chrome: stack frame %s: %r" % (k, fr))
+
+    def stack_of(sf):
+        out, k = [], str(sf)
+        while k is not None:
+            if not check(k in frames, "chrome: sample names stack frame %r, not there" % k):
+                break
+            out.append(frames[k]["name"])
+            k = str(frames[k]["parent"]) if "parent" in frames[k] else None
+        return out  # leaf first
+    by_thread = collections.defaultdict(list)
+    for r in samples:
+        key = (r.get("pid"), r.get("tid"))
+        check(key in named, "chrome: a sample on an unnamed thread %r" % (key,))
+        by_thread[key].append((ns_of(r.get("ts"), r), r.get("sf")))
+    stacks = []
+    for key, recs in by_thread.items():
+        check(recs[-1][1] is None, "chrome: the samples of %r do not end with an idle record" %
+              (key,))
+        for (t, sf), (nt, _) in zip(recs, recs[1:]):
+            check(nt >= t, "chrome: time goes back in the samples of %r at %r" % (key, nt))
+            if sf is not None:
+                check(nt > t, "chrome: a sample of no weight on %r at %r" % (key, t))
+                stacks.append((stack_of(sf), nt - t))
+    return per_stack(stacks)
 
 
 def test_chrome(d, exps):
