@@ -69,6 +69,7 @@ typedef struct ss_ctx {
     uint32_t *ids; /* an event's frames, root first */
     size_t ids_cap;
     int oom; /* a failure while buffering: TALLY_ENOMEM or TALLY_EIO */
+    tally_err_t *err;
 } ss_ctx_t;
 
 static void end_profile(ss_ctx_t *c)
@@ -206,10 +207,12 @@ static int tk_interval(ss_ctx_t *c, ev_track_t *k, const uint32_t *frames, uint3
     return c->oom;
 }
 
-static int ss_event(void *ctx, const rep_event_t *e)
+static int ss_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
+                    uint32_t thread)
 {
+    (void)v, (void)leaf_fn;
     ss_ctx_t *c = ctx;
-    const exp_event_t *ev = e->ev;
+    const eng_thread_t *th = eng_thread(c->s->eng, thread);
     int kind;
     uint64_t w;
     if (ev->type == EXP_REC_SYNC || ev->type == EXP_REC_IO || ev->type == EXP_REC_TRACE) {
@@ -221,10 +224,17 @@ static int ss_event(void *ctx, const rep_event_t *e)
     } else {
         return 0;
     }
-    const eng_mapped_t *m = e->m;
-    if (!w || !m || !m->n)
+    if (!w || ev->stack == EXP_NO_STACK)
         return 0;
-    size_t ti = e->thread->number - 1, slot = ti * EV_NKINDS + (size_t)kind;
+    /* (mapped here, not for every event: clock samples are most events and need no mapping) */
+    eng_mapped_t mm;
+    int rc = eng_map_stack(c->s->eng, th->exp, ev->stack, ENG_KIND_FUNCTION, &mm, c->err);
+    if (rc)
+        return rc;
+    const eng_mapped_t *m = &mm;
+    if (!m->n)
+        return 0;
+    size_t ti = th->number - 1, slot = ti * EV_NKINDS + (size_t)kind;
     if (slot >= c->ntracks) {
         size_t nn = c->ntracks ? c->ntracks : 16;
         while (nn <= slot)
@@ -257,6 +267,22 @@ static int ss_event(void *ctx, const rep_event_t *e)
         start = k->end; /* bytes allocated before it */
     }
     return tk_interval(c, k, c->ids, m->n, start, w);
+}
+
+/* Whether the selection has traced data: a metric with data that is neither the clock's, the
+ * thread states', a counter's nor the profiled blocks'. */
+static int has_traced(ses_t *s)
+{
+    static const char *const untraced[] = { "clock", "states", "counter", "blocks" };
+    for (int m = 0; m < eng_nmetrics(s->eng); m++) {
+        const char *ev = eng_metric(s->eng, m)->event;
+        int traced = ev && eng_has_metric(s->eng, m);
+        for (size_t i = 0; traced && i < sizeof untraced / sizeof *untraced; i++)
+            traced = strcmp(ev, untraced[i]) != 0;
+        if (traced)
+            return 1;
+    }
+    return 0;
 }
 
 /* Writes the evented profiles made, thread by thread, and frees them. */
@@ -332,7 +358,7 @@ static void free_tracks(ss_ctx_t *c)
 
 int xp_speedscope(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
 {
-    ss_ctx_t c = { .s = s, .o = o };
+    ss_ctx_t c = { .s = s, .o = o, .err = err };
     const eng_metric_def_t *d = eng_metric(s->eng, o->metrics[0]);
     c.unit = d->time ? "nanoseconds" : !strcmp(d->unit, "bytes") ? "bytes" : "none";
     const eng_table_t *t = eng_compute(s->eng, ENG_KIND_FUNCTION, 0, err);
@@ -375,7 +401,8 @@ int xp_speedscope(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
     rc = rep_stacks(s, 1, o->metrics, 1, ss_stack, &c, err);
     if (!rc) {
         end_profile(&c);
-        rc = rep_events(s, ss_event, &c, err);
+        if (has_traced(s)) /* (a scan of every event, only for data that has such events) */
+            rc = eng_foreach_event(s->eng, ss_event, &c, err);
     }
     if (!rc)
         rc = write_evented(&c);
