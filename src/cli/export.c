@@ -24,16 +24,18 @@ static void usage(FILE *out)
         "viewers read. The output streams: memory stays flat however many events there are.\n\n"
         "formats:\n"
         "  pprof        gzipped profile.proto: go tool pprof, pprof's web UI (binary)\n"
-        "  callgrind    callgrind_annotate, KCachegrind (events = metrics, calls = inclusive)\n"
+        "  callgrind    callgrind_annotate, KCachegrind: per instruction and line (events =\n"
+        "               metrics, calls = inclusive)\n"
         "  folded       'a;b;c value' lines of the first metric: flamegraph.pl, inferno\n"
-        "  chrome       Trace Event JSON: samples per thread over time as nested slices,\n"
-        "               traced calls, sample packets (chrome://tracing, Perfetto)\n"
-        "  speedscope   speedscope's JSON: a sampled profile per thread\n"
+        "  chrome       Trace Event JSON: samples per thread over time with their stacks,\n"
+        "               traced calls as slices, sample packets (chrome://tracing, Perfetto)\n"
+        "  speedscope   speedscope's JSON: a sampled profile per thread, and evented ones of\n"
+        "               its traced calls and heap allocations\n"
         "  tau          TAU's profile.N.0.T files of the profiled blocks (pprof, ParaProf),\n"
         "               into the directory -o names (default: the current directory)\n\n"
         "options:\n"
         "  -f, --format=FORMAT       the format (required)\n"
-        "  -o, --output=FILE         write to FILE (default: standard output); tau: the\n"
+        "  -o, --output=FILE         write to FILE ('-' or none: standard output); tau: the\n"
         "                            directory (made when missing)\n"
         "  --force                   tau: replace the profile.* files already in the directory\n"
         "  -metrics LIST             metric names, comma-separated (default: every metric with\n"
@@ -267,9 +269,18 @@ int cmd_export(int argc, char **argv)
         rc = 2;
         goto done;
     }
+    if (output && !strcmp(output, "-")) {
+        if (xo.format == XP_TAU) {
+            cli_error("export", "-o -: the tau format writes a directory of files, not a stream; "
+                      "name the directory with -o DIR");
+            rc = 2;
+            goto done;
+        }
+        output = NULL; /* "-" is standard output, never a file named "-" */
+    }
     if (!output && xp_format_binary(xo.format) && isatty(STDOUT_FILENO)) {
-        cli_error("export", "the %s format is binary: name a file with -o FILE (or redirect "
-                  "standard output)", format);
+        cli_error("export", "the %s format is binary and standard output is a terminal: name a "
+                  "file with -o FILE (or redirect standard output)", format);
         rc = 2;
         goto done;
     }

@@ -1,16 +1,23 @@
 /*
  * export_chrome.c - Chrome's Trace Event JSON (chrome://tracing, Perfetto's legacy importer,
- * speedscope): per thread over time, its clock samples as strictly nested slices, its traced
- * calls (sync waits, I/O, traced kinds of the collector API) as slices on a track of their own
- * beside it, heap calls as instant events there, sample packets as instant events of the process.
+ * speedscope), in its JSON object form: per thread over time, its clock samples in "samples"
+ * with their call stacks in "stackFrames", and in "traceEvents" its traced calls (sync waits,
+ * I/O, traced kinds of the collector API) as slices on a track of their own beside it, heap calls
+ * as instant events there, sample packets as instant events of the process.
  *
  * Samples: each clock sample of a thread stands for its value of the first metric asked (a time
  * metric, ns) and is laid out as the interval that ends at its time stamp, started no earlier
- * than where the thread's previous sample ended (a sample never overlaps the one before it).
- * Frames that a sample shares, root first, with the sample just before it (ending where it
- * starts) stay open: one slice spans them. So a slice's duration is the sum of its samples'
- * values, and a reader's per-function self and total times are the function table's exclusive
- * and inclusive values, to the nanosecond (timestamps are microseconds with three decimals).
+ * than where the thread's previous sample ended (a sample never overlaps the one before it). A
+ * sample is one short record at the start of its interval naming its stack ("sf": a node of the
+ * stackFrames tree, each node a function and its parent node, each distinct stack written once);
+ * the next record of the thread is at the end of the interval: the next sample when it follows
+ * at once, else an idle record (no "sf") there, and every thread's samples end with one. So a
+ * sample's weight is the time to the thread's next record, as speedscope's importer weighs it,
+ * and a reader's per-function self and total times are the function table's exclusive and
+ * inclusive values, to the nanosecond (timestamps are microseconds with three decimals).
+ * (speedscope, given samples, shows them and leaves the traceEvents' slices out: its own format,
+ * export_speedscope.c, has the traced calls as evented profiles.)
+ *
  * Traced calls are laid out the same way on their track (a call ends at its time stamp and lasts
  * its duration, never overlapping the previous one), so each track nests strictly. Slices are
  * written as B/E pairs, never as X events with a duration: a reader adds ts and dur in binary
@@ -18,41 +25,50 @@
  * next one's start (speedscope's importer, seeing the two overlap, counted the wait of another
  * thread on the main thread's track); an E's time stamp is the exact decimal of the next B's.
  *
- * Streaming: events are written as they come (in time order within each process); what is kept
- * is per thread (its open frames). pid is the process's pid, tid the thread's id; the traced
- * track of a thread has tid 1000000000 + its number. See export.h.
+ * Streaming: samples are written as they come (in time order within each process); the
+ * traceEvents, made beside them, go to a temporary file copied after them; what is kept is per
+ * thread (where its last sample ended) and per distinct stack (its node). pid is the process's
+ * pid, tid the thread's id; the traced track of a thread has tid 1000000000 + its number. See
+ * export.h.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/grow.h"
+#include "base/u64map.h"
 #include "export/export.h"
 #include "export/xbuf.h"
 
 #define TRACED_TID 1000000000u
 
 typedef struct ch_thread {
-    uint32_t *open; /* function ids of the open slices, root first */
-    uint32_t nopen, cap;
     uint64_t end;       /* where its last sample ended (ns since the run's start) */
+    uint64_t nsamples;
     uint64_t trace_end; /* where its last traced call ended */
     int named;
-    char pre[48];       /* ",\"pid\":P,\"tid\":T,\"ts\":" of its slices */
+    char pre[48];       /* "{\"pid\":P,\"tid\":T,\"ts\":" of its samples */
     size_t npre;
 } ch_thread_t;
 
 typedef struct ch_ctx {
     ses_t *s;
     const xp_opts_t *o;
-    xbuf_t out;
+    xbuf_t out;  /* traceEvents: into the temporary file */
+    xbuf_t smp;  /* the file: samples, then the rest */
+    FILE *tmp;
+    tally_err_t *err;
     rep_names_t names;
     ch_thread_t *th; /* by thread index (number - 1) */
     size_t nth;
     uint64_t t0;
-    int first;
+    int first, sfirst;
     int metric;
-    uint32_t *ids; /* a sample's ids, root first */
-    size_t ids_cap;
+    u64map_t stack_sf; /* (experiment, stack) -> its node + 1 (1: an empty stack) */
+    u64map_t node_ix;  /* (parent node, function) -> node */
+    uint32_t *node_parent, *node_fn; /* by node - 1 */
+    size_t nnodes, nodes_cap;
     xb_names_t jname; /* by function id: its name as a JSON string, once needed */
     uint64_t ts_ns;   /* the last time stamp formatted, and its text */
     char ts[24];
@@ -96,18 +112,14 @@ static const char *json_name(ch_ctx_t *c, uint32_t id, size_t *len)
     return e;
 }
 
-/* A B or E event of function id on thread t's track at ns since the run's start: the thread's
- * fixed part made once, the time stamp once per time (a sample closes and opens its slices at one
- * time). */
-static void be(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct, char ph, uint32_t id,
-               uint64_t ns)
+/* A sample record of thread t at ns since the run's start: stack node sf (0: idle). The thread's
+ * fixed part is made once, the time stamp once per time. */
+static void sample(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct, uint32_t sf, uint64_t ns)
 {
-    size_t nlen;
-    const char *name = json_name(c, id, &nlen);
     if (!ct->npre) {
         char *p = ct->pre;
-        memcpy(p, "\",\"pid\":", 8);
-        p += 8;
+        memcpy(p, "{\"pid\":", 7);
+        p += 7;
         p += xb_fmt_u64(p, pid_of(c, t));
         memcpy(p, ",\"tid\":", 7);
         p += 7;
@@ -120,17 +132,65 @@ static void be(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct, char ph, uin
         c->ts_ns = ns;
         c->nts = xb_fmt_us3(c->ts, ns);
     }
-    if (c->first)
-        xb_str(&c->out, "\n{\"ph\":\"");
-    else
-        xb_put(&c->out, ",\n{\"ph\":\"", sizeof ",\n{\"ph\":\"" - 1);
-    c->first = 0;
-    xb_char(&c->out, ph);
-    xb_put(&c->out, ct->pre, ct->npre);
-    xb_put(&c->out, c->ts, c->nts);
-    xb_put(&c->out, ",\"name\":", 8);
-    xb_put(&c->out, name, nlen);
-    xb_char(&c->out, '}');
+    if (c->sfirst) { /* the array opens at the first sample: none, no samples and stackFrames */
+        xb_str(&c->smp, ",\"samples\":[\n");
+        c->sfirst = 0;
+    } else {
+        xb_put(&c->smp, ",\n", 2);
+    }
+    xb_put(&c->smp, ct->pre, ct->npre);
+    xb_put(&c->smp, c->ts, c->nts);
+    if (sf) {
+        char d[32];
+        memcpy(d, ",\"sf\":", 6);
+        size_t n = 6 + xb_fmt_u64(d + 6, sf);
+        d[n++] = '}';
+        xb_put(&c->smp, d, n);
+    } else {
+        xb_char(&c->smp, '}');
+    }
+}
+
+/* The stackFrames node of stack of experiment exp (0: its mapped stack is empty), made with the
+ * nodes of its frames, root first, when first met. */
+static int stack_node(ch_ctx_t *c, uint32_t exp, uint32_t stack, uint32_t *sf)
+{
+    int found;
+    uint32_t *slot = u64map_slot(&c->stack_sf, (uint64_t)exp << 32 | stack, &found);
+    if (!slot)
+        return TALLY_ENOMEM;
+    if (found) {
+        *sf = *slot - 1;
+        return 0;
+    }
+    *slot = 1;
+    eng_mapped_t m;
+    int rc = eng_map_stack(c->s->eng, exp, stack, ENG_KIND_FUNCTION, &m, c->err);
+    if (rc)
+        return rc;
+    uint32_t node = 0;
+    for (uint32_t i = m.n; i-- > 0;) {
+        uint32_t *ns = u64map_slot(&c->node_ix, (uint64_t)node << 32 | m.ids[i], &found);
+        if (!ns)
+            return TALLY_ENOMEM;
+        if (!found) {
+            size_t c1 = c->nodes_cap, c2 = c->nodes_cap;
+            if (c->nnodes >= UINT32_MAX - 1 || GROW(c->node_parent, c->nnodes, c1) ||
+                GROW(c->node_fn, c->nnodes, c2))
+                return TALLY_ENOMEM;
+            c->nodes_cap = c1 < c2 ? c1 : c2;
+            c->node_parent[c->nnodes] = node;
+            c->node_fn[c->nnodes] = m.ids[i];
+            *ns = (uint32_t)++c->nnodes;
+        }
+        node = *ns;
+    }
+    /* (the slot may have moved as the map grew: set it again) */
+    if (!(slot = u64map_slot(&c->stack_sf, (uint64_t)exp << 32 | stack, &found)))
+        return TALLY_ENOMEM;
+    *slot = node + 1;
+    *sf = node;
+    return 0;
 }
 
 static void name_thread(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct)
@@ -172,13 +232,6 @@ static ch_thread_t *thread_of(ch_ctx_t *c, const eng_thread_t *t)
     return &c->th[i];
 }
 
-static void close_to(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct, uint32_t keep,
-                     uint64_t at)
-{
-    while (ct->nopen > keep)
-        be(c, t, ct, 'E', ct->open[--ct->nopen], at);
-}
-
 static const char *traced_name(ch_ctx_t *c, const exp_event_t *ev, char *buf, size_t n,
                                const char **cat)
 {
@@ -199,55 +252,47 @@ static const char *traced_name(ch_ctx_t *c, const exp_event_t *ev, char *buf, si
     }
 }
 
-static int ch_event(void *ctx, const rep_event_t *e)
+static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
+                    uint32_t thread)
 {
+    (void)leaf_fn;
     ch_ctx_t *c = ctx;
-    const exp_event_t *ev = e->ev;
-    ch_thread_t *ct = thread_of(c, e->thread);
+    const eng_thread_t *th = eng_thread(c->s->eng, thread);
+    ch_thread_t *ct = thread_of(c, th);
     if (!ct)
         return TALLY_ENOMEM;
-    name_thread(c, e->thread, ct);
+    name_thread(c, th, ct);
     uint64_t t = ev->t > c->t0 ? ev->t - c->t0 : 0;
-    const eng_mapped_t *m = e->m;
+    int rc;
     if (ev->type == EXP_REC_CLOCK) {
-        uint64_t w = e->v[c->metric];
-        if (!w || !m || !m->n)
+        uint64_t w = v[c->metric];
+        uint32_t sf;
+        if (!w || ev->stack == EXP_NO_STACK)
+            return 0;
+        if ((rc = stack_node(c, th->exp, ev->stack, &sf)))
+            return rc;
+        if (!sf)
             return 0;
         uint64_t start = t > w ? t - w : 0;
-        if (start < ct->end)
+        if (ct->nsamples && start < ct->end)
             start = ct->end;
-        if (start > ct->end)
-            close_to(c, e->thread, ct, 0, ct->end);
-        if (m->n > c->ids_cap) {
-            uint32_t *ni = realloc(c->ids, m->n * sizeof *ni);
-            if (!ni)
-                return TALLY_ENOMEM;
-            c->ids = ni;
-            c->ids_cap = m->n;
-        }
-        for (uint32_t i = 0; i < m->n; i++)
-            c->ids[i] = m->ids[m->n - 1 - i];
-        uint32_t same = 0;
-        while (same < ct->nopen && same < m->n && ct->open[same] == c->ids[same])
-            same++;
-        close_to(c, e->thread, ct, same, start);
-        if (m->n > ct->cap) {
-            uint32_t *no = realloc(ct->open, m->n * sizeof *no);
-            if (!no)
-                return TALLY_ENOMEM;
-            ct->open = no;
-            ct->cap = m->n;
-        }
-        for (uint32_t i = same; i < m->n; i++) {
-            ct->open[ct->nopen++] = c->ids[i];
-            be(c, e->thread, ct, 'B', c->ids[i], start);
-        }
+        if (ct->nsamples && start > ct->end)
+            sample(c, th, ct, 0, ct->end); /* idle from where the last one ended */
+        sample(c, th, ct, sf, start);
         ct->end = start + w;
+        ct->nsamples++;
     } else if (ev->type == EXP_REC_SYNC || ev->type == EXP_REC_IO || ev->type == EXP_REC_TRACE ||
                ev->type == EXP_REC_HEAP_ALLOC) {
         char buf[64];
         const char *cat;
         const char *name = traced_name(c, ev, buf, sizeof buf, &cat);
+        eng_mapped_t mm, *m = NULL;
+        if (ev->stack != EXP_NO_STACK) {
+            if ((rc = eng_map_stack(c->s->eng, th->exp, ev->stack, ENG_KIND_FUNCTION, &mm,
+                                    c->err)))
+                return rc;
+            m = &mm;
+        }
         uint64_t w = ev->type == EXP_REC_HEAP_ALLOC ? 0 : ev->weight;
         uint64_t start = t > w ? t - w : 0;
         if (start < ct->trace_end)
@@ -256,9 +301,9 @@ static int ch_event(void *ctx, const rep_event_t *e)
         xb_str(&c->out, w ? "{\"ph\":\"B\",\"cat\":\"" : "{\"ph\":\"i\",\"cat\":\"");
         xb_str(&c->out, cat);
         xb_str(&c->out, "\",\"pid\":");
-        xb_u64(&c->out, pid_of(c, e->thread));
+        xb_u64(&c->out, pid_of(c, th));
         xb_str(&c->out, ",\"tid\":");
-        xb_u64(&c->out, TRACED_TID + e->thread->number);
+        xb_u64(&c->out, TRACED_TID + th->number);
         xb_str(&c->out, ",\"ts\":");
         put_ts(c, start);
         xb_str(&c->out, w ? ",\"name\":" : ",\"s\":\"t\",\"name\":");
@@ -279,9 +324,9 @@ static int ch_event(void *ctx, const rep_event_t *e)
         if (w) { /* its end written as a time stamp of its own: see the top */
             sep(c);
             xb_str(&c->out, "{\"ph\":\"E\",\"pid\":");
-            xb_u64(&c->out, pid_of(c, e->thread));
+            xb_u64(&c->out, pid_of(c, th));
             xb_str(&c->out, ",\"tid\":");
-            xb_u64(&c->out, TRACED_TID + e->thread->number);
+            xb_u64(&c->out, TRACED_TID + th->number);
             xb_str(&c->out, ",\"ts\":");
             put_ts(c, start + w);
             xb_str(&c->out, ",\"name\":");
@@ -331,7 +376,7 @@ static void packets(ch_ctx_t *c)
 
 int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
 {
-    ch_ctx_t c = { .s = s, .o = o, .first = 1, .metric = o->metrics[0] };
+    ch_ctx_t c = { .s = s, .o = o, .err = err, .first = 1, .sfirst = 1, .metric = o->metrics[0] };
     if (!eng_metric(s->eng, c.metric)->time)
         return tally_errf(err, TALLY_EUSAGE, "the chrome export lays samples out in time: its "
                           "metric must be a time (totalcpu, user, ...), not '%s'",
@@ -340,36 +385,77 @@ int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
     if (rc)
         return rc;
     c.t0 = eng_run_start(s->eng);
-    if (xb_init(&c.out, out)) {
+    if (!(c.tmp = tmpfile())) {
         rep_names_free(&c.names);
-        return tally_errf(err, TALLY_ENOMEM, "out of memory writing the chrome export");
+        return tally_errf(err, TALLY_EIO, "the chrome export needs a temporary file: %s",
+                          strerror(errno));
     }
-    xb_str(&c.out, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"tally\","
+    if (xb_init(&c.smp, out) || xb_init(&c.out, c.tmp)) {
+        rc = TALLY_ENOMEM;
+        goto done;
+    }
+    xb_str(&c.smp, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"tally\","
            "\"metric\":");
-    xb_json(&c.out, eng_metric(s->eng, c.metric)->name);
-    xb_str(&c.out, "},\"traceEvents\":[");
-    rc = rep_events(s, ch_event, &c, err);
-    if (!rc) {
-        for (size_t i = 0; i < c.nth; i++) {
-            if (!c.th[i].nopen)
-                continue;
-            const eng_thread_t *t = eng_thread(s->eng, i);
-            close_to(&c, t, &c.th[i], 0, c.th[i].end);
-        }
-        packets(&c);
-        xb_str(&c.out, "\n]}\n");
+    xb_json(&c.smp, eng_metric(s->eng, c.metric)->name);
+    xb_str(&c.smp, "}");
+    rc = eng_foreach_event(s->eng, ch_event, &c, err);
+    if (rc)
+        goto done;
+    for (size_t i = 0; i < c.nth; i++) /* each thread's samples end with an idle record */
+        if (c.th[i].nsamples)
+            sample(&c, eng_thread(s->eng, i), &c.th[i], 0, c.th[i].end);
+    if (!c.sfirst)
+        xb_str(&c.smp, "\n]");
+    packets(&c);
+    /* the traceEvents made beside the samples */
+    xb_str(&c.smp, ",\"traceEvents\":[");
+    if (xb_finish(&c.out) || fflush(c.tmp) || fseeko(c.tmp, 0, SEEK_SET)) {
+        rc = TALLY_EIO;
+        goto done;
     }
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, c.tmp)) > 0)
+        xb_put(&c.smp, buf, n);
+    if (ferror(c.tmp)) {
+        rc = TALLY_EIO;
+        goto done;
+    }
+    xb_str(&c.smp, "\n]");
+    if (!c.sfirst) { /* the stacks: node k is {name, parent} */
+        xb_str(&c.smp, ",\"stackFrames\":{");
+        for (size_t k = 0; k < c.nnodes; k++) {
+            size_t nlen;
+            const char *name = json_name(&c, c.node_fn[k], &nlen);
+            xb_str(&c.smp, k ? ",\n\"" : "\n\"");
+            xb_u64(&c.smp, k + 1);
+            xb_str(&c.smp, "\":{\"name\":");
+            xb_put(&c.smp, name, nlen);
+            if (c.node_parent[k]) {
+                xb_str(&c.smp, ",\"parent\":");
+                xb_u64(&c.smp, c.node_parent[k]);
+            }
+            xb_char(&c.smp, '}');
+        }
+        xb_str(&c.smp, "\n}");
+    }
+    xb_str(&c.smp, "}\n");
+done:
     if (xb_finish(&c.out) && !rc)
+        rc = TALLY_EIO;
+    if (xb_finish(&c.smp) && !rc)
         rc = TALLY_EIO;
     if (rc == TALLY_ENOMEM && !err->code)
         rc = tally_errf(err, TALLY_ENOMEM, "out of memory writing the chrome export");
     if (rc == TALLY_EIO && !err->code)
         rc = tally_errf(err, TALLY_EIO, "writing the chrome export failed");
-    for (size_t i = 0; i < c.nth; i++)
-        free(c.th[i].open);
+    fclose(c.tmp);
+    u64map_free(&c.stack_sf);
+    u64map_free(&c.node_ix);
+    free(c.node_parent);
+    free(c.node_fn);
     xb_names_free(&c.jname);
     free(c.th);
-    free(c.ids);
     rep_names_free(&c.names);
     return rc;
 }

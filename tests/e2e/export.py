@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -171,9 +172,13 @@ def test_pprof(d, exps):
             "-thread_select", "1")
 
 
-# ---- callgrind: callgrind_annotate ------------------------------------------------------------
+# ---- callgrind: callgrind_annotate, and a reader here per line and per instruction -------------
 
 def annotate(path, metric, inclusive):
+    """{function: value} of callgrind_annotate's function table. A function whose code is in
+    several files (fi=: its inlined code with -inlines off) is a row per file; its exclusive
+    cost is their sum, its inclusive cost the row its callers called (the other rows hold only
+    what their own lines did and called: never more)."""
     p = run(["callgrind_annotate", "--threshold=100", "--auto=no", "--show=" + metric,
              "--sort=" + metric, "--inclusive=" + ("yes" if inclusive else "no"), path],
             expect=0)
@@ -182,27 +187,362 @@ def annotate(path, metric, inclusive):
         if "file:function" in line:
             started = True
             continue
-        m = started and re.match(r"^\s*([0-9,]+|\.)\s+(?:\([^)]*\)\s+)?([^:]*):(.*)$", line)
+        m = started and re.match(r"^\s*([0-9,]+|\.)\s+(?:\([^)]*\)\s+)?([^:]*):(.*?)"
+                                 r"(?: \[[^]]*\])?$", line)
         if m:
             v = 0 if m.group(1) == "." else int(m.group(1).replace(",", ""))
-            rows[m.group(3)] = rows.get(m.group(3), 0) + v
+            old = rows.get(m.group(3), 0)
+            rows[m.group(3)] = max(old, v) if inclusive else old + v
     return rows
+
+
+annotated = [0]  # source lines callgrind_annotate showed with a cost
+
+
+def annotate_source(path, metric):
+    """callgrind_annotate --auto=yes: {(source file, line): self cost} of the files it found,
+    and {(source file, line, callee): cost} of its call rows ("=> file:fn (1x)")."""
+    p = run(["callgrind_annotate", "--threshold=100", "--auto=yes", "--show=" + metric,
+             "--sort=" + metric, "--inclusive=no", path], expect=0)
+    own, calls = {}, {}
+    src, lineno = None, None
+    for line in p.stdout.splitlines():
+        m = re.match(r"^-- (?:Auto-annotated|User-annotated) source: (.*)$", line)
+        if m:
+            src, lineno = m.group(1).strip(), 1
+            continue
+        if src is None:
+            continue
+        if line.startswith("-----") or line.startswith("The following files"):
+            if line.startswith("The following"):
+                src = None
+            continue
+        m = re.match(r"^-- line (\d+) -+$", line)
+        if m:
+            lineno = int(m.group(1))
+            continue
+        m = re.match(r"^\s*([0-9,]+|\.)(?: \([ 0-9.]+%\))?\s\s=> (.*):([^:]*) \(\d+x\)$", line)
+        if m:
+            v = 0 if m.group(1) == "." else int(m.group(1).replace(",", ""))
+            key = (src, lineno - 1, m.group(3))
+            calls[key] = calls.get(key, 0) + v
+            continue
+        m = re.match(r"^\s*([0-9,]+|\.)(?: \([ 0-9.]+%\))? ", line)
+        if m and lineno is not None:
+            if m.group(1) != ".":
+                own[(src, lineno)] = int(m.group(1).replace(",", ""))
+            lineno += 1
+    return own, calls
+
+
+def read_callgrind(path):
+    """The file as a reader of the format sees it (name compression, fi=/fe=, positions "instr
+    line", calls): self and call costs per (file, line, function) and per (object, address,
+    function), and per (caller, callee) the calls' costs. <Total>'s own lines are left out."""
+    tabs = {"fl": {}, "fn": {}, "ob": {}}
+    ns = {"fl": "fl", "fi": "fl", "fe": "fl", "cfi": "fl", "cfl": "fl", "fn": "fn", "cfn": "fn",
+          "ob": "ob", "cob": "ob"}
+
+    def name(key, val):
+        m = re.match(r"^\((\d+)\)(?: (.*))?$", val)
+        if not m:
+            return val
+        if m.group(2) is not None:
+            tabs[ns[key]][m.group(1)] = m.group(2)
+        check(m.group(1) in tabs[ns[key]], "callgrind: %s=(%s) before its name" % (key, m.group(1)))
+        return tabs[ns[key]].get(m.group(1))
+
+    zero = None
+    lines = collections.defaultdict(lambda: [zero, zero])
+    addrs = collections.defaultdict(lambda: [zero, zero])
+    edges = collections.defaultdict(lambda: zero)
+    events = positions = None
+    ob = cur = fn = cob = cfn = None
+    call = None
+
+    def add(a, b):
+        return b if a is None else [x + y for x, y in zip(a, b)]
+    with open(path) as f:
+        for raw in f:
+            s = raw.rstrip("\n")
+            if not s or s.startswith("#"):
+                continue
+            m = re.match(r"^(\w+):\s*(.*)$", s)
+            if m:
+                if m.group(1) == "events":
+                    events = m.group(2).split()
+                elif m.group(1) == "positions":
+                    positions = m.group(2).split()
+                continue
+            m = re.match(r"^(\w+)=(.*)$", s)
+            if m:
+                k, v = m.groups()
+                if k == "calls":
+                    check(re.match(r"^1 0x[0-9a-f]+ \d+$", v), "callgrind: calls=%s" % v)
+                    call = cfn
+                    continue
+                check(k in ns, "callgrind: unknown line %r" % s)
+                nv = name(k, v)
+                if k == "ob":
+                    ob = nv
+                elif k in ("fl", "fi", "fe"):
+                    cur = nv
+                elif k == "fn":
+                    fn, cob = nv, ob
+                elif k == "cob":
+                    cob = nv
+                elif k == "cfn":
+                    cfn = nv
+                continue
+            check(positions == ["instr", "line"], "callgrind: positions %r" % positions)
+            parts = s.split()
+            addr, line = int(parts[0], 0), int(parts[1])
+            cost = [int(x) for x in parts[2:]]
+            check(len(cost) == len(events), "callgrind: %d costs for %d events in %r" %
+                  (len(cost), len(events), s))
+            if call is not None:
+                edges[(fn, call)] = add(edges[(fn, call)], cost)
+            if fn != "<Total>":
+                k = 1 if call is not None else 0
+                lines[(cur, line, fn)][k] = add(lines[(cur, line, fn)][k], cost)
+                addrs[(ob, addr, fn)][k] = add(addrs[(ob, addr, fn)][k], cost)
+            call = None
+    return events, lines, addrs, edges
+
+
+def position_value(pair, e):
+    """(self, self + calls) of event e at a position."""
+    own = pair[0][e] if pair[0] else 0
+    return own, own + (pair[1][e] if pair[1] else 0)
+
+
+def recursive_functions(exp):
+    """Functions met twice on one path of the call tree."""
+    rec = set()
+
+    def walk(node, path):
+        name = node["name"]
+        if name in path:
+            rec.add(name)
+        for ch in node.get("children", []):
+            walk(ch, path | {name})
+    walk(print_json(exp, "-calltree")[0]["tree"], set())
+    return rec
+
+
+def compare_positions(what, got, exps, metric, view, opts, loose):
+    """got: {row name: (self, self + calls)}; print's rows of view (-lines, -pcs) must be equal
+    to the last unit, but the inclusive values of the rows in loose, which may fall short: their
+    own cost plus what they called when recursion puts them on a stack twice (see
+    tally-export(1)) counts the call into a recursive function once, at its innermost call."""
+    doc = print_json(exps, *opts, "-limit", "0", "-metrics", "e.%s:i.%s" % (metric, metric),
+                     view)[0]
+    unit = [m["unit"] for m in doc["metrics"] if m["name"] == "e." + metric][0]
+    want = collections.defaultdict(lambda: [0, 0])
+    for r in doc["rows"]:
+        if r["name"] != "<Total>":
+            name = re.sub(r", (instructions without line numbers|compiler-generated code)$",
+                          ", line 0", r["name"])
+            want[name][0] += r["e." + metric]
+            want[name][1] += r["i." + metric]
+    check(want, "%s: print %s shows no row" % (what, view))
+    n = 0
+    for name in sorted(set(want) | set(got)):
+        g = got.get(name, (0, 0))
+        w = want.get(name)
+        if w is None:
+            check(g == (0, 0), "%s %s: %r is in the export (%r) but not in print %s" %
+                  (what, metric, name, g, view))
+            continue
+        n += w != [0, 0]
+        # (rows of one name, e.g. two files of one base name, are summed on both sides: only
+        # times' sums can then differ in print's last digit)
+        check(same(g[0], w[0], unit), "%s exclusive %s of %r: export %d, print %r" %
+              (what, metric, name, g[0], w[0]))
+        if name in loose:
+            check(g[1] <= w[1] * 1e9 + 1 if unit == "s" else g[1] <= w[1],
+                  "%s inclusive %s of %r (a call into recursion): export %d > print %r" %
+                  (what, metric, name, g[1], w[1]))
+        else:
+            check(same(g[1], w[1], unit), "%s inclusive %s of %r: export %d, print %r" %
+                  (what, metric, name, g[1], w[1]))
+    compared[0] += n
+    return n
+
+
+def check_callgrind(d, exp, out, opts=()):
+    """Every function, call edge, line and instruction of the export against print."""
+    metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
+    check(metrics, "callgrind: no metric with data in %s" % exp)
+    events, lines, addrs, edges = read_callgrind(out)
+    check(events == metrics, "callgrind: events %r, print's metrics %r" % (events, metrics))
+    rec = recursive_functions(exp)
+    # positions calling into a recursive function, or into code inlined at them (-inlines off:
+    # there is no call, so a line inlined code was called at has no inclusive cost)
+    inline_only = set()
+    if "-inlines" in opts:
+        on = {r["name"] for r in print_json(exp, "-limit", "0", "-functions")[0]["rows"]}
+        off = {r["name"] for r in print_json(exp, "-inlines", "off", "-limit", "0",
+                                             "-functions")[0]["rows"]}
+        inline_only = on - off
+    fs = {r["name"]: r for r in print_json(exp, "-limit", "0", "-fsummary")[0]["rows"]}
+    for e, metric in enumerate(metrics):
+        ex, inc = annotate(out, metric, False), annotate(out, metric, True)
+        got = {k: (ex.get(k, 0), inc.get(k, 0)) for k in set(ex) | set(inc)}
+        # <Total> pays for the outermost frames (it has no cost of its own); its inclusive
+        # cost leaves out events without a stack, which print's <Total> counts
+        total = got.pop("<Total>", (0, 0))
+        check(total[0] == 0, "callgrind_annotate <Total> has a cost of its own: %r" % (total,))
+        compare("callgrind_annotate", got, [exp], metric, *opts)
+        # the calls: each caller's share of a callee is print's attributed caller edge
+        cc = print_json(exp, *opts, "-limit", "0", "-cmetrics", "a." + metric,
+                        "-callers-callees")[0]
+        unit = expected([exp], metric, *opts)[1]
+        want = {}
+        for ent in cc["entries"]:
+            for c in ent["callers"]:
+                want[(c["name"], ent["function"])] = c["a." + metric]
+        for key in sorted(set(want) | {k for k in edges if k[0] != "<Total>"}):
+            g = edges[key][e] if edges.get(key) else 0
+            check(same(g, want.get(key, 0), unit), "callgrind call %s -> %s, %s: export %d, "
+                  "print -callers-callees %r" % (key[0], key[1], metric, g, want.get(key, 0)))
+        # lines: (file, line, function) -> print's row name
+        by_line, loose = collections.defaultdict(lambda: [0, 0]), set()
+        for (file, line, fn), pair in lines.items():
+            name = ('line %d in "%s"' % (line, os.path.basename(file)) if line
+                    else "%s, line 0" % fn)
+            own, incl = position_value(pair, e)
+            by_line[name][0] += own
+            by_line[name][1] += incl
+        # which lines call into recursion: from the file's call lines (every call is written,
+        # those paid for at another occurrence at no cost)
+        for (file, line, fn, callee) in call_sites(out):
+            name = ('line %d in "%s"' % (line, os.path.basename(file)) if line
+                    else "%s, line 0" % fn)
+            if callee in rec:
+                loose.add(name)
+        if inline_only:  # the lines inlined code was called at, from the export with inlines
+            on_out = out + ".on"
+            export([exp], "callgrind", on_out)
+            for (file, line, fn, callee) in call_sites(on_out):
+                if callee in inline_only:
+                    loose.add('line %d in "%s"' % (line, os.path.basename(file)))
+        compare_positions("callgrind lines", {k: tuple(v) for k, v in by_line.items()}, [exp],
+                          metric, "-lines", opts, loose)
+        # instructions: (object, address) -> "function + 0xoffset" by -fsummary's addresses
+        starts = sorted((int(r["address"], 16), r["load_object"], n) for n, r in fs.items()
+                        if n != "<Total>" and r.get("size"))
+        # an instruction of inlined code is a position of each function of its inline chain
+        # (the inlined function's own cost and calls, its caller's call into it): its own cost
+        # is their sum, its inclusive cost the largest view (the outermost function's)
+        by_pc, loose_pc = {}, set()
+        for (ob, addr, fn), pair in addrs.items():
+            cand = [(a, n) for a, o, n in starts if o == ob and a <= addr]
+            if not check(cand, "callgrind: address %#x of %s in no function" % (addr, ob)):
+                continue
+            a, n = cand[-1]
+            name = "%s + %#x" % (n, addr - a)
+            old = by_pc.get(name, (0, 0))
+            own, incl = position_value(pair, e)
+            by_pc[name] = (old[0] + own, max(old[1], incl))
+        for (ob, addr, callee) in call_addrs(out):
+            if callee in rec:
+                cand = [(a, n) for a, o, n in starts if o == ob and a <= addr]
+                if cand:
+                    loose_pc.add("%s + %#x" % (cand[-1][1], addr - cand[-1][0]))
+        compare_positions("callgrind instructions", by_pc, [exp], metric, "-pcs", opts,
+                          loose_pc)
+        # callgrind_annotate's own reading of the source files it finds, line by line
+        own, calls = annotate_source(out, metric)
+        annotated[0] += sum(1 for v in own.values() if v)
+        mine = collections.defaultdict(int)
+        for (file, line, fn), pair in lines.items():
+            mine[(file, line)] += pair[0][e] if pair[0] else 0
+        for (file, line), v in own.items():
+            check(v == mine.get((file, line), 0), "callgrind_annotate %s:%d %s: %d, the file "
+                  "says %d" % (file, line, metric, v, mine.get((file, line), 0)))
+        for (file, line, callee), v in calls.items():
+            w = sum(pair[1][e] for (f2, l2, fn), pair in lines.items()
+                    if f2 == file and l2 == line and pair[1])
+            check(v <= w, "callgrind_annotate %s:%d => %s: %d" % (file, line, callee, v))
+
+
+def call_sites(path):
+    """(file, line, function, callee) of every call line of a callgrind file."""
+    out = []
+    tabs = {"fl": {}, "fn": {}}
+    cur = fn = cfn = None
+    pending = False
+    with open(path) as f:
+        for raw in f:
+            s = raw.rstrip("\n")
+            m = re.match(r"^(fl|fi|fe|cfi|cfl|fn|cfn)=\((\d+)\)(?: (.*))?$", s)
+            if m:
+                t = "fn" if m.group(1) in ("fn", "cfn") else "fl"
+                if m.group(3) is not None:
+                    tabs[t][m.group(2)] = m.group(3)
+                v = tabs[t][m.group(2)]
+                if m.group(1) in ("fl", "fi", "fe"):
+                    cur = v
+                elif m.group(1) == "fn":
+                    fn = v
+                elif m.group(1) == "cfn":
+                    cfn = v
+                continue
+            if s.startswith("calls="):
+                pending = True
+                continue
+            if pending and re.match(r"^0x[0-9a-f]+ \d+", s):
+                out.append((cur, int(s.split()[1]), fn, cfn))
+                pending = False
+    return out
+
+
+def call_addrs(path):
+    """(object, address, callee) of every call line of a callgrind file."""
+    out = []
+    tabs = {"ob": {}, "fn": {}}
+    ob = cfn = None
+    pending = False
+    with open(path) as f:
+        for raw in f:
+            s = raw.rstrip("\n")
+            m = re.match(r"^(ob|cob|cfn|fn)=\((\d+)\)(?: (.*))?$", s)
+            if m:
+                t = "ob" if m.group(1) in ("ob", "cob") else "fn"
+                if m.group(3) is not None:
+                    tabs[t][m.group(2)] = m.group(3)
+                if m.group(1) == "ob":
+                    ob = tabs[t][m.group(2)]
+                elif m.group(1) == "cfn":
+                    cfn = tabs[t][m.group(2)]
+                continue
+            if s.startswith("calls="):
+                pending = True
+                continue
+            if pending and s.startswith("0x"):
+                out.append((ob, int(s.split()[0], 16), cfn))
+                pending = False
+    return out
 
 
 def test_callgrind(d, exps):
     need("callgrind_annotate")
-    for exp in exps:
+    inl = collect(d, [os.path.join(WL, "wl_export_inl"), "0.3"], name="inl")
+    for exp in exps + [inl]:
         out = os.path.join(d, "callgrind.out")
         export([exp], "callgrind", out)
-        metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
-        for metric in metrics:
-            ex, inc = annotate(out, metric, False), annotate(out, metric, True)
-            got = {k: (ex.get(k, 0), inc.get(k, 0)) for k in set(ex) | set(inc)}
-            # <Total> pays for the outermost frames (it has no cost of its own); its inclusive
-            # cost leaves out events without a stack, which print's <Total> counts
-            total = got.pop("<Total>", (0, 0))
-            check(total[0] == 0, "callgrind_annotate <Total> has a cost of its own: %r" % (total,))
-            compare("callgrind_annotate", got, [exp], metric)
+        check_callgrind(d, exp, out)
+    # inlined code as the code of the function it is in: its lines in another file (fi=/fe=)
+    out = os.path.join(d, "callgrind-off.out")
+    export([inl], "callgrind", out, "-inlines", "off")
+    with open(out) as f:
+        text = f.read()
+    check(re.search(r"^fi=\(\d+\) .*export_inl\.h$", text, re.M),
+          "callgrind -inlines off: no fi= line for the header's inlined code")
+    check_callgrind(d, inl, out, ("-inlines", "off"))
+    check(annotated[0] >= 10, "callgrind_annotate --auto=yes showed %d lines with a cost in "
+          "the workloads' sources" % annotated[0])
 
 
 # ---- folded: a reader here -------------------------------------------------------------------
@@ -242,17 +582,17 @@ def ns_of(ts, what):
 
 
 def check_chrome(path):
-    """Checks the trace strictly; returns {function: (self ns, total ns)} of the sample slices."""
+    """Checks the trace strictly; returns {function: (self ns, total ns)} of its samples: each
+    sample weighs the time to its thread's next record (as speedscope's importer weighs it), an
+    idle record (no "sf") weighs nothing, and every thread's samples end with one."""
     with open(path) as f:
         doc = json.load(f)
     check(isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list),
           "chrome: no traceEvents array")
-    open_ = collections.defaultdict(list)   # (pid, tid) -> [[name, start, child ns]]
+    open_ = collections.defaultdict(list)   # (pid, tid) -> [[name, start]]
     last = collections.defaultdict(int)     # (pid, tid) -> last ts of B/E
     xend = collections.defaultdict(list)    # (pid, tid) -> ends of enclosing X slices
     named = set()
-    excl = collections.defaultdict(int)
-    incl = collections.defaultdict(int)
     for ev in doc["traceEvents"]:
         ph = ev.get("ph")
         if not check(ph in ("B", "E", "X", "i", "M", "C"), "chrome: unknown phase in %r" % ev):
@@ -272,17 +612,13 @@ def check_chrome(path):
             check(t >= last[key], "chrome: time goes back on %r at %r" % (key, ev))
             last[key] = t
             if ph == "B":
-                open_[key].append([ev["name"], t, 0])
-            elif check(open_[key] and open_[key][-1][0] == ev["name"],
-                       "chrome: E %r does not close the innermost open slice on %r (%r)" %
-                       (ev["name"], key, open_[key][-1:] if open_[key] else None)):
-                name, start, child = open_[key].pop()
-                dur = t - start
-                excl[name] += dur - child
+                open_[key].append([ev["name"], t])
+            else:
+                check(open_[key] and open_[key][-1][0] == ev["name"],
+                      "chrome: E %r does not close the innermost open slice on %r (%r)" %
+                      (ev["name"], key, open_[key][-1:] if open_[key] else None))
                 if open_[key]:
-                    open_[key][-1][2] += dur
-                if name not in [o[0] for o in open_[key]]:  # outermost occurrence
-                    incl[name] += dur
+                    open_[key].pop()
         elif ph == "X":
             dur = ns_of(ev.get("dur"), ev)
             stack = xend[key]
@@ -297,7 +633,41 @@ def check_chrome(path):
             check(isinstance(ev.get("args"), dict) and ev["args"], "chrome: empty counter")
     for key, stack in open_.items():
         check(not stack, "chrome: slices left open on %r: %r" % (key, stack))
-    return {k: (excl[k], incl[k]) for k in set(excl) | set(incl)}
+    # the samples and their stacks
+    samples, frames = doc.get("samples"), doc.get("stackFrames")
+    check((samples is None) == (frames is None), "chrome: samples without stackFrames or back")
+    if samples is None:
+        return {}
+    check(isinstance(samples, list) and samples and isinstance(frames, dict),
+          "chrome: samples %r, stackFrames %r" % (type(samples), type(frames)))
+    for k, fr in frames.items():
+        check(isinstance(fr.get("name"), str) and fr["name"] and
+              ("parent" not in fr or str(fr["parent"]) in frames and int(fr["parent"]) < int(k)),
+              "chrome: stack frame %s: %r" % (k, fr))
+
+    def stack_of(sf):
+        out, k = [], str(sf)
+        while k is not None:
+            if not check(k in frames, "chrome: sample names stack frame %r, not there" % k):
+                break
+            out.append(frames[k]["name"])
+            k = str(frames[k]["parent"]) if "parent" in frames[k] else None
+        return out  # leaf first
+    by_thread = collections.defaultdict(list)
+    for r in samples:
+        key = (r.get("pid"), r.get("tid"))
+        check(key in named, "chrome: a sample on an unnamed thread %r" % (key,))
+        by_thread[key].append((ns_of(r.get("ts"), r), r.get("sf")))
+    stacks = []
+    for key, recs in by_thread.items():
+        check(recs[-1][1] is None, "chrome: the samples of %r do not end with an idle record" %
+              (key,))
+        for (t, sf), (nt, _) in zip(recs, recs[1:]):
+            check(nt >= t, "chrome: time goes back in the samples of %r at %r" % (key, nt))
+            if sf is not None:
+                check(nt > t, "chrome: a sample of no weight on %r at %r" % (key, t))
+                stacks.append((stack_of(sf), nt - t))
+    return per_stack(stacks)
 
 
 def test_chrome(d, exps):
@@ -325,12 +695,46 @@ def test_chrome(d, exps):
 
 # ---- speedscope: ajv against speedscope's schema ------------------------------------------------
 
+def read_evented(prof, frames, what):
+    """Checks an evented profile strictly (O/C events nested, "at" never going back, inside
+    startValue..endValue); returns {function: (self, total)} (a frame open twice at once, in
+    recursion, counts once in its total)."""
+    open_, last = [], prof["startValue"]
+    self_ = collections.defaultdict(int)
+    total = collections.defaultdict(int)
+    for ev in prof["events"]:
+        at = ev["at"]
+        check(isinstance(at, int) and at >= last and at <= prof["endValue"],
+              "%s: at %r after %r (start %r, end %r)" % (what, at, last, prof["startValue"],
+                                                          prof["endValue"]))
+        if open_:
+            self_[frames[open_[-1][0]]] += at - last
+        last = at
+        if ev["type"] == "O":
+            open_.append((ev["frame"], at))
+        elif check(ev["type"] == "C" and open_ and open_[-1][0] == ev["frame"],
+                   "%s: %r does not close the innermost open frame (%r)" %
+                   (what, ev, open_[-1:] if open_ else None)):
+            f, since = open_.pop()
+            if frames[f] not in [frames[o[0]] for o in open_]:
+                total[frames[f]] += at - since
+    check(not open_, "%s: frames left open: %r" % (what, open_))
+    check(last == prof["endValue"], "%s: endValue %r, last event at %r" %
+          (what, prof["endValue"], last))
+    return {k: (self_[k], total[k]) for k in set(self_) | set(total)}
+
+
 def test_speedscope(d, exps):
     need("node")
     if not os.path.isdir(os.path.join(NODE_MODULES, "speedscope")):
         skip("tests/node/node_modules has no speedscope (scripts/bootstrap runs npm ci there)")
     schema = os.path.join(os.path.dirname(__file__), "speedscope_schema.js")
-    for exp in exps:
+    heap = collect(d, [os.path.join(WL, "wl_trace_heap")], opts=["-H", "on", "-p", "off"],
+                   name="heap")
+    # the traced data of each experiment: (profile name's end, the metric its values are)
+    traced = {exps[1]: ("traced calls", "sync"), heap: ("heap allocations", "heapallocbytes")}
+    evented_compared = 0
+    for exp in exps + [heap]:
         metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
         for metric in metrics[:3]:
             out = os.path.join(d, "profile.speedscope.json")
@@ -343,13 +747,35 @@ def test_speedscope(d, exps):
                 doc = json.load(f)
             frames = [fr["name"] for fr in doc["shared"]["frames"]]
             stacks = []
+            evented = collections.defaultdict(lambda: [0, 0])
+            kinds = set()
             for prof in doc["profiles"]:
+                if prof["type"] == "evented":  # traced data, whatever the metric asked
+                    kind = prof["name"].rsplit(": ", 1)[-1]
+                    kinds.add(kind)
+                    check(prof["unit"] == ("bytes" if kind == "heap allocations"
+                                           else "nanoseconds"),
+                          "speedscope: evented %r in %r" % (prof["name"], prof["unit"]))
+                    for fn, (s_, t_) in read_evented(prof, frames, prof["name"]).items():
+                        evented[(kind, fn)][0] += s_
+                        evented[(kind, fn)][1] += t_
+                    continue
                 check(prof["type"] == "sampled", "speedscope: a profile of type %r" % prof["type"])
                 check(len(prof["samples"]) == len(prof["weights"]), "speedscope: samples/weights")
                 check(prof["endValue"] == sum(prof["weights"]), "speedscope: endValue")
                 for s, w in zip(prof["samples"], prof["weights"]):
                     stacks.append(([frames[i] for i in s][::-1], w))
-            compare("speedscope", per_stack(stacks), [exp], metric)
+            if stacks or exp != heap:
+                compare("speedscope", per_stack(stacks), [exp], metric)
+            # the evented profiles: each thread's traced time (bytes) per function is print's
+            want_kind = traced.get(exp)
+            check(kinds == ({want_kind[0]} if want_kind else set()),
+                  "speedscope: evented profiles %r in %s" % (sorted(kinds), exp))
+            if want_kind:
+                got = {fn: tuple(v) for (k, fn), v in evented.items() if k == want_kind[0]}
+                evented_compared += compare("speedscope evented", got, [exp], want_kind[1])
+    check(evented_compared >= 4, "speedscope: only %d functions of evented profiles compared" %
+          evented_compared)
 
 
 # ---- the command line ------------------------------------------------------------------------
@@ -384,6 +810,40 @@ def test_cli(d, exps):
     export([exps[0]], "folded", out)
     with open(out) as f:
         check(f.read() == p.stdout, "export to stdout differs from -o")
+    # -o - is standard output too (no file named "-"), in every streaming format, byte for byte
+    for fmt in ("folded", "callgrind", "chrome", "speedscope", "pprof"):
+        out = os.path.join(d, "o." + fmt)
+        export([exps[1]], fmt, out)
+        p = subprocess.run([TALLY, "export", "--format=" + fmt, "-o", "-", exps[1]], cwd=d,
+                           capture_output=True, timeout=240)
+        check(p.returncode == 0, "export --format=%s -o -: exit %d (%r)" %
+              (fmt, p.returncode, p.stderr))
+        check(not os.path.lexists(os.path.join(d, "-")),
+              "export --format=%s -o - wrote a file named '-'" % fmt)
+        with open(out, "rb") as f:
+            want = f.read()
+        if fmt == "pprof":  # the gzip header carries no name or time: compare the profiles
+            want, got = gzip.decompress(want), gzip.decompress(p.stdout)
+        else:
+            got = p.stdout
+        check(got == want, "export --format=%s -o - differs from -o FILE" % fmt)
+    p = subprocess.run([TALLY, "export", "--format=tau", "-o", "-", exps[0]], cwd=d,
+                       capture_output=True, text=True, timeout=240)
+    check(p.returncode == 2 and "directory" in p.stderr and
+          not os.path.lexists(os.path.join(d, "-")),
+          "export --format=tau -o -: %r" % p.stderr)
+    # binary to a terminal is refused (nothing written); text formats go to it
+    for fmt, opts, code in (("pprof", [], 2), ("pprof", ["-o", "-"], 2),
+                            ("folded", ["-o", "-"], 0), ("chrome", [], 0)):
+        code_got, text, err = on_tty([TALLY, "export", "--format=" + fmt] + opts + [exps[0]])
+        check(code_got == code, "export --format=%s %s to a terminal: exit %d, expected %d (%r)"
+              % (fmt, opts, code_got, code, err))
+        if code:
+            check("terminal" in err and "-o FILE" in err and not text,
+                  "export --format=%s to a terminal: stderr %r, %d bytes on the terminal" %
+                  (fmt, err, len(text)))
+        else:
+            check(len(text) > 0, "export --format=%s to a terminal wrote nothing" % fmt)
     # -object_hide: libc as one frame <libc.so.6>, its functions gone; values still add up
     out = os.path.join(d, "hide.folded")
     export([exps[0]], "folded", out, "-object_hide", "libc.so.6")
@@ -391,6 +851,28 @@ def test_cli(d, exps):
     check("<libc.so.6>" in got and "__libc_start_main" not in got,
           "-object_hide libc.so.6 did not fold libc: %r" % sorted(got))
     compare("folded -object_hide", got, [exps[0]], "totalcpu", "-object_hide", "libc.so.6")
+
+
+def on_tty(args):
+    """Runs args with standard output a terminal (a pseudo-terminal read here); returns the
+    exit status, what reached the terminal and standard error."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    text = b""
+    while True:  # drain the terminal while the command writes (its buffer is small)
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: every writer has closed it
+            break
+        if not chunk:
+            break
+        text += chunk
+    err = p.stderr.read().decode(errors="replace")
+    code = p.wait(timeout=240)
+    os.close(master)
+    return code, text, err
 
 
 def main():

@@ -8,7 +8,8 @@ and weight must be tally's.
 
 - speedscope: one sampled profile per thread with data, named "NAME (pid P, tid T)" from
   print -thread_list, whose total weight (ns) is the thread's total of the metric (print
-  -thread_select N).
+  -thread_select N); and one evented profile per thread with traced calls, "NAME (pid P, tid T):
+  traced calls", whose non-idle weight is the thread's sync wait time.
 - chrome: speedscope's Trace Event importer makes an evented profile per track, named by the
   track's thread_name and its pid and tid; the samples' track's non-idle weight (the time covered
   by its outermost slices, in us) is the thread's total of the metric, to the nanosecond, and its
@@ -122,8 +123,15 @@ def main():
             got = {p["name"]: p for p in import_in_speedscope(b, out, n)}
             want = {"%s (pid %d, tid %d)" % (name, pid, tid): tot
                     for _, pid, tid, name, tot in with_data}
-            check(sorted(got) == sorted(want), "speedscope %s: profiles %r, tally's threads %r"
-                  % (metric, sorted(got), sorted(want)))
+            # and an evented profile of each thread's traced calls (the sync waits), whatever
+            # the metric: its non-idle weight is the thread's sync wait time
+            evented = {"%s (pid %d, tid %d): traced calls" % (name, pid, tid): sync[num]
+                       for num, pid, tid, name, _ in threads if sync.get(num)}
+            check(bool(evented) == (exp == syn), "%s: traced calls of threads %r" %
+                  (exp, sorted(evented)))
+            check(sorted(got) == sorted(list(want) + list(evented)),
+                  "speedscope %s: profiles %r, tally's threads %r and traced calls %r"
+                  % (metric, sorted(got), sorted(want), sorted(evented)))
             for name, tot in want.items():
                 p = got.get(name)
                 if p is None:
@@ -132,6 +140,15 @@ def main():
                 check(p["unit"] == "nanoseconds" and p["total"] == int(p["total"]) and
                       same(p["total"], tot), "speedscope %s %s: speedscope weighs %r %s, tally "
                       "%r s" % (metric, name, p["total"], p["unit"], tot))
+            for name, tot in evented.items():
+                p = got.get(name)
+                if p is None:
+                    continue
+                compared += 1
+                check(p["unit"] == "nanoseconds" and same(p["nonidle"], tot) and
+                      p["total"] >= p["nonidle"], "speedscope %s %s: speedscope weighs %r %s "
+                      "(span %r), tally %r s" % (metric, name, p["nonidle"], p["unit"],
+                                                 p["total"], tot))
 
             # Chrome's Trace Event format, through speedscope's importer of it
             out = os.path.join(d, "%s-%s.trace.json" % (os.path.basename(exp), metric))
