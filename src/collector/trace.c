@@ -6,6 +6,7 @@
 #include "trace.h"
 
 #include "base/spinlock.h"
+#include "experiment/evfast.h"
 #include "experiment/logrec.h"
 
 #include <errno.h>
@@ -75,15 +76,29 @@ static void clock_rate(uint64_t c, uint64_t ns)
     __atomic_store_n(&tsc_rate, rate, __ATOMIC_RELAXED);
 }
 
-uint64_t trace_now(void)
+static uint64_t now_anchor(trace_thr_t *t);
+
+/* trace_now of thread t, inline: one TSC read and a multiply. */
+static inline uint64_t now_inline(trace_thr_t *t)
 {
     uint64_t rate = __atomic_load_n(&tsc_rate, __ATOMIC_RELAXED);
-    trace_thr_t *t = &trace_thr;
     if (__builtin_expect(rate != 0, 1)) {
         uint64_t d = __builtin_ia32_rdtsc() - t->tsc_base;
         if (__builtin_expect(d < tsc_limit && (++t->tsc_n & 4095), 1))
             return t->ns_base + ((d * rate) >> 32);
     }
+    return now_anchor(t);
+}
+
+uint64_t trace_now(void)
+{
+    return now_inline(&trace_thr);
+}
+
+/* The thread's anchor taken again (every millisecond or 4096 reads), or the clock without the
+ * TSC. */
+static __attribute__((noinline)) uint64_t now_anchor(trace_thr_t *t)
+{
     uint64_t ns = mono_ns(), c = __builtin_ia32_rdtsc();
     t->tsc_base = c;
     t->ns_base = ns;
@@ -227,18 +242,29 @@ static inline struct trace_memo *memo_set(trace_thr_t *th, fu_regs_t r)
     return &th->memo[(((r.ip ^ r.sp) * 0x9e3779b97f4a7c15ull) >> 59) & ~1u];
 }
 
-/* The stack id of a memoized walk from r, if there is one: 0, else -1. */
+/* The stack id of a memoized walk from r, if there is one: 0, else -1. The way used last is
+ * tried first; a way matches on the call site, its leaf and the caches' generation, and then
+ * when the stack cells its walk read still hold what they held (fu_same, inline). */
 static inline int memo_hit(trace_thr_t *th, fu_regs_t r, const void *fn, uint32_t *id)
 {
     struct trace_memo *w = memo_set(th, r);
     uint32_t gen = fu_generation();
-    for (int i = 0; i < 2; i++)
-        if (w[i].valid && w[i].r.ip == r.ip && w[i].fn == fn && w[i].gen == gen &&
-            fu_same(r, w[i].r, &w[i].cells)) {
-            *id = w[i].id;
-            w[0].recent = i;
-            return 0;
-        }
+    int first = w[0].recent;
+    for (int k = 0; k < 2; k++) {
+        struct trace_memo *m = &w[first ^ k];
+        if (!m->valid || m->r.ip != r.ip || m->r.sp != r.sp || m->fn != fn || m->gen != gen ||
+            (m->cells.uses_bp && m->r.bp != r.bp))
+            continue;
+        const uint64_t *a = m->addr, *v = m->val;
+        uint32_t n = m->cells.n, i = 0;
+        while (i < n && *(const volatile uint64_t *)(uintptr_t)a[i] == v[i])
+            i++;
+        if (i < n)
+            continue;
+        *id = m->id;
+        w[0].recent = first ^ k;
+        return 0;
+    }
     return -1;
 }
 
@@ -364,6 +390,33 @@ void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint3
     th->guard++;
     trace_free_rec(th, t, p, size, call);
     th->guard--;
+}
+
+/* The heap's fast path: the time taken here, the stack from the call site's memo, the record
+ * encoded into the chunk inline (evfast.h). Nothing in it is a call that could be traced or set
+ * errno, so it needs neither the guard nor errno saved; any other case goes to the paths above. */
+void trace_heap_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, const void *p, uint64_t size,
+                      uint32_t call)
+{
+    uint64_t t = now_inline(th);
+    uint32_t id;
+    if (__builtin_expect(fast_stack(th, t, r, fn, &id) &&
+                             exp_stream_alloc_fast(&th->stream, t, id, (uint64_t)(uintptr_t)p,
+                                                   size, call) == 0,
+                         1))
+        return;
+    trace_alloc(th, r, fn, t, p, size, call);
+}
+
+void trace_heap_free(trace_thr_t *th, const void *p, uint64_t size, uint32_t call)
+{
+    uint64_t t = now_inline(th);
+    if (__builtin_expect(th->state == TT_READY && recording(t) &&
+                             exp_stream_free_fast(&th->stream, t, (uint64_t)(uintptr_t)p, size,
+                                                  call) == 0,
+                         1))
+        return;
+    trace_free(th, t, p, size, call);
 }
 
 static void trace_sync_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
