@@ -195,7 +195,7 @@ void trace_exclude_thread(void)
 
 /* ---- records ---------------------------------------------------------------------------------- */
 
-static int recording(uint64_t t)
+static inline __attribute__((always_inline)) int recording(uint64_t t)
 {
     const coll_proc_t *p = &coll_proc;
     if (__atomic_load_n(&p->final, __ATOMIC_RELAXED) ||

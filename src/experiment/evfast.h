@@ -22,9 +22,25 @@
 /* The longest fast record: type, length, then at most 10 + 10 + 5 + 10 + 5 bytes of fields. */
 #define EXP_FAST_MAX 48
 
-/* An unsigned LEB128 value at p; returns the byte after it. */
+/* An unsigned LEB128 value at p; returns the byte after it. One to three bytes (times, sizes,
+ * stack ids, most address deltas) without a loop. */
 static inline uint8_t *exp_fast_u(uint8_t *p, uint64_t v)
 {
+    if (__builtin_expect(v < 0x80, 1)) {
+        p[0] = (uint8_t)v;
+        return p + 1;
+    }
+    if (v < 0x4000) {
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7);
+        return p + 2;
+    }
+    if (v < 0x200000) {
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7 | 0x80);
+        p[2] = (uint8_t)(v >> 14);
+        return p + 3;
+    }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -34,31 +50,34 @@ static inline uint8_t *exp_fast_u(uint8_t *p, uint64_t v)
 }
 
 /* Starts a record at time t of address addr: NULL when the fast path cannot write it, else
- * where its fields go (after type, length, dt and the address delta). */
+ * where its fields go (after type, length, dt and the address delta). The fields are read into
+ * locals first: the byte stores could alias them. */
 static inline uint8_t *exp_fast_begin(exp_stream_t *s, uint64_t t, uint64_t addr)
 {
-    if (__builtin_expect(s->pos > s->fast_end || t < s->last_t || s->busy, 0))
+    uint32_t pos = s->pos;
+    uint64_t last_t = s->last_t, last_addr = s->last_addr;
+    if (__builtin_expect(pos > s->fast_end || t < last_t || s->busy, 0))
         return 0;
+    uint8_t *r = s->chunk + pos;
     s->busy = 1;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint8_t *p = exp_fast_u(s->chunk + s->pos + 2, t - s->last_t);
-    int64_t d = (int64_t)(addr - s->last_addr);
-    p = exp_fast_u(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
     s->last_t = t;
     s->last_addr = addr;
-    return p;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    int64_t d = (int64_t)(addr - last_addr);
+    uint8_t *p = exp_fast_u(r + 2, t - last_t);
+    return exp_fast_u(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
 }
 
 /* Ends the record begun at the stream's pos with type, its fields ending at end. */
 static inline void exp_fast_end(exp_stream_t *s, uint8_t type, uint8_t *end)
 {
-    uint8_t *r = s->chunk + s->pos;
-    uint32_t n = (uint32_t)(end - r);
-    r[0] = type;
-    r[1] = (uint8_t)(n - 2); /* under 128: one byte */
-    s->pos += n;
+    uint8_t *chunk = s->chunk;
+    uint32_t pos = s->pos, n = (uint32_t)(end - (chunk + pos));
+    chunk[pos] = type;
+    chunk[pos + 1] = (uint8_t)(n - 2); /* under 128: one byte */
+    s->pos = pos + n;
     s->records++;
-    __atomic_store_n((uint32_t *)(s->chunk + 12), s->pos - EXP_CHUNK_HEADER_SIZE, __ATOMIC_RELEASE);
+    __atomic_store_n((uint32_t *)(chunk + 12), pos + n - EXP_CHUNK_HEADER_SIZE, __ATOMIC_RELEASE);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     s->busy = 0;
 }
