@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "heap.h"
 #include "realfn.h"
+#include "tracefast.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -6,7 +6,7 @@
 #include "trace.h"
 
 #include "base/spinlock.h"
-#include "experiment/evfast.h"
+#include "tracefast.h"
 #include "experiment/logrec.h"
 
 #include <errno.h>
@@ -45,8 +45,10 @@ static struct {
 
 static int tsc_usable;          /* the kernel's clocksource is the TSC */
 static uint64_t tsc0, ns0;      /* the anchor taken at the start */
-static uint64_t tsc_rate;       /* atomic: ns per tick << 32; 0 while unknown */
-static uint64_t tsc_limit;      /* ticks in about a millisecond */
+uint64_t trace_tsc_rate;        /* atomic: ns per tick << 32; 0 while unknown (tracefast.h) */
+uint64_t trace_tsc_limit;       /* ticks in about a millisecond */
+#define tsc_rate trace_tsc_rate
+#define tsc_limit trace_tsc_limit
 
 static void clock_start(void)
 {
@@ -76,28 +78,14 @@ static void clock_rate(uint64_t c, uint64_t ns)
     __atomic_store_n(&tsc_rate, rate, __ATOMIC_RELAXED);
 }
 
-static uint64_t now_anchor(trace_thr_t *t);
-
-/* trace_now of thread t, inline: one TSC read and a multiply. */
-static inline uint64_t now_inline(trace_thr_t *t)
-{
-    uint64_t rate = __atomic_load_n(&tsc_rate, __ATOMIC_RELAXED);
-    if (__builtin_expect(rate != 0, 1)) {
-        uint64_t d = __builtin_ia32_rdtsc() - t->tsc_base;
-        if (__builtin_expect(d < tsc_limit && (++t->tsc_n & 4095), 1))
-            return t->ns_base + ((d * rate) >> 32);
-    }
-    return now_anchor(t);
-}
-
 uint64_t trace_now(void)
 {
-    return now_inline(&trace_thr);
+    return trace_now_inline(&trace_thr);
 }
 
 /* The thread's anchor taken again (every millisecond or 4096 reads), or the clock without the
  * TSC. */
-static __attribute__((noinline)) uint64_t now_anchor(trace_thr_t *t)
+__attribute__((noinline)) uint64_t trace_now_anchor(trace_thr_t *t)
 {
     uint64_t ns = mono_ns(), c = __builtin_ia32_rdtsc();
     t->tsc_base = c;
@@ -132,20 +120,6 @@ void trace_log_settings(exp_line_t *l)
     }
 }
 /* ---- threads ---------------------------------------------------------------------------------- */
-
-/* A memoized walk: when a call comes from the same site with the same stack (fu_same), its stack
- * is the one written before, and neither a walk nor the stack table is needed. */
-#define MEMO_N 32
-#define MEMO_CELLS 64
-struct trace_memo {
-    int valid;
-    int recent; /* in a set's first way: the way used last */
-    uint32_t gen, id;
-    const void *fn;
-    fu_regs_t r;
-    fu_cells_t cells;
-    uint64_t addr[MEMO_CELLS], val[MEMO_CELLS];
-};
 
 /* Sets up the calling thread's stream; 0 when it can record. */
 static int thread_ready(trace_thr_t *t)
@@ -195,15 +169,6 @@ void trace_exclude_thread(void)
 
 /* ---- records ---------------------------------------------------------------------------------- */
 
-static inline __attribute__((always_inline)) int recording(uint64_t t)
-{
-    const coll_proc_t *p = &coll_proc;
-    if (__atomic_load_n(&p->final, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&p->paused, __ATOMIC_RELAXED))
-        return 0;
-    return !p->has_window || (t >= p->win_lo && t <= p->win_hi);
-}
-
 /* The stream to write to and the frames buffer: the thread's own, or the late stream (locked
  * until stream_done). Returns NULL when nothing can be written. */
 static exp_stream_t *stream_get(trace_thr_t *th, uint64_t **pcs, uint32_t *max)
@@ -235,39 +200,8 @@ static void stream_done(exp_stream_t *s)
 static void count(uint64_t *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
 
 /* The stack of a traced call: fn, then its caller's frames, as a stack id of stream s. A walk
- * from a call site seen before is memoized (th->memo; only for the thread's own stream). */
-/* The two ways of the memo set of a call from r. */
-static inline struct trace_memo *memo_set(trace_thr_t *th, fu_regs_t r)
-{
-    return &th->memo[(((r.ip ^ r.sp) * 0x9e3779b97f4a7c15ull) >> 59) & ~1u];
-}
-
-/* The stack id of a memoized walk from r, if there is one: 0, else -1. The way used last is
- * tried first; a way matches on the call site, its leaf and the caches' generation, and then
- * when the stack cells its walk read still hold what they held (fu_same, inline). */
-static inline int memo_hit(trace_thr_t *th, fu_regs_t r, const void *fn, uint32_t *id)
-{
-    struct trace_memo *w = memo_set(th, r);
-    uint32_t gen = fu_generation();
-    int first = w[0].recent;
-    for (int k = 0; k < 2; k++) {
-        struct trace_memo *m = &w[first ^ k];
-        if (!m->valid || m->r.ip != r.ip || m->r.sp != r.sp || m->fn != fn || m->gen != gen ||
-            (m->cells.uses_bp && m->r.bp != r.bp))
-            continue;
-        const uint64_t *a = m->addr, *v = m->val;
-        uint32_t n = m->cells.n, i = 0;
-        while (i < n && *(const volatile uint64_t *)(uintptr_t)a[i] == v[i])
-            i++;
-        if (i < n)
-            continue;
-        *id = m->id;
-        w[0].recent = first ^ k;
-        return 0;
-    }
-    return -1;
-}
-
+ * from a call site seen before is memoized (th->memo, tracefast.h; only for the thread's own
+ * stream). */
 static int take_stack(trace_thr_t *th, exp_stream_t *s, uint64_t *pcs, uint32_t max,
                       fu_regs_t r, const void *fn, uint32_t *id)
 {
@@ -300,14 +234,6 @@ static int take_stack(trace_thr_t *th, exp_stream_t *s, uint64_t *pcs, uint32_t 
         m->id = *id;
     }
     return rc;
-}
-
-/* The common case of a record with a stack: the thread's stream is ready and the call site's
- * walk is memoized (then *id is its stack). */
-static inline int fast_stack(trace_thr_t *th, uint64_t t, fu_regs_t r, const void *fn,
-                             uint32_t *id)
-{
-    return th->state == TT_READY && recording(t) && memo_hit(th, r, fn, id) == 0;
 }
 
 static void fast_written(int rc, int saved, int kind)
@@ -390,33 +316,6 @@ void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint3
     th->guard++;
     trace_free_rec(th, t, p, size, call);
     th->guard--;
-}
-
-/* The heap's fast path: the time taken here, the stack from the call site's memo, the record
- * encoded into the chunk inline (evfast.h). Nothing in it is a call that could be traced or set
- * errno, so it needs neither the guard nor errno saved; any other case goes to the paths above. */
-void trace_heap_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, const void *p, uint64_t size,
-                      uint32_t call)
-{
-    uint64_t t = now_inline(th);
-    uint32_t id;
-    if (__builtin_expect(fast_stack(th, t, r, fn, &id) &&
-                             exp_stream_alloc_fast(&th->stream, t, id, (uint64_t)(uintptr_t)p,
-                                                   size, call) == 0,
-                         1))
-        return;
-    trace_alloc(th, r, fn, t, p, size, call);
-}
-
-void trace_heap_free(trace_thr_t *th, const void *p, uint64_t size, uint32_t call)
-{
-    uint64_t t = now_inline(th);
-    if (__builtin_expect(th->state == TT_READY && recording(t) &&
-                             exp_stream_free_fast(&th->stream, t, (uint64_t)(uintptr_t)p, size,
-                                                  call) == 0,
-                         1))
-        return;
-    trace_free(th, t, p, size, call);
 }
 
 static void trace_sync_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,

@@ -116,12 +116,8 @@ void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64
                 const void *object, uint32_t call) COLL_HIDDEN;
 void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
               uint32_t call, uint64_t bytes, int fd, int err, const char *name) COLL_HIDDEN;
-/* The same for the malloc family, timed inside (trace_now): trace_heap_alloc after the real
- * call returned, trace_heap_free before the block is given back. The common case (the thread's
- * stream ready, the call site's stack memoized) writes the record inline, without a call. */
-void trace_heap_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, const void *p, uint64_t size,
-                      uint32_t call) COLL_HIDDEN;
-void trace_heap_free(trace_thr_t *th, const void *p, uint64_t size, uint32_t call) COLL_HIDDEN;
+/* The malloc family's records, timed inside and written inline in the common case:
+ * trace_heap_alloc and trace_heap_free in tracefast.h. */
 /* An allocation made before the collector started (heap.c keeps them): written at trace_start
  * with a two-frame stack (fn, the caller's return address). */
 void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size,

@@ -52,7 +52,7 @@ static inline uint8_t *exp_fast_u(uint8_t *p, uint64_t v)
 /* Starts a record at time t of address addr: NULL when the fast path cannot write it, else
  * where its fields go (after type, length, dt and the address delta). The fields are read into
  * locals first: the byte stores could alias them. */
-static inline uint8_t *exp_fast_begin(exp_stream_t *s, uint64_t t, uint64_t addr)
+static inline __attribute__((always_inline)) uint8_t *exp_fast_begin(exp_stream_t *s, uint64_t t, uint64_t addr)
 {
     uint32_t pos = s->pos;
     uint64_t last_t = s->last_t, last_addr = s->last_addr;
@@ -69,7 +69,7 @@ static inline uint8_t *exp_fast_begin(exp_stream_t *s, uint64_t t, uint64_t addr
 }
 
 /* Ends the record begun at the stream's pos with type, its fields ending at end. */
-static inline void exp_fast_end(exp_stream_t *s, uint8_t type, uint8_t *end)
+static inline __attribute__((always_inline)) void exp_fast_end(exp_stream_t *s, uint8_t type, uint8_t *end)
 {
     uint8_t *chunk = s->chunk;
     uint32_t pos = s->pos, n = (uint32_t)(end - (chunk + pos));
@@ -83,7 +83,7 @@ static inline void exp_fast_end(exp_stream_t *s, uint8_t type, uint8_t *end)
 }
 
 /* HEAP_ALLOC: size bytes at addr by call (EXP_HEAP_*), on stack id stack. 0, or -1: not written. */
-static inline int exp_stream_alloc_fast(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
+static inline __attribute__((always_inline)) int exp_stream_alloc_fast(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
                                         uint64_t size, uint32_t call)
 {
     uint8_t *p = exp_fast_begin(s, t, addr);
@@ -98,7 +98,7 @@ static inline int exp_stream_alloc_fast(exp_stream_t *s, uint64_t t, uint32_t st
 }
 
 /* HEAP_FREE: the block at addr freed by call; size: the length unmapped, else 0. */
-static inline int exp_stream_free_fast(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size,
+static inline __attribute__((always_inline)) int exp_stream_free_fast(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size,
                                        uint32_t call)
 {
     uint8_t *p = exp_fast_begin(s, t, addr);
