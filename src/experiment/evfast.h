@@ -10,7 +10,9 @@
  * (evwriter.h), which start a chunk, write pending LOST records, clamp the time and count losses.
  * The bytes are those exp_stream_alloc/free would write.
  *
- * Async-signal-safe (no calls); a stream belongs to one thread. Depends on evwriter.h.
+ * Async-signal-safe (no calls); a stream belongs to one thread, and a signal handler that
+ * writes into the stream the fast path is writing finds it busy (evwriter.h). Depends on
+ * evwriter.h.
  */
 #ifndef TALLY_EXPERIMENT_EVFAST_H
 #define TALLY_EXPERIMENT_EVFAST_H
@@ -50,21 +52,28 @@ static inline uint8_t *exp_fast_u(uint8_t *p, uint64_t v)
 }
 
 /* Starts a record at time t of address addr: NULL when the fast path cannot write it, else
- * where its fields go (after type, length, dt and the address delta). The fields are read into
- * locals first: the byte stores could alias them. */
-static inline __attribute__((always_inline)) uint8_t *exp_fast_begin(exp_stream_t *s, uint64_t t, uint64_t addr)
+ * where its fields go (after type, length, dt and the address delta). The stream is taken
+ * (busy) before its position is read, so that a signal handler's write into the same stream
+ * either comes first, whole, or finds it busy. The fields are then read into locals: the byte
+ * stores could alias them. */
+static inline __attribute__((always_inline)) uint8_t *exp_fast_begin(exp_stream_t *s, uint64_t t,
+                                                                      uint64_t addr)
 {
+    if (__builtin_expect(s->busy, 0))
+        return 0;
+    s->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     uint32_t pos = s->pos;
     uint64_t last_t = s->last_t, last_addr = s->last_addr;
-    if (__builtin_expect(pos > s->fast_end || t < last_t || s->busy, 0))
+    if (__builtin_expect(pos > s->fast_end || t < last_t, 0)) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        s->busy = 0;
         return 0;
-    uint8_t *r = s->chunk + pos;
-    s->busy = 1;
+    }
     s->last_t = t;
     s->last_addr = addr;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
     int64_t d = (int64_t)(addr - last_addr);
-    uint8_t *p = exp_fast_u(r + 2, t - last_t);
+    uint8_t *p = exp_fast_u(s->chunk + pos + 2, t - last_t);
     return exp_fast_u(p, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63));
 }
 
