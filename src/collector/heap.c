@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "heap.h"
 #include "realfn.h"
+#include "tracefast.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -318,7 +319,7 @@ void *heap_malloc_slow(size_t n)
     }
     void *p = real.malloc(n);
     if (p)
-        trace_alloc(t, FU_REGS(), heap_own_malloc, trace_now(), p, n, EXP_HEAP_MALLOC);
+        trace_heap_alloc(t, FU_REGS(), heap_own_malloc, p, n, EXP_HEAP_MALLOC);
     trace_leave(t, TRACE_K_HEAP);
     return p;
 }
@@ -336,7 +337,7 @@ void heap_free_slow(void *p)
         real.free(p);
         return;
     }
-    trace_free(t, trace_now(), p, 0, EXP_HEAP_MALLOC);
+    trace_heap_free(t, p, 0, EXP_HEAP_MALLOC);
     real.free(p);
     trace_leave(t, TRACE_K_HEAP);
 }
@@ -357,8 +358,8 @@ void *heap_calloc_slow(size_t n, size_t size)
     }
     void *p = real.calloc(n, size);
     if (p)
-        trace_alloc(t, FU_REGS(), (void *)heap_own_calloc, trace_now(), p, (uint64_t)n * size,
-                    EXP_HEAP_CALLOC);
+        trace_heap_alloc(t, FU_REGS(), (void *)heap_own_calloc, p, (uint64_t)n * size,
+                         EXP_HEAP_CALLOC);
     trace_leave(t, TRACE_K_HEAP);
     return p;
 }
@@ -381,7 +382,7 @@ static void *realloc_traced(trace_thr_t *t, fu_regs_t r, void *p, size_t n, void
     if (q) {
         if (p)
             trace_free(t, t0, p, 0, call);
-        trace_alloc(t, r, fn, trace_now(), q, n, call);
+        trace_heap_alloc(t, r, fn, q, n, call);
     } else if (p && n == 0) { /* glibc frees the block and returns NULL */
         trace_free(t, t0, p, 0, call);
     }
@@ -441,7 +442,7 @@ void *heap_reallocarray_slow(void *p, size_t n, size_t size)
     void *p = call_expr;                                                                           \
     if (t) {                                                                                       \
         if (p)                                                                                     \
-            trace_alloc(t, FU_REGS(), (const void *)fn, trace_now(), p, size_expr, call_id);      \
+            trace_heap_alloc(t, FU_REGS(), (const void *)fn, p, size_expr, call_id);                 \
         trace_leave(t, TRACE_K_HEAP);                                                                            \
     }                                                                                              \
     return p
@@ -484,8 +485,8 @@ int heap_posix_memalign_slow(void **out, size_t align, size_t n)
     int rc = real.posix_memalign(out, align, n);
     if (t) {
         if (rc == 0)
-            trace_alloc(t, FU_REGS(), (void *)heap_own_posix_memalign, trace_now(), *out, n,
-                        EXP_HEAP_POSIX_MEMALIGN);
+            trace_heap_alloc(t, FU_REGS(), (void *)heap_own_posix_memalign, *out, n,
+                             EXP_HEAP_POSIX_MEMALIGN);
         trace_leave(t, TRACE_K_HEAP);
     }
     return rc;

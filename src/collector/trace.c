@@ -6,6 +6,7 @@
 #include "trace.h"
 
 #include "base/spinlock.h"
+#include "tracefast.h"
 #include "experiment/logrec.h"
 
 #include <errno.h>
@@ -44,8 +45,10 @@ static struct {
 
 static int tsc_usable;          /* the kernel's clocksource is the TSC */
 static uint64_t tsc0, ns0;      /* the anchor taken at the start */
-static uint64_t tsc_rate;       /* atomic: ns per tick << 32; 0 while unknown */
-static uint64_t tsc_limit;      /* ticks in about a millisecond */
+uint64_t trace_tsc_rate;        /* atomic: ns per tick << 32; 0 while unknown (tracefast.h) */
+uint64_t trace_tsc_limit;       /* ticks in about a millisecond */
+#define tsc_rate trace_tsc_rate
+#define tsc_limit trace_tsc_limit
 
 static void clock_start(void)
 {
@@ -77,13 +80,13 @@ static void clock_rate(uint64_t c, uint64_t ns)
 
 uint64_t trace_now(void)
 {
-    uint64_t rate = __atomic_load_n(&tsc_rate, __ATOMIC_RELAXED);
-    trace_thr_t *t = &trace_thr;
-    if (__builtin_expect(rate != 0, 1)) {
-        uint64_t d = __builtin_ia32_rdtsc() - t->tsc_base;
-        if (__builtin_expect(d < tsc_limit && (++t->tsc_n & 4095), 1))
-            return t->ns_base + ((d * rate) >> 32);
-    }
+    return trace_now_inline(&trace_thr);
+}
+
+/* The thread's anchor taken again (every millisecond or 4096 reads), or the clock without the
+ * TSC. */
+__attribute__((noinline)) uint64_t trace_now_anchor(trace_thr_t *t)
+{
     uint64_t ns = mono_ns(), c = __builtin_ia32_rdtsc();
     t->tsc_base = c;
     t->ns_base = ns;
@@ -117,20 +120,6 @@ void trace_log_settings(exp_line_t *l)
     }
 }
 /* ---- threads ---------------------------------------------------------------------------------- */
-
-/* A memoized walk: when a call comes from the same site with the same stack (fu_same), its stack
- * is the one written before, and neither a walk nor the stack table is needed. */
-#define MEMO_N 32
-#define MEMO_CELLS 64
-struct trace_memo {
-    int valid;
-    int recent; /* in a set's first way: the way used last */
-    uint32_t gen, id;
-    const void *fn;
-    fu_regs_t r;
-    fu_cells_t cells;
-    uint64_t addr[MEMO_CELLS], val[MEMO_CELLS];
-};
 
 /* Sets up the calling thread's stream; 0 when it can record. */
 static int thread_ready(trace_thr_t *t)
@@ -180,15 +169,6 @@ void trace_exclude_thread(void)
 
 /* ---- records ---------------------------------------------------------------------------------- */
 
-static int recording(uint64_t t)
-{
-    const coll_proc_t *p = &coll_proc;
-    if (__atomic_load_n(&p->final, __ATOMIC_RELAXED) ||
-        __atomic_load_n(&p->paused, __ATOMIC_RELAXED))
-        return 0;
-    return !p->has_window || (t >= p->win_lo && t <= p->win_hi);
-}
-
 /* The stream to write to and the frames buffer: the thread's own, or the late stream (locked
  * until stream_done). Returns NULL when nothing can be written. */
 static exp_stream_t *stream_get(trace_thr_t *th, uint64_t **pcs, uint32_t *max)
@@ -220,28 +200,8 @@ static void stream_done(exp_stream_t *s)
 static void count(uint64_t *c) { __atomic_fetch_add(c, 1, __ATOMIC_RELAXED); }
 
 /* The stack of a traced call: fn, then its caller's frames, as a stack id of stream s. A walk
- * from a call site seen before is memoized (th->memo; only for the thread's own stream). */
-/* The two ways of the memo set of a call from r. */
-static inline struct trace_memo *memo_set(trace_thr_t *th, fu_regs_t r)
-{
-    return &th->memo[(((r.ip ^ r.sp) * 0x9e3779b97f4a7c15ull) >> 59) & ~1u];
-}
-
-/* The stack id of a memoized walk from r, if there is one: 0, else -1. */
-static inline int memo_hit(trace_thr_t *th, fu_regs_t r, const void *fn, uint32_t *id)
-{
-    struct trace_memo *w = memo_set(th, r);
-    uint32_t gen = fu_generation();
-    for (int i = 0; i < 2; i++)
-        if (w[i].valid && w[i].r.ip == r.ip && w[i].fn == fn && w[i].gen == gen &&
-            fu_same(r, w[i].r, &w[i].cells)) {
-            *id = w[i].id;
-            w[0].recent = i;
-            return 0;
-        }
-    return -1;
-}
-
+ * from a call site seen before is memoized (th->memo, tracefast.h; only for the thread's own
+ * stream). */
 static int take_stack(trace_thr_t *th, exp_stream_t *s, uint64_t *pcs, uint32_t max,
                       fu_regs_t r, const void *fn, uint32_t *id)
 {
@@ -274,14 +234,6 @@ static int take_stack(trace_thr_t *th, exp_stream_t *s, uint64_t *pcs, uint32_t 
         m->id = *id;
     }
     return rc;
-}
-
-/* The common case of a record with a stack: the thread's stream is ready and the call site's
- * walk is memoized (then *id is its stack). */
-static inline int fast_stack(trace_thr_t *th, uint64_t t, fu_regs_t r, const void *fn,
-                             uint32_t *id)
-{
-    return th->state == TT_READY && recording(t) && memo_hit(th, r, fn, id) == 0;
 }
 
 static void fast_written(int rc, int saved, int kind)

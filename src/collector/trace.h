@@ -116,6 +116,8 @@ void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64
                 const void *object, uint32_t call) COLL_HIDDEN;
 void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
               uint32_t call, uint64_t bytes, int fd, int err, const char *name) COLL_HIDDEN;
+/* The malloc family's records, timed inside and written inline in the common case:
+ * trace_heap_alloc and trace_heap_free in tracefast.h. */
 /* An allocation made before the collector started (heap.c keeps them): written at trace_start
  * with a two-frame stack (fn, the caller's return address). */
 void trace_alloc_early(const void *fn, uint64_t ra, const void *p, uint64_t size,

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "evwriter.h"
+#include "evfast.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +35,16 @@ static void put_le64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Where the inline heap writer (evfast.h) may write: only into a chunk, with nothing pending.
+ * Called wherever the chunk or the pending counts change. */
+static void fast_update(exp_stream_t *s)
+{
+    uint64_t pending = 0;
+    for (int r = 1; r < EXP_LOST_NREASONS; r++)
+        pending |= s->pending[r];
+    s->fast_end = s->chunk && !pending ? s->file->chunk_size - EXP_FAST_MAX : 0;
 }
 
 /* ---- file ------------------------------------------------------------------------------------ */
@@ -110,6 +121,7 @@ static void chunk_release(exp_stream_t *s)
         s->chunk = NULL;
         s->seq++;
     }
+    s->fast_end = 0;
 }
 
 static int chunk_claim(exp_stream_t *s, uint64_t t)
@@ -139,6 +151,7 @@ static int chunk_claim(exp_stream_t *s, uint64_t t)
     put_le64(s->chunk + 16, t);
     put_le32(s->chunk + 24, s->stream);
     __atomic_store_n((uint32_t *)s->chunk, EXP_CHUNK_MAGIC, __ATOMIC_RELEASE);
+    fast_update(s);
     return 0;
 }
 
@@ -224,6 +237,7 @@ static void flush_lost(exp_stream_t *s, uint64_t t)
         if (put_record(s, EXP_REC_LOST, b, n, 1, t) == 0)
             s->pending[r] = 0;
     }
+    fast_update(s);
 }
 
 void exp_stream_lost(exp_stream_t *s, uint64_t count, uint32_t reason)
@@ -232,6 +246,7 @@ void exp_stream_lost(exp_stream_t *s, uint64_t count, uint32_t reason)
         reason = EXP_LOST_NOSTACK;
     s->lost[reason] += count;
     s->pending[reason] += count;
+    s->fast_end = 0;
 }
 
 static int enter(exp_stream_t *s)
@@ -239,6 +254,7 @@ static int enter(exp_stream_t *s)
     if (s->busy) {
         s->lost[EXP_LOST_BUSY]++;
         s->pending[EXP_LOST_BUSY]++;
+        s->fast_end = 0;
         return -1;
     }
     s->busy = 1;
@@ -268,8 +284,10 @@ static int put_event_bytes(exp_stream_t *s, uint8_t type, uint64_t t, const uint
     if (rc) {
         uint32_t why = s->file->disk_full ? EXP_LOST_DISK : EXP_LOST_BUSY;
         s->lost[why]++;
-        if (why != EXP_LOST_DISK)
+        if (why != EXP_LOST_DISK) {
             s->pending[why]++;
+            s->fast_end = 0;
+        }
     }
     leave(s);
     return rc;
@@ -382,40 +400,10 @@ int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, 
     return put_event(s, EXP_REC_SYNC, t, v, 4);
 }
 
-/* The common case of a heap record, encoded in place: the chunk has room, time goes forward,
- * nothing is pending and no write is interrupted. Returns -1 when put_event_bytes must do it. */
-static int heap_fast(exp_stream_t *s, uint8_t type, uint64_t t, uint64_t addr,
-                     const uint64_t *v, int nv)
-{
-    if (s->busy || !s->chunk || t < s->last_t || s->pos + 64 > s->file->chunk_size)
-        return -1;
-    uint64_t pending = 0;
-    for (int r = 1; r < EXP_LOST_NREASONS; r++)
-        pending |= s->pending[r];
-    if (pending)
-        return -1;
-    s->busy = 1;
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint8_t *p = s->chunk + s->pos;
-    size_t n = 2; /* type, then the length (under 128: one byte), filled last */
-    n += leb128_put(p + n, t - s->last_t);
-    n += leb128_put_signed(p + n, (int64_t)(addr - s->last_addr));
-    for (int i = 0; i < nv; i++)
-        n += leb128_put(p + n, v[i]);
-    p[0] = type;
-    p[1] = (uint8_t)(n - 2);
-    s->last_t = t;
-    s->last_addr = addr;
-    commit(s, n);
-    leave(s);
-    return 0;
-}
-
 int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr, uint64_t size,
                      uint32_t call)
 {
-    const uint64_t v[3] = { stack, size, call };
-    if (heap_fast(s, EXP_REC_HEAP_ALLOC, t, addr, v, call != EXP_HEAP_MALLOC ? 3 : 2) == 0)
+    if (exp_stream_alloc_fast(s, t, stack, addr, size, call) == 0)
         return 0;
     uint8_t b[3 * LEB128_MAX];
     size_t n = leb128_put(b, stack);
@@ -427,8 +415,7 @@ int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
 
 int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
 {
-    const uint64_t v[2] = { call, size };
-    if (heap_fast(s, EXP_REC_HEAP_FREE, t, addr, v, call != EXP_HEAP_MALLOC || size ? 2 : 0) == 0)
+    if (exp_stream_free_fast(s, t, addr, size, call) == 0)
         return 0;
     uint8_t b[2 * LEB128_MAX];
     size_t n = 0;
@@ -622,6 +609,7 @@ void exp_stream_forget(exp_stream_t *s)
     if (s->chunk)
         munmap(s->chunk, s->file->chunk_size);
     s->chunk = NULL;
+    s->fast_end = 0;
     unmap_tables(s);
 }
 

@@ -42,6 +42,9 @@ typedef struct exp_stream {
     uint32_t seq;    /* seq of the current chunk */
     uint8_t *chunk; /* current chunk mapping, or NULL */
     uint32_t pos;   /* offset of the next record in the chunk */
+    uint32_t fast_end; /* the heap records' fast path (evfast.h) writes while pos <= fast_end:
+                        * chunk_size - EXP_FAST_MAX with a chunk and no LOST record pending,
+                        * else 0 */
     uint64_t last_t;
     uint64_t last_addr; /* of the chunk's previous heap record (their addresses are deltas) */
     /* stack dedup (open addressing, power-of-two size) and the frames it refers to */

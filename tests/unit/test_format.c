@@ -1065,6 +1065,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_tracing_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_event_fields_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock_encodings, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heap_fast_path, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memref_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_records, setup, teardown),
         cmocka_unit_test(test_pct),
