@@ -326,12 +326,14 @@ void threads_start(coll_proc_t *p, const char *how)
                 pthread_getcpuclockid(pthread_self(), &t->slot->cpuclock);
                 __atomic_store_n(&t->slot->rstate, t->rstate, __ATOMIC_RELAXED);
             }
-            sigset_t old;
-            signals_core_enter();
-            signals_block(p, &old);
-            unwind_prime();
-            signals_unblock(&old);
-            signals_core_leave();
+            if (unwind_prime_needed()) { /* (unwind.h: most threads are not primed) */
+                sigset_t old;
+                signals_core_enter();
+                signals_block(p, &old);
+                unwind_prime();
+                signals_unblock(&old);
+                signals_core_leave();
+            }
             signals_prime(p);
             __atomic_store_n(&t->state, TH_ON, __ATOMIC_SEQ_CST);
             if (sources_thread_start(p, t) < 0)

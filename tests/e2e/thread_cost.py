@@ -1,0 +1,74 @@
+"""What the collector costs a program per thread it starts (tests/workloads/thread_cost.c).
+
+1. Threads that are never sampled pay for no unwinding: libunwind's trace cache of a thread
+   (256 KiB mapped and written at its first unwind) is made at the thread's first sample, not when
+   it starts. Counted as the program's own minor page faults per thread (the difference between
+   two thread counts, so that what a process pays once cancels out), under clock profiling,
+   against the bare program: a few pages a thread, not the 64 of the cache.
+2. When the thread-specific key of that cache may be one whose first value makes glibc allocate
+   (the program made 40 keys before the collector started), a first unwind inside a signal
+   handler is not safe: every thread is then set up as it starts, as before (its page faults
+   show the cache).
+3. Either way, threads whose first unwind happens in the handler get complete stacks: every
+   sample of 20 threads that each spin 40 ms of CPU has spin() on its stack, none failed.
+
+Page faults are counted, not timed: the verdicts do not depend on the machine's load."""
+import os
+import re
+from common import *
+
+d = workdir("thread_cost")
+wl = os.path.join(WL, "wl_thread_cost")
+CLOCK = ["-p", "on", "-S", "off", "--states=off"]
+
+
+def faults(threads, keys=0, collect=True):
+    env = dict(os.environ, WL_THREAD_COST_KEYS=str(keys))
+    cmd = [wl, str(threads), "0"]
+    if collect:
+        cmd = [TALLY, "collect", "-d", d, "-O", "f"] + CLOCK + cmd
+    p = run(cmd, expect=0, env=env)
+    m = re.search(r"^minflt=(\d+) threads=(\d+)$", p.stdout, re.M)
+    check(m is not None, "thread_cost printed no fault count: %r" % p.stdout[-300:])
+    return int(m.group(1)) if m else 0
+
+
+def per_thread(keys=0, collect=True):
+    """The least page faults per thread of three runs each at 100 and 400 threads."""
+    lo = min(faults(100, keys, collect) for _ in range(3))
+    hi = min(faults(400, keys, collect) for _ in range(3))
+    return (hi - lo) / 300.0
+
+
+bare = per_thread(collect=False)
+lazy = per_thread()
+eager = per_thread(keys=40)
+print("page faults per thread: bare %.1f, collected %.1f, collected with 40 keys made first %.1f"
+      % (bare, lazy, eager))
+# ---- 1 ------------------------------------------------------------------------------------------
+check(lazy - bare < 16,
+      "the collector costs %.1f page faults per thread never sampled (bare %.1f, collected %.1f): "
+      "a thread's unwinding cache should be made at its first sample" % (lazy - bare, bare, lazy))
+# ---- 2 ------------------------------------------------------------------------------------------
+check(eager - lazy > 32,
+      "with 40 keys made before the collector started, threads were not set up as they start "
+      "(%.1f page faults per thread against %.1f): a first unwind in a handler could allocate"
+      % (eager, lazy))
+
+# ---- 3 ------------------------------------------------------------------------------------------
+for keys in (0, 40):
+    name = "spin%d" % keys
+    run([TALLY, "collect", "-d", d, "-o", name] + CLOCK + [wl, "20", "40"], expect=0,
+        env=dict(os.environ, WL_THREAD_COST_KEYS=str(keys)))
+    exp = os.path.join(d, name + ".tally")
+    st = log_records(exp, "stats")
+    st = st[-1][1] if st else {}
+    check(int(st.get("samples", 0)) >= 20, "%s: only %s samples" % (name, st.get("samples")))
+    check(st.get("unwind_failures") == "0", "%s: unwind failures (stats %r)" % (name, st))
+    rows = rows_by_name(print_json(exp, "-functions")[-1])
+    total = rows["<Total>"]["i.totalcpu"]
+    spin = rows.get("spin", {}).get("i.totalcpu", 0.0)
+    # the threads' start before spin() and their end after it take a few samples' worth at most
+    at_least(spin, total, 0.05, "%s: spin()'s inclusive CPU against <Total>" % name)
+
+done(d)
