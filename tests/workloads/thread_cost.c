@@ -7,9 +7,11 @@
  * thread-specific keys are created first and kept, by the constructor of a library the program
  * is linked with (thread_cost_keys.c), which runs before a preloaded collector starts. After
  * joining every thread the program prints on stdout
- *   "minflt=F threads=N"
+ *   "minflt=F maps=M threads=N"
  * F: the minor page faults of the whole process so far (getrusage), which a collector that sets
- * threads up eagerly raises by the pages it touches per thread.
+ * threads up eagerly raises by the pages it touches per thread; M: the memory mappings of the
+ * process (lines of /proc/self/maps) while every thread was alive, which a collector that maps
+ * memory for each thread raises by as many.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -40,10 +42,26 @@ __attribute__((noinline)) static void spin(void)
     sink += x;
 }
 
+static int maps; /* memory mappings while every thread was there */
+
+static int count_maps(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return -1;
+    int n = 0, c;
+    while ((c = getc(f)) != EOF)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
 static void *worker(void *arg)
 {
     if (spin_ns)
         spin();
+    if (pthread_barrier_wait(&all_there) == PTHREAD_BARRIER_SERIAL_THREAD)
+        maps = count_maps(); /* the others wait at the next barrier meanwhile */
     pthread_barrier_wait(&all_there);
     return arg;
 }
@@ -68,6 +86,6 @@ int main(int argc, char **argv)
         pthread_join(t[i], NULL);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("minflt=%ld threads=%d\n", ru.ru_minflt, n);
+    printf("minflt=%ld maps=%d threads=%d\n", ru.ru_minflt, maps, n);
     return 0;
 }
