@@ -789,6 +789,7 @@ void sampler_start(coll_proc_t *p)
     if (!p->ev_ok)
         p->state_ns = 0;
     sampler_t *s = &the_sampler;
+    int fresh = !s->tracks; /* (fresh tables are zero: nothing to forget, no page to touch) */
     if (!s->tracks) {
         s->tracks = mmap(NULL, NTRACK * sizeof *s->tracks, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -804,7 +805,13 @@ void sampler_start(coll_proc_t *p)
             p->state_ns = 0;
         }
     }
-    sampler_forget(p);
+    if (fresh) {
+        s->ntracks = 0;
+        s->dirfd = -1;
+        s->nfds = 0;
+    } else {
+        sampler_forget(p);
+    }
     s->p = p;
     s->tick = 0;
     s->ntids = -1;
@@ -858,9 +865,10 @@ void sampler_forget(coll_proc_t *p)
     sampler_t *s = &the_sampler;
     if (s->tracks) { /* in a fork child: the parent's descriptors were inherited */
         for (size_t i = 0; i < NTRACK; i++)
-            if (s->tracks[i].tid)
+            if (s->tracks[i].tid) { /* (only these: a fork child copies no other page) */
                 track_close(&s->tracks[i]);
-        memset(s->tracks, 0, NTRACK * sizeof *s->tracks);
+                memset(&s->tracks[i], 0, sizeof s->tracks[i]);
+            }
     }
     s->ntracks = 0;
     if (s->dirfd > 0 && coll_fd_owned(s->dirfd))

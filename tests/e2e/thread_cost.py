@@ -13,6 +13,10 @@
    show the cache).
 3. Either way, threads whose first unwind happens in the handler get complete stacks: every
    sample of 20 threads that each spin 40 ms of CPU has spin() on its stack, none failed.
+4. What a process pays once: a run of one thread faults in a few hundred pages in all, not
+   the thousands of the collector's tables (its thread registry, the sampler's tracks) walked or
+   cleared whole (the page faults of the process's `end` sample packet: after the collector's
+   own end).
 
 Page faults are counted, not timed: the verdicts do not depend on the machine's load."""
 import os
@@ -79,5 +83,16 @@ for keys in (0, 40):
     spin = rows.get("spin", {}).get("i.totalcpu", 0.0)
     # the threads' start before spin() and their end after it take a few samples' worth at most
     at_least(spin, total, 0.05, "%s: spin()'s inclusive CPU against <Total>" % name)
+
+# ---- 4 ------------------------------------------------------------------------------------------
+for opts in (CLOCK, []):
+    run([TALLY, "collect", "-d", d, "-O", "one"] + opts + [wl, "1", "0"], expect=0)
+    end = [f for k, f in log_records(os.path.join(d, "one.tally"), "sample")
+           if f.get("reason") == "end"]
+    flt = int(end[-1].get("minflt", 0)) if end else -1
+    # (/bin/true alone: about 50; the collector's libraries, files and thread: about 250 more;
+    # before, 2,900 with the registry's 9 MB walked at the end)
+    check(0 < flt < 1000, "a one-thread run under tally collect %s faulted in %d pages (end sample "
+          "%r)" % (" ".join(opts) or "(default)", flt, end[-1] if end else None))
 
 done(d)
