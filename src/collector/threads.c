@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -29,6 +30,16 @@
 
 __thread coll_thread_t coll_thr __attribute__((tls_model("initial-exec")));
 static coll_slot_t slots[NSLOTS];
+/* Slots below this index were claimed at some time (atomic, only grows): the walks over the
+ * registry stop there. The registry is 9 MB of zero pages until used; walking all of it at every
+ * process's end read-faulted 2,200 pages (most of the page faults of a short run of /bin/true
+ * under the collector, and a millisecond or two of its CPU). */
+static int slots_used;
+
+static int slots_end(void)
+{
+    return __atomic_load_n(&slots_used, __ATOMIC_ACQUIRE);
+}
 
 /* ---- small helpers --------------------------------------------------------------------------- */
 
@@ -59,6 +70,11 @@ static coll_slot_t *slot_claim(pid_t tid)
         if (slots[i].tid == 0 &&
             __atomic_compare_exchange_n(&slots[i].tid, &zero, (int)tid, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
+            int used = slots_end();
+            while (used < i + 1 && !__atomic_compare_exchange_n(&slots_used, &used, i + 1, 0,
+                                                                __ATOMIC_ACQ_REL,
+                                                                __ATOMIC_ACQUIRE)) {
+            }
             slots[i].samples = 0;
             __atomic_add_fetch(&slots[i].seq, 1, __ATOMIC_ACQ_REL);
             slots[i].last_n = 0;
@@ -107,7 +123,7 @@ static coll_slot_t *slot_find(pid_t tid, int *hint)
     }
     if (!sl)
         *hint = -64;
-    for (int i = 0; !sl && i < NSLOTS; i++)
+    for (int i = 0, end = slots_end(); !sl && i < end; i++)
         if (__atomic_load_n(&slots[i].tid, __ATOMIC_ACQUIRE) == tid) {
             sl = &slots[i];
             *hint = i;
@@ -260,19 +276,84 @@ static void log_thread(uint64_t now, const char *how)
     coll_log_write(&l);
 }
 
-static void altstack_setup(void)
+/* ---- a thread's memory: kits from a pool ---------------------------------------------------- */
+
+/* A thread's alternate signal stack and unwinding buffers are one "kit": ALTSTACK_SIZE bytes, then
+ * the buffers. Kits are mapped KITS_PER_MAP at a time and go back to a pool when their thread
+ * exits, so that starting and ending a thread maps and unmaps nothing: with 1,000 threads an mmap
+ * and a munmap (a TLB shootdown on every CPU the process runs on) of each of the two was a
+ * large part of what the collector cost a thread. Pages never touched cost nothing. The pool
+ * is taken in normal context only (threads_start, threads_exit): never in a handler. */
+#define KITS_PER_MAP 16
+#define POOL_MAX NSLOTS
+
+static void *pool[POOL_MAX];
+static int pool_n, pool_lock;
+static size_t pool_len; /* the size of a kit (settings: the same for the whole process) */
+
+static void pool_enter(void)
+{
+    while (__atomic_exchange_n(&pool_lock, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+
+static void pool_leave(void)
+{
+    __atomic_store_n(&pool_lock, 0, __ATOMIC_RELEASE);
+}
+
+static void *kit_get(size_t len)
+{
+    void *k = NULL;
+    pool_enter();
+    if (pool_len != len) { /* (the first kit: the size cannot change after) */
+        pool_len = len;
+        pool_n = 0;
+    }
+    if (pool_n > 0)
+        k = pool[--pool_n];
+    pool_leave();
+    if (k)
+        return k;
+    char *m = map_anon(len * KITS_PER_MAP);
+    if (!m)
+        return map_anon(len);
+    pool_enter();
+    for (int i = KITS_PER_MAP - 1; i > 0; i--) {
+        if (pool_n < POOL_MAX && pool_len == len)
+            pool[pool_n++] = m + (size_t)i * len;
+        else
+            munmap(m + (size_t)i * len, len);
+    }
+    pool_leave();
+    return m;
+}
+
+static void kit_put(void *k, size_t len)
+{
+    pool_enter();
+    int kept = pool_n < POOL_MAX && pool_len == len;
+    if (kept)
+        pool[pool_n++] = k;
+    pool_leave();
+    if (!kept)
+        munmap(k, len);
+}
+
+/* The kit's alternate stack becomes the thread's, unless the program has one of its own. */
+static void altstack_setup(void *kit)
 {
     stack_t cur;
-    if (sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
-        return; /* the program has its own */
-    void *m = map_anon(ALTSTACK_SIZE);
-    if (!m)
+    if (sigaltstack(NULL, &cur) < 0)
         return;
-    stack_t ss = { .ss_sp = m, .ss_flags = 0, .ss_size = ALTSTACK_SIZE };
+    if (!(cur.ss_flags & SS_DISABLE)) {
+        if (cur.ss_sp == kit) /* a fork child's thread: its kit's, set before the fork */
+            coll_thr.altstack = kit;
+        return; /* else the program's own */
+    }
+    stack_t ss = { .ss_sp = kit, .ss_flags = 0, .ss_size = ALTSTACK_SIZE };
     if (sigaltstack(&ss, NULL) == 0)
-        coll_thr.altstack = m;
-    else
-        munmap(m, ALTSTACK_SIZE);
+        coll_thr.altstack = kit;
 }
 
 /* The thread's own stack, for threads_stack_room. Normal context. */
@@ -304,39 +385,42 @@ void threads_start(coll_proc_t *p, const char *how)
         return;
     int saved = errno;
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
+    void *kit = t->kit; /* a fork child's thread keeps its kit */
     memset(t, 0, sizeof *t);
     t->tid = (pid_t)syscall(SYS_gettid);
     t->cpu_num = UINT32_MAX;
     uint64_t now = coll_now();
     log_thread(now, how);
-    altstack_setup();
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t nframes = p->max_depth + UNWIND_SKIP_MAX;
+    size_t bufs_len = (nframes * 2 * 8 + page - 1) & ~(page - 1);
+    t->kit = kit ? kit : kit_get(ALTSTACK_SIZE + bufs_len);
+    if (t->kit)
+        altstack_setup(t->kit);
     stack_bounds();
-    if (p->ev_ok && sources_active()) {
-        size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        size_t nframes = p->max_depth + UNWIND_SKIP_MAX;
-        t->bufs_len = (nframes * 2 * 8 + page - 1) & ~(page - 1);
-        void *b = map_anon(t->bufs_len);
-        if (b) {
-            t->scratch = b;
-            t->pcs = (uint64_t *)((char *)b + nframes * 8);
-            exp_stream_init(&t->stream, &p->evfile, (uint32_t)t->tid);
-            t->stream.last_t = now; /* so that a chunk opened by a STACK record gets a real t0 */
-            t->slot = slot_claim(t->tid);
-            if (t->slot) {
-                pthread_getcpuclockid(pthread_self(), &t->slot->cpuclock);
-                __atomic_store_n(&t->slot->rstate, t->rstate, __ATOMIC_RELAXED);
-            }
+    if (p->ev_ok && sources_active() && t->kit) {
+        t->bufs_len = bufs_len;
+        t->scratch = (void **)((char *)t->kit + ALTSTACK_SIZE);
+        t->pcs = (uint64_t *)((char *)t->scratch + nframes * 8);
+        exp_stream_init(&t->stream, &p->evfile, (uint32_t)t->tid);
+        t->stream.last_t = now; /* so that a chunk opened by a STACK record gets a real t0 */
+        t->slot = slot_claim(t->tid);
+        if (t->slot) {
+            pthread_getcpuclockid(pthread_self(), &t->slot->cpuclock);
+            __atomic_store_n(&t->slot->rstate, t->rstate, __ATOMIC_RELAXED);
+        }
+        if (unwind_prime_needed()) { /* (unwind.h: most threads are not primed) */
             sigset_t old;
             signals_core_enter();
             signals_block(p, &old);
             unwind_prime();
             signals_unblock(&old);
             signals_core_leave();
-            signals_prime(p);
-            __atomic_store_n(&t->state, TH_ON, __ATOMIC_SEQ_CST);
-            if (sources_thread_start(p, t) < 0)
-                coll_warn("a thread could not start its profiling timer");
         }
+        signals_prime(p);
+        __atomic_store_n(&t->state, TH_ON, __ATOMIC_SEQ_CST);
+        if (sources_thread_start(p, t) < 0)
+            coll_warn("a thread could not start its profiling timer");
     }
     if (t->state != TH_ON)
         __atomic_store_n(&t->state, TH_ON, __ATOMIC_SEQ_CST); /* logged; ends with thread-end */
@@ -371,8 +455,7 @@ void threads_stop(coll_proc_t *p)
     coll_log_write(&l);
     if (t->scratch) {
         exp_stream_finish(&t->stream, now);
-        munmap(t->scratch, t->bufs_len);
-        t->scratch = NULL;
+        t->scratch = NULL; /* (the buffers stay in the thread's kit until it exits) */
         t->pcs = NULL;
     }
     coll_slot_t *sl = t->slot;
@@ -390,13 +473,20 @@ void threads_exit(coll_proc_t *p)
     if (getpid() != p->pid)
         return;
     threads_stop(p);
+    int free_kit = 1;
     if (t->altstack) {
+        /* the kit goes back only once its alternate stack is no longer the thread's (one the
+         * program replaced may be restored by the program: kept) */
         stack_t ss = { .ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0 };
         stack_t cur;
-        if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == t->altstack && sigaltstack(&ss, NULL) == 0)
-            munmap(t->altstack, ALTSTACK_SIZE);
+        free_kit = sigaltstack(NULL, &cur) == 0 && cur.ss_sp == t->altstack &&
+                   sigaltstack(&ss, NULL) == 0;
         t->altstack = NULL;
     }
+    void *kit = t->kit;
+    t->kit = NULL;
+    if (kit && free_kit)
+        kit_put(kit, pool_len);
 }
 
 /* ---- other threads at the end of the image --------------------------------------------------- */
@@ -440,7 +530,7 @@ void threads_end_others(coll_proc_t *p)
 {
     pid_t self = (pid_t)syscall(SYS_gettid);
     uint64_t now = coll_now();
-    for (int i = 0; i < NSLOTS; i++) {
+    for (int i = 0, end = slots_end(); i < end; i++) {
         coll_slot_t *s = &slots[i];
         pid_t tid = __atomic_load_n(&s->tid, __ATOMIC_ACQUIRE);
         if (!tid || tid == self)
@@ -480,18 +570,21 @@ void threads_after_fork_child(coll_proc_t *p)
     /* Every inherited event belongs to a thread of the parent: closed without disabling (the
      * parent keeps its events), the shared rings unmapped. */
     perfev_after_fork_child();
-    for (int i = 0; i < NSLOTS; i++)
+    for (int i = 0, end = slots_end(); i < end; i++)
         if (slots[i].tid)
             memset(&slots[i], 0, sizeof slots[i]);
     coll_thread_t *t = &coll_thr;
+    if (pool_lock) { /* another thread held the pool at the fork: its kits are forgotten */
+        pool_lock = 0;
+        pool_n = 0;
+    }
     if (t->state == TH_ON || t->state == TH_ENDED) {
-        if (t->scratch) {
+        if (t->scratch)
             exp_stream_forget(&t->stream);
-            munmap(t->scratch, t->bufs_len);
-        }
-        void *alt = t->altstack;
+        void *alt = t->altstack, *kit = t->kit;
         memset(t, 0, sizeof *t);
         t->altstack = alt;
+        t->kit = kit; /* (its alternate stack is still the thread's) */
     }
     sources_fork_child(p);
 }

@@ -70,7 +70,8 @@ typedef struct coll_thread {
     void **scratch;
     uint64_t *pcs;
     size_t bufs_len;
-    void *altstack;
+    void *kit;      /* the thread's alternate stack, then its buffers (threads.c: a pool) */
+    void *altstack; /* the kit's, when it is the thread's alternate stack */
     uintptr_t stack_lo, stack_hi; /* the thread's own stack, above its guard (0: unknown) */
     uint32_t cpu_num; /* CPU of the last sample (a CPU record is written when it changes) */
     uint32_t rstate;  /* runtime state (EXP_RSTATE_NONE, or 1 + a declared kind's id) */

@@ -6,6 +6,7 @@
 #include "unwind.h"
 
 #include <libunwind.h>
+#include <pthread.h>
 
 #include "experiment/evformat.h"
 
@@ -21,8 +22,46 @@ void unwind_set_backtrace(unwind_backtrace_fn fn)
     backtrace_fn = fn ? fn : unw_backtrace;
 }
 
+/* Whether a thread's first unwind may be left to its first sample's handler (unwind_prime): -1 not
+ * known yet, 0 no, 1 yes. */
+static int lazy_ok = -1;
+
+/* glibc keeps the values of the first 32 thread-specific keys inside the thread's descriptor
+ * (PTHREAD_KEY_2NDLEVEL_SIZE): pthread_setspecific of such a key never allocates. */
+#define KEYS_IN_DESCRIPTOR 32
+
+/* The key a first unwind creates, found by the lowest free key before and after it: -1 if no key
+ * was created (libunwind's existed already, or another unwinder is hooked). */
+static int first_unwind_key(void)
+{
+    pthread_key_t before, after;
+    if (pthread_key_create(&before, NULL) != 0)
+        return -1;
+    pthread_key_delete(before);
+    void *b[8];
+    backtrace_fn(b, 8);
+    if (pthread_key_create(&after, NULL) != 0)
+        return -1;
+    pthread_key_delete(after);
+    /* the lowest free key was taken, by a key this thread has a value of: libunwind's trace
+     * cache (another thread creating a key meanwhile has no value here) */
+    if (after == before || pthread_getspecific(before) == NULL)
+        return -1;
+    return (int)before;
+}
+
+int unwind_prime_needed(void)
+{
+    return __atomic_load_n(&lazy_ok, __ATOMIC_ACQUIRE) != 1;
+}
+
 void unwind_prime(void)
 {
+    if (__atomic_load_n(&lazy_ok, __ATOMIC_ACQUIRE) < 0) {
+        int key = first_unwind_key();
+        __atomic_store_n(&lazy_ok, key >= 0 && key < KEYS_IN_DESCRIPTOR, __ATOMIC_RELEASE);
+        return;
+    }
     void *b[8];
     backtrace_fn(b, 8);
 }

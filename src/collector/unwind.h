@@ -4,8 +4,18 @@
  * unwind_stack() runs unw_backtrace from inside the handler, then drops the handler's own frames:
  * everything up to the frame whose address equals the interrupted PC taken from the ucontext.
  * If that frame is not found, the stack is just the PC, flagged EXP_STACK_UNWIND_FAIL. libunwind's
- * per-thread caching (UNW_CACHE_PER_THREAD) is selected once, and unwind_prime() runs one unwind in
- * normal context when a thread starts, so the first unwind in a handler allocates nothing.
+ * per-thread caching (UNW_CACHE_PER_THREAD) is selected once.
+ *
+ * A thread's first unw_backtrace creates its trace cache: 256 KiB mapped and written (64 pages
+ * faulted in, about 150 us of system time), a key's value set (pthread_setspecific), and the
+ * mapping given back at the thread's exit. Done in a handler that is safe (mmap, libunwind's own
+ * pool, a lock held with every signal blocked) as long as pthread_setspecific does not allocate,
+ * which glibc guarantees for the first 32 keys. unwind_prime() (normal context, when a thread
+ * starts, profiling signal blocked) runs the process's first unwind and finds the key it creates:
+ * when that key is one of the first 32, unwind_prime_needed() says no for every later thread,
+ * which then pays for its cache at its first sample (a thread never sampled never pays);
+ * otherwise (the key's index is unknown or higher) every thread is primed as it starts. A fork
+ * child keeps the parent's answer (same keys).
  *
  * The hook (unwind_set_backtrace) lets a test replace unw_backtrace.
  *
@@ -22,6 +32,7 @@
 typedef int (*unwind_backtrace_fn)(void **buffer, int size);
 
 void unwind_init(void);
+int unwind_prime_needed(void);
 void unwind_prime(void);
 void unwind_set_backtrace(unwind_backtrace_fn fn);
 

@@ -70,6 +70,12 @@ stretched = int(st.get("states_stretched", 0))
 period = int(st.get("states_period_max", 0)) / 1e9
 check(stretched > 0 and period > 0.01,
       "%d threads: the looks were not made less often (stats %r)" % (N, st))
+# the budget applies from the second look that can be measured (threads seen before): the looks
+# made at the state period are the first two, not the sixteen of a window of measurements
+looks = int(st.get("states_looks", 0))
+check(looks - stretched <= 6,
+      "%d threads: %d of %d looks were made before the sampler kept to its budget (stats %r)"
+      % (N, looks - stretched, looks, st))
 check("looked at less often" in p.stderr,
       "tally collect did not say that states were looked at less often: %r" % p.stderr[-800:])
 docs = print_json(exp, "-thread_list", "-metrics", "e.sleep:name", "-functions")
