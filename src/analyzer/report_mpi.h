@@ -57,6 +57,10 @@ typedef struct rep_imb_row {
      * arrived last, summed over ranks (late), the most one rank caused (late_max) and that rank
      * (late_rank; meaningful when late_max > 0) */
     uint64_t late, late_max, late_rank;
+    /* call sites of sends: the receivers' wait (ns) because a send from here started after
+     * the receive's completing call did (late senders), summed over the sending ranks
+     * (late_send), the most of one rank (late_send_max) and that rank (late_send_rank) */
+    uint64_t late_send, late_send_max, late_send_rank;
 } rep_imb_row_t;
 
 typedef struct rep_imb {
@@ -67,12 +71,27 @@ typedef struct rep_imb {
     /* call sites: world collectives (barrier, all-to-all ones) charged to the last arrival,
      * and those left out (a rank missing under the selection, functions that differ) */
     uint64_t late_matched, late_skipped;
+    /* call sites: messages whose send and receive were paired, those left unpaired (a rank
+     * missing under the selection, a message still in flight at the end), and the receives
+     * that waited for a late sender */
+    uint64_t ls_matched, ls_unmatched, ls_waits;
+    /* collectives and messages on communicators without a job-wide id (made by calls not
+     * traced, intercommunicators): left out */
+    uint64_t late_unknown;
+    /* the hosts the ranks ran on, and how much of the late times (ns, both kinds) compared
+     * ranks on different hosts, whose clocks are not synchronized */
+    size_t nhosts;
+    uint64_t late_cross;
 } rep_imb_t;
 
 /* Imbalance of metric over the ranks: callsites 0 per function (inclusive), 1 per MPI call
  * site. With call sites, also late arrival (report_mpi.c): at every MPI_Barrier and all-to-all
- * collective over MPI_COMM_WORLD the other ranks' wait for the last one to enter is charged
- * to that rank's call site (Scalasca's wait at N x N, mpiP's late arrival). */
+ * collective over a communicator (MPI_COMM_WORLD and those made by MPI_Comm_split, _dup,
+ * _create, MPI_Cart_create, _sub, MPI_Graph_create) the other members' wait for the last one
+ * to enter is charged to that rank's call site (Scalasca's wait at N x N, mpiP's late
+ * arrival); and late senders: a receive's wait for a send that started after it is charged to
+ * the send's call site and rank (Scalasca's Late Sender). Times of ranks on different hosts
+ * are compared as if their clocks agreed (nhosts, late_cross say how much). */
 int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally_err_t *err);
 void rep_mpi_imbalance_free(rep_imb_t *m);
 
