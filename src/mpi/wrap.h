@@ -13,7 +13,10 @@
  * statuses, request handles, errno. Without tally (no collector API) every wrapper is a plain
  * call of the PMPI_ function. While a recorded call runs, its thread's runtime state (the
  * collector API's set_state) is MPI Wait (kind mpi_wait) for the calls that wait, MPI Work
- * (mpi_work) for the others; the previous state comes back when the call returns.
+ * (mpi_work) for the others; the previous state comes back when the call returns. Each
+ * message a call sent or completed is also an mpi_msg record (tw_msg_t, below), barriers and
+ * all-to-all collectives are kind mpi_sync with their communicator's job-wide id (tw_comm_made),
+ * for the analysis' late senders and late arrival.
  *
  * Roles (functions.py): a send counts when started (persistent ones at each MPI_Start), a
  * receive when completed (MPI_Recv; MPI_Irecv and persistent receives at the Wait/Test that
