@@ -70,6 +70,7 @@ FUNCTIONS = [
     ("int MPI_Comm_remote_size(MPI_Comm comm, int *size)", "other"),
     ("int MPI_Comm_size(MPI_Comm comm, int *size)", "other"),
     ("int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)", "comm_new"),
+    ("int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)", "comm_new"),
     ("int MPI_Comm_test_inter(MPI_Comm comm, int *flag)", "other"),
     ("int MPI_Dims_create(int nnodes, int ndims, int *dims)", "other"),
     ("int MPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhandler)", "other"),

@@ -15,14 +15,20 @@ wrapper lies inside the program's interval) and at least the truth less 50 ms an
 preempted between its timestamp and the wrapper's); the sending rank is named. The halves'
 barriers: late arrival charged to the rank that entered last in each half (the program's entry
 times), at most the waits the others measured. Every message paired, every collective matched
-(two world barriers and the two halves'), none left out for an unknown communicator; each rank's
-log names the half it is in (note mpi_comm: the same id within a half, different ids across).
+(two world barriers, the two halves' and the barrier on the node's ranks, from
+MPI_Comm_split_type), none left out for an unknown communicator; each rank's log names the half
+it is in (note mpi_comm: the same id within a half, different ids across) and the node's.
 
 Several hosts: the same job as an MPMD run whose two halves run with a different host name each
 (a preloaded uname() that answers the name in TALLY_TEST_HOST): -rank_list names each rank's
 host, -mpi_callsites says the ranks ran on 2 hosts with the warning that their clocks are not
-synchronized, and counts as compared across hosts exactly the late arrival at the world
-barriers (the halves, the messages are within one host). The program's output is the same.
+synchronized, and counts as compared across hosts exactly the late arrival at the barriers of
+the world and of the node's ranks (which spans both names; the halves, the messages are within
+one host). The program's output is the same.
+
+The Fortran binding (tests/workloads/mpi_split.f90: the same halves through mpi_comm_split, then
+a barrier each half's rank 0 is late to): one note per rank and communicator, with the ids the C
+program's halves got, and the halves' barriers matched and charged to a rank 0 of a half.
 """
 import os
 import re
@@ -31,8 +37,9 @@ import shutil
 from common import *
 
 IMPLS = {
-    "openmpi": {"cc": "mpicc.openmpi", "run": ["mpirun.openmpi", "--oversubscribe"]},
-    "mpich": {"cc": "mpicc.mpich", "run": ["mpirun.mpich"]},
+    "openmpi": {"cc": "mpicc.openmpi", "fc": "mpif90.openmpi",
+                "run": ["mpirun.openmpi", "--oversubscribe"]},
+    "mpich": {"cc": "mpicc.mpich", "fc": "mpif90.mpich", "run": ["mpirun.mpich"]},
 }
 env = dict(os.environ)
 env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
@@ -85,7 +92,7 @@ def check_charge(got, truth, measured, what):
 
 def check_job(exp, late, barrier, what):
     doc = print_json(exp, "-mpi_callsites")[0]
-    check(doc["late_collectives"] == 4 and doc["late_skipped"] == 0,
+    check(doc["late_collectives"] == 5 and doc["late_skipped"] == 0,
           "%s: collectives matched %s, left out %s" % (what, doc["late_collectives"],
                                                        doc["late_skipped"]))
     check(doc["messages_paired"] == 4 and doc["messages_unpaired"] == 0 and
@@ -120,20 +127,24 @@ def check_job(exp, late, barrier, what):
     if ranked[0][1] - ranked[1][1] > 0.1:
         check(r.get("late_rank") == ranked[0][0], "%s: the halves' late rank %s, expected %d"
               % (what, r.get("late_rank"), ranked[0][0]))
-    # each rank's log names its half
-    ids = {}
+    # each rank's log names its half and the node's communicator (all four)
+    ids, nodes = {}, set()
     for root, dirs, files in os.walk(exp):
         m = re.match(r"_r(\d+)\.tally$", os.path.basename(root))
         if m and "log" in files:
             notes = [f for _, f in log_records(root, "note") if f.get("name") == "mpi_comm"]
-            check(len(notes) == 1 and notes[0].get("size") == "2" and
+            check(len(notes) == 2 and notes[1].get("size") == "4", "%s: rank %s's node note %s"
+                  % (what, m.group(1), notes))
+            nodes.update(f.get("id") for f in notes[1:])
+            check(len(notes) >= 1 and notes[0].get("size") == "2" and
                   notes[0].get("rank") == str(int(m.group(1)) % 2),
                   "%s: rank %s's mpi_comm notes %s" % (what, m.group(1), notes))
             if notes:
                 ids[int(m.group(1))] = notes[0].get("id")
     check(len(ids) == 4 and ids[0] == ids[1] and ids[2] == ids[3] and ids[0] != ids[2],
           "%s: the halves' ids %s" % (what, ids))
-    return doc
+    check(len(nodes) == 1 and not nodes & set(ids.values()), "%s: the node's ids %s" % (what, nodes))
+    return doc, ids
 
 
 ran = []
@@ -148,7 +159,7 @@ for impl, cfg in IMPLS.items():
     p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", "late"] + cfg["run"] +
             ["-np", "4", prog], env=env, timeout=200)
     late, barrier = program_lines(p, what)
-    doc = check_job(os.path.join(d, "late.tally"), late, barrier, what)
+    doc, ids = check_job(os.path.join(d, "late.tally"), late, barrier, what)
     check(doc["hosts"] == 1 and doc["late_cross_host"] == 0,
           "%s: hosts %s, late across hosts %s" % (what, doc["hosts"], doc["late_cross_host"]))
     text = run([TALLY, "print", "-mpi_callsites", os.path.join(d, "late.tally")], expect=0).stdout
@@ -172,7 +183,7 @@ for impl, cfg in IMPLS.items():
     check([(k["rank"], k["host"]) for k in ranks] ==
           [(0, "hosta"), (1, "hosta"), (2, "hostb"), (3, "hostb")],
           "%s: -rank_list hosts %s" % (what, [(k["rank"], k["host"]) for k in ranks]))
-    doc = check_job(exp, late, barrier, what)
+    doc, _ = check_job(exp, late, barrier, what)
     world = sum(r["late"] for r in doc["rows"] if r["name"].startswith("MPI_Barrier from main"))
     check(doc["hosts"] == 2 and world > 0 and abs(doc["late_cross_host"] - world) < 1e-6,
           "%s: hosts %s, late across hosts %s, the world barriers' late %s"
@@ -180,6 +191,34 @@ for impl, cfg in IMPLS.items():
     text = run([TALLY, "print", "-mpi_callsites", exp], expect=0).stdout
     check("the ranks ran on 2 hosts, whose clocks are not" in text.replace("\n", " "),
           "%s: no warning in -mpi_callsites: %s" % (what, text[:1500]))
+    # the Fortran binding (MPICH's calls its C functions, Open MPI's does not): one id per
+    # communicator made, the same as C's
+    if shutil.which(cfg["fc"]):
+        what = impl + " Fortran"
+        fprog = os.path.join(d, "mpi_split")
+        run([cfg["fc"], "-O2", "-g", "-o", fprog,
+             os.path.join(SRC, "tests/workloads/mpi_split.f90")], expect=0)
+        p = run([TALLY, "collect", "-M", "on", "-d", d, "-o", "split"] + cfg["run"] +
+                ["-np", "4", fprog], env=env, timeout=200)
+        check(p.returncode == 0 and p.stdout.count("split done") == 4,
+              "%s: %d %s %s" % (what, p.returncode, p.stdout, p.stderr[-2000:]))
+        fexp = os.path.join(d, "split.tally")
+        fids = {}
+        for root, dirs, files in os.walk(fexp):
+            m = re.match(r"_r(\d+)\.tally$", os.path.basename(root))
+            if m and "log" in files:
+                notes = [f for _, f in log_records(root, "note") if f.get("name") == "mpi_comm"]
+                check(len(notes) == 1 and notes[0].get("size") == "2",
+                      "%s: rank %s's notes %s" % (what, m.group(1), notes))
+                fids[int(m.group(1))] = notes[0].get("id") if notes else None
+        check(fids == ids, "%s: the halves' ids %s, from C %s" % (what, fids, ids))
+        doc = print_json(fexp, "-mpi_callsites")[0]
+        bar = row(doc, "mpi_barrier_ from", what)
+        check(doc["late_collectives"] == 2 and doc["late_skipped"] == 0 and
+              doc["unknown_communicator"] == 0 and bar.get("late", 0) > 0 and
+              bar.get("late_rank") in (0, 2), "%s: collectives %s, left out %s, unknown %s, %s"
+              % (what, doc["late_collectives"], doc["late_skipped"],
+                 doc["unknown_communicator"], bar))
     ran.append(impl)
     if not failures:
         shutil.rmtree(d, ignore_errors=True)

@@ -13,6 +13,7 @@
  * "late R L W" as above. Then local rank 0 computes (B0 ms in half 0, B1 in half 1) and both
  * enter MPI_Barrier on the half; each prints "barrier R E W": E its time before the call and W
  * the time it measured around it; the test takes the truth from the two members' E.
+ * Last, an MPI_Barrier on the ranks of the node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED).
  *
  * usage: mpi_late [scale]  (scale multiplies every delay; default 1)
  */
@@ -140,6 +141,11 @@ int main(int argc, char **argv)
     }
     barrier_half(rank, half);
     MPI_Comm_free(&half);
+    /* the ranks of this host (all four, whatever host name the test fakes) */
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Barrier(node);
+    MPI_Comm_free(&node);
     fflush(stdout);
     MPI_Finalize();
     return 0;
