@@ -482,11 +482,36 @@ static int cmp_comms(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* host[nr]: each rank's host (its first process's start record; "" unknown); returns the
+ * number of distinct hosts. */
+static size_t rank_hosts(ses_t *s, const uint64_t *ranks, size_t nr, const char **host)
+{
+    for (size_t e = 0; e < s->nexps; e++)
+        for (size_t i = 0; i < s->exps[e]->nprocs; i++) {
+            const exp_process_t *p = s->exps[e]->procs[i];
+            uint64_t r1 = exp_mpi_rank_of(s->exps[e], (uint32_t)i);
+            size_t ri = r1 ? rank_index(ranks, nr, r1 - 1) : nr;
+            if (ri < nr && !host[ri] && p->host)
+                host[ri] = p->host;
+        }
+    size_t n = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (!host[i])
+            host[i] = "";
+        size_t j = 0;
+        while (j < i && strcmp(host[j], host[i]))
+            j++;
+        n += j == i;
+    }
+    return n;
+}
+
 /* Each rank's host, the number of hosts, and the communicators from the notes. */
 static int late_setup(late_ctx_t *c, size_t *nhosts)
 {
     if (!(c->host = calloc(c->nranks, sizeof *c->host)))
         return TALLY_ENOMEM;
+    *nhosts = rank_hosts(c->s, c->ranks, c->nranks, c->host);
     size_t cap = 0;
     for (size_t e = 0; e < c->s->nexps; e++)
         for (size_t i = 0; i < c->s->exps[e]->nprocs; i++) {
@@ -495,8 +520,6 @@ static int late_setup(late_ctx_t *c, size_t *nhosts)
             size_t ri = r1 ? rank_index(c->ranks, c->nranks, r1 - 1) : c->nranks;
             if (ri == c->nranks)
                 continue;
-            if (!c->host[ri] && p->host)
-                c->host[ri] = p->host;
             for (size_t k = 0; k < p->nrecords; k++) {
                 const exp_record_t *r = &p->records[k];
                 const char *name = exp_record_get(r, EXP_KEY_NAME);
@@ -510,16 +533,6 @@ static int late_setup(late_ctx_t *c, size_t *nhosts)
                     .host = p->host ? p->host : "" };
             }
         }
-    for (size_t i = 0; i < c->nranks; i++)
-        if (!c->host[i])
-            c->host[i] = "";
-    *nhosts = 0;
-    for (size_t i = 0; i < c->nranks; i++) {
-        size_t j = 0;
-        while (j < i && strcmp(c->host[j], c->host[i]))
-            j++;
-        *nhosts += j == i;
-    }
     if (GROW(c->comms, c->ncomms, cap))
         return TALLY_ENOMEM;
     c->comms[c->ncomms++] = (late_comm_t){ .id = 0, .size = c->nranks, .host = c->host[0],
@@ -1063,6 +1076,13 @@ int rep_mpi_timeline(ses_t *s, rep_mpi_timeline_t *out, tally_err_t *err)
         return tally_errf(err, TALLY_EUSAGE, "no MPI calls were recorded (collect with -M on)");
     }
     rep_run_span(s, &c.t0, &c.t1);
+    const char **host = calloc(c.nranks, sizeof *host);
+    if (!host) {
+        free(c.ranks);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    }
+    out->nhosts = rank_hosts(s, c.ranks, c.nranks, host);
+    free(host);
     out->rows = calloc(c.nranks, sizeof *out->rows);
     size_t cells = c.nranks * REP_MPI_TL_COLS * TL_FNS;
     c.ns = calloc(cells, sizeof *c.ns);

@@ -125,6 +125,7 @@ typedef struct rep_mpi_timeline {
     rep_mpi_tl_row_t *rows;
     size_t n;
     double span, cell_ns; /* seconds; ns a column */
+    size_t nhosts;        /* hosts the ranks ran on: their clocks are not synchronized */
 } rep_mpi_timeline_t;
 
 int rep_mpi_timeline(ses_t *s, rep_mpi_timeline_t *out, tally_err_t *err);

@@ -336,6 +336,8 @@ int view_mpi_timeline(pstate_t *ps, const char *a)
         json_num(&j, t.span);
         json_key(&j, "columns");
         json_u64(&j, REP_MPI_TL_COLS);
+        json_key(&j, "hosts");
+        json_u64(&j, t.nhosts);
         json_key(&j, "ranks");
         json_arr_begin(&j);
         for (size_t r = 0; r < t.n; r++) {
@@ -365,6 +367,10 @@ int view_mpi_timeline(pstate_t *ps, const char *a)
         sink_printf(o, "MPI calls over %.3f s, %d columns of %.1f ms (letter: the MPI function "
                     "filling at least half a column; '.': less)\n\n", t.span, REP_MPI_TL_COLS,
                     t.cell_ns / 1e6);
+        if (t.nhosts > 1)
+            sink_printf(o, "Warning: the ranks ran on %zu hosts, whose clocks are not "
+                        "synchronized: lines of\ndifferent hosts are shifted by their clocks' "
+                        "offset.\n\n", t.nhosts);
         for (size_t r = 0; r < t.n; r++) {
             char line[REP_MPI_TL_COLS + 1];
             for (int k = 0; k < REP_MPI_TL_COLS; k++) {

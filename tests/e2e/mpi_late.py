@@ -21,8 +21,8 @@ it is in (note mpi_comm: the same id within a half, different ids across) and th
 
 Several hosts: the same job as an MPMD run whose two halves run with a different host name each
 (a preloaded uname() that answers the name in TALLY_TEST_HOST): -rank_list names each rank's
-host, -mpi_callsites says the ranks ran on 2 hosts with the warning that their clocks are not
-synchronized, and counts as compared across hosts exactly the late arrival at the barriers of
+host, -mpi_callsites and -mpi_timeline say the ranks ran on 2 hosts with the warning that their
+clocks are not synchronized, and counts as compared across hosts exactly the late arrival at the barriers of
 the world and of the node's ranks (which spans both names; the halves, the messages are within
 one host). The program's output is the same.
 
@@ -165,6 +165,8 @@ for impl, cfg in IMPLS.items():
     text = run([TALLY, "print", "-mpi_callsites", os.path.join(d, "late.tally")], expect=0).stdout
     check("Late send" in text and "clocks are not" not in text,
           "%s: -mpi_callsites text %s" % (what, text[:1500]))
+    text = run([TALLY, "print", "-mpi_timeline", os.path.join(d, "late.tally")], expect=0).stdout
+    check("clocks are not" not in text, "%s: -mpi_timeline text %s" % (what, text[:1500]))
 
     # two hosts: ranks 0, 1 on hosta, 2, 3 on hostb, each rank under its own tally collect
     shim = os.path.join(d, "fakehost.so")
@@ -191,6 +193,10 @@ for impl, cfg in IMPLS.items():
     text = run([TALLY, "print", "-mpi_callsites", exp], expect=0).stdout
     check("the ranks ran on 2 hosts, whose clocks are not" in text.replace("\n", " "),
           "%s: no warning in -mpi_callsites: %s" % (what, text[:1500]))
+    text = run([TALLY, "print", "-mpi_timeline", exp], expect=0).stdout
+    check("the ranks ran on 2 hosts, whose clocks are not" in text.replace("\n", " ") and
+          print_json(exp, "-mpi_timeline")[0].get("hosts") == 2,
+          "%s: no warning in -mpi_timeline: %s" % (what, text[:1500]))
     # the Fortran binding (MPICH's calls its C functions, Open MPI's does not): one id per
     # communicator made, the same as C's
     if shutil.which(cfg["fc"]):
