@@ -9,7 +9,8 @@ MPI_Comm_split into halves {0,1}, {2,3}, each half's rank 1 computes and sends t
 the halves' barriers wait for their rank 0. The program measures the truth itself: each message
 carries the sender's CLOCK_MONOTONIC time just before its send, so the receiver knows how late
 the send started after it entered the receive, and it measures its own wait around the call.
-Checked for each send call site: the wait charged to it (Late send) is at most the waits the
+Last, rank 0 computes and ranks 0 and 1 swap times with MPI_Sendrecv (rank 1's receive waits for
+rank 0's send). Checked for each send call site: the wait charged to it (Late send) is at most the waits the
 receivers measured around their calls (plus 2 ms: one-sided, the receive's wait inside the
 wrapper lies inside the program's interval) and at least the truth less 50 ms and 10% (a rank
 preempted between its timestamp and the wrapper's); the sending rank is named. The halves'
@@ -71,8 +72,11 @@ def program_lines(p, what):
             for m in re.finditer(r"^late (\d+) (-?\d+) (\d+)$", p.stdout, re.M)}
     barrier = {int(m.group(1)): (int(m.group(2)) * 1e-9, int(m.group(3)) * 1e-9)
                for m in re.finditer(r"^barrier (\d+) (\d+) (\d+)$", p.stdout, re.M)}
-    check(sorted(late) == [0, 1, 2, 3] and sorted(barrier) == [0, 1, 2, 3],
-          "%s: the program printed %s" % (what, p.stdout))
+    sendrecv = {int(m.group(1)): (int(m.group(2)) * 1e-9, int(m.group(3)) * 1e-9)
+                for m in re.finditer(r"^sendrecv (\d+) (-?\d+) (\d+)$", p.stdout, re.M)}
+    check(sorted(late) == [0, 1, 2, 3] and sorted(barrier) == [0, 1, 2, 3] and
+          sorted(sendrecv) == [0, 1], "%s: the program printed %s" % (what, p.stdout))
+    late.update({"sendrecv": sendrecv.get(1, (0, 0))})
     return late, barrier
 
 
@@ -95,7 +99,7 @@ def check_job(exp, late, barrier, what):
     check(doc["late_collectives"] == 5 and doc["late_skipped"] == 0,
           "%s: collectives matched %s, left out %s" % (what, doc["late_collectives"],
                                                        doc["late_skipped"]))
-    check(doc["messages_paired"] == 4 and doc["messages_unpaired"] == 0 and
+    check(doc["messages_paired"] == 6 and doc["messages_unpaired"] == 0 and
           doc["unknown_communicator"] == 0,
           "%s: messages paired %s, unpaired %s, unknown communicator %s"
           % (what, doc["messages_paired"], doc["messages_unpaired"],
@@ -114,6 +118,11 @@ def check_job(exp, late, barrier, what):
         want = 1 if late[0][0] > late[2][0] else 3
         check(r.get("late_send_rank") == want, "%s: the halves' late sender %s, expected %d"
               % (what, r.get("late_send_rank"), want))
+    # MPI_Sendrecv: rank 1's receive waited for rank 0's send
+    r = row(doc, "MPI_Sendrecv from sendrecv_pair", what)
+    check(r.get("late_send_rank") == 0, "%s: late sender of MPI_Sendrecv %s" % (what, r))
+    check_charge(r.get("late_send", 0), late["sendrecv"][0], late["sendrecv"][1],
+                 what + ": rank 0's MPI_Sendrecv")
     # the halves' barriers: each half's wait for the member that entered last
     r = row(doc, "MPI_Barrier from barrier_half", what)
     truth, measured, most = 0.0, 0.0, {}

@@ -13,7 +13,9 @@
  * "late R L W" as above. Then local rank 0 computes (B0 ms in half 0, B1 in half 1) and both
  * enter MPI_Barrier on the half; each prints "barrier R E W": E its time before the call and W
  * the time it measured around it; the test takes the truth from the two members' E.
- * Last, an MPI_Barrier on the ranks of the node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED).
+ * Then an MPI_Barrier on the ranks of the node (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED). Last,
+ * rank 0 computes 200 ms, then ranks 0 and 1 swap their times with MPI_Sendrecv: "sendrecv R L W"
+ * as "late" above.
  *
  * usage: mpi_late [scale]  (scale multiplies every delay; default 1)
  */
@@ -88,6 +90,17 @@ static void __attribute__((noinline)) recv_half(int rank, MPI_Comm half)
     printf("late %d %.0f %.0f\n", rank, t - t0, t1 - t0);
 }
 
+/* Ranks 0 and 1 swap timestamps with MPI_Sendrecv, rank 0 after computing D ms: rank 1's receive
+ * waits for rank 0's send ("sendrecv 1 L W"). */
+static void __attribute__((noinline)) sendrecv_pair(int rank)
+{
+    double t, t0 = now_ns();
+    MPI_Sendrecv(&t0, 1, MPI_DOUBLE, 1 - rank, 11, &t, 1, MPI_DOUBLE, 1 - rank, 11,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    double t1 = now_ns();
+    printf("sendrecv %d %.0f %.0f\n", rank, t - t0, t1 - t0);
+}
+
 static void __attribute__((noinline)) barrier_half(int rank, MPI_Comm half)
 {
     double t0 = now_ns();
@@ -146,6 +159,10 @@ int main(int argc, char **argv)
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     MPI_Barrier(node);
     MPI_Comm_free(&node);
+    if (rank == 0)
+        compute(200);
+    if (rank < 2)
+        sendrecv_pair(rank);
     fflush(stdout);
     MPI_Finalize();
     return 0;
