@@ -9,7 +9,10 @@
  *   imbalance     per function (inclusive) and per MPI call site (the program's frame that
  *                 called MPI, never the wrapper), a metric's min, mean and max over the ranks
  *                 and the rank with the max, as mpiP reports. One aggregation for all ranks:
- *                 memory grows with (functions or call sites) x ranks, never with events.
+ *                 memory grows with (functions or call sites) x ranks, never with events;
+ *                 per call site also the waits charged to late arrivals at collectives (a
+ *                 few words per collective) and to late senders (56 bytes per message of
+ *                 the selection while it is computed).
  * Ownership and errors as in report.h: models own their arrays, vectors are valid until the
  * engine computes again; negative TALLY_E* codes with a message.
  */
@@ -53,7 +56,7 @@ typedef struct rep_imb_row {
     uint64_t min, max, sum; /* over all ranks of the job (a rank without the row counts 0) */
     double mean;
     uint64_t max_rank, min_rank;
-    /* call sites: the wait (ns) other ranks spent at a world collective where this call site
+    /* call sites: the wait (ns) other members spent at a collective where this call site
      * arrived last, summed over ranks (late), the most one rank caused (late_max) and that rank
      * (late_rank; meaningful when late_max > 0) */
     uint64_t late, late_max, late_rank;
@@ -68,7 +71,7 @@ typedef struct rep_imb {
     size_t n;
     size_t nranks;
     int metric;
-    /* call sites: world collectives (barrier, all-to-all ones) charged to the last arrival,
+    /* call sites: collectives (barrier, all-to-all ones) charged to the last arrival,
      * and those left out (a rank missing under the selection, functions that differ) */
     uint64_t late_matched, late_skipped;
     /* call sites: messages whose send and receive were paired, those left unpaired (a rank
