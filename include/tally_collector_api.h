@@ -129,6 +129,18 @@ typedef struct tally_collector_api_v1 {
      * is -EINVAL and changes nothing. Needs no enter(); any thread, any time, AS-safe; costs a
      * store. */
     int (*set_state)(int kind);
+
+    /* ---- added later: present when size > offsetof(tally_collector_api_v1_t,
+     * declare_kind_attrs) ---- */
+
+    /* Declares a record kind as declare_kind does, whose records carry after the values of its
+     * n metrics the values of nattrs attributes: numbers that are not metrics (a peer, a tag, a
+     * time), which no view sums and analyses read by name. Attribute names as a metric's,
+     * distinct from each other; n may be 0 when nattrs is not; n + nattrs at most
+     * TALLY_API_MAX_VALUES. emit takes up to n + nattrs values (the metrics' first). Returns as
+     * declare_kind (-EEXIST: the name declared with other metrics or attributes). */
+    int (*declare_kind_attrs)(const char *name, const char *const *metrics, uint32_t n,
+                              const char *const *attrs, uint32_t nattrs);
 } tally_collector_api_v1_t;
 
 /* Exported by libtally-collector.so; NULL when this process is not being profiled. */

@@ -243,6 +243,7 @@ typedef struct imb_key {
     uint64_t caller_pc;
     uint64_t *by_rank; /* [nranks] */
     uint64_t *late_by_rank; /* [nranks] or NULL: wait of the others this rank caused here */
+    uint64_t *ls_by_rank;   /* [nranks] or NULL: receivers' wait for this rank's late sends */
 } imb_key_t;
 
 typedef struct imb_ctx {
@@ -361,16 +362,29 @@ static int imb_stack(void *ctx, uint32_t exp, uint32_t proc, const uint64_t *pcs
     return 0;
 }
 
-/* ---- late arrival: the ranks' wait at a world collective charged to the rank that came last --
- * The wrappers record the barrier and the all-to-all collectives over MPI_COMM_WORLD as kind
- * mpi_sync (wrap.h): the n-th such record of every rank is the same collective (MPI orders a
- * communicator's collectives alike on all its ranks). One scan of the events keeps per
- * collective (not per rank) the latest entry (end - mpitime), the sum of the entries, how many
- * ranks were seen, the function, and the last rank's stack; a collective all ranks took part in
- * then charges n x latest - sum (each rank's wait for the last) to the last rank's call site.
- * Memory: 40 bytes a world collective of one rank, never ranks x calls. The entries are on one
- * clock: ranks of one host (CLOCK_MONOTONIC); ranks on several hosts differ by their clocks'
- * offsets. A rank whose mpi_sync records come from several threads is taken in scan order. */
+/* ---- late arrival and late senders: waits charged to the rank that caused them ---------------
+ * Late arrival. The wrappers record the barrier and the all-to-all collectives over an
+ * intracommunicator with a job-wide id as kind mpi_sync (wrap.h), the id as its attribute comm
+ * (0, or absent in older experiments: MPI_COMM_WORLD): the n-th such record of a communicator
+ * on each of its members is the same collective (MPI orders a communicator's collectives alike
+ * on all its members). Its members are the ranks whose `note name=mpi_comm` names its id (each
+ * member writes one when the communicator is made; MPI_COMM_WORLD: every rank). One scan of
+ * the events keeps per collective (not per rank) the latest entry (end - mpitime), the sum of
+ * the entries, how many members were seen, the function and the last member's stack; a
+ * collective all its members took part in then charges n x latest - sum (each member's wait
+ * for the last) to the last member's call site. Memory: 40 bytes a collective, and per
+ * communicator a counter per rank.
+ * Late senders (Scalasca's Late Sender). The wrappers record every message sent and received
+ * as kind mpi_msg (wrap.h: the peer's world rank, tag, communicator id, when it was posted,
+ * and when the call that completed it started). MPI's non-overtaking rule pairs the k-th send
+ * from rank a to rank b on (communicator, tag), by start, with the k-th receive of those by
+ * posting time; a receive whose completing call started (wait) before its send started waited
+ * min(send start, its end) - wait for the sender, charged to the send's call site and rank.
+ * Memory: 56 bytes a message while the view is computed.
+ * Both compare times of different ranks: CLOCK_MONOTONIC is one clock on one host; ranks on
+ * several hosts differ by their clocks' offsets, and the model says how much of the charged
+ * time compared ranks of different hosts (late_cross). A rank whose records come from several
+ * threads is taken in time order of each thread's records, threads in scan order. */
 
 typedef struct late_inst {
     uint64_t max_enter, sum_enter;
@@ -378,59 +392,193 @@ typedef struct late_inst {
     uint32_t last_ri, last_exp, last_stack, pad;
 } late_inst_t;
 
-typedef struct late_ctx {
-    ses_t *s;
-    int mtime;
-    uint64_t *ranks;
-    size_t nranks;
-    uint64_t *seq;  /* [nranks]: mpi_sync records seen */
+typedef struct late_comm {
+    uint64_t id;
+    uint64_t size;      /* members, from the notes (MPI_COMM_WORLD: the ranks) */
+    const char *host;   /* the host of its first member seen */
+    int multihost;      /* members on more than one host */
+    uint32_t *seq;      /* [nranks]: its mpi_sync records seen per rank; NULL before one */
     late_inst_t *inst;
     size_t ninst, cap;
+} late_comm_t;
+
+typedef struct late_msg {
+    uint64_t comm, post, wait, end;
+    uint32_t from, to, tag, exp, stack, pad; /* from, to: indices into the ranks */
+} late_msg_t;
+
+typedef struct late_kinds {
+    int64_t sync, msg; /* the kinds' ids in this process, -1: none */
+    int sync_comm;     /* the index of mpi_sync's attribute comm, -1: none */
+    int sync_time;     /* the index of its metric mpitime */
+    int a[6];          /* mpi_msg's attributes dir, peer, tag, comm, post, wait */
+} late_kinds_t;
+
+typedef struct late_ctx {
+    ses_t *s;
+    uint32_t exp; /* the experiment scanned */
+    tally_err_t *err;
+    uint64_t *ranks;
+    size_t nranks;
+    const char **host;      /* [nranks]: each rank's host ("" unknown) */
+    late_comm_t *comms;     /* by id */
+    size_t ncomms;
+    late_msg_t *sends, *recvs;
+    size_t nsends, nrecvs, capsends, caprecvs;
+    uint64_t unknown;       /* collectives and messages of a communicator without an id */
     uint32_t cache_exp, cache_proc;
-    int64_t cache_kind; /* the mpi_sync kind id of (cache_exp, cache_proc); -1 none, -2 unset */
+    int cache_set;
+    late_kinds_t cache;
 } late_ctx_t;
 
-static int64_t sync_kind_of(late_ctx_t *c, uint32_t exp, uint32_t proc)
+static const late_kinds_t *kinds_of(late_ctx_t *c, uint32_t exp, uint32_t proc)
 {
-    if (c->cache_kind != -2 && c->cache_exp == exp && c->cache_proc == proc)
-        return c->cache_kind;
+    if (c->cache_set && c->cache_exp == exp && c->cache_proc == proc)
+        return &c->cache;
+    static const char *const names[6] = { "dir", "peer", "tag", "comm", "post", "wait" };
+    late_kinds_t *k = &c->cache;
+    memset(k, 0, sizeof *k);
+    k->sync = k->msg = -1;
+    k->sync_comm = -1;
     const exp_experiment_t *e = c->s->exps[exp];
-    int64_t k = -1;
-    if (proc < e->nprocs)
-        for (size_t i = 0; i < e->procs[proc]->nkinds && k < 0; i++)
-            if (!strcmp(e->procs[proc]->kinds[i].name, "mpi_sync"))
-                k = e->procs[proc]->kinds[i].id;
+    for (size_t i = 0; proc < e->nprocs && i < e->procs[proc]->nkinds; i++) {
+        const exp_kind_t *kd = &e->procs[proc]->kinds[i];
+        if (!strcmp(kd->name, "mpi_sync")) {
+            const exp_process_t *p = e->procs[proc];
+            for (uint32_t m = 0; m < kd->nmetrics; m++)
+                if (kd->metric[m] < p->nmetrics && !strcmp(p->metrics[kd->metric[m]].name, "mpitime"))
+                    k->sync = kd->id, k->sync_time = (int)m;
+            k->sync_comm = exp_kind_attr(kd, "comm");
+        } else if (!strcmp(kd->name, "mpi_msg")) {
+            int ok = 1;
+            for (int a = 0; a < 6; a++)
+                ok &= (k->a[a] = exp_kind_attr(kd, names[a])) >= 0;
+            if (ok)
+                k->msg = kd->id;
+        }
+    }
     c->cache_exp = exp;
     c->cache_proc = proc;
-    c->cache_kind = k;
+    c->cache_set = 1;
     return k;
 }
 
-static int late_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
-                      uint32_t thread_index)
+static late_comm_t *comm_find(late_ctx_t *c, uint64_t id)
 {
-    late_ctx_t *c = ctx;
-    if (ev->type != EXP_REC_TRACE)
-        return 0;
-    const eng_thread_t *th = eng_thread(c->s->eng, thread_index);
-    int64_t k = sync_kind_of(c, th->exp, ev->proc);
-    if (k < 0 || ev->call != (uint64_t)k)
-        return 0;
-    uint64_t r1 = exp_mpi_rank_of(c->s->exps[th->exp], th->proc);
-    size_t ri = r1 ? rank_index(c->ranks, c->nranks, r1 - 1) : c->nranks;
-    if (ri == c->nranks)
-        return 0;
-    uint64_t q = c->seq[ri]++;
-    if (q >= c->ninst) {
-        while (c->ninst <= q) {
-            if (GROW(c->inst, c->ninst, c->cap))
-                return TALLY_ENOMEM;
-            memset(&c->inst[c->ninst], 0, sizeof *c->inst);
-            c->ninst++;
-        }
+    size_t lo = 0, hi = c->ncomms;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->comms[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    late_inst_t *in = &c->inst[q];
-    uint64_t enter = ev->t > v[c->mtime] ? ev->t - v[c->mtime] : 0;
+    return lo < c->ncomms && c->comms[lo].id == id ? &c->comms[lo] : NULL;
+}
+
+static int cmp_comms(const void *a, const void *b)
+{
+    const late_comm_t *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* host[nr]: each rank's host (its first process's start record; "" unknown); returns the
+ * number of distinct hosts. */
+static size_t rank_hosts(ses_t *s, const uint64_t *ranks, size_t nr, const char **host)
+{
+    for (size_t e = 0; e < s->nexps; e++)
+        for (size_t i = 0; i < s->exps[e]->nprocs; i++) {
+            const exp_process_t *p = s->exps[e]->procs[i];
+            uint64_t r1 = exp_mpi_rank_of(s->exps[e], (uint32_t)i);
+            size_t ri = r1 ? rank_index(ranks, nr, r1 - 1) : nr;
+            if (ri < nr && !host[ri] && p->host)
+                host[ri] = p->host;
+        }
+    size_t n = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (!host[i])
+            host[i] = "";
+        size_t j = 0;
+        while (j < i && strcmp(host[j], host[i]))
+            j++;
+        n += j == i;
+    }
+    return n;
+}
+
+/* Each rank's host, the number of hosts, and the communicators from the notes. */
+static int late_setup(late_ctx_t *c, size_t *nhosts)
+{
+    if (!(c->host = calloc(c->nranks, sizeof *c->host)))
+        return TALLY_ENOMEM;
+    *nhosts = rank_hosts(c->s, c->ranks, c->nranks, c->host);
+    size_t cap = 0;
+    for (size_t e = 0; e < c->s->nexps; e++)
+        for (size_t i = 0; i < c->s->exps[e]->nprocs; i++) {
+            const exp_process_t *p = c->s->exps[e]->procs[i];
+            uint64_t r1 = exp_mpi_rank_of(c->s->exps[e], (uint32_t)i);
+            size_t ri = r1 ? rank_index(c->ranks, c->nranks, r1 - 1) : c->nranks;
+            if (ri == c->nranks)
+                continue;
+            for (size_t k = 0; k < p->nrecords; k++) {
+                const exp_record_t *r = &p->records[k];
+                const char *name = exp_record_get(r, EXP_KEY_NAME);
+                if (strcmp(r->kind, EXP_LOG_NOTE) || !name || strcmp(name, EXP_NOTE_MPI_COMM))
+                    continue;
+                if (GROW(c->comms, c->ncomms, cap))
+                    return TALLY_ENOMEM;
+                c->comms[c->ncomms++] = (late_comm_t){
+                    .id = exp_record_u64(r, EXP_KEY_ID, 0),
+                    .size = exp_record_u64(r, EXP_KEY_SIZE, 0),
+                    .host = p->host ? p->host : "" };
+            }
+        }
+    if (GROW(c->comms, c->ncomms, cap))
+        return TALLY_ENOMEM;
+    c->comms[c->ncomms++] = (late_comm_t){ .id = 0, .size = c->nranks, .host = c->host[0],
+                                           .multihost = *nhosts > 1 };
+    qsort(c->comms, c->ncomms, sizeof *c->comms, cmp_comms);
+    /* one per id: the members' notes agree on its size; hosts differ or not */
+    size_t k = 0;
+    for (size_t i = 0; i < c->ncomms; i++) {
+        if (k && c->comms[k - 1].id == c->comms[i].id) {
+            if (strcmp(c->comms[k - 1].host, c->comms[i].host))
+                c->comms[k - 1].multihost = 1;
+            continue;
+        }
+        c->comms[k++] = c->comms[i];
+    }
+    c->ncomms = k;
+    return 0;
+}
+
+static int late_collective(late_ctx_t *c, const late_kinds_t *pk, const exp_event_t *ev,
+                           size_t ri, uint32_t exp)
+{
+    uint32_t nfn = 0;
+    const uint32_t *fns = eng_stack_functions(c->s->eng, exp, ev->stack, &nfn, c->err);
+    if (!fns)
+        return TALLY_ENOMEM;
+    uint32_t leaf_fn = nfn ? fns[0] : UINT32_MAX;
+    uint64_t mtime = (uint32_t)pk->sync_time < ev->nvalues ? ev->values[pk->sync_time] : 0;
+    uint64_t id = pk->sync_comm >= 0 && (uint32_t)pk->sync_comm < ev->nvalues
+                      ? ev->values[pk->sync_comm] : 0;
+    late_comm_t *cm = comm_find(c, id);
+    if (!cm) {
+        c->unknown++;
+        return 0;
+    }
+    if (!cm->seq && !(cm->seq = calloc(c->nranks, sizeof *cm->seq)))
+        return TALLY_ENOMEM;
+    uint64_t q = cm->seq[ri]++;
+    while (cm->ninst <= q) {
+        if (GROW(cm->inst, cm->ninst, cm->cap))
+            return TALLY_ENOMEM;
+        memset(&cm->inst[cm->ninst], 0, sizeof *cm->inst);
+        cm->ninst++;
+    }
+    late_inst_t *in = &cm->inst[q];
+    uint64_t enter = ev->t > mtime ? ev->t - mtime : 0;
     if (!in->n) {
         in->fn = leaf_fn;
     } else if (in->fn != leaf_fn) {
@@ -439,7 +587,7 @@ static int late_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint3
     if (!in->n || enter > in->max_enter) {
         in->max_enter = enter;
         in->last_ri = (uint32_t)ri;
-        in->last_exp = th->exp;
+        in->last_exp = exp;
         in->last_stack = ev->stack;
     }
     in->sum_enter += enter;
@@ -447,66 +595,220 @@ static int late_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint3
     return 0;
 }
 
-/* Charges each complete world collective's wait to the last rank's call site in c (the keys
- * of -mpi_callsites); *matched and *skipped count the collectives. */
-static int late_charge(imb_ctx_t *ic, late_ctx_t *c, uint64_t *matched, uint64_t *skipped,
-                       tally_err_t *err)
+static int late_message(late_ctx_t *c, const late_kinds_t *pk, const exp_event_t *ev, size_t ri,
+                        uint32_t exp)
 {
-    exp_stacks_t *st = NULL;
-    uint32_t st_exp = UINT32_MAX;
-    for (size_t i = 0; i < c->ninst; i++) {
-        late_inst_t *in = &c->inst[i];
-        if (in->n != c->nranks || in->fn == UINT32_MAX - 1 || in->last_stack == EXP_NO_STACK) {
-            ++*skipped;
+    uint64_t a[6];
+    for (int i = 0; i < 6; i++)
+        a[i] = (uint32_t)pk->a[i] < ev->nvalues ? ev->values[pk->a[i]] : 0;
+    /* dir, peer, tag, comm, post, wait */
+    size_t peer = a[1] < UINT32_MAX ? rank_index(c->ranks, c->nranks, a[1]) : c->nranks;
+    if ((a[0] != 1 && a[0] != 2) || a[3] == UINT64_MAX || peer == c->nranks) {
+        c->unknown++;
+        return 0;
+    }
+    late_msg_t m = { .comm = a[3], .post = a[4], .wait = a[5], .end = ev->t,
+                     .tag = (uint32_t)a[2], .exp = exp, .stack = ev->stack };
+    if (a[0] == 1) {
+        m.from = (uint32_t)ri;
+        m.to = (uint32_t)peer;
+        if (GROW(c->sends, c->nsends, c->capsends))
+            return TALLY_ENOMEM;
+        c->sends[c->nsends++] = m;
+    } else {
+        m.from = (uint32_t)peer;
+        m.to = (uint32_t)ri;
+        if (GROW(c->recvs, c->nrecvs, c->caprecvs))
+            return TALLY_ENOMEM;
+        c->recvs[c->nrecvs++] = m;
+    }
+    return 0;
+}
+
+/* (an own scan: mpi_msg records carry no metric, so the engine's scan of events skips them) */
+static int late_event(void *ctx, const exp_event_t *ev)
+{
+    late_ctx_t *c = ctx;
+    if (ev->type != EXP_REC_TRACE)
+        return 0;
+    const late_kinds_t *pk = kinds_of(c, c->exp, ev->proc);
+    if ((pk->sync < 0 || ev->call != (uint64_t)pk->sync) &&
+        (pk->msg < 0 || ev->call != (uint64_t)pk->msg))
+        return 0;
+    if (!eng_event_selected(c->s->eng, c->exp, ev))
+        return 0;
+    uint64_t r1 = exp_mpi_rank_of(c->s->exps[c->exp], ev->proc);
+    size_t ri = r1 ? rank_index(c->ranks, c->nranks, r1 - 1) : c->nranks;
+    if (ri == c->nranks)
+        return 0;
+    int rc = pk->sync >= 0 && ev->call == (uint64_t)pk->sync
+                 ? late_collective(c, pk, ev, ri, c->exp)
+                 : late_message(c, pk, ev, ri, c->exp);
+    return rc ? -1 : 0;
+}
+
+/* The call-site key of the MPI record (exp, stack), as -mpi_callsites' rows; NULL with *skip
+ * set when the stack has no caller, NULL without it when out of memory. */
+static imb_key_t *site_key(imb_ctx_t *ic, uint32_t exp, uint32_t stack, int *skip,
+                           tally_err_t *err)
+{
+    *skip = 0;
+    exp_stacks_t *st = eng_stacks(ic->s->eng, exp);
+    uint32_t npc = 0, nfn = 0, flags = 0, proc = 0;
+    const uint64_t *pcs = st && stack != EXP_NO_STACK
+                              ? exp_stacks_get(st, stack, &npc, &flags, &proc) : NULL;
+    const uint32_t *fns = pcs ? eng_stack_functions(ic->s->eng, exp, stack, &nfn, err) : NULL;
+    if (pcs && !fns)
+        return NULL;
+    if (!pcs || npc < 2 || nfn < 2) {
+        *skip = 1;
+        return NULL;
+    }
+    rep_frame_t fr;
+    rep_frames(ic->s, 0, exp, proc, pcs + 1, fns + 1, 1, &fr);
+    imb_key_t *k = key_get(ic, fns[0], (uint64_t)fns[1] << 32 ^ (fr.offset & 0xffffffffu));
+    if (k && !k->caller_pc) {
+        k->exp = exp;
+        k->proc = proc;
+        k->caller_fn = fns[1];
+        k->caller_pc = pcs[1];
+    }
+    return k;
+}
+
+static int charge(uint64_t **by_rank, size_t nranks, size_t ri, uint64_t ns)
+{
+    if (!*by_rank && !(*by_rank = calloc(nranks, sizeof **by_rank)))
+        return TALLY_ENOMEM;
+    (*by_rank)[ri] = sat_add((*by_rank)[ri], ns);
+    return 0;
+}
+
+/* Charges each complete collective's wait to the last member's call site in ic. */
+static int late_charge(imb_ctx_t *ic, late_ctx_t *c, rep_imb_t *out, tally_err_t *err)
+{
+    for (size_t k = 0; k < c->ncomms; k++) {
+        late_comm_t *cm = &c->comms[k];
+        for (size_t i = 0; i < cm->ninst; i++) {
+            late_inst_t *in = &cm->inst[i];
+            int skip = 0;
+            imb_key_t *key = NULL;
+            if (in->n != cm->size || in->fn == UINT32_MAX - 1 ||
+                in->last_stack == EXP_NO_STACK ||
+                (!(key = site_key(ic, in->last_exp, in->last_stack, &skip, err)) && skip)) {
+                out->late_skipped++;
+                continue;
+            }
+            if (!key)
+                return TALLY_ENOMEM;
+            uint64_t caused = in->n * in->max_enter - in->sum_enter;
+            if (charge(&key->late_by_rank, c->nranks, in->last_ri, caused))
+                return TALLY_ENOMEM;
+            if (cm->multihost)
+                out->late_cross = sat_add(out->late_cross, caused);
+            out->late_matched++;
+        }
+    }
+    return 0;
+}
+
+static int cmp_msgs(const void *a, const void *b)
+{
+    const late_msg_t *x = a, *y = b;
+    if (x->comm != y->comm)
+        return x->comm < y->comm ? -1 : 1;
+    if (x->from != y->from)
+        return x->from < y->from ? -1 : 1;
+    if (x->to != y->to)
+        return x->to < y->to ? -1 : 1;
+    if (x->tag != y->tag)
+        return x->tag < y->tag ? -1 : 1;
+    if (x->post != y->post)
+        return x->post < y->post ? -1 : 1;
+    return x->end < y->end ? -1 : x->end > y->end;
+}
+
+static int same_channel(const late_msg_t *x, const late_msg_t *y)
+{
+    return x->comm == y->comm && x->from == y->from && x->to == y->to && x->tag == y->tag;
+}
+
+/* Pairs sends and receives channel by channel and charges late senders. */
+static int late_senders(imb_ctx_t *ic, late_ctx_t *c, rep_imb_t *out, tally_err_t *err)
+{
+    if (c->nsends)
+        qsort(c->sends, c->nsends, sizeof *c->sends, cmp_msgs);
+    if (c->nrecvs)
+        qsort(c->recvs, c->nrecvs, sizeof *c->recvs, cmp_msgs);
+    size_t i = 0, j = 0;
+    while (i < c->nsends || j < c->nrecvs) {
+        int d = i == c->nsends ? 1 : j == c->nrecvs ? -1 : 0;
+        if (!d && !same_channel(&c->sends[i], &c->recvs[j])) {
+            late_msg_t a = c->sends[i], b = c->recvs[j];
+            a.post = b.post = 0;
+            a.end = b.end = 0;
+            d = cmp_msgs(&a, &b);
+        }
+        if (d < 0) {
+            out->ls_unmatched++;
+            i++;
             continue;
         }
-        if (in->last_exp != st_exp) {
-            st = eng_stacks(c->s->eng, in->last_exp);
-            st_exp = in->last_exp;
-        }
-        uint32_t npc = 0, nfn = 0, flags = 0, proc = 0;
-        const uint64_t *pcs = st ? exp_stacks_get(st, in->last_stack, &npc, &flags, &proc) : NULL;
-        const uint32_t *fns = eng_stack_functions(c->s->eng, in->last_exp, in->last_stack, &nfn,
-                                                  err);
-        if (!fns)
-            return TALLY_ENOMEM;
-        if (!pcs || npc < 2 || nfn < 2) {
-            ++*skipped;
+        if (d > 0) {
+            out->ls_unmatched++;
+            j++;
             continue;
         }
-        rep_frame_t fr;
-        rep_frames(c->s, 0, in->last_exp, proc, pcs + 1, fns + 1, 1, &fr);
-        imb_key_t *k = key_get(ic, fns[0], (uint64_t)fns[1] << 32 ^ (fr.offset & 0xffffffffu));
-        if (!k)
+        const late_msg_t *s = &c->sends[i++], *r = &c->recvs[j++];
+        out->ls_matched++;
+        if (s->post <= r->wait)
+            continue;
+        uint64_t late = (s->post < r->end ? s->post : r->end) - r->wait;
+        if (!late)
+            continue;
+        int skip = 0;
+        imb_key_t *key = site_key(ic, s->exp, s->stack, &skip, err);
+        if (!key && skip)
+            continue;
+        if (!key || charge(&key->ls_by_rank, c->nranks, s->from, late))
             return TALLY_ENOMEM;
-        if (!k->caller_pc) {
-            k->exp = in->last_exp;
-            k->proc = proc;
-            k->caller_fn = fns[1];
-            k->caller_pc = pcs[1];
-        }
-        if (!k->late_by_rank && !(k->late_by_rank = calloc(c->nranks, sizeof *k->late_by_rank)))
-            return TALLY_ENOMEM;
-        uint64_t caused = in->n * in->max_enter - in->sum_enter;
-        k->late_by_rank[in->last_ri] = sat_add(k->late_by_rank[in->last_ri], caused);
-        ++*matched;
+        out->ls_waits++;
+        if (strcmp(c->host[s->from], c->host[s->to]))
+            out->late_cross = sat_add(out->late_cross, late);
     }
     return 0;
 }
 
 static int late_scan(imb_ctx_t *ic, rep_imb_t *out, tally_err_t *err)
 {
-    late_ctx_t c = { .s = ic->s, .mtime = eng_metric_find(ic->s->eng, "mpitime"),
-                     .ranks = ic->ranks, .nranks = ic->nranks, .cache_kind = -2 };
-    if (c.mtime < 0)
-        return 0;
-    if (!(c.seq = calloc(c.nranks, sizeof *c.seq)))
-        return TALLY_ENOMEM;
-    int rc = eng_foreach_event(ic->s->eng, late_event, &c, err);
+    late_ctx_t c = { .s = ic->s, .err = err, .ranks = ic->ranks, .nranks = ic->nranks };
+    size_t nhosts = 0;
+    int rc = late_setup(&c, &nhosts);
+    out->nhosts = nhosts;
     if (!rc)
-        rc = late_charge(ic, &c, &out->late_matched, &out->late_skipped, err);
-    free(c.seq);
-    free(c.inst);
+        rc = eng_aggregate(ic->s->eng, err);
+    for (size_t x = 0; !rc && x < ic->s->nexps; x++) {
+        exp_scan_stats_t st;
+        c.exp = (uint32_t)x;
+        c.cache_set = 0;
+        rc = exp_scan(ic->s->exps[x], eng_stacks(ic->s->eng, (uint32_t)x), late_event, &c, &st,
+                      err);
+        if (rc == -1 || rc > 0) /* the callback's stop: out of memory */
+            rc = TALLY_ENOMEM;
+    }
+    if (!rc)
+        rc = late_charge(ic, &c, out, err);
+    if (!rc)
+        rc = late_senders(ic, &c, out, err);
+    out->late_unknown = c.unknown;
+    for (size_t i = 0; i < c.ncomms; i++) {
+        free(c.comms[i].seq);
+        free(c.comms[i].inst);
+    }
+    free(c.comms);
+    free(c.sends);
+    free(c.recvs);
+    free(c.host);
     return rc;
 }
 
@@ -565,6 +867,13 @@ int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally
             }
         }
         r->mean = (double)r->sum / (double)c.nranks;
+        for (size_t j = 0; k->ls_by_rank && j < c.nranks; j++) {
+            r->late_send = sat_add(r->late_send, k->ls_by_rank[j]);
+            if (k->ls_by_rank[j] > r->late_send_max) {
+                r->late_send_max = k->ls_by_rank[j];
+                r->late_send_rank = c.ranks[j];
+            }
+        }
         for (size_t j = 0; k->late_by_rank && j < c.nranks; j++) {
             r->late = sat_add(r->late, k->late_by_rank[j]);
             if (k->late_by_rank[j] > r->late_max) {
@@ -595,6 +904,7 @@ int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally
     for (size_t i = 0; i < c.nkeys; i++) {
         free(c.keys[i].by_rank);
         free(c.keys[i].late_by_rank);
+        free(c.keys[i].ls_by_rank);
     }
     free(c.keys);
     free(c.slot);
@@ -766,6 +1076,13 @@ int rep_mpi_timeline(ses_t *s, rep_mpi_timeline_t *out, tally_err_t *err)
         return tally_errf(err, TALLY_EUSAGE, "no MPI calls were recorded (collect with -M on)");
     }
     rep_run_span(s, &c.t0, &c.t1);
+    const char **host = calloc(c.nranks, sizeof *host);
+    if (!host) {
+        free(c.ranks);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    }
+    out->nhosts = rank_hosts(s, c.ranks, c.nranks, host);
+    free(host);
     out->rows = calloc(c.nranks, sizeof *out->rows);
     size_t cells = c.nranks * REP_MPI_TL_COLS * TL_FNS;
     c.ns = calloc(cells, sizeof *c.ns);

@@ -9,7 +9,10 @@
  *   imbalance     per function (inclusive) and per MPI call site (the program's frame that
  *                 called MPI, never the wrapper), a metric's min, mean and max over the ranks
  *                 and the rank with the max, as mpiP reports. One aggregation for all ranks:
- *                 memory grows with (functions or call sites) x ranks, never with events.
+ *                 memory grows with (functions or call sites) x ranks, never with events;
+ *                 per call site also the waits charged to late arrivals at collectives (a
+ *                 few words per collective) and to late senders (56 bytes per message of
+ *                 the selection while it is computed).
  * Ownership and errors as in report.h: models own their arrays, vectors are valid until the
  * engine computes again; negative TALLY_E* codes with a message.
  */
@@ -53,10 +56,14 @@ typedef struct rep_imb_row {
     uint64_t min, max, sum; /* over all ranks of the job (a rank without the row counts 0) */
     double mean;
     uint64_t max_rank, min_rank;
-    /* call sites: the wait (ns) other ranks spent at a world collective where this call site
+    /* call sites: the wait (ns) other members spent at a collective where this call site
      * arrived last, summed over ranks (late), the most one rank caused (late_max) and that rank
      * (late_rank; meaningful when late_max > 0) */
     uint64_t late, late_max, late_rank;
+    /* call sites of sends: the receivers' wait (ns) because a send from here started after
+     * the receive's completing call did (late senders), summed over the sending ranks
+     * (late_send), the most of one rank (late_send_max) and that rank (late_send_rank) */
+    uint64_t late_send, late_send_max, late_send_rank;
 } rep_imb_row_t;
 
 typedef struct rep_imb {
@@ -64,15 +71,30 @@ typedef struct rep_imb {
     size_t n;
     size_t nranks;
     int metric;
-    /* call sites: world collectives (barrier, all-to-all ones) charged to the last arrival,
+    /* call sites: collectives (barrier, all-to-all ones) charged to the last arrival,
      * and those left out (a rank missing under the selection, functions that differ) */
     uint64_t late_matched, late_skipped;
+    /* call sites: messages whose send and receive were paired, those left unpaired (a rank
+     * missing under the selection, a message still in flight at the end), and the receives
+     * that waited for a late sender */
+    uint64_t ls_matched, ls_unmatched, ls_waits;
+    /* collectives and messages on communicators without a job-wide id (made by calls not
+     * traced, intercommunicators): left out */
+    uint64_t late_unknown;
+    /* the hosts the ranks ran on, and how much of the late times (ns, both kinds) compared
+     * ranks on different hosts, whose clocks are not synchronized */
+    size_t nhosts;
+    uint64_t late_cross;
 } rep_imb_t;
 
 /* Imbalance of metric over the ranks: callsites 0 per function (inclusive), 1 per MPI call
  * site. With call sites, also late arrival (report_mpi.c): at every MPI_Barrier and all-to-all
- * collective over MPI_COMM_WORLD the other ranks' wait for the last one to enter is charged
- * to that rank's call site (Scalasca's wait at N x N, mpiP's late arrival). */
+ * collective over a communicator (MPI_COMM_WORLD and those made by MPI_Comm_split, _dup,
+ * _create, MPI_Cart_create, _sub, MPI_Graph_create) the other members' wait for the last one
+ * to enter is charged to that rank's call site (Scalasca's wait at N x N, mpiP's late
+ * arrival); and late senders: a receive's wait for a send that started after it is charged to
+ * the send's call site and rank (Scalasca's Late Sender). Times of ranks on different hosts
+ * are compared as if their clocks agreed (nhosts, late_cross say how much). */
 int rep_mpi_imbalance(ses_t *s, int metric, int callsites, rep_imb_t *out, tally_err_t *err);
 void rep_mpi_imbalance_free(rep_imb_t *m);
 
@@ -106,6 +128,7 @@ typedef struct rep_mpi_timeline {
     rep_mpi_tl_row_t *rows;
     size_t n;
     double span, cell_ns; /* seconds; ns a column */
+    size_t nhosts;        /* hosts the ranks ran on: their clocks are not synchronized */
 } rep_mpi_timeline_t;
 
 int rep_mpi_timeline(ses_t *s, rep_mpi_timeline_t *out, tally_err_t *err);

@@ -127,6 +127,18 @@ static int imbalance(pstate_t *ps, int callsites)
             json_u64(&j, t.late_matched);
             json_key(&j, "late_skipped");
             json_u64(&j, t.late_skipped);
+            json_key(&j, "messages_paired");
+            json_u64(&j, t.ls_matched);
+            json_key(&j, "messages_unpaired");
+            json_u64(&j, t.ls_unmatched);
+            json_key(&j, "late_sender_waits");
+            json_u64(&j, t.ls_waits);
+            json_key(&j, "unknown_communicator");
+            json_u64(&j, t.late_unknown);
+            json_key(&j, "hosts");
+            json_u64(&j, t.nhosts);
+            json_key(&j, "late_cross_host");
+            json_num(&j, (double)t.late_cross * 1e-9);
         }
         json_key(&j, "rows");
         json_arr_begin(&j);
@@ -134,15 +146,32 @@ static int imbalance(pstate_t *ps, int callsites)
         sink_printf(o, "MPI time per %s over %zu rank%s, by its maximum\n\n",
                     callsites ? "MPI call site" : "function (inclusive)", t.nranks,
                     t.nranks == 1 ? "" : "s");
-        if (callsites)
-            sink_printf(o, "Late: the other ranks' wait at MPI_COMM_WORLD barriers and all-to-all "
-                        "collectives\nwhere this call site entered last (%llu matched, %llu left "
-                        "out), and the rank\nthat caused the most of it.\n\n",
+        if (callsites) {
+            sink_printf(o, "Late: the other members' wait at barriers and all-to-all collectives "
+                        "(any\ncommunicator) where this call site entered last (%llu matched, "
+                        "%llu left out),\nand the rank that caused the most of it.\n",
                         (unsigned long long)t.late_matched, (unsigned long long)t.late_skipped);
+            sink_printf(o, "Late send: the receivers' wait for sends from this call site that "
+                        "started after\nthe receive (late senders: %llu of %llu messages paired; "
+                        "%llu unpaired), and the\nrank that caused the most of it.\n",
+                        (unsigned long long)t.ls_waits, (unsigned long long)t.ls_matched,
+                        (unsigned long long)t.ls_unmatched);
+            if (t.late_unknown)
+                sink_printf(o, "(%llu collectives and messages on communicators tally cannot "
+                            "name across ranks\nwere left out: intercommunicators, or made by "
+                            "calls tally does not trace.)\n",
+                            (unsigned long long)t.late_unknown);
+            if (t.nhosts > 1)
+                sink_printf(o, "Warning: the ranks ran on %zu hosts, whose clocks are not "
+                            "synchronized: %.6f s of\nthe late times compare ranks on different "
+                            "hosts and are off by their clocks' offset.\n",
+                            t.nhosts, (double)t.late_cross * 1e-9);
+            sink_printf(o, "\n");
+        }
         sink_printf(o, "%10s %10s %10s %8s %8s", "Min sec.", "Mean sec.", "Max sec.", "Max rank",
                     "Max/mean");
         if (callsites)
-            sink_printf(o, " %10s %9s", "Late sec.", "Late rank");
+            sink_printf(o, " %10s %9s %10s %9s", "Late sec.", "Late rank", "Late send", "Send rank");
         sink_printf(o, "  %s\n", "Name");
     }
     size_t n = ps->limit > 0 && (size_t)ps->limit < t.n ? (size_t)ps->limit : t.n;
@@ -175,6 +204,15 @@ static int imbalance(pstate_t *ps, int callsites)
                     json_u64(&j, r->late_rank);
                 else
                     json_null(&j);
+                json_key(&j, "late_send");
+                json_num(&j, (double)r->late_send * 1e-9);
+                json_key(&j, "late_send_max");
+                json_num(&j, (double)r->late_send_max * 1e-9);
+                json_key(&j, "late_send_rank");
+                if (r->late_send_max)
+                    json_u64(&j, r->late_send_rank);
+                else
+                    json_null(&j);
             }
             json_obj_end(&j);
         } else {
@@ -183,6 +221,11 @@ static int imbalance(pstate_t *ps, int callsites)
             if (callsites && r->late_max)
                 sink_printf(o, " %10.6f %9llu", (double)r->late * 1e-9,
                             (unsigned long long)r->late_rank);
+            else if (callsites)
+                sink_printf(o, " %10s %9s", "0", "-");
+            if (callsites && r->late_send_max)
+                sink_printf(o, " %10.6f %9llu", (double)r->late_send * 1e-9,
+                            (unsigned long long)r->late_send_rank);
             else if (callsites)
                 sink_printf(o, " %10s %9s", "0", "-");
             sink_printf(o, "  %s\n", r->name);
@@ -293,6 +336,8 @@ int view_mpi_timeline(pstate_t *ps, const char *a)
         json_num(&j, t.span);
         json_key(&j, "columns");
         json_u64(&j, REP_MPI_TL_COLS);
+        json_key(&j, "hosts");
+        json_u64(&j, t.nhosts);
         json_key(&j, "ranks");
         json_arr_begin(&j);
         for (size_t r = 0; r < t.n; r++) {
@@ -322,6 +367,10 @@ int view_mpi_timeline(pstate_t *ps, const char *a)
         sink_printf(o, "MPI calls over %.3f s, %d columns of %.1f ms (letter: the MPI function "
                     "filling at least half a column; '.': less)\n\n", t.span, REP_MPI_TL_COLS,
                     t.cell_ns / 1e6);
+        if (t.nhosts > 1)
+            sink_printf(o, "Warning: the ranks ran on %zu hosts, whose clocks are not "
+                        "synchronized: lines of\ndifferent hosts are shifted by their clocks' "
+                        "offset.\n\n", t.nhosts);
         for (size_t r = 0; r < t.n; r++) {
             char line[REP_MPI_TL_COLS + 1];
             for (int k = 0; k < REP_MPI_TL_COLS; k++) {

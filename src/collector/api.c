@@ -31,8 +31,9 @@ typedef struct api_metric {
 
 typedef struct api_kind {
     char name[64];
-    uint32_t n;
+    uint32_t n, nattrs;
     uint16_t metric[TALLY_API_MAX_VALUES]; /* indices into reg.metrics */
+    char attrs[TALLY_API_MAX_VALUES * 64]; /* the attributes' names, comma-separated */
 } api_kind_t;
 
 static struct {
@@ -67,7 +68,7 @@ static void log_metric(const api_metric_t *m)
 static void log_kind(uint32_t id)
 {
     const api_kind_t *k = &reg.kinds[id];
-    char buf[2048], list[TALLY_API_MAX_VALUES * 64];
+    char buf[4096], list[TALLY_API_MAX_VALUES * 64];
     size_t len = 0;
     for (uint32_t i = 0; i < k->n; i++) {
         const char *nm = reg.metrics[k->metric[i]].name;
@@ -84,6 +85,8 @@ static void log_kind(uint32_t id)
     exp_line_u64(&l, EXP_KEY_ID, id);
     exp_line_str(&l, EXP_KEY_NAME, k->name);
     exp_line_str(&l, EXP_KEY_METRICS, list);
+    if (k->nattrs)
+        exp_line_str(&l, EXP_KEY_ATTRS, k->attrs);
     coll_log_write(&l);
 }
 
@@ -132,12 +135,28 @@ static int declare_metric(const char *name, const char *title, const char *unit,
     return rc;
 }
 
-static int declare_kind(const char *name, const char *const *metrics, uint32_t n)
+static int declare_kind_attrs(const char *name, const char *const *metrics, uint32_t n,
+                              const char *const *attrs, uint32_t nattrs)
 {
-    if (!exp_decl_name_ok(name) || !metrics || n == 0 || n > TALLY_API_MAX_VALUES)
+    if (!exp_decl_name_ok(name) || (n && !metrics) || (nattrs && !attrs) || n + nattrs == 0 ||
+        n > TALLY_API_MAX_VALUES || nattrs > TALLY_API_MAX_VALUES - n)
         return -EINVAL;
-    api_kind_t k = { .n = n };
+    api_kind_t k = { .n = n, .nattrs = nattrs };
     copy(k.name, sizeof k.name, name);
+    size_t len = 0;
+    for (uint32_t i = 0; i < nattrs; i++) {
+        if (!exp_decl_name_ok(attrs[i]))
+            return -EINVAL;
+        for (uint32_t j = 0; j < i; j++)
+            if (!strcmp(attrs[i], attrs[j]))
+                return -EINVAL;
+        size_t an = strlen(attrs[i]); /* at most 63: exp_decl_name_ok */
+        if (i)
+            k.attrs[len++] = ',';
+        memcpy(k.attrs + len, attrs[i], an);
+        len += an;
+    }
+    k.attrs[len] = 0;
     spin_lock(&reg.lock);
     int rc = 0;
     for (uint32_t i = 0; i < n && !rc; i++) {
@@ -151,8 +170,10 @@ static int declare_kind(const char *name, const char *const *metrics, uint32_t n
         const api_kind_t *o = &reg.kinds[i];
         if (strcmp(o->name, k.name))
             continue;
-        rc = o->n == k.n && !memcmp(o->metric, k.metric, n * sizeof *k.metric) ? (int)i + 1
-                                                                               : -EEXIST;
+        rc = o->n == k.n && !memcmp(o->metric, k.metric, n * sizeof *k.metric) &&
+                     o->nattrs == k.nattrs && !strcmp(o->attrs, k.attrs)
+                 ? (int)i + 1
+                 : -EEXIST;
     }
     if (rc > 0) {
         rc--; /* declared before: its id */
@@ -166,6 +187,13 @@ static int declare_kind(const char *name, const char *const *metrics, uint32_t n
     }
     spin_unlock(&reg.lock);
     return rc;
+}
+
+static int declare_kind(const char *name, const char *const *metrics, uint32_t n)
+{
+    if (n == 0)
+        return -EINVAL;
+    return declare_kind_attrs(name, metrics, n, NULL, 0);
 }
 
 /* ---- recording -------------------------------------------------------------------------------- */
@@ -223,7 +251,8 @@ static int emit(int kind, uint64_t t, const uint64_t *pcs, uint32_t n, const uin
 {
     if (!(trace_thr.busy & TRACE_K_API) || kind < 0 ||
         (uint32_t)kind >= __atomic_load_n(&reg.nkinds, __ATOMIC_ACQUIRE) ||
-        nvalues > reg.kinds[kind].n || (nvalues && !values) || (n && !pcs))
+        nvalues > reg.kinds[kind].n + reg.kinds[kind].nattrs || (nvalues && !values) ||
+        (n && !pcs))
         return -EINVAL;
     if (n > coll_proc.max_depth)
         n = coll_proc.max_depth;
@@ -251,6 +280,7 @@ static const tally_collector_api_v1_t api_v1 = {
     .stack_context = stack_context,
     .emit = emit,
     .set_state = set_state,
+    .declare_kind_attrs = declare_kind_attrs,
 };
 
 /* A `note` record (tally_collector_note_v1): name, then the pairs; each name checked as a

@@ -111,6 +111,7 @@
 #define EXP_KEY_AGGREGATE "aggregate"
 #define EXP_KEY_TIME "time"
 #define EXP_KEY_METRICS "metrics"
+#define EXP_KEY_ATTRS "attrs"
 
 /* warning */
 #define EXP_KEY_WHAT "what"
@@ -160,6 +161,7 @@
 #define EXP_KEY_JOB "job"
 #define EXP_LOG_NOTE "note" /* the collector API's note: t, name, then the plug-in's own keys */
 #define EXP_NOTE_MPI_PEER "mpi_peer" /* the MPI wrappers' note per peer: to, msgs, bytes */
+#define EXP_NOTE_MPI_COMM "mpi_comm" /* the MPI wrappers' note per communicator a rank is in: id, size, rank */
 #define EXP_KEY_TO "to"
 #define EXP_KEY_MSGS "msgs"
 #define EXP_KEY_BYTES "bytes"

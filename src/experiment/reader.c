@@ -432,7 +432,23 @@ static int counter_stats(interp_t *in, exp_record_t *r)
     return add_warning(p, "log line %u: counter-stats of a counter not declared", r->line);
 }
 
-/* A `kind` record: id, name, metrics (comma-separated names of metrics declared before). */
+int exp_kind_attr(const exp_kind_t *k, const char *name)
+{
+    size_t len = strlen(name);
+    int i = 0;
+    for (const char *s = k->attrs; s && *s; i++) {
+        size_t n = strcspn(s, ",");
+        if (n == len && !memcmp(s, name, n))
+            return (int)k->nmetrics + i;
+        s += n;
+        if (*s)
+            s++;
+    }
+    return -1;
+}
+
+/* A `kind` record: id, name, metrics (comma-separated names of metrics declared before),
+ * attrs (names of the values after the metrics', which are not metrics). */
 static int declare_kind(interp_t *in, exp_record_t *r)
 {
     exp_process_t *p = in->p;
@@ -463,6 +479,27 @@ static int declare_kind(interp_t *in, exp_record_t *r)
             why = "it has more than 16 metrics";
         else
             k.metric[k.nmetrics++] = (uint32_t)m;
+        s += n;
+        if (*s)
+            s++;
+    }
+    /* attributes: names as a metric's, after the metrics, 16 values in all */
+    k.attrs = get_str(r, EXP_KEY_ATTRS);
+    for (const char *s = k.attrs; *s && !why;) {
+        size_t n = strcspn(s, ",");
+        if (n >= sizeof one) {
+            why = "an attribute's name is too long";
+            break;
+        }
+        memcpy(one, s, n);
+        one[n] = 0;
+        if (!exp_decl_name_ok(one))
+            why = "an attribute's name is not 1 to 63 characters of a-z, 0-9, _ and - starting "
+                  "with a letter";
+        else if (k.nmetrics + k.nattrs == EXP_KIND_MAXVALUES)
+            why = "it has more than 16 metrics and attributes";
+        else
+            k.nattrs++;
         s += n;
         if (*s)
             s++;

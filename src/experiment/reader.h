@@ -120,7 +120,14 @@ typedef struct exp_kind {
     char *name;
     uint32_t nmetrics;
     uint32_t metric[EXP_KIND_MAXVALUES];
+    /* attributes: values after the metrics' that are not metrics (the `kind` record's attrs) */
+    uint32_t nattrs;
+    char *attrs; /* their names, comma-separated ("" when none) */
 } exp_kind_t;
+
+/* The index in a TRACE record's values of attribute name of kind k (nmetrics + its position),
+ * or -1 when the kind has no such attribute. */
+int exp_kind_attr(const exp_kind_t *k, const char *name);
 
 typedef struct exp_pause {
     uint64_t t;

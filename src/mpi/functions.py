@@ -12,6 +12,9 @@
 #   recv_init    a persistent receive: remembered, counted when a started one completes
 #   start, startall, wait, test, waitall, testall, waitany, testany, waitsome, testsome,
 #   request_free sendrecv, sendrecv_replace, abort, init: as their names say
+#   comm_new     creates an intracommunicator from its first argument, the parent (collective over
+#                it), into its last: mpiother 1, and the new one gets the job-wide id its
+#                members agree on without communicating (wrap_common.c, tw_comm_made)
 #   coll         a collective: mpiother 1 and the bytes of its buffer arguments
 #                (mpicollsent, mpicollrecv; wrap_common.c, coll_<name>)
 
@@ -50,23 +53,24 @@ FUNCTIONS = [
     ("int MPI_Buffer_detach(void *buffer_addr, int *size)", "other"),
     ("int MPI_Cancel(MPI_Request *request)", "other"),
     ("int MPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int *coords)", "other"),
-    ("int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int *dims, const int *periods, int reorder, MPI_Comm *comm_cart)", "other"),
+    ("int MPI_Cart_create(MPI_Comm comm_old, int ndims, const int *dims, const int *periods, int reorder, MPI_Comm *comm_cart)", "comm_new"),
     ("int MPI_Cart_get(MPI_Comm comm, int maxdims, int *dims, int *periods, int *coords)", "other"),
     ("int MPI_Cart_map(MPI_Comm comm, int ndims, const int *dims, const int *periods, int *newrank)", "other"),
     ("int MPI_Cart_rank(MPI_Comm comm, const int *coords, int *rank)", "other"),
     ("int MPI_Cart_shift(MPI_Comm comm, int direction, int disp, int *rank_source, int *rank_dest)", "other"),
-    ("int MPI_Cart_sub(MPI_Comm comm, const int *remain_dims, MPI_Comm *newcomm)", "other"),
+    ("int MPI_Cart_sub(MPI_Comm comm, const int *remain_dims, MPI_Comm *newcomm)", "comm_new"),
     ("int MPI_Cartdim_get(MPI_Comm comm, int *ndims)", "other"),
     ("int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result)", "other"),
-    ("int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)", "other"),
-    ("int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)", "other"),
+    ("int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)", "comm_new"),
+    ("int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)", "comm_new"),
     ("int MPI_Comm_free(MPI_Comm *comm)", "other"),
     ("int MPI_Comm_group(MPI_Comm comm, MPI_Group *group)", "other"),
     ("int MPI_Comm_rank(MPI_Comm comm, int *rank)", "other"),
     ("int MPI_Comm_remote_group(MPI_Comm comm, MPI_Group *group)", "other"),
     ("int MPI_Comm_remote_size(MPI_Comm comm, int *size)", "other"),
     ("int MPI_Comm_size(MPI_Comm comm, int *size)", "other"),
-    ("int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)", "other"),
+    ("int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)", "comm_new"),
+    ("int MPI_Comm_split_type(MPI_Comm comm, int split_type, int key, MPI_Info info, MPI_Comm *newcomm)", "comm_new"),
     ("int MPI_Comm_test_inter(MPI_Comm comm, int *flag)", "other"),
     ("int MPI_Dims_create(int nnodes, int ndims, int *dims)", "other"),
     ("int MPI_Errhandler_create(MPI_Handler_function *function, MPI_Errhandler *errhandler)", "other"),
@@ -134,7 +138,7 @@ FUNCTIONS = [
     ("int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count)", "other"),
     ("int MPI_Get_processor_name(char *name, int *resultlen)", "other"),
     ("int MPI_Get_version(int *version, int *subversion)", "other"),
-    ("int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int *indx, const int *edges, int reorder, MPI_Comm *comm_graph)", "other"),
+    ("int MPI_Graph_create(MPI_Comm comm_old, int nnodes, const int *indx, const int *edges, int reorder, MPI_Comm *comm_graph)", "comm_new"),
     ("int MPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int *indx, int *edges)", "other"),
     ("int MPI_Graph_map(MPI_Comm comm, int nnodes, const int *indx, const int *edges, int *newrank)", "other"),
     ("int MPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int *neighbors)", "other"),

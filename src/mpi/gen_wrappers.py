@@ -71,40 +71,51 @@ def metrics_code(role, name, get):
     if role == "init":
         return "c.v[TW_OTHER] = 1;"
     if role == "send":
-        return ("if (rc == MPI_SUCCESS) tw_sent(&c, %s, %s, %s, %s);\n        tw_p2p_or_other(&c);"
-                % (get("count"), get("datatype"), get("dest"), get("comm")))
+        return ("if (rc == MPI_SUCCESS) tw_sent(&c, %s, %s, %s, %s, %s);\n        tw_p2p_or_other(&c);"
+                % (get("count"), get("datatype"), get("dest"), get("tag"), get("comm")))
     if role == "send_init":
-        return ("c.v[TW_OTHER] = 1;\n        if (rc == MPI_SUCCESS) tw_req_add(%s, TW_REQ_SEND | TW_REQ_PERSISTENT, "
-                "tw_bytes(%s, %s), %s, %s);" % (get("*request"), get("count"), get("datatype"),
-                                                get("dest"), get("comm")))
+        return ("c.v[TW_OTHER] = 1;\n        if (rc == MPI_SUCCESS) tw_req_add(&c, %s, TW_REQ_SEND | TW_REQ_PERSISTENT, "
+                "tw_bytes(%s, %s), %s, %s, %s);" % (get("*request"), get("count"), get("datatype"),
+                                                    get("dest"), get("tag"), get("comm")))
     if role == "recv_init":
-        return ("c.v[TW_OTHER] = 1;\n        if (rc == MPI_SUCCESS) tw_req_add(%s, TW_REQ_RECV | TW_REQ_PERSISTENT, 0, "
-                "%s, %s);" % (get("*request"), get("source"), get("comm")))
+        return ("c.v[TW_OTHER] = 1;\n        if (rc == MPI_SUCCESS) tw_req_add(&c, %s, TW_REQ_RECV | TW_REQ_PERSISTENT, 0, "
+                "%s, %s, %s);" % (get("*request"), get("source"), get("tag"), get("comm")))
     if role == "irecv":
-        return ("c.v[TW_OTHER] = 1;\n        if (rc == MPI_SUCCESS) tw_req_add(%s, TW_REQ_RECV | TW_REQ_ACTIVE, 0, %s, %s);"
-                % (get("*request"), get("source"), get("comm")))
+        return ("c.v[TW_OTHER] = 1;\n        if (rc == MPI_SUCCESS) tw_req_add(&c, %s, TW_REQ_RECV | TW_REQ_ACTIVE, 0, %s, %s, %s);"
+                % (get("*request"), get("source"), get("tag"), get("comm")))
+    if role == "comm_new":
+        return "c.v[TW_OTHER] = 1;"
     if role == "recv":
         return ("if (rc == MPI_SUCCESS) tw_received(&c, %s, %s);\n        tw_p2p_or_other(&c);"
                 % (get("status"), get("comm")))
     if role == "sendrecv":
-        return ("if (rc == MPI_SUCCESS) {\n            tw_sent(&c, %s, %s, %s, %s);\n"
+        return ("if (rc == MPI_SUCCESS) {\n            tw_sent(&c, %s, %s, %s, %s, %s);\n"
                 "            tw_received(&c, %s, %s);\n        }\n        tw_p2p_or_other(&c);"
-                % (get("sendcount"), get("sendtype"), get("dest"), get("comm"), get("status"),
-                   get("comm")))
+                % (get("sendcount"), get("sendtype"), get("dest"), get("sendtag"), get("comm"),
+                   get("status"), get("comm")))
     if role == "sendrecv_replace":
-        return ("if (rc == MPI_SUCCESS) {\n            tw_sent(&c, %s, %s, %s, %s);\n"
+        return ("if (rc == MPI_SUCCESS) {\n            tw_sent(&c, %s, %s, %s, %s, %s);\n"
                 "            tw_received(&c, %s, %s);\n        }\n        tw_p2p_or_other(&c);"
-                % (get("count"), get("datatype"), get("dest"), get("comm"), get("status"),
-                   get("comm")))
+                % (get("count"), get("datatype"), get("dest"), get("sendtag"), get("comm"),
+                   get("status"), get("comm")))
     if role == "coll":
         return None  # per function, below
     raise SystemExit("unknown role " + role)
+
+
+def comm_made(args, get):
+    """The call of tw_comm_made for a comm_new function: (parent, new) from its first and last
+    arguments."""
+    return "if (rc == MPI_SUCCESS)\n            tw_comm_made(rc, %s, %s);" % (
+        get(args[0][1]), get("*" + args[-1][1]))
 
 
 def gen_c_rest(w, role, name, args, call, cget, i):
     if name == "MPI_Finalize":
         w("    tw_before_finalize();\n")
     w("    int rc = P%s(%s);\n" % (name, call))
+    if role == "comm_new":
+        w("    %s\n" % comm_made(args, cget))
     w("    int tw_saved = errno;\n")
     if role == "coll":
         w("    c.v[TW_OTHER] = 1;\n    if (rc == MPI_SUCCESS)\n        tw_coll_%s(&c, %s);\n"
@@ -208,7 +219,11 @@ tw_lazy_common:
             w("TW_WRAPPER int tallyw_%s(%s)\n{\n" % (name, params))
             w("    tw_call_t c;\n")
             state = "TW_WAIT" if waits(name, role) else "TW_WORK"
-            w("    if (!tw_begin(&c, %s))\n        return P%s(%s);\n" % (state, name, call))
+            if role == "comm_new":
+                w("    if (!tw_begin(&c, %s)) {\n        int rc = P%s(%s);\n        %s\n"
+                  "        return rc;\n    }\n" % (state, name, call, comm_made(args, cget)))
+            else:
+                w("    if (!tw_begin(&c, %s))\n        return P%s(%s);\n" % (state, name, call))
             if role == "recv" or role.startswith("sendrecv"):
                 w("    MPI_Status tw_st;\n    if (status == MPI_STATUS_IGNORE)\n        status = &tw_st;\n")
             if role == "abort":
@@ -236,9 +251,18 @@ tw_lazy_common:
                 w("    MPI_Fint tw_ierr_own = MPI_SUCCESS;\n    if (!%s)\n        %s = &tw_ierr_own;\n"
                   % (ierr, ierr))
                 w("    tw_call_t c;\n")
-                w("    if (!tw_begin(&c, %s)) {\n        real(%s);\n        return;\n    }\n"
-                  % (state, fcall))
                 pos = {n: k for k, (_, n) in enumerate(args)}
+                if role == "comm_new":
+                    # the C wrapper the binding may call leaves the new communicator to us
+                    fcm = "if (*(const MPI_Fint *)%s == MPI_SUCCESS)\n" \
+                          "        tw_comm_made(MPI_SUCCESS, PMPI_Comm_f2c(*(const MPI_Fint *)a0), " \
+                          "PMPI_Comm_f2c(*(const MPI_Fint *)a%d));" % (ierr, pos[args[-1][1]])
+                    w("    if (!tw_begin(&c, %s)) {\n        tw_comm_nest++;\n        real(%s);\n"
+                      "        tw_comm_nest--;\n        %s\n        return;\n    }\n"
+                      % (state, fcall, fcm))
+                else:
+                    w("    if (!tw_begin(&c, %s)) {\n        real(%s);\n        return;\n    }\n"
+                      % (state, fcall))
 
                 def fget(a, pos=pos, args=args):
                     deref = a.startswith("*")
@@ -264,7 +288,11 @@ tw_lazy_common:
                     continue
                 if name == "MPI_Finalize":
                     w("    tw_before_finalize();\n")
-                w("    real(%s);\n" % fcall)
+                if role == "comm_new":
+                    w("    tw_comm_nest++;\n    real(%s);\n    tw_comm_nest--;\n    %s\n"
+                      % (fcall, fcm))
+                else:
+                    w("    real(%s);\n" % fcall)
                 w("    int tw_saved = errno;\n")
                 w("    int rc = *(const MPI_Fint *)%s;\n    (void)rc;\n" % ierr)
                 if role == "recv" or role.startswith("sendrecv"):

@@ -13,7 +13,10 @@
  * statuses, request handles, errno. Without tally (no collector API) every wrapper is a plain
  * call of the PMPI_ function. While a recorded call runs, its thread's runtime state (the
  * collector API's set_state) is MPI Wait (kind mpi_wait) for the calls that wait, MPI Work
- * (mpi_work) for the others; the previous state comes back when the call returns.
+ * (mpi_work) for the others; the previous state comes back when the call returns. Each
+ * message a call sent or completed is also an mpi_msg record (tw_msg_t, below), barriers and
+ * all-to-all collectives are kind mpi_sync with their communicator's job-wide id (tw_comm_made),
+ * for the analysis' late senders and late arrival.
  *
  * Roles (functions.py): a send counts when started (persistent ones at each MPI_Start), a
  * receive when completed (MPI_Recv; MPI_Irecv and persistent receives at the Wait/Test that
@@ -39,6 +42,24 @@
 
 enum { TW_TIME, TW_SENDS, TW_BSENT, TW_RECVS, TW_BRECV, TW_OTHER, TW_CSENT, TW_CRECV, TW_NV };
 
+/* A point-to-point message a call started (a send) or completed (a receive), written after
+ * the call's record as a record of kind mpi_msg (attributes only, no metrics, the call's
+ * stack and time): dir (TW_MSG_SEND, TW_MSG_RECV), peer (the other side's world rank),
+ * tag, comm (the communicator's job-wide id: 0 MPI_COMM_WORLD, TW_COMM_UNKNOWN when it has
+ * none), post (ns: a send's start; when a receive was posted: its MPI_Recv, MPI_Irecv or
+ * MPI_Start) and wait (ns: when the call that completed it started). The analysis pairs the
+ * k-th send from a rank to another on (comm, tag) with the k-th receive of those by posting
+ * order (MPI's non-overtaking rule) to find late senders. */
+enum { TW_MSG_DIR, TW_MSG_PEER, TW_MSG_TAG, TW_MSG_COMM, TW_MSG_POST, TW_MSG_WAIT, TW_MSG_NV };
+#define TW_MSG_SEND 1
+#define TW_MSG_RECV 2
+#define TW_COMM_UNKNOWN UINT64_MAX
+#define TW_MSGS_INLINE 4
+
+typedef struct tw_msg {
+    uint64_t v[TW_MSG_NV];
+} tw_msg_t;
+
 /* The runtime state a call puts its thread in for clock profiling (kinds mpi_work and
  * mpi_wait, declared with mpi_call; functions.py, WAIT, says which calls wait). */
 enum { TW_WORK, TW_WAIT };
@@ -47,9 +68,12 @@ typedef struct tw_call {
     const tally_collector_api_v1_t *api;
     int prev_state; /* the thread's state before the call (restored by tw_leave) */
     int state_set;  /* 1: tw_begin set a state */
-    int kind;       /* the record's kind: tw_kind, or tw_sync_kind (tw_sync_world) */
+    int kind;       /* the record's kind: tw_kind, or tw_sync_kind (tw_sync_comm) */
     uint64_t t0;
-    uint64_t v[TW_NV];
+    uint64_t v[TW_NV + 1]; /* the metrics, then mpi_sync's attribute comm (0: MPI_COMM_WORLD) */
+    uint32_t nmsgs, capmsgs;
+    tw_msg_t *msgs; /* msgbuf, or allocated when more than TW_MSGS_INLINE */
+    tw_msg_t msgbuf[TW_MSGS_INLINE];
 } tw_call_t;
 
 /* request table flags */
@@ -64,15 +88,30 @@ typedef struct tw_call {
 extern const tally_collector_api_v1_t *tw_api_table;
 extern int tw_kind;
 extern int tw_sync_kind; /* mpi_sync, or -1 */
+extern int tw_msg_kind;  /* mpi_msg, or -1 */
+extern __thread int tw_comm_nest; /* inside a Fortran wrapper that creates a communicator */
 extern int tw_state_kind[2]; /* [TW_WORK], [TW_WAIT]: the kinds, or -1 */
 extern const void *const *tw_public_table;
 
 const tally_collector_api_v1_t *tw_api(void);
 void tw_after_init(void);
 uint64_t tw_bytes(int count, MPI_Datatype type);
-void tw_sent(tw_call_t *c, int count, MPI_Datatype type, int dest, MPI_Comm comm);
+void tw_sent(tw_call_t *c, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm);
 void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm);
-void tw_req_add(MPI_Request r, unsigned flags, uint64_t bytes, int peer, MPI_Comm comm);
+void tw_req_add(tw_call_t *c, MPI_Request r, unsigned flags, uint64_t bytes, int peer, int tag,
+                MPI_Comm comm);
+/* The job-wide id of comm: 0 for MPI_COMM_WORLD, the id tw_comm_made gave it, or
+ * TW_COMM_UNKNOWN (intercommunicators, and those made by calls tally does not trace). */
+uint64_t tw_comm_id(MPI_Comm comm);
+/* After a call that created newcomm from parent (collective over parent; rc its return code):
+ * the k-th communicator created from a parent is the same on every member, so the new one's
+ * id is a hash of the parent's id, k and the world rank of its rank 0, which every member
+ * computes alone. Also writes a note (name mpi_comm: id, size, rank) saying this rank is
+ * member `rank` of `size`. Every path of a creating wrapper calls it, recorded or not, so the
+ * members count alike; a Fortran wrapper's inner C call leaves it to the Fortran one
+ * (tw_comm_nest). Keeps errno. */
+void tw_comm_made(int rc, MPI_Comm parent, MPI_Comm newcomm);
+void tw_emit_msgs(tw_call_t *c, uint64_t t1, const uint64_t *pcs, uint32_t n);
 int tw_world_rank(int r, MPI_Comm comm);
 void tw_peer_add(int world, uint64_t bytes);
 void tw_before_finalize(void);
@@ -93,8 +132,11 @@ static inline __attribute__((always_inline)) int tw_begin(tw_call_t *c, int stat
     c->state_set = k >= 0;
     if (c->state_set)
         c->prev_state = c->api->set_state(k);
-    for (int k = 0; k < TW_NV; k++)
+    for (int k = 0; k <= TW_NV; k++)
         c->v[k] = 0;
+    c->nmsgs = 0;
+    c->capmsgs = TW_MSGS_INLINE;
+    c->msgs = c->msgbuf;
     c->kind = tw_kind;
     c->t0 = c->api->now();
     return 1;
@@ -106,10 +148,12 @@ static inline __attribute__((always_inline)) int tw_begin(tw_call_t *c, int stat
         uint64_t tw_t1 = (c)->api->now(), tw_pcs[256];                                           \
         (c)->v[TW_TIME] = tw_t1 - (c)->t0;                                                       \
         uint32_t tw_n = (c)->api->stack_caller((fn), tw_pcs, 256);                               \
-        uint32_t tw_nv = TW_NV;                                                                  \
+        uint32_t tw_nv = TW_NV + 1;                                                              \
         while (tw_nv > 1 && (c)->v[tw_nv - 1] == 0)                                              \
             tw_nv--;                                                                             \
         (c)->api->emit((c)->kind, tw_t1, tw_pcs, tw_n, (c)->v, tw_nv, 0);                          \
+        if ((c)->nmsgs)                                                                          \
+            tw_emit_msgs((c), tw_t1, tw_pcs, tw_n);                                              \
     } while (0)
 
 /* A call that sent and received nothing (it failed, or its peer was MPI_PROC_NULL) is another
@@ -127,11 +171,13 @@ static inline void tw_leave(tw_call_t *c)
     c->api->leave();
 }
 
-/* A collective over MPI_COMM_WORLD in which every rank waits for all the others (barrier and
- * the all-to-all ones) is recorded as kind mpi_sync (the same metrics as mpi_call): the n-th
- * such record of every rank is the same collective, which the analysis matches to charge the
- * ranks' wait to the one that arrived last. Called by the tw_coll_ functions of those. */
-void tw_sync_world(tw_call_t *c, MPI_Comm comm);
+/* A collective over an intracommunicator with an id (tw_comm_id) in which every member waits
+ * for all the others (barrier and the all-to-all ones) is recorded as kind mpi_sync (the
+ * metrics of mpi_call, then the attribute comm: the id): the n-th such record of a
+ * communicator on each of its members is the same collective, which the analysis matches to
+ * charge the members' wait to the one that arrived last. Called by the tw_coll_ functions of
+ * those. */
+void tw_sync_comm(tw_call_t *c, MPI_Comm comm);
 
 /* collectives: bytes of the buffer arguments (wrap_common.c) */
 void tw_coll_Allgather(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 const tally_collector_api_v1_t *tw_api_table;
 int tw_kind = -1;
 int tw_sync_kind = -1;
+int tw_msg_kind = -1;
+__thread int tw_comm_nest;
 int tw_state_kind[2] = {-1, -1};
 const void *const *tw_public_table;
 static int api_looked;
@@ -55,9 +58,16 @@ const tally_collector_api_v1_t *tw_api(void)
     a->declare_metric("mpicollsent", "MPI Collective Bytes Sent", "bytes", 0);
     a->declare_metric("mpicollrecv", "MPI Collective Bytes Received", "bytes", 0);
     int k = a->declare_kind("mpi_call", metric_names, TW_NV);
-    if (k >= 0) {
-        int ks = a->declare_kind("mpi_sync", metric_names, TW_NV);
+    /* mpi_sync carries its communicator's id and mpi_msg a message's attributes (wrap.h): a
+     * collector without attributes gets neither */
+    if (k >= 0 && a->size > offsetof(tally_collector_api_v1_t, declare_kind_attrs)) {
+        static const char *const sync_attrs[] = { "comm" };
+        static const char *const msg_attrs[TW_MSG_NV] = { "dir", "peer", "tag", "comm", "post",
+                                                          "wait" };
+        int ks = a->declare_kind_attrs("mpi_sync", metric_names, TW_NV, sync_attrs, 1);
+        int km = a->declare_kind_attrs("mpi_msg", NULL, 0, msg_attrs, TW_MSG_NV);
         tw_sync_kind = ks >= 0 ? ks : -1;
+        tw_msg_kind = km >= 0 ? km : -1;
     }
     /* MPI Work and MPI Wait: runtime states for clock profiling (blocked time in MPI Work is
      * waiting too, hence mpiwait second) */
@@ -170,17 +180,59 @@ void tw_before_finalize(void)
     }
 }
 
-void tw_sent(tw_call_t *c, int count, MPI_Datatype type, int dest, MPI_Comm comm)
+/* ---- messages (mpi_msg records, wrap.h) ------------------------------------------------------ */
+
+/* Adds a message to the call's record (no memory: the message is left out, its counts stay). */
+static void msg_add(tw_call_t *c, uint64_t dir, int peer, int tag, uint64_t comm, uint64_t post)
+{
+    if (tw_msg_kind < 0 || peer < 0)
+        return;
+    if (c->nmsgs == c->capmsgs) {
+        uint32_t cap = c->capmsgs * 2;
+        tw_msg_t *m = malloc(cap * sizeof *m);
+        if (!m)
+            return;
+        memcpy(m, c->msgs, c->nmsgs * sizeof *m);
+        if (c->msgs != c->msgbuf)
+            free(c->msgs);
+        c->msgs = m;
+        c->capmsgs = cap;
+    }
+    tw_msg_t *m = &c->msgs[c->nmsgs++];
+    m->v[TW_MSG_DIR] = dir;
+    m->v[TW_MSG_PEER] = (uint64_t)peer;
+    m->v[TW_MSG_TAG] = (uint64_t)(uint32_t)tag;
+    m->v[TW_MSG_COMM] = comm;
+    m->v[TW_MSG_POST] = post;
+    m->v[TW_MSG_WAIT] = c->t0;
+}
+
+void tw_emit_msgs(tw_call_t *c, uint64_t t1, const uint64_t *pcs, uint32_t n)
+{
+    for (uint32_t i = 0; i < c->nmsgs; i++)
+        c->api->emit(tw_msg_kind, t1, pcs, n, c->msgs[i].v, TW_MSG_NV, 0);
+    if (c->msgs != c->msgbuf)
+        free(c->msgs);
+    c->msgs = c->msgbuf;
+    c->nmsgs = 0;
+}
+
+void tw_sent(tw_call_t *c, int count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)
 {
     if (dest == MPI_PROC_NULL)
         return;
     uint64_t b = tw_bytes(count, type);
     c->v[TW_SENDS]++;
     c->v[TW_BSENT] += b;
-    tw_peer_add(tw_world_rank(dest, comm), b);
+    int w = tw_world_rank(dest, comm);
+    tw_peer_add(w, b);
+    msg_add(c, TW_MSG_SEND, w, tag, tw_comm_id(comm), c->t0);
 }
 
-void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm)
+/* A receive completed: st's source (a rank of comm; peer: its world rank when already known,
+ * else -1), posted at post (ns). */
+static void received(tw_call_t *c, const MPI_Status *st, int peer, uint64_t comm_id,
+                     MPI_Comm comm, uint64_t post)
 {
     if (!st || st->MPI_SOURCE == MPI_PROC_NULL)
         return;
@@ -188,6 +240,114 @@ void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm)
     c->v[TW_RECVS]++;
     if (PMPI_Get_count(st, MPI_BYTE, &n) == MPI_SUCCESS && n > 0)
         c->v[TW_BRECV] += (uint64_t)n;
+    if (tw_msg_kind < 0)
+        return;
+    if (peer < 0)
+        peer = tw_world_rank(st->MPI_SOURCE, comm);
+    msg_add(c, TW_MSG_RECV, peer, st->MPI_TAG, comm_id, post);
+}
+
+void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm)
+{
+    received(c, st, -1, tw_comm_id(comm), comm, c->t0);
+}
+
+/* ---- communicators' job-wide ids (wrap.h, tw_comm_made) --------------------------------------
+ * Kept as an attribute of the communicator (a keyval of our own, not copied by MPI_Comm_dup,
+ * freed with it); MPI_COMM_WORLD's is static. */
+
+typedef struct tw_comm_info {
+    uint64_t id;
+    uint64_t made; /* communicators created from this one */
+} tw_comm_info_t;
+
+static tw_comm_info_t world_info;
+static int comm_keyval = MPI_KEYVAL_INVALID;
+static pthread_once_t keyval_once = PTHREAD_ONCE_INIT;
+
+static int comm_info_delete(MPI_Comm comm, int keyval, void *value, void *extra)
+{
+    (void)comm;
+    (void)keyval;
+    (void)extra;
+    free(value);
+    return MPI_SUCCESS;
+}
+
+static void keyval_init(void)
+{
+    int kv = MPI_KEYVAL_INVALID;
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_info_delete, &kv, NULL) ==
+        MPI_SUCCESS)
+        comm_keyval = kv;
+}
+
+static tw_comm_info_t *comm_info(MPI_Comm comm)
+{
+    if (comm == MPI_COMM_WORLD)
+        return &world_info;
+    if (comm == MPI_COMM_NULL)
+        return NULL;
+    pthread_once(&keyval_once, keyval_init);
+    if (comm_keyval == MPI_KEYVAL_INVALID)
+        return NULL;
+    void *v = NULL;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(comm, comm_keyval, &v, &flag) != MPI_SUCCESS || !flag)
+        return NULL;
+    return v;
+}
+
+uint64_t tw_comm_id(MPI_Comm comm)
+{
+    const tw_comm_info_t *i = comm_info(comm);
+    return i ? i->id : TW_COMM_UNKNOWN;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebull;
+    return x ^ x >> 31;
+}
+
+void tw_comm_made(int rc, MPI_Comm parent, MPI_Comm newcomm)
+{
+    if (rc != MPI_SUCCESS || tw_comm_nest || !tw_api())
+        return;
+    int saved = errno;
+    tw_comm_info_t *p = comm_info(parent);
+    if (!p) {
+        errno = saved;
+        return;
+    }
+    uint64_t k = __atomic_add_fetch(&p->made, 1, __ATOMIC_RELAXED);
+    int inter = 0, size = 0, rank = -1;
+    tw_comm_info_t *n = NULL;
+    if (newcomm != MPI_COMM_NULL && PMPI_Comm_test_inter(newcomm, &inter) == MPI_SUCCESS &&
+        !inter && !comm_info(newcomm) && comm_keyval != MPI_KEYVAL_INVALID &&
+        PMPI_Comm_size(newcomm, &size) == MPI_SUCCESS &&
+        PMPI_Comm_rank(newcomm, &rank) == MPI_SUCCESS && (n = calloc(1, sizeof *n))) {
+        int first = tw_world_rank(0, newcomm);
+        uint64_t id = mix64(mix64(p->id ^ mix64(k)) + (uint64_t)(uint32_t)first);
+        n->id = id == 0 || id == TW_COMM_UNKNOWN ? 2 : id;
+        if (first < 0 || PMPI_Comm_set_attr(newcomm, comm_keyval, n) != MPI_SUCCESS) {
+            free(n);
+            n = NULL;
+        }
+    }
+    typedef int (*note_fn)(const char *, const char *const *, const uint64_t *, uint32_t);
+    static note_fn note;
+    if (n && !note)
+        note = (note_fn)dlsym(RTLD_DEFAULT, TALLY_COLLECTOR_NOTE_V1_SYMBOL);
+    if (n && note) {
+        static const char *const keys[] = { EXP_KEY_ID, EXP_KEY_SIZE, EXP_KEY_RANK };
+        uint64_t v[3] = { n->id, (uint64_t)size, (uint64_t)rank };
+        note(EXP_NOTE_MPI_COMM, keys, v, 3);
+    }
+    errno = saved;
 }
 
 /* ---- requests -------------------------------------------------------------------------------- */
@@ -197,8 +357,12 @@ void tw_received(tw_call_t *c, const MPI_Status *st, MPI_Comm comm)
 typedef struct tw_req {
     uint64_t key; /* 0: empty, 1: deleted, else the handle's bits | 1 << 63 */
     unsigned flags;
-    int peer;     /* a persistent send's destination, as a world rank (-1: unknown) */
+    int peer;     /* the destination or source, as a world rank (-1: unknown, any source) */
+    int tag;      /* a send's tag */
     uint64_t bytes;
+    uint64_t comm_id; /* tw_comm_id */
+    uint64_t post;    /* a receive: when it was posted (MPI_Irecv, MPI_Start) */
+    MPI_Comm comm;    /* a receive from any source: to translate the status's */
 } tw_req_t;
 
 static struct {
@@ -271,12 +435,13 @@ static int req_grow(void)
     return 0;
 }
 
-void tw_req_add(MPI_Request r, unsigned flags, uint64_t bytes, int peer, MPI_Comm comm)
+void tw_req_add(tw_call_t *c, MPI_Request r, unsigned flags, uint64_t bytes, int peer, int tag,
+                MPI_Comm comm)
 {
     if (r == MPI_REQUEST_NULL || peer == MPI_PROC_NULL)
         return;
-    peer = flags & TW_REQ_SEND ? tw_world_rank(peer, comm) : -1;
-    uint64_t k = req_key(r);
+    peer = peer == MPI_ANY_SOURCE ? -1 : tw_world_rank(peer, comm);
+    uint64_t comm_id = tw_comm_id(comm), k = req_key(r);
     lock();
     tw_req_t *e = req_find(k);
     if (!e) {
@@ -295,28 +460,37 @@ void tw_req_add(MPI_Request r, unsigned flags, uint64_t bytes, int peer, MPI_Com
     e->flags = flags;
     e->bytes = bytes;
     e->peer = peer;
+    e->tag = tag;
+    e->comm_id = comm_id;
+    e->post = c->t0;
+    e->comm = comm;
     unlock();
 }
 
 /* A request was started (MPI_Start): a persistent send counts now. */
 static void req_started(tw_call_t *c, MPI_Request r)
 {
-    int peer = -1;
-    uint64_t bytes = 0;
+    int peer = -1, tag = 0;
+    uint64_t bytes = 0, comm_id = TW_COMM_UNKNOWN;
     lock();
     tw_req_t *e = req_find(req_key(r));
     if (e) {
         e->flags |= TW_REQ_ACTIVE;
+        e->post = c->t0;
         if (e->flags & TW_REQ_SEND) {
             c->v[TW_SENDS]++;
             c->v[TW_BSENT] += e->bytes;
             peer = e->peer;
             bytes = e->bytes;
+            tag = e->tag;
+            comm_id = e->comm_id;
         }
     }
     unlock();
-    if (peer >= 0)
+    if (peer >= 0) {
         tw_peer_add(peer, bytes);
+        msg_add(c, TW_MSG_SEND, peer, tag, comm_id, c->t0);
+    }
 }
 
 /* A request completed with status st: an active receive counts now. */
@@ -325,10 +499,12 @@ static void req_completed(tw_call_t *c, MPI_Request r, const MPI_Status *st)
     if (r == MPI_REQUEST_NULL)
         return;
     int recv = 0;
+    tw_req_t copy;
     lock();
     tw_req_t *e = req_find(req_key(r));
     if (e && (e->flags & TW_REQ_ACTIVE)) {
         recv = (e->flags & TW_REQ_RECV) != 0;
+        copy = *e;
         if (e->flags & TW_REQ_PERSISTENT)
             e->flags &= ~TW_REQ_ACTIVE;
         else
@@ -338,7 +514,7 @@ static void req_completed(tw_call_t *c, MPI_Request r, const MPI_Status *st)
     if (recv) {
         int cancelled = 0;
         if (PMPI_Test_cancelled(st, &cancelled) == MPI_SUCCESS && !cancelled)
-            tw_received(c, st, MPI_COMM_NULL);
+            received(c, st, copy.peer, copy.comm_id, copy.comm, copy.post);
     }
 }
 
@@ -782,7 +958,7 @@ static uint64_t sum_bytes(const int *counts, int n, MPI_Datatype type)
 void tw_coll_Allgather(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                        void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    tw_sync_world(c, comm);
+    tw_sync_comm(c, comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype);
     c->v[TW_CRECV] += tw_bytes(recvcount, recvtype) * (uint64_t)comm_size(comm);
@@ -792,7 +968,7 @@ void tw_coll_Allgatherv(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Da
                         void *recvbuf, const int *recvcounts, const int *displs,
                         MPI_Datatype recvtype, MPI_Comm comm)
 {
-    tw_sync_world(c, comm);
+    tw_sync_comm(c, comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype);
     c->v[TW_CRECV] += sum_bytes(recvcounts, comm_size(comm), recvtype);
@@ -801,7 +977,7 @@ void tw_coll_Allgatherv(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Da
 void tw_coll_Allreduce(tw_call_t *c, const void *sendbuf, void *recvbuf, int count,
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    tw_sync_world(c, comm);
+    tw_sync_comm(c, comm);
     c->v[TW_CSENT] += tw_bytes(count, datatype);
     c->v[TW_CRECV] += tw_bytes(count, datatype);
 }
@@ -809,7 +985,7 @@ void tw_coll_Allreduce(tw_call_t *c, const void *sendbuf, void *recvbuf, int cou
 void tw_coll_Alltoall(tw_call_t *c, const void *sendbuf, int sendcount, MPI_Datatype sendtype,
                       void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    tw_sync_world(c, comm);
+    tw_sync_comm(c, comm);
     uint64_t n = (uint64_t)comm_size(comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += tw_bytes(sendcount, sendtype) * n;
@@ -821,7 +997,7 @@ void tw_coll_Alltoallv(tw_call_t *c, const void *sendbuf, const int *sendcounts,
                        const int *recvcounts, const int *rdispls, MPI_Datatype recvtype,
                        MPI_Comm comm)
 {
-    tw_sync_world(c, comm);
+    tw_sync_comm(c, comm);
     int n = comm_size(comm);
     if (!IN_PLACE(sendbuf))
         c->v[TW_CSENT] += sum_bytes(sendcounts, n, sendtype);
@@ -833,7 +1009,7 @@ void tw_coll_Alltoallw(tw_call_t *c, const void *sendbuf, const int *sendcounts,
                        const int *recvcounts, const int *rdispls, const MPI_Datatype *recvtypes,
                        MPI_Comm comm)
 {
-    tw_sync_world(c, comm);
+    tw_sync_comm(c, comm);
     int n = comm_size(comm);
     for (int i = 0; i < n; i++) {
         if (!IN_PLACE(sendbuf) && sendcounts && sendtypes)
@@ -843,15 +1019,20 @@ void tw_coll_Alltoallw(tw_call_t *c, const void *sendbuf, const int *sendcounts,
     }
 }
 
-void tw_sync_world(tw_call_t *c, MPI_Comm comm)
+void tw_sync_comm(tw_call_t *c, MPI_Comm comm)
 {
-    if (comm == MPI_COMM_WORLD && tw_sync_kind >= 0)
+    if (tw_sync_kind < 0)
+        return;
+    uint64_t id = tw_comm_id(comm);
+    if (id != TW_COMM_UNKNOWN) {
         c->kind = tw_sync_kind;
+        c->v[TW_NV] = id;
+    }
 }
 
 void tw_coll_Barrier(tw_call_t *c, MPI_Comm comm)
 {
-    tw_sync_world(c, comm);
+    tw_sync_comm(c, comm);
 }
 
 void tw_coll_Bcast(tw_call_t *c, void *buffer, int count, MPI_Datatype datatype, int root,
@@ -894,7 +1075,7 @@ void tw_coll_Reduce_scatter(tw_call_t *c, const void *sendbuf, void *recvbuf,
                             const int *recvcounts, MPI_Datatype datatype, MPI_Op op,
                             MPI_Comm comm)
 {
-    tw_sync_world(c, comm);
+    tw_sync_comm(c, comm);
     int r = comm_rank(comm);
     c->v[TW_CSENT] += sum_bytes(recvcounts, comm_size(comm), datatype);
     if (recvcounts && r >= 0)

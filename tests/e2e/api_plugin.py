@@ -32,6 +32,18 @@ check("selftest: badname=-22 redeclare_same=0 redeclare_other=-17 kind_undeclare
       "kind_same=1 kind_other=-17 emit_outside=-22 emit_badkind=-22" in p.stderr,
       "API answers to misuse: %r" % p.stderr)
 
+# attributes (declare_kind_attrs): a kind with metrics and attributes, the same again (its id),
+# duplicate or bad names, more than 16 values, none at all (EINVAL), attributes only, the name
+# with other attributes (EEXIST); emit takes metrics + attributes values, not one more; the
+# record's attributes are no metric (<Total> below is unchanged) and the log names them
+check("selftest-attrs: ok=1 same=1 dup=-22 badname=-22 too_many=-22 none=-22 only_attrs=1 "
+      "other=-17 emit=0 emit_over=-22" in p.stderr, "API answers about attributes: %r" % p.stderr)
+kinds = {f.get("name"): f for _, f in log_records(exp, "kind")}
+check(kinds.get("msg_attr", {}).get("attrs") == "peer,tag" and
+      kinds.get("msg_attr", {}).get("metrics") == "msgtime,msgbytes" and
+      kinds.get("attr_only", {}).get("metrics") == "" and
+      "attr_dup" not in kinds and "attr_many" not in kinds, "kinds with attributes: %r" % kinds)
+
 # runtime states: bad kinds are EINVAL, the thread was in none before, and gets it back; the
 # time of plug_busy (300 ms of CPU, and its waits for a CPU) is its metric, and no other's (but
 # the waits for a CPU the sampler sees between entering the state and the first sample in it,

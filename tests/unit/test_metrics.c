@@ -34,7 +34,7 @@ static void test_metric_set(void **state)
     exp_metric_t m2[] = { { "msgbytes", "Message Bytes", "bytes", 0, 0 },
                           { "flops", "Floating Point Operations", "count", 0, 0 },
                           { "sync", "Sync Wait Time", "s", 1, 0 } }; /* a builtin name: that metric */
-    exp_kind_t k1[] = { { 3, "msg_send", 2, { 0, 1 } } };
+    exp_kind_t k1[] = { { 3, "msg_send", 2, { 0, 1 }, 0, "" } };
     exp_process_t p1 = { .metrics = m1, .nmetrics = 2, .kinds = k1, .nkinds = 1 };
     exp_process_t p2 = { .metrics = m2, .nmetrics = 3 };
     exp_process_t p0 = { 0 }; /* an old experiment: no declarations */
@@ -159,6 +159,24 @@ static void write_experiment(void)
     exp_line_str(&l, "name", "peaks");
     exp_line_str(&l, "metrics", "peak");
     line(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, "kind"); /* attributes after the metric */
+    exp_line_u64(&l, "id", 10);
+    exp_line_str(&l, "name", "msg_peer");
+    exp_line_str(&l, "metrics", "msgbytes");
+    exp_line_str(&l, "attrs", "peer,tag");
+    line(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, "kind"); /* refused: an attribute's bad name */
+    exp_line_u64(&l, "id", 11);
+    exp_line_str(&l, "name", "bad_attr");
+    exp_line_str(&l, "metrics", "msgbytes");
+    exp_line_str(&l, "attrs", "peer,Tag");
+    line(fd, &l);
+    exp_line_begin(&l, buf, sizeof buf, "kind"); /* refused: 17 values */
+    exp_line_u64(&l, "id", 12);
+    exp_line_str(&l, "name", "too_many");
+    exp_line_str(&l, "metrics", "msgbytes");
+    exp_line_str(&l, "attrs", "a0,a1,a2,a3,a4,a5,a6,a7,a8,a9,b0,b1,b2,b3,b4,b5");
+    line(fd, &l);
     exp_line_begin(&l, buf, sizeof buf, "end");
     exp_line_u64(&l, "t", 1000000);
     exp_line_str(&l, "how", "exit");
@@ -188,6 +206,9 @@ static void write_experiment(void)
     assert_int_equal(exp_stream_trace(&s, t++, 7, sb, v2, 1), 0); /* fewer values */
     assert_int_equal(exp_stream_trace(&s, t++, 8, sb, v3, 1), 0); /* a refused kind */
     assert_int_equal(exp_stream_trace(&s, t++, 9, sb, v3, 1), 0); /* an undeclared kind */
+    const uint64_t v4[3] = { 5, 123456, 9 }; /* msgbytes, then the attributes peer and tag */
+    assert_int_equal(exp_stream_trace(&s, t++, 10, sb, v4, 3), 0);
+    assert_int_equal(exp_stream_trace(&s, t++, 11, sb, v4, 3), 0); /* a refused kind */
     uint64_t many[EXP_KIND_MAXVALUES + 1] = { 0 };
     assert_int_equal(exp_stream_trace(&s, t++, 7, sb, many, EXP_KIND_MAXVALUES + 1), -EINVAL);
     exp_stream_finish(&s, 900000);
@@ -222,8 +243,16 @@ static void test_engine_contributors(void **state)
     exp_experiment_t *e;
     assert_int_equal(exp_open(dir, &e, &err), 0);
     assert_int_equal(e->procs[0]->nmetrics, 2);
-    assert_int_equal(e->procs[0]->nkinds, 1);
-    assert_true(e->procs[0]->nwarnings >= 2); /* the refused metric and kind, with their lines */
+    assert_int_equal(e->procs[0]->nkinds, 2);
+    assert_true(e->procs[0]->nwarnings >= 4); /* the refused metric and kinds, with their lines */
+    const exp_kind_t *ka = &e->procs[0]->kinds[1];
+    assert_int_equal(ka->id, 10);
+    assert_int_equal(ka->nmetrics, 1);
+    assert_int_equal(ka->nattrs, 2);
+    assert_int_equal(exp_kind_attr(ka, "peer"), 1);
+    assert_int_equal(exp_kind_attr(ka, "tag"), 2);
+    assert_int_equal(exp_kind_attr(ka, "pee"), -1);
+    assert_int_equal(exp_kind_attr(&e->procs[0]->kinds[0], "peer"), -1);
     sym_ctx_t *sym = sym_new();
     assert_non_null(sym);
     eng_t *g = eng_new(&e, 1, sym);
@@ -258,30 +287,30 @@ static void test_engine_contributors(void **state)
     assert_int_equal(tot[ENG_M_IOWRITECNT], 0);
     /* TRACE: kind 7 declares msgbytes then msgtime; a record with one value has msgbytes only;
      * refused and undeclared kinds carry nothing */
-    assert_int_equal(tot[mb], 3 * 100 + 7);
+    assert_int_equal(tot[mb], 3 * 100 + 7 + 5); /* attributes are no metric */
     assert_int_equal(tot[mt], 3 * 2000);
     assert_true(eng_has_metric(g, mb) && eng_has_metric(g, mt));
-    assert_int_equal(eng_thread(g, 0)->value[mb], 307);
+    assert_int_equal(eng_thread(g, 0)->value[mb], 312);
     /* each event's vector is nm wide */
     assert_int_equal(mb, nm - 1);
     ev_check_t c = { nm, 0, 0, mb };
     assert_int_equal(eng_foreach_event(g, on_event, &c, &err), 0);
-    assert_int_equal(c.traces, 4); /* records of kinds that carry no metric are not events */
-    assert_int_equal(c.bytes, 307);
+    assert_int_equal(c.traces, 5); /* records of kinds that carry no metric are not events */
+    assert_int_equal(c.bytes, 312);
     /* the call tree at the run-time width: every frame is <Unknown> (no load objects), so the
      * tree is a chain whose root holds every total */
     const eng_tree_t *tr = eng_calltree(g, ENG_KIND_FUNCTION, &err);
     assert_non_null(tr);
     assert_int_equal(tr->nmetrics, nm);
-    assert_int_equal(tr->nodes[0].incl[mb], 307);
+    assert_int_equal(tr->nodes[0].incl[mb], 312);
     assert_int_equal(tr->nodes[0].incl[mt], 6000);
     assert_int_equal(tr->nodes[0].incl[ENG_M_SYNC], 300);
     uint64_t excl_sum = 0;
     for (size_t k = 0; k < tr->nnodes; k++) {
-        assert_true(tr->nodes[k].incl[mb] <= 307);
+        assert_true(tr->nodes[k].incl[mb] <= 312);
         excl_sum += tr->nodes[k].excl[mb];
     }
-    assert_int_equal(excl_sum, 307);
+    assert_int_equal(excl_sum, 312);
     /* a table of functions: <Unknown> has it all, exclusive and inclusive */
     const eng_table_t *t = eng_compute(g, ENG_KIND_FUNCTION, 1, &err);
     assert_non_null(t);
@@ -289,7 +318,7 @@ static void test_engine_contributors(void **state)
     uint64_t ex = 0;
     for (size_t id = 0; id < t->nobjects; id++)
         ex += t->excl[id * (size_t)nm + (size_t)mb];
-    assert_int_equal(ex, 307);
+    assert_int_equal(ex, 312);
     eng_free(g);
     sym_free(sym);
     exp_close(e);

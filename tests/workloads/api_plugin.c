@@ -130,4 +130,27 @@ PLUG_EXPORT void plug_selftest(void)
             api->emit(kind_send, api->now(), &pc, 1, &v, 1, 0),
             api->enter() ? (api->emit(999, api->now(), &pc, 1, &v, 1, 0) +
                             (api->leave(), 0)) : 1);
+    /* attributes: values after the metrics that no view sums */
+    static const char *const attrs[] = { "peer", "tag" }, *const dup[] = { "peer", "peer" };
+    static const char *const badattr[] = { "Peer" }, *const other_attrs[] = { "peer" };
+    static const char *const many[16] = { "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8",
+                                          "a9", "b0", "b1", "b2", "b3", "b4", "b5" };
+    int ka = api->declare_kind_attrs("msg_attr", send_metrics, 2, attrs, 2);
+    int emit_ok = -1, emit_over = -1;
+    uint64_t vals[5] = { 0, 0, 123456789, 7, 1 };
+    if (api->enter()) {
+        emit_ok = api->emit(ka, api->now(), &pc, 1, vals, 4, 0);
+        emit_over = api->emit(ka, api->now(), &pc, 1, vals, 5, 0);
+        api->leave();
+    }
+    fprintf(stderr, "selftest-attrs: ok=%d same=%d dup=%d badname=%d too_many=%d none=%d "
+            "only_attrs=%d other=%d emit=%d emit_over=%d\n", ka >= 0,
+            api->declare_kind_attrs("msg_attr", send_metrics, 2, attrs, 2) == ka,
+            api->declare_kind_attrs("attr_dup", send_metrics, 2, dup, 2),
+            api->declare_kind_attrs("attr_bad", send_metrics, 2, badattr, 1),
+            api->declare_kind_attrs("attr_many", send_metrics, 2, many, 15),
+            api->declare_kind_attrs("attr_none", NULL, 0, NULL, 0),
+            api->declare_kind_attrs("attr_only", NULL, 0, many, 16) >= 0,
+            api->declare_kind_attrs("msg_attr", send_metrics, 2, other_attrs, 1), emit_ok,
+            emit_over);
 }
