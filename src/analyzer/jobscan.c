@@ -259,6 +259,24 @@ static int shares(const ses_t *s, int size, uint32_t **plo, uint32_t **phi, tall
     return 0;
 }
 
+/* What identifies the processes of experiment e: their number, then a hash of each one's pid,
+ * start, threads and directory name (the paths may differ between hosts, not the names). */
+static void identity(const exp_experiment_t *e, uint64_t out[2])
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t p = 0; p < e->nprocs; p++) {
+        const exp_process_t *pr = e->procs[p];
+        const char *base = strrchr(pr->dir, '/');
+        uint64_t v[3] = { (uint64_t)pr->pid, pr->t_start, pr->nthreads };
+        for (size_t i = 0; i < sizeof v; i++)
+            h = (h ^ ((const uint8_t *)v)[i]) * 1099511628211ULL;
+        for (const char *c = base ? base + 1 : pr->dir; *c; c++)
+            h = (h ^ (uint8_t)*c) * 1099511628211ULL;
+    }
+    out[0] = e->nprocs;
+    out[1] = h;
+}
+
 /* ---- rank 0 ----------------------------------------------------------------------------------- */
 
 /* An error a process sent (its text after the type byte) as rank 0's error. */
@@ -320,7 +338,7 @@ static int reduce(void *ctx, eng_t *g, int phase, tally_err_t *err)
     return rc;
 }
 
-/* The others' 'R' (ready: their experiments' process counts) or 'X'; rank 0 then gives each its
+/* The others' 'R' (ready: their experiments' identities) or 'X'; rank 0 then gives each its
  * share ('S') or, when something is wrong, tells them all to stop. */
 int job_attach(job_t *j, ses_t *s, tally_err_t *err)
 {
@@ -337,15 +355,16 @@ int job_attach(job_t *j, ses_t *s, tally_err_t *err)
             rc = remote_error(j, r, n, err);
             continue;
         }
-        int same = type == 'R' && s && n == 4 + 8 * s->nexps;
+        int same = type == 'R' && s && n == 4 + 16 * s->nexps;
         uint32_t nx = 0;
         if (same)
             memcpy(&nx, j->msg + 1, 4);
         same = same && nx == s->nexps;
         for (size_t x = 0; same && x < s->nexps; x++) {
-            uint64_t np;
-            memcpy(&np, j->msg + 1 + 4 + 8 * x, 8);
-            same = np == s->exps[x]->nprocs;
+            uint64_t theirs[2], ours[2];
+            memcpy(theirs, j->msg + 1 + 4 + 16 * x, 16);
+            identity(s->exps[x], ours);
+            same = theirs[0] == ours[0] && theirs[1] == ours[1];
         }
         if (!same && s)
             rc = tally_errf(err, TALLY_EUSAGE, "analysis process %d does not read the same "
@@ -445,15 +464,16 @@ int job_serve(job_t *j, ses_t *s, const char *open_error, tally_err_t *err)
         const char *m = open_error && *open_error ? open_error : "could not open the experiments";
         rc = msg_send(j, 0, 'X', m, strlen(m), err);
     } else {
-        size_t n = 4 + 8 * s->nexps;
+        size_t n = 4 + 16 * s->nexps;
         uint8_t *b = malloc(n);
         if (!b)
             return tally_errf(err, TALLY_ENOMEM, "out of memory");
         uint32_t nx = (uint32_t)s->nexps;
         memcpy(b, &nx, 4);
         for (size_t x = 0; x < s->nexps; x++) {
-            uint64_t np = s->exps[x]->nprocs;
-            memcpy(b + 4 + 8 * x, &np, 8);
+            uint64_t id[2];
+            identity(s->exps[x], id);
+            memcpy(b + 4 + 16 * x, id, 16);
         }
         rc = msg_send(j, 0, 'R', b, n, err);
         free(b);
