@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Analysis of large MPI jobs: time and peak memory of `tally print -functions` and
-`-rank_list` over generated jobs of R ranks with E clock events each.
+`-rank_list` over generated jobs of R ranks with E clock events each, by one analysis process
+and, with --procs, by the analysis as an MPI job (`mpirun -np K tally print`).
 
   bench/mpi_analysis.py [--build build] [--ranks 64,256,1024] [--events 10000,100000]
-                        [--threads 4] [--stacks 500] [--dir DIR]
+                        [--threads 4] [--stacks 500] [--procs 1] [--mpirun mpirun.openmpi]
+                        [--dir DIR]
 
 Each job is written by bench_gen_experiment DIR.tally E THREADS STACKS R (bench/gen_experiment.c:
 what `mpirun tally collect -M on` leaves, a `job` record and R sub-experiments _r<rank>.tally,
@@ -11,7 +13,9 @@ every rank's events spread over its threads and picking from the same STACKS sta
 functions, skewed as a real profile). The stacks are few enough that 10k events of a rank
 already use them all, so 10k and 100k events a rank differ only in events: the peak memory
 (GNU time's maximum resident set size) must not grow with them. Time is wall-clock on a shared
-machine (take the ratios); memory is not disturbed by load.
+machine (take the ratios); memory is not disturbed by load. With K analysis processes (--procs
+1,2), each runs under GNU time inside mpirun: the wall time is mpirun's (its start included), the
+peak RSS that of each analysis process (rank 0, which merges, first).
 """
 import argparse
 import os
@@ -19,6 +23,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--build", default="build")
@@ -26,6 +31,8 @@ ap.add_argument("--ranks", default="64,256,1024")
 ap.add_argument("--events", default="10000,100000")
 ap.add_argument("--threads", type=int, default=4)
 ap.add_argument("--stacks", type=int, default=500)
+ap.add_argument("--procs", default="1")
+ap.add_argument("--mpirun", default="mpirun.openmpi")
 ap.add_argument("--dir", default=None)
 args = ap.parse_args()
 build = os.path.abspath(args.build)
@@ -35,17 +42,35 @@ d = args.dir or tempfile.mkdtemp(prefix="tally-bench-mpi-analysis-")
 os.makedirs(d, exist_ok=True)
 
 
-def timed(cmd):
-    p = subprocess.run(["/usr/bin/time", "-f", "TIME %e %M"] + cmd, capture_output=True,
-                       text=True)
+env = dict(os.environ)
+env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+
+
+def timed(cmd, procs):
+    """Wall seconds and the peak RSS (MB) of each analysis process, rank 0 first."""
+    inner = ["/usr/bin/time", "-f", "TIME %e %M"] + cmd
+    if procs > 1:
+        inner = [args.mpirun, "-np", str(procs)] + (
+            ["--oversubscribe"] if "openmpi" in args.mpirun else []) + [
+            "sh", "-c", 'exec "$@" 2>"$0.$OMPI_COMM_WORLD_RANK$PMI_RANK"', os.path.join(d, "rss")
+        ] + inner
+    t0 = time.monotonic()
+    p = subprocess.run(inner, capture_output=True, text=True, env=env)
+    wall = time.monotonic() - t0
     if p.returncode != 0:
-        raise SystemExit("%s failed: %s" % (" ".join(cmd), p.stderr[-2000:]))
-    m = re.search(r"TIME ([\d.]+) (\d+)", p.stderr)
-    return float(m.group(1)), int(m.group(2)) / 1024.0
+        raise SystemExit("%s failed: %s" % (" ".join(inner), p.stderr[-2000:]))
+    if procs == 1:
+        errs = [p.stderr]
+    else:
+        errs = [open(os.path.join(d, "rss.%d" % r)).read() for r in range(procs)]
+    rss = [int(re.search(r"TIME ([\d.]+) (\d+)", e).group(2)) / 1024.0 for e in errs]
+    return wall, rss
 
 
-print("| ranks | events a rank | events | experiment | view | wall | peak RSS |")
-print("|---|---|---|---|---|---|---|")
+print("| ranks | events a rank | events | experiment | view | analysis processes | wall | "
+      "peak RSS of each |")
+print("|---|---|---|---|---|---|---|---|")
 for r in [int(x) for x in args.ranks.split(",")]:
     for e in [int(x) for x in args.events.split(",")]:
         exp = os.path.join(d, "job_%d_%d.tally" % (r, e))
@@ -54,9 +79,11 @@ for r in [int(x) for x in args.ranks.split(",")]:
                        check=True, stdout=subprocess.DEVNULL)
         size = subprocess.run(["du", "-sm", exp], capture_output=True, text=True).stdout.split()[0]
         for view in (["-functions", "-limit", "20"], ["-rank_list"]):
-            wall, rss = timed([tally, "print"] + view + [exp])
-            print("| %d | %d | %d | %s MB | %s | %.1f s | %.0f MB |"
-                  % (r, e, r * e, size, view[0], wall, rss), flush=True)
+            for k in [int(x) for x in args.procs.split(",")]:
+                wall, rss = timed([tally, "print"] + view + [exp], k)
+                print("| %d | %d | %d | %s MB | %s | %d | %.1f s | %s |"
+                      % (r, e, r * e, size, view[0], k, wall,
+                         ", ".join("%.0f MB" % x for x in rss)), flush=True)
         shutil.rmtree(exp, ignore_errors=True)
 if not args.dir:
     shutil.rmtree(d, ignore_errors=True)

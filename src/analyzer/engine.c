@@ -352,6 +352,14 @@ struct eng {
     int bm_calls, bm_q[BSTK_QMAX];
     uint8_t *leafonly; /* [nmetrics]: the block calls */
     char bm_names[BSTK_QMAX + 1][BSTK_QNAME + 2], bm_titles[BSTK_QMAX + 1][BSTK_QNAME + 16];
+    /* a part of a job's aggregation (eng_set_share): the processes scanned, per experiment (a
+     * copy of it narrowed to the share; NULL: all), no blocks when partial, the merging hook */
+    exp_experiment_t *share;
+    uint32_t *share_lo, *share_hi;
+    int partial;
+    eng_reduce_fn reduce;
+    void *reduce_ctx;
+    size_t nrec_threads; /* the threads of the logs' thread records, numbered first */
 };
 
 /* Parses a number list "all" | "3" | "1,3-5" into sel[0..max] (allocated); NULL sel = all. */
@@ -670,6 +678,7 @@ eng_t *eng_new(exp_experiment_t **exps, size_t nexps, sym_ctx_t *sym)
             }
         }
     }
+    g->nrec_threads = g->nthreads;
     return g;
 }
 
@@ -742,6 +751,9 @@ void eng_free(eng_t *g)
     free(g->tree.nodes);
     free(g->tree.values);
     free(g->stamp);
+    free(g->share);
+    free(g->share_lo);
+    free(g->share_hi);
     free(g);
 }
 
@@ -1402,7 +1414,8 @@ static int par_merge(eng_t *g, uint32_t exp, pwork_t *ws, unsigned nw, uint32_t 
 
 /* Aggregates experiment x with the parallel scan: 0 done, EXP_SCAN_NEED_ORDER (nothing changed:
  * the serial scan is needed), or an error. */
-static int aggregate_parallel(eng_t *g, uint32_t x, exp_scan_stats_t *st, tally_err_t *err)
+static int aggregate_parallel(eng_t *g, uint32_t x, const exp_experiment_t *scan_e,
+                              exp_scan_stats_t *st, tally_err_t *err)
 {
     unsigned nw = g->scan_threads;
     exp_input_t *in = &g->in[x];
@@ -1418,7 +1431,7 @@ static int aggregate_parallel(eng_t *g, uint32_t x, exp_scan_stats_t *st, tally_
         ws[w].cur_proc = UINT32_MAX;
     }
     par_ctx_t pc = { g, in->kmap, ws };
-    int rc = exp_scan_parallel(in->e, in->stacks, nw, on_event_par, &pc, remap, st, err);
+    int rc = exp_scan_parallel(scan_e, in->stacks, nw, on_event_par, &pc, remap, st, err);
     for (unsigned w = 0; w < nw && rc == 1; w++)
         if (ws[w].err)
             rc = tally_errf(err, ws[w].err, "out of memory aggregating '%s'", in->e->path);
@@ -1530,7 +1543,7 @@ static int aggregate_blocks(eng_t *g)
     return 0;
 }
 
-int eng_aggregate(eng_t *g, tally_err_t *err)
+static int aggregate_scan(eng_t *g, tally_err_t *err)
 {
     size_t nm = (size_t)g->nmetrics;
     memset(g->total, 0, nm * sizeof *g->total);
@@ -1554,10 +1567,13 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         exp_input_t *in = &g->in[x];
         if (in->vec)
             memset(in->vec, 0, in->cap * nm * sizeof *in->vec);
+        const exp_experiment_t *scan_e = g->share ? &g->share[x] : in->e;
+        if (!scan_e->nprocs)
+            continue;
         exp_scan_stats_t st;
         int rc = EXP_SCAN_NEED_ORDER;
         if (g->scan_threads > 1 && !eng_selecting(g) && !g->split) { /* split: pairs numbered as met */
-            rc = aggregate_parallel(g, (uint32_t)x, &st, err);
+            rc = aggregate_parallel(g, (uint32_t)x, scan_e, &st, err);
             if (rc && rc != EXP_SCAN_NEED_ORDER)
                 return rc < 0 ? rc : tally_errf(err, TALLY_ENOMEM, "out of memory aggregating "
                                                 "'%s'", in->e->path);
@@ -1566,7 +1582,7 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         }
         if (rc == EXP_SCAN_NEED_ORDER) {
             scan_ctx_t c = { .g = g, .exp = (uint32_t)x, .last_key = UINT64_MAX };
-            rc = exp_scan(in->e, in->stacks, on_event, &c, &st, err);
+            rc = exp_scan(scan_e, in->stacks, on_event, &c, &st, err);
             if (!c.err)
                 leaks_flush(&c);
             hm_free(c.heap);
@@ -1586,7 +1602,22 @@ int eng_aggregate(eng_t *g, tally_err_t *err)
         for (int r = 0; r < EXP_LOST_NREASONS; r++)
             sat_add_to(&g->stats.lost[r], st.lost[r]);
     }
-    if (aggregate_blocks(g))
+    return 0;
+}
+
+int eng_aggregate(eng_t *g, tally_err_t *err)
+{
+    int rc;
+    if (g->reduce && (rc = g->reduce(g->reduce_ctx, g, ENG_REDUCE_START, err)))
+        return rc;
+    if ((rc = aggregate_scan(g, err))) {
+        if (g->reduce) /* the others' partials are drained all the same */
+            g->reduce(g->reduce_ctx, g, ENG_REDUCE_ABANDON, &(tally_err_t){ 0 });
+        return rc;
+    }
+    if (g->reduce && (rc = g->reduce(g->reduce_ctx, g, ENG_REDUCE_MERGE, err)))
+        return rc;
+    if (!g->partial && aggregate_blocks(g))
         return tally_errf(err, TALLY_ENOMEM, "out of memory aggregating the profiled blocks");
     g->aggregated = 1;
     g->split_done = g->split;
@@ -2812,4 +2843,503 @@ const eng_tree_t *eng_calltree(eng_t *g, int kind, tally_err_t *err)
     g->tree_kind = kind;
     g->tree_valid = 1;
     return &g->tree;
+}
+
+/* ---- the aggregation as a part of a job's ------------------------------------------------------ */
+
+int eng_set_share(eng_t *g, const uint32_t *lo, const uint32_t *hi, tally_err_t *err)
+{
+    free(g->share);
+    free(g->share_lo);
+    free(g->share_hi);
+    g->share = NULL;
+    g->share_lo = g->share_hi = NULL;
+    g->aggregated = g->table_valid = g->tree_valid = 0;
+    if (!lo)
+        return 0;
+    size_t n = g->nin ? g->nin : 1;
+    g->share = calloc(n, sizeof *g->share);
+    g->share_lo = calloc(n, sizeof *g->share_lo);
+    g->share_hi = calloc(n, sizeof *g->share_hi);
+    if (!g->share || !g->share_lo || !g->share_hi)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    for (size_t x = 0; x < g->nin; x++) {
+        const exp_experiment_t *e = g->in[x].e;
+        uint32_t l = lo[x] < e->nprocs ? lo[x] : (uint32_t)e->nprocs;
+        uint32_t h = hi[x] < e->nprocs ? hi[x] : (uint32_t)e->nprocs;
+        if (h < l)
+            h = l;
+        g->share[x] = *e; /* the same processes, a range of them: their indices stay */
+        g->share[x].procs = e->procs + l;
+        g->share[x].nprocs = h - l;
+        g->share_lo[x] = l;
+        g->share_hi[x] = h;
+    }
+    return 0;
+}
+
+void eng_set_partial(eng_t *g, int on) { g->partial = on; }
+
+void eng_set_reduce(eng_t *g, eng_reduce_fn fn, void *ctx)
+{
+    g->reduce = fn;
+    g->reduce_ctx = ctx;
+}
+
+/* A growing byte buffer of the encodings below; fixed-width fields, native byte order (the
+ * processes of one job run one build of tally). */
+typedef struct pbuf {
+    uint8_t *b;
+    size_t n, cap;
+    int nomem;
+} pbuf_t;
+
+static void pb_put(pbuf_t *p, const void *v, size_t n)
+{
+    if (p->nomem)
+        return;
+    if (p->n + n > p->cap) {
+        size_t c = p->cap ? p->cap : 4096;
+        while (c < p->n + n)
+            c *= 2;
+        uint8_t *nb = realloc(p->b, c);
+        if (!nb) {
+            p->nomem = 1;
+            return;
+        }
+        p->b = nb;
+        p->cap = c;
+    }
+    memcpy(p->b + p->n, v, n);
+    p->n += n;
+}
+static void pb_u8(pbuf_t *p, uint8_t v) { pb_put(p, &v, 1); }
+static void pb_u32(pbuf_t *p, uint32_t v) { pb_put(p, &v, 4); }
+static void pb_u64(pbuf_t *p, uint64_t v) { pb_put(p, &v, 8); }
+static void pb_str(pbuf_t *p, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    pb_u32(p, (uint32_t)n);
+    pb_put(p, s ? s : "", n);
+}
+/* A vector: its non-zero entries as (metric, value). */
+static void pb_vec(pbuf_t *p, const uint64_t *v, int nm)
+{
+    uint32_t k = 0;
+    for (int m = 0; v && m < nm; m++)
+        k += v[m] != 0;
+    pb_u32(p, k);
+    for (int m = 0; v && m < nm; m++)
+        if (v[m]) {
+            pb_u32(p, (uint32_t)m);
+            pb_u64(p, v[m]);
+        }
+}
+
+/* Reading one: each get fails (returns 0) past the end, and sets bad. */
+typedef struct pget {
+    const uint8_t *b;
+    size_t n, at;
+    int bad;
+} pget_t;
+
+static int pg_get(pget_t *g, void *v, size_t n)
+{
+    if (g->bad || g->n - g->at < n) {
+        g->bad = 1;
+        memset(v, 0, n);
+        return 0;
+    }
+    memcpy(v, g->b + g->at, n);
+    g->at += n;
+    return 1;
+}
+static uint32_t pg_u32(pget_t *g)
+{
+    uint32_t v;
+    pg_get(g, &v, 4);
+    return v;
+}
+static uint64_t pg_u64(pget_t *g)
+{
+    uint64_t v;
+    pg_get(g, &v, 8);
+    return v;
+}
+/* A string into a malloc'd copy (NULL when bad or out of memory: *nomem says which). */
+static char *pg_str(pget_t *g, int *nomem)
+{
+    uint32_t n = pg_u32(g);
+    if (g->bad || g->n - g->at < n) {
+        g->bad = 1;
+        return NULL;
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) {
+        *nomem = 1;
+        return NULL;
+    }
+    memcpy(s, g->b + g->at, n);
+    s[n] = 0;
+    g->at += n;
+    return s;
+}
+
+int eng_request_write(eng_t *g, uint8_t **buf, size_t *n, tally_err_t *err)
+{
+    pbuf_t p = { 0 };
+    pb_u32(&p, (uint32_t)g->nin);
+    pb_u32(&p, (uint32_t)g->select_all);
+    pb_u32(&p, (uint32_t)g->split);
+    pb_u64(&p, (uint64_t)g->nrec_threads);
+    pb_u64(&p, (uint64_t)g->nthreads);
+    for (size_t i = g->nrec_threads; i < g->nthreads; i++) {
+        pb_u32(&p, g->threads[i].exp);
+        pb_u32(&p, g->threads[i].proc);
+        pb_u32(&p, g->threads[i].tid);
+    }
+    for (size_t i = 0; i < g->nthreads; i++)
+        pb_u8(&p, g->selected[i]);
+    pb_str(&p, g->selection);
+    pb_str(&p, g->sample_text ? g->sample_text : "all");
+    pb_str(&p, g->cpu_text ? g->cpu_text : "all");
+    pb_str(&p, g->filter ? flt_text(g->filter) : "");
+    if (p.nomem) {
+        free(p.b);
+        return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    }
+    *buf = p.b;
+    *n = p.n;
+    return 0;
+}
+
+int eng_request_apply(eng_t *g, const uint8_t *buf, size_t n, tally_err_t *err)
+{
+    pget_t q = { buf, n, 0, 0 };
+    uint32_t nin = pg_u32(&q), all = pg_u32(&q), split = pg_u32(&q);
+    uint64_t nrec = pg_u64(&q), nth = pg_u64(&q);
+    if (q.bad || nin != g->nin || nrec != g->nrec_threads || nth < nrec ||
+        nth > (n - q.at) / 12 + nrec)
+        return tally_errf(err, TALLY_ECORRUPT, "the analysis processes do not read the same "
+                          "experiments (%u and %zu experiments, %llu and %zu threads of the logs)",
+                          nin, g->nin, (unsigned long long)nrec, g->nrec_threads);
+    /* the threads numbered beyond the logs', in the merging engine's order */
+    for (size_t i = g->nrec_threads; i < g->nthreads; i++)
+        u64map_remove(&g->thread_index,
+                      thread_key(g->threads[i].exp, g->threads[i].proc, g->threads[i].tid));
+    g->nthreads = g->nrec_threads;
+    for (uint64_t i = nrec; i < nth; i++) {
+        uint32_t exp = pg_u32(&q), proc = pg_u32(&q), tid = pg_u32(&q), index;
+        if (q.bad || exp >= g->nin || proc >= g->in[exp].e->nprocs)
+            return tally_errf(err, TALLY_ECORRUPT, "a damaged request from the first analysis "
+                              "process");
+        if (thread_add(g, exp, proc, tid, NULL, &index))
+            return tally_errf(err, TALLY_ENOMEM, "out of memory");
+    }
+    if (g->nthreads != nth)
+        return tally_errf(err, TALLY_ECORRUPT, "a damaged request from the first analysis "
+                          "process (a thread twice)");
+    for (size_t i = 0; i < g->nthreads; i++) {
+        uint8_t v = 0;
+        pg_get(&q, &v, 1);
+        g->selected[i] = v;
+    }
+    int nomem = 0;
+    char *sel = pg_str(&q, &nomem), *samples = pg_str(&q, &nomem), *cpus = pg_str(&q, &nomem),
+         *filter = pg_str(&q, &nomem);
+    int rc = 0;
+    if (nomem)
+        rc = tally_errf(err, TALLY_ENOMEM, "out of memory");
+    else if (q.bad || !sel || !samples || !cpus || !filter)
+        rc = tally_errf(err, TALLY_ECORRUPT, "a damaged request from the first analysis process");
+    if (!rc) {
+        free(g->selection);
+        g->selection = sel;
+        sel = NULL;
+        g->select_all = (int)all;
+        g->split = (int)split;
+        if (!strcmp(samples, "all")) {
+            free(g->sample_sel);
+            free(g->sample_text);
+            g->sample_sel = NULL;
+            g->sample_text = NULL;
+        } else {
+            rc = eng_select_samples(g, samples, err);
+        }
+    }
+    if (!rc) {
+        if (!strcmp(cpus, "all")) {
+            free(g->cpu_sel);
+            free(g->cpu_text);
+            g->cpu_sel = NULL;
+            g->cpu_text = NULL;
+        } else {
+            rc = eng_select_cpus(g, cpus, err);
+        }
+    }
+    if (!rc)
+        rc = eng_set_filter(g, filter, err);
+    free(sel);
+    free(samples);
+    free(cpus);
+    free(filter);
+    g->aggregated = g->table_valid = g->tree_valid = 0;
+    return rc;
+}
+
+/* Partial records: a type byte, then its fields. */
+enum { PR_THREAD = 'T', PR_STACK = 'S', PR_PAIR = 'P', PR_TOTAL = 'Z', PR_END = 'E' };
+
+typedef struct pwrite {
+    pbuf_t p;
+    eng_put_fn put;
+    void *ctx;
+    int rc;
+} pwrite_t;
+
+/* Ends a record: the chunk goes when the next record might not fit. */
+static void pw_record_end(pwrite_t *w, size_t start)
+{
+    if (w->p.nomem || w->rc)
+        return;
+    if (w->p.n >= ENG_PARTIAL_CHUNK) { /* this record made it too long: send what was before */
+        if (start && (w->rc = w->put(w->ctx, w->p.b, start)))
+            return;
+        memmove(w->p.b, w->p.b + start, w->p.n - start);
+        w->p.n -= start;
+        if (w->p.n > ENG_PARTIAL_CHUNK) /* a record longer than a chunk: impossible */
+            w->p.nomem = 1;
+    }
+}
+
+int eng_partial_write(eng_t *g, eng_put_fn put, void *ctx, tally_err_t *err)
+{
+    pwrite_t w = { { 0 }, put, ctx, 0 };
+    int nm = g->nmetrics;
+    for (size_t i = 0; i < g->nthreads && !w.rc && !w.p.nomem; i++) {
+        const eng_thread_t *t = &g->threads[i];
+        int any = t->events != 0;
+        for (int m = 0; !any && m < nm; m++)
+            any = t->value[m] != 0;
+        if (!any)
+            continue;
+        size_t start = w.p.n;
+        pb_u8(&w.p, PR_THREAD);
+        pb_u32(&w.p, t->exp);
+        pb_u32(&w.p, t->proc);
+        pb_u32(&w.p, t->tid);
+        pb_u64(&w.p, t->events);
+        pb_vec(&w.p, t->value, nm);
+        pw_record_end(&w, start);
+    }
+    for (size_t x = 0; x < g->nin && !w.rc && !w.p.nomem; x++) {
+        exp_input_t *in = &g->in[x];
+        size_t ns = exp_stacks_count(in->stacks);
+        uint32_t lo = g->share ? g->share_lo[x] : 0;
+        uint32_t hi = g->share ? g->share_hi[x] : (uint32_t)in->e->nprocs;
+        for (size_t s = 0; s < ns && !w.rc && !w.p.nomem; s++) {
+            uint32_t nf, flags, proc;
+            const uint64_t *pcs = exp_stacks_get(in->stacks, (uint32_t)s, &nf, &flags, &proc);
+            if (proc < lo || proc >= hi)
+                continue;
+            size_t start = w.p.n;
+            pb_u8(&w.p, PR_STACK);
+            pb_u32(&w.p, (uint32_t)x);
+            pb_u32(&w.p, (uint32_t)s);
+            pb_u32(&w.p, proc);
+            pb_u32(&w.p, exp_stacks_gen(in->stacks, (uint32_t)s));
+            pb_u32(&w.p, flags);
+            pb_u32(&w.p, nf);
+            pb_put(&w.p, pcs, (size_t)nf * sizeof *pcs);
+            pb_vec(&w.p, s < in->cap ? in->vec + s * (size_t)nm : NULL, nm);
+            pw_record_end(&w, start);
+        }
+    }
+    for (size_t i = 0; g->split_done && i < g->npairs && !w.rc && !w.p.nomem; i++) {
+        uint64_t key = g->pair_key[i];
+        const eng_thread_t *t = &g->threads[key >> 32];
+        const uint64_t *row = g->pair_vec + i * (size_t)g->pair_w;
+        size_t start = w.p.n;
+        pb_u8(&w.p, PR_PAIR);
+        pb_u32(&w.p, t->exp);
+        pb_u32(&w.p, t->proc);
+        pb_u32(&w.p, t->tid);
+        pb_u32(&w.p, (uint32_t)key);
+        uint32_t k = 0;
+        for (int m = 0; m < nm; m++)
+            k += g->pair_col && g->pair_col[m] >= 0 && row[g->pair_col[m]] != 0;
+        pb_u32(&w.p, k);
+        for (int m = 0; m < nm; m++)
+            if (g->pair_col && g->pair_col[m] >= 0 && row[g->pair_col[m]]) {
+                pb_u32(&w.p, (uint32_t)m);
+                pb_u64(&w.p, row[g->pair_col[m]]);
+            }
+        pw_record_end(&w, start);
+    }
+    if (!w.rc && !w.p.nomem) {
+        size_t start = w.p.n;
+        pb_u8(&w.p, PR_TOTAL);
+        pb_u64(&w.p, g->nselected);
+        pb_u32(&w.p, (uint32_t)g->saturated);
+        const exp_scan_stats_t *st = &g->stats;
+        uint64_t f[] = { st->chunks, st->unused_chunks, st->bad_chunks, st->records,
+                         st->unknown_records, st->bad_records, st->seq_gaps, st->events };
+        pb_put(&w.p, f, sizeof f);
+        pb_put(&w.p, st->lost, sizeof st->lost);
+        pb_vec(&w.p, g->total, nm);
+        pb_u8(&w.p, PR_END);
+        pw_record_end(&w, start);
+    }
+    if (!w.rc && !w.p.nomem && w.p.n)
+        w.rc = put(ctx, w.p.b, w.p.n);
+    free(w.p.b);
+    if (w.p.nomem)
+        return tally_errf(err, TALLY_ENOMEM, "out of memory writing a partial result");
+    if (w.rc)
+        return tally_errf(err, w.rc < 0 ? w.rc : TALLY_EIO, "the partial result could not be "
+                          "sent");
+    return 0;
+}
+
+struct eng_merge {
+    eng_t *g;
+    u64map_t sid; /* experiment << 32 | the partial's stack id -> this engine's */
+    uint64_t *pcs;
+    size_t pcs_cap;
+    int done;
+};
+
+eng_merge_t *eng_merge_new(eng_t *g)
+{
+    eng_merge_t *m = calloc(1, sizeof *m);
+    if (m)
+        m->g = g;
+    return m;
+}
+
+void eng_merge_free(eng_merge_t *m)
+{
+    if (!m)
+        return;
+    u64map_free(&m->sid);
+    free(m->pcs);
+    free(m);
+}
+
+/* Reads a sparse vector and adds it to v (NULL: only checked); pair: to the pair instead. */
+static int merge_vec(eng_t *g, pget_t *q, uint64_t *v, uint32_t pair_thread, uint32_t pair_stack,
+                     int pair)
+{
+    uint32_t k = pg_u32(q);
+    evvals_t e = { 0 };
+    for (uint32_t i = 0; i < k && !q->bad; i++) {
+        uint32_t m = pg_u32(q);
+        uint64_t val = pg_u64(q);
+        if (q->bad || m >= (uint32_t)g->nmetrics) {
+            q->bad = 1;
+            break;
+        }
+        if (v)
+            g->saturated |= sat_add_to(&v[m], val);
+        if (pair) {
+            put(&e, (int)m, val);
+            if (e.n == EV_MAXVALS || i + 1 == k) {
+                if (pair_add(g, pair_thread, pair_stack, &e))
+                    return TALLY_ENOMEM;
+                e.n = 0;
+            }
+        }
+    }
+    return 0;
+}
+
+int eng_merge_chunk(eng_merge_t *mg, const void *buf, size_t n, int *done, tally_err_t *err)
+{
+    eng_t *g = mg->g;
+    pget_t q = { buf, n, 0, 0 };
+    size_t nm = (size_t)g->nmetrics;
+    int rc = 0;
+    *done = 0;
+    while (!rc && !q.bad && q.at < q.n && !mg->done) {
+        uint8_t type = 0;
+        pg_get(&q, &type, 1);
+        if (type == PR_THREAD) {
+            uint32_t exp = pg_u32(&q), proc = pg_u32(&q), tid = pg_u32(&q), index;
+            uint64_t events = pg_u64(&q);
+            if (q.bad || exp >= g->nin || proc >= g->in[exp].e->nprocs) {
+                q.bad = 1;
+                break;
+            }
+            if ((rc = thread_add(g, exp, proc, tid, NULL, &index)))
+                break;
+            g->threads[index].events += events;
+            rc = merge_vec(g, &q, g->threads[index].value, 0, 0, 0);
+        } else if (type == PR_STACK) {
+            uint32_t exp = pg_u32(&q), sid = pg_u32(&q), proc = pg_u32(&q), gen = pg_u32(&q),
+                     flags = pg_u32(&q), nf = pg_u32(&q);
+            if (q.bad || exp >= g->nin || proc >= g->in[exp].e->nprocs ||
+                nf > (q.n - q.at) / 8) {
+                q.bad = 1;
+                break;
+            }
+            if (nf > mg->pcs_cap) {
+                uint64_t *np = realloc(mg->pcs, (size_t)nf * sizeof *np);
+                if (!np) {
+                    rc = TALLY_ENOMEM;
+                    break;
+                }
+                mg->pcs = np;
+                mg->pcs_cap = nf;
+            }
+            pg_get(&q, mg->pcs, (size_t)nf * 8);
+            exp_input_t *in = &g->in[exp];
+            int64_t id = exp_stacks_intern_gen(in->stacks, proc, gen, mg->pcs, nf, flags);
+            if (id < 0 || u64map_put(&mg->sid, (uint64_t)exp << 32 | sid, (uint32_t)id) ||
+                grow_stack_arrays(in, (size_t)id + 1, nm)) {
+                rc = TALLY_ENOMEM;
+                break;
+            }
+            rc = merge_vec(g, &q, in->vec + (size_t)id * nm, 0, 0, 0);
+        } else if (type == PR_PAIR) {
+            uint32_t exp = pg_u32(&q), proc = pg_u32(&q), tid = pg_u32(&q), sid = pg_u32(&q);
+            const uint32_t *id = u64map_get(&mg->sid, (uint64_t)exp << 32 | sid);
+            uint32_t index;
+            if (q.bad || exp >= g->nin || proc >= g->in[exp].e->nprocs || !id) {
+                q.bad = 1;
+                break;
+            }
+            if ((rc = thread_add(g, exp, proc, tid, NULL, &index)))
+                break;
+            rc = merge_vec(g, &q, NULL, index, *id, 1);
+        } else if (type == PR_TOTAL) {
+            g->nselected += pg_u64(&q);
+            g->saturated |= (int)pg_u32(&q);
+            uint64_t f[8], lost[EXP_LOST_NREASONS];
+            pg_get(&q, f, sizeof f);
+            pg_get(&q, lost, sizeof lost);
+            exp_scan_stats_t *st = &g->stats;
+            st->chunks += f[0];
+            st->unused_chunks += f[1];
+            st->bad_chunks += f[2];
+            st->records += f[3];
+            st->unknown_records += f[4];
+            st->bad_records += f[5];
+            st->seq_gaps += f[6];
+            st->events += f[7];
+            for (int r = 0; r < EXP_LOST_NREASONS; r++)
+                sat_add_to(&st->lost[r], lost[r]);
+            rc = merge_vec(g, &q, g->total, 0, 0, 0);
+        } else if (type == PR_END) {
+            mg->done = 1;
+        } else {
+            q.bad = 1;
+        }
+    }
+    if (rc)
+        return tally_errf(err, rc, "out of memory merging a partial result");
+    if (q.bad || (mg->done && q.at < q.n))
+        return tally_errf(err, TALLY_ECORRUPT, "a damaged partial result (at byte %zu of a "
+                          "chunk of %zu)", q.at, q.n);
+    *done = mg->done;
+    return 0;
 }

@@ -346,4 +346,47 @@ int eng_edges_finish(eng_table_t *t, eng_edgeset_t *es);
 int eng_table_alloc(eng_table_t *t, int kind, size_t nobjects, int nmetrics, int edges);
 void eng_table_release(eng_table_t *t);
 
+/* ---- the aggregation as a part of a job's (the analysis run as an MPI job, jobscan.h) -------- */
+
+/* Several engines over the same experiments, each in its own process, aggregate together: each
+ * scans a share of the processes (eng_set_share), the others' partial results (eng_partial_write)
+ * are merged into one of them (eng_merge_*), which then holds exactly what its own scan of every
+ * process would have given: the same stack ids (a partial's stacks are interned in the order the
+ * serial scan meets them when the shares are contiguous and merged in order), threads numbered
+ * alike, the same sums. Shares are ranges of process indices, per experiment. */
+
+/* Scans processes lo[x] to hi[x] - 1 of experiment x from now on (lo, hi: one per experiment;
+ * NULL: every process again). */
+int eng_set_share(eng_t *g, const uint32_t *lo, const uint32_t *hi, tally_err_t *err);
+/* A part of a job's aggregation (on): leaves the profiled blocks (read from the logs, not the
+ * events) to the engine that merges. */
+void eng_set_partial(eng_t *g, int on);
+/* The merging engine's hook, called by eng_aggregate: ENG_REDUCE_START before its own scan,
+ * ENG_REDUCE_MERGE after it (merge the others' partials), ENG_REDUCE_ABANDON when its own scan
+ * failed (the others' partials are to be drained and dropped). */
+enum { ENG_REDUCE_START, ENG_REDUCE_MERGE, ENG_REDUCE_ABANDON };
+typedef int (*eng_reduce_fn)(void *ctx, eng_t *g, int phase, tally_err_t *err);
+void eng_set_reduce(eng_t *g, eng_reduce_fn fn, void *ctx);
+
+/* What the merging engine asks of the others before an aggregation: its selections (threads,
+ * samples, CPUs, filter), the threads it numbered beyond the logs' (so that thread numbers and
+ * THRID agree) and whether to split by thread. A malloc'd buffer of *n bytes. */
+int eng_request_write(eng_t *g, uint8_t **buf, size_t *n, tally_err_t *err);
+/* Applies a request to an engine (takes effect at the next eng_aggregate). */
+int eng_request_apply(eng_t *g, const uint8_t *buf, size_t n, tally_err_t *err);
+
+/* The last aggregation of this engine's share, as chunks of at most ENG_PARTIAL_CHUNK bytes
+ * given to put in order (a non-zero return of put stops and is returned): the threads' sums,
+ * every stack of the share's processes in id order with its vector, the (thread, stack) pairs
+ * when split, the totals and the scan statistics. */
+#define ENG_PARTIAL_CHUNK (1u << 20)
+typedef int (*eng_put_fn)(void *ctx, const void *buf, size_t n);
+int eng_partial_write(eng_t *g, eng_put_fn put, void *ctx, tally_err_t *err);
+/* Merging partials into g after its own scan (ENG_REDUCE_MERGE): one eng_merge_t a partial, fed
+ * its chunks in order; *done is set by the last one. */
+typedef struct eng_merge eng_merge_t;
+eng_merge_t *eng_merge_new(eng_t *g);
+int eng_merge_chunk(eng_merge_t *m, const void *buf, size_t n, int *done, tally_err_t *err);
+void eng_merge_free(eng_merge_t *m);
+
 #endif

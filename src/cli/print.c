@@ -955,7 +955,11 @@ int cmd_print(int argc, char **argv)
     ps.norc = pa.norc;
     if (pa.en_desc)
         snprintf(ps.en_desc, sizeof ps.en_desc, "%s", pa.en_desc);
+    job_t *job = NULL; /* mpirun -np K tally print: print_job.c */
+    if (pr_job_start(&ps, &pa, &job, &rc))
+        goto out;
     rc = pr_open(&ps, pa.paths, pa.npaths, pa.json);
+    pr_job_attach(&ps, job, &rc);
     if (!rc) {
         if (pa.nsteps == 0) {
             interactive(&ps);
@@ -978,6 +982,7 @@ int cmd_print(int argc, char **argv)
     }
     if (ps.ses && ps.ses->sym)
         pr_binary_notes(&ps);
+    pr_job_end(job, &rc);
 out:
     if (ps.outf && fclose(ps.outf) != 0 && !rc) {
         esc_fprintf(stderr, "tally: the -outfile could not be written: %s\n", strerror(errno));

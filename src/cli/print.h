@@ -274,6 +274,15 @@ typedef struct pr_args {
 int pr_parse_args(int argc, char **argv, pr_args_t *pa);
 void pr_args_free(pr_args_t *pa);
 
+/* print_job.c: `mpirun -np K tally print`, the analysis as an MPI job (analyzer/jobscan.h).
+ * pr_job_start: 1 when this process is done (not rank 0: it served the job; or the job could not
+ * start), its exit status in *rc; else 0, *job set on rank 0 of a job (NULL: not a job).
+ * pr_job_attach after pr_open (*rc its status), pr_job_end when the commands are done. */
+#include "analyzer/jobscan.h"
+int pr_job_start(pstate_t *ps, const pr_args_t *pa, job_t **job, int *rc);
+void pr_job_attach(pstate_t *ps, job_t *job, int *rc);
+void pr_job_end(job_t *job, int *rc);
+
 /* print_er.c: er_print's layouts (-compat er_print) and its load object and metric lists */
 int set_compat(pstate_t *ps, const char *a);
 /* How many of n rows (<Total> not counted) a table shows under -limit: er_print's limit counts

@@ -1,6 +1,7 @@
 /*
  * dispatch.c - libtally-mpi.so, preloaded by `tally collect -M on` after the collector: it
- * exports every traced MPI name (C MPI_X and gfortran's mpi_x_, src/mpi/functions.py) as an
+ * exports every traced MPI name (C MPI_X, gfortran's mpi_x_, mpi_f08's mpi_x_f08_ and MPICH's
+ * mpi_x_f08ts_, src/mpi/functions.py) as an
  * entry that jumps through a slot (tramp.S, generated). The first call of any of them binds all
  * slots at once (tw_bind): it recognizes the MPI implementation the process has loaded (Open MPI
  * by ompi_mpi_comm_world, MPICH and its ABI by MPIR_Err_return_comm), dlopens the wrapper
@@ -71,6 +72,16 @@ static void bind_all(void)
         __atomic_store_n(&tw_slots[i], f, __ATOMIC_RELEASE);
     }
     errno = saved;
+}
+
+/* The definition of name after this library's: the implementation's own (for the wrappers of
+ * names the implementation has no PMPI name of: MPICH's mpi_f08 bindings). */
+__attribute__((visibility("default"))) void *tally_mpi_next(const char *name)
+{
+    void *f = dlsym(RTLD_NEXT, name);
+    /* not a tail call: RTLD_NEXT is relative to the object dlsym returns into, this one */
+    __asm__ volatile("" ::: "memory");
+    return f;
 }
 
 /* The stub of every slot calls this before its first use (tramp.S, tw_lazy_common). */

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # gen_wrappers.py - writes the generated parts of tally's MPI tracing from functions.py:
 #
-#   tramp.S     libtally-mpi.so: for every traced name (C MPI_X, gfortran's mpi_x_ and Open MPI's
-#               mpi_f08 mpi_x_f08_) an
+#   tramp.S     libtally-mpi.so: for every traced name (C MPI_X, gfortran's mpi_x_, the mpi_f08
+#               mpi_x_f08_ and MPICH's mpi_f08 mpi_x_f08ts_ of the functions with a choice buffer)
+#               an
 #               exported entry that jumps through a slot; the slots start at a stub that binds
 #               them all on the first call (dispatch.c, tw_bind)
 #   names.h     the names in slot order (dispatch.c)
@@ -56,6 +57,18 @@ def fconv(t, a):
     if t in ("void *", "const void *"):
         return a
     return None
+
+
+def has_buffer(args):
+    """Does the function take a choice buffer (void *): MPICH's mpi_f08 binding of it is then
+    mpi_x_f08ts_, whose buffers are Fortran array descriptors (CFI_cdesc_t *)."""
+    return any(t in ("void *", "const void *") for t, _ in args)
+
+
+# the Fortran bindings: (variant, suffix, slot base): mpif.h / use mpi, use mpi_f08 (Open MPI's
+# for every function, MPICH's for those without a choice buffer), MPICH's use mpi_f08 of the
+# functions with one (descriptors)
+FVARIANTS = (("f", "_", 1), ("f08", "_f08_", 2), ("f08ts", "_f08ts_", 3))
 
 
 def c_call_args(args):
@@ -138,7 +151,7 @@ def gen(outdir):
     for i, (proto, role) in enumerate(FUNCTIONS):
         name, _ = parse(proto)
         names.append((name, i, False))
-    for suffix in ("_", "_f08_"):
+    for _, suffix, _ in FVARIANTS:
         for i, (proto, role) in enumerate(FUNCTIONS):
             name, _ = parse(proto)
             names.append((name.lower() + suffix, i, True))
@@ -233,9 +246,12 @@ tw_lazy_common:
                 gen_c_rest(w, role, name, args, call, cget, i)
 
 
-            # ---- Fortran, both bindings: mpif.h / use mpi (mpi_x_) and Open MPI's use mpi_f08
-            # (mpi_x_f08_: the same arguments, but ierror is optional) ----
-            for var, suffix, base in (("f", "_", 1), ("f08", "_f08_", 2)):
+            # ---- Fortran: mpif.h / use mpi (mpi_x_), use mpi_f08 (mpi_x_f08_: the same
+            # arguments, but ierror is optional) and MPICH's mpi_x_f08ts_ (a choice buffer is
+            # a CFI_cdesc_t *: passed on as it is, its base address for the collectives' bytes) ----
+            for var, suffix, base in FVARIANTS:
+                if var == "f08ts" and not has_buffer(args):
+                    continue
                 # gfortran: lower case, one underscore; every argument by reference, then the
                 # hidden lengths of character arguments
                 nf = fortran_nargs(name, args)
@@ -281,7 +297,7 @@ tw_lazy_common:
                 if role == "recv" or role.startswith("sendrecv"):
                     k = pos["status"]
                     w("    MPI_Fint tw_fbuf[TW_F_STATUS_INTS];\n")
-                    w("    if ((MPI_Fint *)a%d == MPI_F_STATUS_IGNORE)\n        a%d = tw_fbuf;\n" % (k, k))
+                    w("    if (TW_F_STATUS_IGNORED(a%d))\n        a%d = tw_fbuf;\n" % (k, k))
                 if role == "abort":
                     w("    c.v[TW_OTHER] = 1;\n    TW_EMIT(&c, TW_PUBLIC(%d));\n" % (i + base * len(FUNCTIONS)))
                     w("    real(%s);\n    tw_leave(&c);\n}\n\n" % fcall)
@@ -304,6 +320,8 @@ tw_lazy_common:
                     ok = True
                     for k, (t, n) in enumerate(args):
                         e = fconv(t, "a%d" % k)
+                        if var == "f08ts" and t in ("void *", "const void *"):
+                            e = "tw_cdesc_addr(a%d)" % k
                         if e is None:
                             if t == "MPI_Op":
                                 e = "MPI_OP_NULL"
@@ -327,7 +345,9 @@ tw_lazy_common:
         for i, (proto, role) in enumerate(FUNCTIONS):
             name, _ = parse(proto)
             w("    case %d: return (void *)tallyw_%s;\n" % (i, name))
-            for var, suffix, base in (("f", "_", 1), ("f08", "_f08_", 2)):
+            for var, suffix, base in FVARIANTS:
+                if var == "f08ts" and (role in HAND or not has_buffer(parse(proto)[1])):
+                    continue
                 fname = name.lower() + suffix
                 w("    case %d: return tw_fortran_real(\"p%s\") ? (void *)tallyw_%s_%s : NULL;\n"
                   % (i + base * len(FUNCTIONS), fname, var, fname))

@@ -115,8 +115,22 @@ void tw_emit_msgs(tw_call_t *c, uint64_t t1, const uint64_t *pcs, uint32_t n);
 int tw_world_rank(int r, MPI_Comm comm);
 void tw_peer_add(int world, uint64_t bytes);
 void tw_before_finalize(void);
+/* The implementation's function behind a Fortran wrapper: its PMPI name (pmpi_x_), or, for
+ * mpi_f08 names it has no PMPI name of (MPICH's mpi_x_f08_ and mpi_x_f08ts_), the definition of
+ * the public name next after libtally-mpi.so's entry; NULL: none. */
 void *tw_fortran_real(const char *name);
 void *tw_entry_generated(unsigned slot);
+/* A Fortran status argument the program gave as MPI_STATUS_IGNORE (mpif.h's or mpi_f08's). */
+extern const void *tw_f08_status_ignore, *tw_f08_statuses_ignore;
+#define TW_F_STATUS_IGNORED(p)                                                                   \
+    ((MPI_Fint *)(p) == MPI_F_STATUS_IGNORE ||                                                   \
+     (tw_f08_status_ignore && (const void *)(p) == tw_f08_status_ignore))
+#define TW_F_STATUSES_IGNORED(p)                                                                 \
+    ((MPI_Fint *)(p) == MPI_F_STATUSES_IGNORE ||                                                 \
+     (tw_f08_statuses_ignore && (const void *)(p) == tw_f08_statuses_ignore))
+/* The buffer an mpi_f08 array descriptor (CFI_cdesc_t *, MPICH's mpi_x_f08ts_) describes: its
+ * base address, MPI_IN_PLACE for mpi_f08's MPI_IN_PLACE. */
+const void *tw_cdesc_addr(const void *desc);
 
 #define TW_PUBLIC(i) (tw_public_table[i])
 

@@ -811,9 +811,29 @@ TW_WRAPPER int tallyw_MPI_Testsome(int incount, MPI_Request *array_of_requests, 
 
 #define F_STATUS_N (sizeof(MPI_Status) / sizeof(MPI_Fint))
 
+const void *tw_f08_status_ignore, *tw_f08_statuses_ignore;
+static const void *f08_in_place;
+
 void *tw_fortran_real(const char *name)
 {
-    return dlsym(RTLD_DEFAULT, name);
+    void *f = dlsym(RTLD_DEFAULT, name);
+    size_t n = strlen(name);
+    if (f || strncmp(name, "pmpi_", 5) ||
+        !((n > 5 && !strcmp(name + n - 5, "_f08_")) || (n > 7 && !strcmp(name + n - 7, "_f08ts_"))))
+        return f;
+    /* no PMPI name: the implementation's own definition of mpi_x_f08(ts)_, the one after
+     * libtally-mpi.so's entry (dispatch.c), which then calls the implementation's C functions
+     * (their records are the API's nested calls: they count once, here) */
+    void *(*next)(const char *) = (void *(*)(const char *))dlsym(RTLD_DEFAULT, "tally_mpi_next");
+    return next ? next(name + 1) : NULL;
+}
+
+const void *tw_cdesc_addr(const void *desc)
+{
+    const void *base = desc ? *(const void *const *)desc : NULL; /* CFI_cdesc_t: base_addr first */
+    if (f08_in_place && base == f08_in_place)
+        return MPI_IN_PLACE;
+    return base;
 }
 
 typedef void (*f1_t)(void *, void *);
@@ -856,7 +876,7 @@ static void fmany_init(tw_fmany_t *m, int n, const MPI_Fint *reqs, MPI_Fint *sta
 {
     m->h = n <= TW_SMALL ? m->hbuf : malloc((size_t)n * sizeof *m->h);
     m->s = statuses;
-    if (statuses == MPI_F_STATUSES_IGNORE)
+    if (TW_F_STATUSES_IGNORED(statuses))
         m->s = n <= TW_SMALL ? m->sbuf : malloc((size_t)n * F_STATUS_N * sizeof *m->s);
     m->ok = m->h && m->s && n >= 0;
     if (m->ok)
@@ -1116,9 +1136,16 @@ void tw_coll_Scatterv(tw_call_t *c, const void *sendbuf, const int *sendcounts,
 __attribute__((visibility("default"))) int tallyw_bind(const void *const *public, unsigned nslots,
                                                        void **entries)
 {
-    if (nslots != 3 * TW_NFUNCS)
+    if (nslots != 4 * TW_NFUNCS)
         return -1;
     tw_public_table = public;
+    /* mpi_f08's MPI_STATUS(ES)_IGNORE and MPI_IN_PLACE, where the implementation has them (MPICH;
+     * Open MPI's mpi_f08 passes mpif.h's) */
+    const void *const *p = dlsym(RTLD_DEFAULT, "MPI_F08_STATUS_IGNORE");
+    tw_f08_status_ignore = p ? *p : NULL;
+    p = dlsym(RTLD_DEFAULT, "MPI_F08_STATUSES_IGNORE");
+    tw_f08_statuses_ignore = p ? *p : NULL;
+    f08_in_place = dlsym(RTLD_DEFAULT, "MPIR_F08_MPI_IN_PLACE");
     for (unsigned i = 0; i < nslots; i++)
         entries[i] = tw_entry_generated(i);
     return 0;
