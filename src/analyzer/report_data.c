@@ -401,7 +401,7 @@ static int heap_event(scan_t *c, const exp_event_t *ev)
         return c->err = TALLY_ENOMEM;
     ha_t *h = heap_of(c, ev->proc);
     int mapped = ev->call == EXP_HEAP_MMAP || ev->call == EXP_HEAP_MREMAP;
-    if (ev->type == EXP_REC_HEAP_FREE)
+    if (ev->type == EXP_REC_HEAP_FREE || ev->type == EXP_REC_MAP_FREE)
         ha_release(h, ev->addr, ev->size, mapped);
     else if (ha_alloc(h, ev->addr, ev->size, mapped, ev->stack))
         return c->err = TALLY_ENOMEM;
@@ -575,7 +575,8 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     scan_t *c = ctx;
     if (c->err)
         return 0;
-    if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE)
+    if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE ||
+        ev->type == EXP_REC_MAP_ALLOC || ev->type == EXP_REC_MAP_FREE) /* the allocation map */
         return heap_event(c, ev) ? c->err : 0;
     if (ev->type != EXP_REC_MEMREF || !ev->mref || !eng_event_selected(c->s->eng, c->exp, ev))
         return 0;
@@ -590,8 +591,8 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     uint64_t ea = 0;
     int reason = classify(c, ev, dr, &ea_ok, &ea, &ea_reason, &write, &size);
     uint32_t agg_obj = UINT32_MAX;
-    /* an address inside a traced heap block that nothing surer named (a variable of the frame,
-     * a static, a thread-local: an mmap'd region can be a stack) is the block's */
+    /* an address inside a traced (or mapped) heap block that nothing surer named (a variable of
+     * the frame, a static, a thread-local: an mmap'd region can be a stack) is the block's */
     if (ea_ok && (reason || dr->kind == SYM_DATA_POINTEE)) {
         ha_t *h = heap_of(c, ev->proc);
         const ha_block_t *b = h ? ha_find(h, ea) : NULL;
@@ -602,6 +603,8 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
         } else if ((reason == EXP_DUNK_NO_DESCRIPTOR || reason == EXP_DUNK_UNDETERMINABLE) &&
                    !c->s->exps[c->exp]->procs[ev->proc]->heap_on) {
             d->heap_untraced++;
+            if (c->s->exps[c->exp]->procs[ev->proc]->settings.heap_map)
+                d->heap_mapped++;
         }
     }
     add(&d->objs[0].v, src, w); /* <Total> */

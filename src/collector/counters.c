@@ -211,6 +211,14 @@ static void counters_settings(coll_proc_t *p)
     }
 }
 
+int counters_dataspace(void)
+{
+    for (int i = 0; i < nctr; i++)
+        if (ctr[i].flags & EXP_CSET_DATA)
+            return 1;
+    return 0;
+}
+
 static int first_bias(struct dl_phdr_info *i, size_t sz, void *out)
 {
     (void)sz;

@@ -38,6 +38,7 @@
 
 typedef struct trace_cfg {
     int heap, io, sync;        /* what is traced */
+    int heap_map;              /* no heap tracing, but the allocation map (heapmap.h) */
     uint64_t sync_threshold;   /* ns: waits at least this long are recorded (0: every call) */
     int sync_calibrated;       /* the threshold comes from the calibration */
     uint64_t sync_calibration; /* ns: the mean uncontended pthread_mutex_lock measured at start */
@@ -45,7 +46,11 @@ typedef struct trace_cfg {
 
 extern trace_cfg_t trace_cfg COLL_HIDDEN;
 
-/* What is being traced right now (0 before trace_start and after trace_stop). Read on every call. */
+/* What is being traced right now (0 before trace_start and after trace_stop). Read on every call.
+ * trace_heap_on is TRACE_HEAP_MAP when the heap interposers feed the allocation map (heapmap.h)
+ * instead of heap tracing: trace_alloc and trace_free then write the blocks the map keeps, as
+ * MAP_ALLOC and MAP_FREE records, and nothing else. */
+enum { TRACE_HEAP_MAP = 2 };
 extern int trace_heap_on COLL_HIDDEN, trace_sync_on COLL_HIDDEN, trace_io_on COLL_HIDDEN;
 
 enum { TT_NEW = 0, TT_READY = 1, TT_ENDED = 2 };

@@ -411,24 +411,24 @@ static int heap_fast(exp_stream_t *s, uint8_t type, uint64_t t, uint64_t addr,
     return 0;
 }
 
-int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr, uint64_t size,
-                     uint32_t call)
+static int alloc_rec(exp_stream_t *s, uint8_t type, uint64_t t, uint32_t stack, uint64_t addr,
+                     uint64_t size, uint32_t call)
 {
     const uint64_t v[3] = { stack, size, call };
-    if (heap_fast(s, EXP_REC_HEAP_ALLOC, t, addr, v, call != EXP_HEAP_MALLOC ? 3 : 2) == 0)
+    if (heap_fast(s, type, t, addr, v, call != EXP_HEAP_MALLOC ? 3 : 2) == 0)
         return 0;
     uint8_t b[3 * LEB128_MAX];
     size_t n = leb128_put(b, stack);
     n += leb128_put(b + n, size);
     if (call != EXP_HEAP_MALLOC)
         n += leb128_put(b + n, call);
-    return put_event_bytes(s, EXP_REC_HEAP_ALLOC, t, b, n, 1, addr);
+    return put_event_bytes(s, type, t, b, n, 1, addr);
 }
 
-int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
+static int free_rec(exp_stream_t *s, uint8_t type, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
 {
     const uint64_t v[2] = { call, size };
-    if (heap_fast(s, EXP_REC_HEAP_FREE, t, addr, v, call != EXP_HEAP_MALLOC || size ? 2 : 0) == 0)
+    if (heap_fast(s, type, t, addr, v, call != EXP_HEAP_MALLOC || size ? 2 : 0) == 0)
         return 0;
     uint8_t b[2 * LEB128_MAX];
     size_t n = 0;
@@ -436,7 +436,29 @@ int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, u
         n += leb128_put(b + n, call);
         n += leb128_put(b + n, size);
     }
-    return put_event_bytes(s, EXP_REC_HEAP_FREE, t, b, n, 1, addr);
+    return put_event_bytes(s, type, t, b, n, 1, addr);
+}
+
+int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr, uint64_t size,
+                     uint32_t call)
+{
+    return alloc_rec(s, EXP_REC_HEAP_ALLOC, t, stack, addr, size, call);
+}
+
+int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
+{
+    return free_rec(s, EXP_REC_HEAP_FREE, t, addr, size, call);
+}
+
+int exp_stream_map_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
+                         uint64_t size, uint32_t call)
+{
+    return alloc_rec(s, EXP_REC_MAP_ALLOC, t, stack, addr, size, call);
+}
+
+int exp_stream_map_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
+{
+    return free_rec(s, EXP_REC_MAP_FREE, t, addr, size, call);
 }
 
 int exp_stream_io(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t call, uint64_t ns,

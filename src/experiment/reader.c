@@ -1672,7 +1672,7 @@ static int decode_sync(struct cursor *c, uint8_t type, const uint8_t *q, const u
     return 0;
 }
 
-/* HEAP_ALLOC and HEAP_FREE. */
+/* HEAP_ALLOC and HEAP_FREE, and MAP_ALLOC and MAP_FREE (the same payloads). */
 static int decode_heap(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
                        const uint8_t *rec)
 {
@@ -1683,7 +1683,7 @@ static int decode_heap(struct cursor *c, uint8_t type, const uint8_t *q, const u
         return -1;
     c->addr += (uint64_t)sd;
     ev->addr = c->addr;
-    if (type == EXP_REC_HEAP_ALLOC) {
+    if (type == EXP_REC_HEAP_ALLOC || type == EXP_REC_MAP_ALLOC) {
         if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
             return -1;
         ev->stack = map_stack(c, a, rec);
@@ -1828,6 +1828,8 @@ static const decode_fn decoders[256] = {
     [EXP_REC_SYNC] = decode_sync,
     [EXP_REC_HEAP_ALLOC] = decode_heap,
     [EXP_REC_HEAP_FREE] = decode_heap,
+    [EXP_REC_MAP_ALLOC] = decode_heap,
+    [EXP_REC_MAP_FREE] = decode_heap,
     [EXP_REC_IO] = decode_io,
     [EXP_REC_TRACE] = decode_trace,
     [EXP_REC_COUNTER] = decode_counter,

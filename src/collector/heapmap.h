@@ -1,0 +1,51 @@
+/*
+ * heapmap.h - the allocation map of dataspace profiling: which heap blocks are recorded when
+ * heap tracing is off.
+ *
+ * With dataspace data asked for (`-p +...`, a `+` counter) and heap tracing off, the collector
+ * still records enough of the heap for the analyzer to name an address inside a block by the
+ * call site that allocated it: every block of at least HEAPMAP_LARGE bytes, every mapping
+ * (mmap, mremap), and one small block in HEAPMAP_SAMPLE chosen by its address. Each kept block
+ * is a MAP_ALLOC record with the allocation's stack (the same payload as HEAP_ALLOC), each end
+ * of one a MAP_FREE record (docs/FORMAT.md); they carry no metric, so the heap views do not see
+ * them. The heap interposers reach it through the tracing core (trace.h: trace_heap_on is
+ * TRACE_HEAP_MAP), which asks the functions below whether a call is kept.
+ *
+ * The choice needs no table: a small block is kept when its address hashes into the sample,
+ * which is true again when that address is freed; a large block is freed with a usable size
+ * (malloc_usable_size) at least its requested size. So every kept block's end is recorded, and
+ * an address is never named after a block that no longer holds it. A free that the choice keeps
+ * for a block that was not kept (a usable size over the limit for a smaller request, a realloc)
+ * is a MAP_FREE the analyzer finds nothing for.
+ *
+ * Depends on collector.h. Called with the tracing guard held: nothing here is traced.
+ */
+#ifndef TALLY_COLLECTOR_HEAPMAP_H
+#define TALLY_COLLECTOR_HEAPMAP_H
+
+#include <stdint.h>
+
+#include "collector.h"
+#include "experiment/evformat.h"
+
+#define HEAPMAP_LARGE EXP_MAP_LARGE   /* bytes: every block at least this large is kept */
+#define HEAPMAP_SAMPLE EXP_MAP_SAMPLE /* one smaller block in this many, by address */
+
+/* Decides from the settings whether this process keeps the map (dataspace asked for, heap
+ * tracing off, not --heap-map=off); p->set.heap_map then says whether it does. Returns it. */
+int heapmap_settings(coll_proc_t *p) COLL_HIDDEN;
+
+/* Is an address in the sample of small blocks? */
+static inline int heapmap_sampled(const void *p)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ull;
+    return h < UINT64_MAX / HEAPMAP_SAMPLE;
+}
+
+/* Is the allocation of size bytes at p by call (EXP_HEAP_*) kept? */
+int heapmap_keep_alloc(const void *p, uint64_t size, uint32_t call) COLL_HIDDEN;
+/* Is the end of the block at p (call: EXP_HEAP_*; called before the real free, but after the
+ * real realloc) kept? */
+int heapmap_keep_free(const void *p, uint32_t call) COLL_HIDDEN;
+
+#endif
