@@ -5,11 +5,12 @@
  * With dataspace data asked for (`-p +...`, a `+` counter) and heap tracing off, the collector
  * still records enough of the heap for the analyzer to name an address inside a block by the
  * call site that allocated it: every block of at least HEAPMAP_LARGE bytes, every mapping
- * (mmap, mremap), and one small block in HEAPMAP_SAMPLE chosen by its address. Each kept block
+ * (mmap, mremap), and one smaller block in HEAPMAP_SAMPLE chosen by its address. Each kept block
  * is a MAP_ALLOC record with the allocation's stack (the same payload as HEAP_ALLOC), each end
  * of one a MAP_FREE record (docs/FORMAT.md); they carry no metric, so the heap views do not see
  * them. The heap interposers reach it through the tracing core (trace.h: trace_heap_on is
- * TRACE_HEAP_MAP), which asks the functions below whether a call is kept.
+ * TRACE_HEAP_MAP), whose trace_alloc and trace_free ask the functions below whether a call is
+ * kept before they take its time and stack.
  *
  * The choice needs no table: a small block is kept when its address hashes into the sample,
  * which is true again when that address is freed; a large block is freed with a usable size
@@ -18,11 +19,13 @@
  * for a block that was not kept (a usable size over the limit for a smaller request, a realloc)
  * is a MAP_FREE the analyzer finds nothing for.
  *
- * Depends on collector.h. Called with the tracing guard held: nothing here is traced.
+ * Depends on collector.h. Called inside a traced call (heap.c's trace_enter): nothing here is
+ * traced (malloc_usable_size is not interposed).
  */
 #ifndef TALLY_COLLECTOR_HEAPMAP_H
 #define TALLY_COLLECTOR_HEAPMAP_H
 
+#include <malloc.h>
 #include <stdint.h>
 
 #include "collector.h"
@@ -43,9 +46,26 @@ static inline int heapmap_sampled(const void *p)
 }
 
 /* Is the allocation of size bytes at p by call (EXP_HEAP_*) kept? */
-int heapmap_keep_alloc(const void *p, uint64_t size, uint32_t call) COLL_HIDDEN;
-/* Is the end of the block at p (call: EXP_HEAP_*; called before the real free, but after the
- * real realloc) kept? */
-int heapmap_keep_free(const void *p, uint32_t call) COLL_HIDDEN;
+static inline int heapmap_keep_alloc(const void *p, uint64_t size, uint32_t call)
+{
+    return size >= HEAPMAP_LARGE || call == EXP_HEAP_MMAP || call == EXP_HEAP_MREMAP ||
+           heapmap_sampled(p);
+}
+
+/* Is the end of the block at p kept? call: EXP_HEAP_*; asked before the real free (the block's
+ * usable size is still there), but after a realloc (the old block is gone: always kept, as the
+ * ends of mappings). guard: the thread's
+ * tracing guard (trace.h), held meanwhile. */
+static inline int heapmap_keep_free(int *guard, const void *p, uint32_t call)
+{
+    if (call != EXP_HEAP_MALLOC)
+        return 1;
+    if (heapmap_sampled(p))
+        return 1;
+    (*guard)++;
+    int big = malloc_usable_size((void *)p) >= HEAPMAP_LARGE;
+    (*guard)--;
+    return big;
+}
 
 #endif

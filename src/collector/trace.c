@@ -4,7 +4,6 @@
  */
 #define _GNU_SOURCE
 #include "trace.h"
-#include "heapmap.h"
 
 #include "base/spinlock.h"
 #include "experiment/logrec.h"
@@ -341,13 +340,11 @@ static void trace_alloc_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64
 }
 
 /* The record is the collector's work: nothing it calls is traced (the guard). Under the
- * allocation map, only the blocks it keeps are written. */
-void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
-                 uint64_t size, uint32_t call)
+ * allocation map (trace_alloc chose to keep the block) the record is a MAP_ALLOC. */
+void trace_alloc_write(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
+                       uint64_t size, uint32_t call)
 {
     int map = trace_heap_on == TRACE_HEAP_MAP;
-    if (map && !heapmap_keep_alloc(p, size, call))
-        return;
     th->guard++;
     trace_alloc_rec(th, r, fn, t, p, size, call, map);
     th->guard--;
@@ -368,12 +365,10 @@ static void trace_free_rec(trace_thr_t *th, uint64_t t, const void *p, uint64_t 
         rec_end(&c, put(c.s, t, (uint64_t)(uintptr_t)p, size, call), K_HEAP);
 }
 
-void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
+void trace_free_write(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
 {
-    int map = trace_heap_on == TRACE_HEAP_MAP;
-    th->guard++; /* (malloc_usable_size is the collector's work too) */
-    if (!map || heapmap_keep_free(p, call))
-        trace_free_rec(th, t, p, size, call, map);
+    th->guard++;
+    trace_free_rec(th, t, p, size, call, trace_heap_on == TRACE_HEAP_MAP);
     th->guard--;
 }
 

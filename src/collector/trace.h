@@ -35,6 +35,7 @@
 #include "collector.h"
 #include "fastunwind.h"
 #include "signals.h"
+#include "heapmap.h"
 
 typedef struct trace_cfg {
     int heap, io, sync;        /* what is traced */
@@ -113,10 +114,24 @@ uint64_t trace_now(void) COLL_HIDDEN;
 
 /* The records. fn: the interposer's entry (the stack's leaf); r: its caller (FU_REGS in the
  * interposer). t: the time of the event. Errno is preserved. */
-void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
-                 uint64_t size, uint32_t call) COLL_HIDDEN;
-void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size,
-                uint32_t call) COLL_HIDDEN;
+void trace_alloc_write(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
+                       uint64_t size, uint32_t call) COLL_HIDDEN;
+void trace_free_write(trace_thr_t *th, uint64_t t, const void *p, uint64_t size,
+                      uint32_t call) COLL_HIDDEN;
+/* trace_alloc(th, r, fn, t, p, size, call) and trace_free(th, t, p, size, call): the records of
+ * heap tracing, or of the allocation map (heapmap.h) for the blocks it keeps. Macros, so that a
+ * call the map does not keep costs its choice alone: the time and the registers (t and r, often
+ * trace_now() and FU_REGS()) are not taken then. p, size and call are evaluated twice. */
+#define trace_alloc(th, r, fn, t, p, size, call)                                                 \
+    do {                                                                                          \
+        if (trace_heap_on != TRACE_HEAP_MAP || heapmap_keep_alloc((p), (size), (call)))           \
+            trace_alloc_write((th), (r), (fn), (t), (p), (size), (call));                         \
+    } while (0)
+#define trace_free(th, t, p, size, call)                                                          \
+    do {                                                                                          \
+        if (trace_heap_on != TRACE_HEAP_MAP || heapmap_keep_free(&(th)->guard, (p), (call)))              \
+            trace_free_write((th), (t), (p), (size), (call));                                     \
+    } while (0)
 void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
                 const void *object, uint32_t call) COLL_HIDDEN;
 void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,
