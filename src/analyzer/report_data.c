@@ -246,7 +246,8 @@ static void tls_object(scan_t *c, const exp_process_t *p, uint64_t t, uint64_t t
 
 /* An address in the stack above the sample's own frame: the frame of the caller that holds it
  * (a local array passed down by pointer), found by walking the sample's stack up from the
- * sample's CFA while each caller's CFA is rsp-based (symbols_data.h). */
+ * sample's CFA while each caller's CFA is rsp-based, or rbp-based with rbp still the sample's
+ * (symbols_data.h). */
 static void caller_frame(scan_t *c, const exp_event_t *ev, const exp_process_t *p, uint32_t obj,
                          const sym_dquery_t *q, sym_dref_t *dr)
 {
@@ -261,13 +262,16 @@ static void caller_frame(scan_t *c, const exp_event_t *ev, const exp_process_t *
         q->ea < cfa)
         return;
     uint32_t gen = exp_stacks_gen(st, ev->stack);
+    uint64_t rbp = q->regmask >> 6 & 1 ? q->regs[6] : 0;
+    int rbp_ok = q->regmask >> 6 & 1 && sym_data_rbp_kept(c->sd, obj, q->sample_pc);
     for (uint32_t k = 1; k < nf && k < 256; k++) {
         const exp_object_t *o = exp_object_in(p, pcs[k], gen);
         uint32_t ko = o ? sym_object_add(c->s->sym, o->path, o->buildid) : UINT32_MAX;
         if (ko == UINT32_MAX || pcs[k] - o->bias == 0)
             return;
         sym_dref_t x;
-        int rc = sym_data_caller_frame(c->sd, ko, pcs[k] - o->bias - 1, cfa, q->ea, &cfa, &x);
+        int rc = sym_data_caller_frame(c->sd, ko, pcs[k] - o->bias - 1, cfa, q->ea, &rbp, &rbp_ok,
+                                       &cfa, &x);
         if (rc < 0)
             return;
         if (rc > 0) {
@@ -521,6 +525,69 @@ static const site_t *site_of(scan_t *c, uint32_t proc, uint32_t stack)
     return x;
 }
 
+/* Puts the level name before every level of dr: name.CHAIN (the deepest levels go when the
+ * whole does not fit). */
+static void prefix_level(sym_dref_t *dr, const char *name)
+{
+    size_t pre = strlen(name);
+    if (pre + 1 >= sizeof dr->desc)
+        pre = sizeof dr->desc - 2;
+    int keep = dr->nlevels < SYM_DREF_LEVELS ? dr->nlevels : SYM_DREF_LEVELS - 1;
+    size_t tail = keep ? dr->end[keep - 1] : 0;
+    if (pre + 1 + tail >= sizeof dr->desc) { /* cut at a level that fits */
+        while (keep > 0 && pre + 1 + dr->end[keep - 1] >= sizeof dr->desc)
+            keep--;
+        tail = keep ? dr->end[keep - 1] : 0;
+    }
+    memmove(dr->desc + pre + (keep ? 1 : 0), dr->desc, tail);
+    memcpy(dr->desc, name, pre);
+    if (keep)
+        dr->desc[pre] = '.';
+    dr->desc[pre + (keep ? 1 + tail : 0)] = 0;
+    for (int i = keep; i > 0; i--)
+        dr->end[i] = (uint16_t)(dr->end[i - 1] + pre + 1);
+    dr->end[0] = (uint16_t)pre;
+    dr->nlevels = keep + 1;
+}
+
+/* The thread of process p whose stack holds ea at time t (its `thread` record's bounds, while
+ * it lived), or NULL. */
+static const exp_thread_t *stack_owner(const exp_process_t *p, uint64_t ea, uint64_t t)
+{
+    for (size_t i = 0; i < p->nthreads; i++) {
+        const exp_thread_t *th = &p->threads[i];
+        if (th->stack_hi && ea >= th->stack_lo && ea < th->stack_hi && t >= th->t_start &&
+            (th->t_end == EXP_T_NEVER || t <= th->t_end))
+            return th;
+    }
+    return NULL;
+}
+
+/* The reference at ea is in the stack of thread owner, but in no frame the sample's stack
+ * placed: <Stack>, then the owning thread with the reason, then what the referencing code's
+ * pointer type says is at the address (when it said). */
+static void stack_object(const exp_event_t *ev, const exp_thread_t *owner, uint64_t ea,
+                         int reason, sym_dref_t *dr)
+{
+    if (reason || dr->kind != SYM_DATA_POINTEE) {
+        memset(dr, 0, sizeof *dr);
+        dr->nlevels = 0;
+    }
+    char name[160];
+    if (owner->tid != ev->tid)
+        snprintf(name, sizeof name, "(thread %u, another thread's stack: its frames at the "
+                 "time are not recorded)", owner->tid);
+    else
+        snprintf(name, sizeof name, "(thread %u, the sample's own stack: in no frame its "
+                 "call stack places)", owner->tid);
+    prefix_level(dr, name);
+    prefix_level(dr, "<Stack>");
+    dr->agg_level = dr->has_agg ? 2 : 0;
+    dr->kind = SYM_DATA_STACK;
+    dr->reason = 0;
+    dr->var_offset = owner->stack_hi - ea; /* below the top of the stack */
+}
+
 /* The reference at ea is inside heap block b: the block is the object (named by its allocation
  * site), and what is at the offset in it, typed by the code that referenced it (the type of the
  * pointer variable in the operand's register, already in *dr) or else by the code that
@@ -542,26 +609,7 @@ static int heap_object(scan_t *c, const exp_event_t *ev, const ha_block_t *b, ui
             *agg_obj = x->obj;
         }
     }
-    /* prefix the block's level: {heap:SITE}.CHAIN */
-    size_t pre = strlen(x->name);
-    if (pre + 1 >= sizeof dr->desc)
-        pre = sizeof dr->desc - 2;
-    int keep = dr->nlevels < SYM_DREF_LEVELS ? dr->nlevels : SYM_DREF_LEVELS - 1;
-    size_t tail = keep ? dr->end[keep - 1] : 0;
-    if (pre + 1 + tail >= sizeof dr->desc) { /* cut at a level that fits */
-        while (keep > 0 && pre + 1 + dr->end[keep - 1] >= sizeof dr->desc)
-            keep--;
-        tail = keep ? dr->end[keep - 1] : 0;
-    }
-    memmove(dr->desc + pre + (keep ? 1 : 0), dr->desc, tail);
-    memcpy(dr->desc, x->name, pre);
-    if (keep)
-        dr->desc[pre] = '.';
-    dr->desc[pre + (keep ? 1 + tail : 0)] = 0;
-    for (int i = keep; i > 0; i--)
-        dr->end[i] = (uint16_t)(dr->end[i - 1] + pre + 1);
-    dr->end[0] = (uint16_t)pre;
-    dr->nlevels = keep + 1;
+    prefix_level(dr, x->name); /* {heap:SITE}.CHAIN */
     dr->agg_level = dr->has_agg ? 1 : 0;
     dr->kind = SYM_DATA_HEAP;
     dr->scalar = 0;
@@ -591,19 +639,24 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     uint64_t ea = 0;
     int reason = classify(c, ev, dr, &ea_ok, &ea, &ea_reason, &write, &size);
     uint32_t agg_obj = UINT32_MAX;
+    const exp_process_t *p = c->s->exps[c->exp]->procs[ev->proc];
     /* an address inside a traced (or mapped) heap block that nothing surer named (a variable of
      * the frame, a static, a thread-local: an mmap'd region can be a stack) is the block's */
     if (ea_ok && (reason || dr->kind == SYM_DATA_POINTEE)) {
         ha_t *h = heap_of(c, ev->proc);
         const ha_block_t *b = h ? ha_find(h, ea) : NULL;
+        const exp_thread_t *owner = b ? NULL : stack_owner(p, ea, ev->t);
         if (b) {
             if (heap_object(c, ev, b, ea, reason, dr, &agg_obj))
                 return c->err = TALLY_ENOMEM;
             reason = 0;
+        } else if (owner) {
+            stack_object(ev, owner, ea, reason, dr);
+            reason = 0;
         } else if ((reason == EXP_DUNK_NO_DESCRIPTOR || reason == EXP_DUNK_UNDETERMINABLE) &&
-                   !c->s->exps[c->exp]->procs[ev->proc]->heap_on) {
+                   !p->heap_on) {
             d->heap_untraced++;
-            if (c->s->exps[c->exp]->procs[ev->proc]->settings.heap_map)
+            if (p->settings.heap_map)
                 d->heap_mapped++;
         }
     }
@@ -633,7 +686,6 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
             if (i == dr->agg_level && dr->has_agg && !o->has_agg) {
                 o->has_agg = 1;
                 o->agg = dr->agg;
-                const exp_process_t *p = c->s->exps[c->exp]->procs[ev->proc];
                 const exp_object_t *eo = exp_object_at(p, ev->mref->pc, EXP_T_NEVER);
                 o->agg_obj = agg_obj != UINT32_MAX ? agg_obj
                              : eo ? sym_object_add(c->s->sym, eo->path, eo->buildid)

@@ -525,6 +525,10 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         th->t_start = t;
         th->name = get_str(r, EXP_KEY_NAME);
         th->how = get_str(r, EXP_KEY_HOW);
+        th->stack_lo = exp_record_u64(r, EXP_KEY_STACK_LO, 0);
+        th->stack_hi = exp_record_u64(r, EXP_KEY_STACK_HI, 0);
+        if (th->stack_hi <= th->stack_lo)
+            th->stack_lo = th->stack_hi = 0;
     } else if (!strcmp(k, EXP_LOG_THREAD_END)) {
         uint32_t tid = (uint32_t)exp_record_u64(r, EXP_KEY_TID, 0);
         exp_thread_t *th = find_thread(in, tid);
