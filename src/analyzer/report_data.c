@@ -64,6 +64,12 @@ typedef struct scan {
     ha_t *heap;
     uint32_t heap_proc;
     u64map_t sites; /* (exp, stack) -> site index */
+    /* dynamic TLS blocks (TLS_BLOCK records) of the current experiment: thread, object, where */
+    struct dtls {
+        uint32_t proc, tid, id;
+        uint64_t addr;
+    } *dtls;
+    size_t ndtls, dtlscap;
     struct site *site;
     size_t nsite, sitecap;
 } scan_t;
@@ -222,6 +228,47 @@ static const bt_func_t *func_code(scan_t *c, uint32_t obj, uint32_t fn)
     return c->fc[*slot].f.n ? &c->fc[*slot].f : NULL;
 }
 
+/* A thread's dynamic TLS block of an object (a TLS_BLOCK record), kept for the references after
+ * it; a later one for the same thread and object replaces it. */
+static int tls_block_event(scan_t *c, const exp_event_t *ev)
+{
+    for (size_t i = 0; i < c->ndtls; i++) {
+        struct dtls *x = &c->dtls[i];
+        if (x->proc == ev->proc && x->tid == ev->tid && x->id == ev->call) {
+            x->addr = ev->addr;
+            return 0;
+        }
+    }
+    if (GROW(c->dtls, c->ndtls, c->dtlscap))
+        return c->err = TALLY_ENOMEM;
+    c->dtls[c->ndtls++] = (struct dtls){ ev->proc, ev->tid, ev->call, ev->addr };
+    return 0;
+}
+
+/* An address inside one of the sample's thread's dynamic TLS blocks (objects loaded by dlopen
+ * without static TLS) is that object's thread-local at the offset. */
+static void dyn_tls_object(scan_t *c, const exp_event_t *ev, const exp_process_t *p, uint64_t ea,
+                           sym_dref_t *dr)
+{
+    for (size_t i = 0; i < c->ndtls; i++) {
+        const struct dtls *x = &c->dtls[i];
+        if (x->proc != ev->proc || x->tid != ev->tid || ea < x->addr)
+            continue;
+        for (size_t k = 0; k < p->nobjects; k++) {
+            const exp_object_t *o = &p->objects[k];
+            if (o->id != x->id || ev->t < o->t_load || ev->t >= o->t_unload)
+                continue;
+            uint32_t obj = sym_object_add(c->s->sym, o->path, o->buildid);
+            sym_dref_t y;
+            if (obj != UINT32_MAX && sym_data_tls(c->sd, obj, ea - x->addr, &y)) {
+                if (!y.reason || dr->reason)
+                    *dr = y;
+                return;
+            }
+        }
+    }
+}
+
 /* An address inside the static TLS block of one of the process's objects (each starts its
  * load record's tls_below under the thread pointer tp of the sample's thread) is that object's
  * thread-local variable, whatever the instruction's operand looked like (a library's variables
@@ -367,6 +414,8 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
         caller_frame(c, ev, p, obj, &q, dr);
     if (*ea_ok && q.has_tp)
         tls_object(c, p, ev->t, q.tp, *ea, dr);
+    if (*ea_ok && c->ndtls && (dr->reason || dr->kind != SYM_DATA_TLS))
+        dyn_tls_object(c, ev, p, *ea, dr);
     return dr->reason;
 }
 
@@ -626,6 +675,8 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE ||
         ev->type == EXP_REC_MAP_ALLOC || ev->type == EXP_REC_MAP_FREE) /* the allocation map */
         return heap_event(c, ev) ? c->err : 0;
+    if (ev->type == EXP_REC_TLS_BLOCK)
+        return tls_block_event(c, ev) ? c->err : 0;
     if (ev->type != EXP_REC_MEMREF || !ev->mref || !eng_event_selected(c->s->eng, c->exp, ev))
         return 0;
     rep_data_t *d = c->d;
@@ -796,11 +847,13 @@ int rep_data(ses_t *s, rep_data_t *out, tally_err_t *err)
     for (size_t x = 0; x < s->nexps && !rc; x++) {
         c.exp = (uint32_t)x;
         c.heap_proc = UINT32_MAX;
+        c.ndtls = 0;
         rc = exp_scan(s->exps[x], eng_stacks(s->eng, c.exp), memref_cb, &c, NULL, err);
         if (c.err)
             rc = nomem(err);
     }
     ha_free(c.heap);
+    free(c.dtls);
     u64map_free(&c.sites);
     free(c.site);
     for (size_t i = 0; i < c.nfc; i++)

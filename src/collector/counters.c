@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "maps.h"
 #include "mref.h"
 #include "perfev.h"
 #include "signals.h"
@@ -590,6 +591,7 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
             } else {
                 mref_from_ucontext(uc, (uint32_t)i + 1, &m);
             }
+            maps_tls_note(&t->stream, now); /* the thread's dynamic TLS blocks (maps.h) */
             exp_stream_memref(&t->stream, now, sid, c->interval, &m);
         }
     }

@@ -32,6 +32,7 @@ enum exp_rec_type {
     EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
     /* 18..23 are free for counter records; dataspace: */
     EXP_REC_MEMREF = 24, /* the memory reference behind a clock or counter sample */
+    EXP_REC_TLS_BLOCK = 25, /* where the stream's thread's dynamic TLS block of an object is */
 };
 
 enum exp_stack_flags {

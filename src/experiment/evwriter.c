@@ -450,6 +450,12 @@ int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, u
     return free_rec(s, EXP_REC_HEAP_FREE, t, addr, size, call);
 }
 
+int exp_stream_tls_block(exp_stream_t *s, uint64_t t, uint32_t id, uint64_t addr)
+{
+    const uint64_t v[2] = { id, addr };
+    return put_event(s, EXP_REC_TLS_BLOCK, t, v, 2);
+}
+
 int exp_stream_map_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
                          uint64_t size, uint32_t call)
 {

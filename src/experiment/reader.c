@@ -1676,6 +1676,20 @@ static int decode_sync(struct cursor *c, uint8_t type, const uint8_t *q, const u
     return 0;
 }
 
+/* TLS_BLOCK: call is the object's load id, addr the block. */
+static int decode_tls_block(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                            const uint8_t *rec)
+{
+    (void)type;
+    (void)rec;
+    uint64_t id, addr;
+    if (leb128_get(&q, rend, &id) || leb128_get(&q, rend, &addr) || id > UINT32_MAX)
+        return -1;
+    c->ev.call = (uint32_t)id;
+    c->ev.addr = addr;
+    return 0;
+}
+
 /* HEAP_ALLOC and HEAP_FREE, and MAP_ALLOC and MAP_FREE (the same payloads). */
 static int decode_heap(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
                        const uint8_t *rec)
@@ -1840,6 +1854,7 @@ static const decode_fn decoders[256] = {
     [EXP_REC_STATE] = decode_state,
     [EXP_REC_CPU] = decode_cpu,
     [EXP_REC_MEMREF] = decode_memref,
+    [EXP_REC_TLS_BLOCK] = decode_tls_block,
 };
 
 /* Decodes the payload of a timed record of a known type into c->ev. Returns 0 for an event, 2
