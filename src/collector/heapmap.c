@@ -5,6 +5,8 @@
 
 #include "counters.h"
 
+uint64_t heapmap_large[HEAPMAP_LARGE_BITS / 64];
+
 int heapmap_settings(coll_proc_t *p)
 {
     int on = p->set.heap_map && !p->set.heap && (p->set.clock_mref || counters_dataspace());
