@@ -8,13 +8,14 @@ Attribution: each program is collected once with -p +hi and `tally print --json 
 gives the samples of <Total>, of each <Unknown> reason and of the named objects. A sample is a
 memory reference when backtracking found a memory-referencing trigger for it (every reason but
 2, 3, 5, 7 and 8); named / memory references is the rate the goal is about, named / all samples
-is given too; each program again with heap tracing (-H on), which names heap blocks by their
-allocation site. Programs: tests/workloads/dataspace.c (list: a linked-list walk; mixed: globals, a
+is given too. Without -H, the allocation map of dataspace collection names the heap blocks it
+keeps (every one of at least 4 KiB, 1 in 64 smaller ones) by their allocation site; each program
+again with heap tracing (-H on), which names every heap block so. Programs: tests/workloads/dataspace.c (list: a linked-list walk; mixed: globals, a
 global structure, a heap array of structures, a stack array) and bench/ds_kernels.c (a chained
 hash table, a matrix product over heap rows, a binary tree search, a histogram of globals).
 
-Exact sources: the page-fault workload (globals, a heap member under -H on, stack arrays of the
-function and of its caller) and a data breakpoint on a structure's member: the share of the
+Exact sources: the page-fault workload (globals, a heap member named through the allocation
+map, stack arrays of the function and of its caller) and a data breakpoint on a structure's member: the share of the
 program's events named, and of the breakpoint's backtracked to the store it watches.
 
 Cost: bench_mref_cost times, on this machine, what the profiling handler does more for each
@@ -95,7 +96,8 @@ for i, (label, prog, opts) in enumerate(PROGRAMS + HEAPED):
         label, total, mem, named, 100.0 * named / mem if mem else 0,
         100.0 * named / total if total else 0, why))
 out()
-out("Over the three programs: %d of %d memory-referencing samples named (%.1f%%; the goal is 95%%, "
+out("Over the three programs, without -H (heap blocks named through the allocation map): %d of %d "
+    "memory-referencing samples named (%.1f%%; the goal is 95%%, "
     "perf's data-type profiling reports about 76%% on its own tests)." %
     (tot_named, tot_mem, 100.0 * tot_named / tot_mem if tot_mem else 0))
 out()
@@ -105,14 +107,14 @@ out()
 
 # Exact sources: page faults (the faulting instruction and address) and data breakpoints (the
 # address; the PC after the access, backtracked to the store). The page-fault program touches
-# two global arrays, one member of heap structures (heap tracing on), its own stack array and a
+# two global arrays, one member of heap structures (the allocation map), its own stack array and a
 # caller's; the share is over the faults of those touch_* functions (the rest are the runtime's
 # own: dynamic loader, libc's start-up, the collector). The breakpoint watches a structure's
 # member written just before its neighbour.
 out("| exact source | events | named | named share | trigger right |")
 out("|---|---:|---:|---:|---:|")
 wlc = os.path.join(build, "tests", "wl_counters")
-run([tally, "collect", "-o", "pf", "-H", "on", "-h", "+page-faults,1", wlc, "faults", "300", "200",
+run([tally, "collect", "-o", "pf", "-h", "+page-faults,1", wlc, "faults", "300", "200",
      "150", "100", "200"])
 pf = os.path.join(tmp, "pf.tally")
 objs = json.loads(run([tally, "print", "--json", "-filters", 'LEAF IN FNAME("touch_*")',
@@ -120,7 +122,7 @@ objs = json.loads(run([tally, "print", "--json", "-filters", 'LEAF IN FNAME("tou
 rows = {r["name"]: r for r in objs}
 ev = rows["<Total>"]["samples"]
 named = ev - rows.get("<Unknown>", {}).get("samples", 0)
-out("| page faults (`+page-faults,1`, `-H on`): globals, heap member, stack arrays | %d | %d | "
+out("| page faults (`+page-faults,1`, no -H): globals, heap member, stack arrays | %d | %d | "
     "%.1f%% | exact PC |" % (ev, named, 100.0 * named / ev if ev else 0))
 run([tally, "collect", "-o", "bp", "-h", "+mem:bp_pair+8/8:w", wlc, "members", "5000"])
 bp = os.path.join(tmp, "bp.tally")

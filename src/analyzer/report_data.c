@@ -64,6 +64,12 @@ typedef struct scan {
     ha_t *heap;
     uint32_t heap_proc;
     u64map_t sites; /* (exp, stack) -> site index */
+    /* dynamic TLS blocks (TLS_BLOCK records) of the current experiment: thread, object, where */
+    struct dtls {
+        uint32_t proc, tid, id;
+        uint64_t addr;
+    } *dtls;
+    size_t ndtls, dtlscap;
     struct site *site;
     size_t nsite, sitecap;
 } scan_t;
@@ -222,6 +228,47 @@ static const bt_func_t *func_code(scan_t *c, uint32_t obj, uint32_t fn)
     return c->fc[*slot].f.n ? &c->fc[*slot].f : NULL;
 }
 
+/* A thread's dynamic TLS block of an object (a TLS_BLOCK record), kept for the references after
+ * it; a later one for the same thread and object replaces it. */
+static int tls_block_event(scan_t *c, const exp_event_t *ev)
+{
+    for (size_t i = 0; i < c->ndtls; i++) {
+        struct dtls *x = &c->dtls[i];
+        if (x->proc == ev->proc && x->tid == ev->tid && x->id == ev->call) {
+            x->addr = ev->addr;
+            return 0;
+        }
+    }
+    if (GROW(c->dtls, c->ndtls, c->dtlscap))
+        return c->err = TALLY_ENOMEM;
+    c->dtls[c->ndtls++] = (struct dtls){ ev->proc, ev->tid, ev->call, ev->addr };
+    return 0;
+}
+
+/* An address inside one of the sample's thread's dynamic TLS blocks (objects loaded by dlopen
+ * without static TLS) is that object's thread-local at the offset. */
+static void dyn_tls_object(scan_t *c, const exp_event_t *ev, const exp_process_t *p, uint64_t ea,
+                           sym_dref_t *dr)
+{
+    for (size_t i = 0; i < c->ndtls; i++) {
+        const struct dtls *x = &c->dtls[i];
+        if (x->proc != ev->proc || x->tid != ev->tid || ea < x->addr)
+            continue;
+        for (size_t k = 0; k < p->nobjects; k++) {
+            const exp_object_t *o = &p->objects[k];
+            if (o->id != x->id || ev->t < o->t_load || ev->t >= o->t_unload)
+                continue;
+            uint32_t obj = sym_object_add(c->s->sym, o->path, o->buildid);
+            sym_dref_t y;
+            if (obj != UINT32_MAX && sym_data_tls(c->sd, obj, ea - x->addr, &y)) {
+                if (!y.reason || dr->reason)
+                    *dr = y;
+                return;
+            }
+        }
+    }
+}
+
 /* An address inside the static TLS block of one of the process's objects (each starts its
  * load record's tls_below under the thread pointer tp of the sample's thread) is that object's
  * thread-local variable, whatever the instruction's operand looked like (a library's variables
@@ -246,7 +293,8 @@ static void tls_object(scan_t *c, const exp_process_t *p, uint64_t t, uint64_t t
 
 /* An address in the stack above the sample's own frame: the frame of the caller that holds it
  * (a local array passed down by pointer), found by walking the sample's stack up from the
- * sample's CFA while each caller's CFA is rsp-based (symbols_data.h). */
+ * sample's CFA while each caller's CFA is rsp-based, or rbp-based with rbp still the sample's
+ * (symbols_data.h). */
 static void caller_frame(scan_t *c, const exp_event_t *ev, const exp_process_t *p, uint32_t obj,
                          const sym_dquery_t *q, sym_dref_t *dr)
 {
@@ -261,13 +309,16 @@ static void caller_frame(scan_t *c, const exp_event_t *ev, const exp_process_t *
         q->ea < cfa)
         return;
     uint32_t gen = exp_stacks_gen(st, ev->stack);
+    uint64_t rbp = q->regmask >> 6 & 1 ? q->regs[6] : 0;
+    int rbp_ok = q->regmask >> 6 & 1 && sym_data_rbp_kept(c->sd, obj, q->sample_pc);
     for (uint32_t k = 1; k < nf && k < 256; k++) {
         const exp_object_t *o = exp_object_in(p, pcs[k], gen);
         uint32_t ko = o ? sym_object_add(c->s->sym, o->path, o->buildid) : UINT32_MAX;
         if (ko == UINT32_MAX || pcs[k] - o->bias == 0)
             return;
         sym_dref_t x;
-        int rc = sym_data_caller_frame(c->sd, ko, pcs[k] - o->bias - 1, cfa, q->ea, &cfa, &x);
+        int rc = sym_data_caller_frame(c->sd, ko, pcs[k] - o->bias - 1, cfa, q->ea, &rbp, &rbp_ok,
+                                       &cfa, &x);
         if (rc < 0)
             return;
         if (rc > 0) {
@@ -363,6 +414,8 @@ static int classify(scan_t *c, const exp_event_t *ev, sym_dref_t *dr, int *ea_ok
         caller_frame(c, ev, p, obj, &q, dr);
     if (*ea_ok && q.has_tp)
         tls_object(c, p, ev->t, q.tp, *ea, dr);
+    if (*ea_ok && c->ndtls && (dr->reason || dr->kind != SYM_DATA_TLS))
+        dyn_tls_object(c, ev, p, *ea, dr);
     return dr->reason;
 }
 
@@ -401,7 +454,7 @@ static int heap_event(scan_t *c, const exp_event_t *ev)
         return c->err = TALLY_ENOMEM;
     ha_t *h = heap_of(c, ev->proc);
     int mapped = ev->call == EXP_HEAP_MMAP || ev->call == EXP_HEAP_MREMAP;
-    if (ev->type == EXP_REC_HEAP_FREE)
+    if (ev->type == EXP_REC_HEAP_FREE || ev->type == EXP_REC_MAP_FREE)
         ha_release(h, ev->addr, ev->size, mapped);
     else if (ha_alloc(h, ev->addr, ev->size, mapped, ev->stack))
         return c->err = TALLY_ENOMEM;
@@ -521,6 +574,69 @@ static const site_t *site_of(scan_t *c, uint32_t proc, uint32_t stack)
     return x;
 }
 
+/* Puts the level name before every level of dr: name.CHAIN (the deepest levels go when the
+ * whole does not fit). */
+static void prefix_level(sym_dref_t *dr, const char *name)
+{
+    size_t pre = strlen(name);
+    if (pre + 1 >= sizeof dr->desc)
+        pre = sizeof dr->desc - 2;
+    int keep = dr->nlevels < SYM_DREF_LEVELS ? dr->nlevels : SYM_DREF_LEVELS - 1;
+    size_t tail = keep ? dr->end[keep - 1] : 0;
+    if (pre + 1 + tail >= sizeof dr->desc) { /* cut at a level that fits */
+        while (keep > 0 && pre + 1 + dr->end[keep - 1] >= sizeof dr->desc)
+            keep--;
+        tail = keep ? dr->end[keep - 1] : 0;
+    }
+    memmove(dr->desc + pre + (keep ? 1 : 0), dr->desc, tail);
+    memcpy(dr->desc, name, pre);
+    if (keep)
+        dr->desc[pre] = '.';
+    dr->desc[pre + (keep ? 1 + tail : 0)] = 0;
+    for (int i = keep; i > 0; i--)
+        dr->end[i] = (uint16_t)(dr->end[i - 1] + pre + 1);
+    dr->end[0] = (uint16_t)pre;
+    dr->nlevels = keep + 1;
+}
+
+/* The thread of process p whose stack holds ea at time t (its `thread` record's bounds, while
+ * it lived), or NULL. */
+static const exp_thread_t *stack_owner(const exp_process_t *p, uint64_t ea, uint64_t t)
+{
+    for (size_t i = 0; i < p->nthreads; i++) {
+        const exp_thread_t *th = &p->threads[i];
+        if (th->stack_hi && ea >= th->stack_lo && ea < th->stack_hi && t >= th->t_start &&
+            (th->t_end == EXP_T_NEVER || t <= th->t_end))
+            return th;
+    }
+    return NULL;
+}
+
+/* The reference at ea is in the stack of thread owner, but in no frame the sample's stack
+ * placed: <Stack>, then the owning thread with the reason, then what the referencing code's
+ * pointer type says is at the address (when it said). */
+static void stack_object(const exp_event_t *ev, const exp_thread_t *owner, uint64_t ea,
+                         int reason, sym_dref_t *dr)
+{
+    if (reason || dr->kind != SYM_DATA_POINTEE) {
+        memset(dr, 0, sizeof *dr);
+        dr->nlevels = 0;
+    }
+    char name[160];
+    if (owner->tid != ev->tid)
+        snprintf(name, sizeof name, "(thread %u, another thread's stack: its frames at the "
+                 "time are not recorded)", owner->tid);
+    else
+        snprintf(name, sizeof name, "(thread %u, the sample's own stack: in no frame its "
+                 "call stack places)", owner->tid);
+    prefix_level(dr, name);
+    prefix_level(dr, "<Stack>");
+    dr->agg_level = dr->has_agg ? 2 : 0;
+    dr->kind = SYM_DATA_STACK;
+    dr->reason = 0;
+    dr->var_offset = owner->stack_hi - ea; /* below the top of the stack */
+}
+
 /* The reference at ea is inside heap block b: the block is the object (named by its allocation
  * site), and what is at the offset in it, typed by the code that referenced it (the type of the
  * pointer variable in the operand's register, already in *dr) or else by the code that
@@ -542,26 +658,7 @@ static int heap_object(scan_t *c, const exp_event_t *ev, const ha_block_t *b, ui
             *agg_obj = x->obj;
         }
     }
-    /* prefix the block's level: {heap:SITE}.CHAIN */
-    size_t pre = strlen(x->name);
-    if (pre + 1 >= sizeof dr->desc)
-        pre = sizeof dr->desc - 2;
-    int keep = dr->nlevels < SYM_DREF_LEVELS ? dr->nlevels : SYM_DREF_LEVELS - 1;
-    size_t tail = keep ? dr->end[keep - 1] : 0;
-    if (pre + 1 + tail >= sizeof dr->desc) { /* cut at a level that fits */
-        while (keep > 0 && pre + 1 + dr->end[keep - 1] >= sizeof dr->desc)
-            keep--;
-        tail = keep ? dr->end[keep - 1] : 0;
-    }
-    memmove(dr->desc + pre + (keep ? 1 : 0), dr->desc, tail);
-    memcpy(dr->desc, x->name, pre);
-    if (keep)
-        dr->desc[pre] = '.';
-    dr->desc[pre + (keep ? 1 + tail : 0)] = 0;
-    for (int i = keep; i > 0; i--)
-        dr->end[i] = (uint16_t)(dr->end[i - 1] + pre + 1);
-    dr->end[0] = (uint16_t)pre;
-    dr->nlevels = keep + 1;
+    prefix_level(dr, x->name); /* {heap:SITE}.CHAIN */
     dr->agg_level = dr->has_agg ? 1 : 0;
     dr->kind = SYM_DATA_HEAP;
     dr->scalar = 0;
@@ -575,8 +672,11 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     scan_t *c = ctx;
     if (c->err)
         return 0;
-    if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE)
+    if (ev->type == EXP_REC_HEAP_ALLOC || ev->type == EXP_REC_HEAP_FREE ||
+        ev->type == EXP_REC_MAP_ALLOC || ev->type == EXP_REC_MAP_FREE) /* the allocation map */
         return heap_event(c, ev) ? c->err : 0;
+    if (ev->type == EXP_REC_TLS_BLOCK)
+        return tls_block_event(c, ev) ? c->err : 0;
     if (ev->type != EXP_REC_MEMREF || !ev->mref || !eng_event_selected(c->s->eng, c->exp, ev))
         return 0;
     rep_data_t *d = c->d;
@@ -590,18 +690,25 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     uint64_t ea = 0;
     int reason = classify(c, ev, dr, &ea_ok, &ea, &ea_reason, &write, &size);
     uint32_t agg_obj = UINT32_MAX;
-    /* an address inside a traced heap block that nothing surer named (a variable of the frame,
-     * a static, a thread-local: an mmap'd region can be a stack) is the block's */
+    const exp_process_t *p = c->s->exps[c->exp]->procs[ev->proc];
+    /* an address inside a traced (or mapped) heap block that nothing surer named (a variable of
+     * the frame, a static, a thread-local: an mmap'd region can be a stack) is the block's */
     if (ea_ok && (reason || dr->kind == SYM_DATA_POINTEE)) {
         ha_t *h = heap_of(c, ev->proc);
         const ha_block_t *b = h ? ha_find(h, ea) : NULL;
+        const exp_thread_t *owner = b ? NULL : stack_owner(p, ea, ev->t);
         if (b) {
             if (heap_object(c, ev, b, ea, reason, dr, &agg_obj))
                 return c->err = TALLY_ENOMEM;
             reason = 0;
+        } else if (owner) {
+            stack_object(ev, owner, ea, reason, dr);
+            reason = 0;
         } else if ((reason == EXP_DUNK_NO_DESCRIPTOR || reason == EXP_DUNK_UNDETERMINABLE) &&
-                   !c->s->exps[c->exp]->procs[ev->proc]->heap_on) {
+                   !p->heap_on) {
             d->heap_untraced++;
+            if (p->settings.heap_map)
+                d->heap_mapped++;
         }
     }
     add(&d->objs[0].v, src, w); /* <Total> */
@@ -630,7 +737,6 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
             if (i == dr->agg_level && dr->has_agg && !o->has_agg) {
                 o->has_agg = 1;
                 o->agg = dr->agg;
-                const exp_process_t *p = c->s->exps[c->exp]->procs[ev->proc];
                 const exp_object_t *eo = exp_object_at(p, ev->mref->pc, EXP_T_NEVER);
                 o->agg_obj = agg_obj != UINT32_MAX ? agg_obj
                              : eo ? sym_object_add(c->s->sym, eo->path, eo->buildid)
@@ -741,11 +847,13 @@ int rep_data(ses_t *s, rep_data_t *out, tally_err_t *err)
     for (size_t x = 0; x < s->nexps && !rc; x++) {
         c.exp = (uint32_t)x;
         c.heap_proc = UINT32_MAX;
+        c.ndtls = 0;
         rc = exp_scan(s->exps[x], eng_stacks(s->eng, c.exp), memref_cb, &c, NULL, err);
         if (c.err)
             rc = nomem(err);
     }
     ha_free(c.heap);
+    free(c.dtls);
     u64map_free(&c.sites);
     free(c.site);
     for (size_t i = 0; i < c.nfc; i++)

@@ -95,6 +95,8 @@ typedef struct rep_data {
     uint64_t heap_untraced; /* references left <Unknown> (reasons 4 and 6: the instruction was
                                understood) with an address, in processes without heap tracing
                                (-H on would have looked for their heap block) */
+    uint64_t heap_mapped;   /* of which in processes that kept the allocation map (the block
+                               was not one the map keeps) */
 } rep_data_t;
 
 /* The reason's label in views: "<Unknown>.(...)" minus the prefix. */

@@ -747,7 +747,7 @@ static int frame_object(obj_data_t *o, Dwarf_Die *scopes, int ns, const sym_dque
 /* The variable of the scopes at pc whose frame location covers ea (frame base cfa, stack
  * pointer sp), else the frame itself: {stack:FUNCTION}. */
 static void name_in_frame(Dwarf_Die *scopes, int ns, uint64_t pc, uint64_t cfa, uint64_t sp,
-                          uint64_t ea, sym_dref_t *out)
+                          const uint64_t *rbp, uint64_t ea, sym_dref_t *out)
 {
     int fb_cfa = frame_base_is_cfa(scopes, ns);
     for (int i = 0; i < ns; i++) {
@@ -770,6 +770,8 @@ static void name_in_frame(Dwarf_Die *scopes, int ns, uint64_t pc, uint64_t cfa, 
                 at = cfa;
             else if (ops[0].atom == DW_OP_breg7)
                 at = sp;
+            else if (ops[0].atom == DW_OP_breg6 && rbp)
+                at = *rbp;
             else
                 continue;
             uint64_t start = at + (uint64_t)(int64_t)ops[0].number;
@@ -792,6 +794,31 @@ static void name_in_frame(Dwarf_Die *scopes, int ns, uint64_t pc, uint64_t cfa, 
     out->var_offset = cfa - ea;
 }
 
+/* Does the frame at pc leave rbp as its caller had it (call-frame information: same value)? */
+static int rbp_same(obj_data_t *o, uint64_t pc)
+{
+    Dwarf_CFI *cfis[2] = { o->cfi_elf, o->cfi_dw };
+    for (int i = 0; i < 2; i++) {
+        Dwarf_Frame *fr;
+        if (!cfis[i] || dwarf_cfi_addrframe(cfis[i], pc, &fr) != 0)
+            continue;
+        Dwarf_Op mem[3], *ops = NULL;
+        size_t n = 1;
+        int rc = dwarf_frame_register(fr, 6, mem, &ops, &n);
+        free(fr);
+        return rc == 0 && n == 0 && ops == NULL;
+    }
+    return 0;
+}
+
+int sym_data_rbp_kept(sym_data_t *d, uint32_t obj, uint64_t pc)
+{
+    Dwarf *dw;
+    Elf *elf;
+    obj_data_t *o = data_of(d, obj, &dw, &elf);
+    return o && rbp_same(o, pc);
+}
+
 int sym_data_cfa(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, uint64_t *cfa)
 {
     Dwarf *dw;
@@ -801,7 +828,7 @@ int sym_data_cfa(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, uint64_t *c
 }
 
 int sym_data_caller_frame(sym_data_t *d, uint32_t obj, uint64_t pc, uint64_t sp, uint64_t ea,
-                          uint64_t *cfa, sym_dref_t *out)
+                          uint64_t *rbp, int *rbp_ok, uint64_t *cfa, sym_dref_t *out)
 {
     memset(out, 0, sizeof *out);
     Dwarf *dw;
@@ -809,16 +836,22 @@ int sym_data_caller_frame(sym_data_t *d, uint32_t obj, uint64_t pc, uint64_t sp,
     obj_data_t *o = data_of(d, obj, &dw, &elf);
     int reg;
     int64_t off;
-    if (!o || cfa_rule(o, pc, &reg, &off) || reg != 7) /* only rsp-based frames can be placed */
+    /* an rsp-based frame is placed from its callee's CFA; a frame-pointer frame from rbp, when
+     * the frames below it left rbp alone */
+    if (!o || cfa_rule(o, pc, &reg, &off) || !(reg == 7 || (reg == 6 && *rbp_ok)))
         return -1;
-    *cfa = sp + (uint64_t)off;
+    *cfa = (reg == 7 ? sp : *rbp) + (uint64_t)off;
+    int fp_ok = *rbp_ok;
+    *rbp_ok = *rbp_ok && rbp_same(o, pc); /* for the next caller */
+    if (*cfa < sp)
+        return -1;
     if (ea >= *cfa)
         return 0;
     Dwarf_Die *cu = sym_dwarf_cu(d->sym, obj, pc);
     Dwarf_Die *scopes = NULL;
     int ns = cu ? scopes_at(cu, pc, &scopes) : 0;
     if (ns > 0) {
-        name_in_frame(scopes, ns, pc, *cfa, sp, ea, out);
+        name_in_frame(scopes, ns, pc, *cfa, sp, fp_ok ? rbp : NULL, ea, out);
     } else { /* no DWARF for the caller: its frame still is the object */
         sbuf_t b = { out->desc, 0, sizeof out->desc, 0 };
         put(&b, "{stack:-}");

@@ -117,14 +117,20 @@ int sym_data_tls(sym_data_t *d, uint32_t obj, uint64_t off, sym_dref_t *out);
  * sym_data_cfa, the CFA of the sample's frame (q's registers at its sample_pc), 1 when known.
  * Then, frame by frame, sym_data_caller_frame takes the caller's ELF address pc (its return
  * address less one) in object obj and its stack pointer sp (the callee's CFA): it sets *cfa to
- * the caller's CFA, and when ea is below it, names the caller's local whose fbreg or
- * rsp-relative location covers ea, else {stack:FUNCTION}, and returns 1; 0 when ea is above
- * the frame (go on with the next caller), -1 when the frame cannot be placed (its CFA is not
- * rsp-based: a frame-pointer frame, whose rbp the callees may have saved on the stack, which
- * is not recorded). */
+ * the caller's CFA, and when ea is below it, names the caller's local whose fbreg, rsp- or
+ * rbp-relative location covers ea, else {stack:FUNCTION}, and returns 1; 0 when ea is above
+ * the frame (go on with the next caller), -1 when the frame cannot be placed.
+ * The frame pointer: *rbp_ok says whether *rbp is the frame's rbp (the sample's register, when
+ * no frame below changed it). A frame whose CFA is rbp-based (a frame-pointer frame) is placed
+ * only then; and the next caller's rbp stays known only when the frame leaves rbp alone (its
+ * call-frame information says "same value": a frame that saves rbp keeps the caller's on the
+ * stack, which is not recorded), so *rbp_ok is updated for the next caller. sym_data_rbp_kept
+ * says the same of the sample's own frame (ELF address pc of object obj): 1 when it leaves the
+ * caller's rbp in the register. */
 int sym_data_cfa(sym_data_t *d, uint32_t obj, const sym_dquery_t *q, uint64_t *cfa);
+int sym_data_rbp_kept(sym_data_t *d, uint32_t obj, uint64_t pc);
 int sym_data_caller_frame(sym_data_t *d, uint32_t obj, uint64_t pc, uint64_t sp, uint64_t ea,
-                          uint64_t *cfa, sym_dref_t *out);
+                          uint64_t *rbp, int *rbp_ok, uint64_t *cfa, sym_dref_t *out);
 
 /* Heap blocks typed by the code that allocated them: the type that a pointer variable living in
  * register reg (DWARF number) at ELF address pc points to, when one of the scopes at pc has one

@@ -105,6 +105,9 @@ static void usage(FILE *out)
         "                                  ',n' (gprofng's native-API scope) is what tally\n"
         "                                  traces anyway\n"
         "  -H, --heap=on|off               heap tracing: the malloc family, mmap and munmap\n"
+        "      --heap-map=on|off           with dataspace data and no -H: record heap blocks of\n"
+        "                                  4 KiB or more and 1 in 64 smaller ones, to name\n"
+        "                                  addresses in them by allocation site (on)\n"
         "  -i, --io=on|off                 I/O tracing: read, write, open, close, stdio, ...\n"
         "      --blocks=on|off|FILE        profiled blocks (tally_start/tally_stop, programs\n"
         "                                  built with -finstrument-functions): on (default),\n"
@@ -772,6 +775,7 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
         s->sync.ns = strcmp(o->sync, "all") ? strtoull(o->sync, NULL, 10) : 0;
     }
     s->heap = o->heap;
+    s->heap_map = !o->no_heap_map;
     s->io = o->io;
     if (o->counters.n &&
         hwc_encode(&o->counters, hwc_cpu_hz(), s->counters.s, sizeof s->counters.s) < 0)
@@ -1000,7 +1004,7 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
         { "pause-signal", required_argument, 0, 'y' }, { "states", required_argument, 0, 2 },
         { "archive", required_argument, 0, 'A' }, { "counters", required_argument, 0, 'h' },
         { "blocks", required_argument, 0, 4 }, { "block-metrics", required_argument, 0, 5 },
-        { "overwrite", required_argument, 0, 'O' },
+        { "overwrite", required_argument, 0, 'O' }, { "heap-map", required_argument, 0, 6 },
         { "comment", required_argument, 0, 'C' }, { "verbose", no_argument, 0, 'v' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
@@ -1206,6 +1210,15 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
             if (parse_blocks(optarg, &o))
                 return 2;
             break;
+        case 6: {
+            int on;
+            if (parse_onoff(optarg, &on)) {
+                cli_error("collect", "bad '--heap-map=%s': use on or off", optarg);
+                return 2;
+            }
+            o.no_heap_map = !on;
+            break;
+        }
         case 5:
             if (parse_block_metrics(optarg, &o)) {
                 cli_error("collect", "bad '--block-metrics=%s': give wall, cpu and counters "

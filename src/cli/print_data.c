@@ -123,6 +123,8 @@ int view_data_objects(pstate_t *ps, const char *arg)
         json_u64(&j, d.memrefs);
         json_key(&j, "heap_untraced");
         json_u64(&j, d.heap_untraced);
+        json_key(&j, "heap_mapped");
+        json_u64(&j, d.heap_mapped);
         json_key(&j, "objects");
         json_arr_begin(&j);
     } else {
@@ -162,10 +164,15 @@ int view_data_objects(pstate_t *ps, const char *arg)
         json_arr_end(&j);
         json_obj_end(&j);
         json_end_doc(&j);
-    } else if (d.heap_untraced) {
+    } else if (d.heap_untraced > d.heap_mapped) {
         sink_printf(o, "\n(%llu <Unknown> references have an address: heap blocks are named by "
                     "their allocation site only when the heap is traced, collect -H on)\n",
                     (unsigned long long)d.heap_untraced);
+    } else if (d.heap_untraced) {
+        sink_printf(o, "\n(%llu <Unknown> references have an address outside the heap blocks "
+                    "the allocation map keeps (those of at least %u bytes, 1 in %u smaller "
+                    "ones): collect -H on names every heap block)\n",
+                    (unsigned long long)d.heap_untraced, EXP_MAP_LARGE, EXP_MAP_SAMPLE);
     }
     rep_data_free(&d);
     return 0;

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "maps.h"
 #include "mref.h"
 #include "perfev.h"
 #include "signals.h"
@@ -243,6 +244,7 @@ static void write_mref(coll_thread_t *t, const ucontext_t *uc, uint64_t now, uin
 {
     exp_memref_t m;
     mref_from_ucontext(uc, 0, &m);
+    maps_tls_note(&t->stream, now); /* the thread's dynamic TLS blocks, first (maps.h) */
     exp_stream_memref(&t->stream, now, id, w, &m);
 }
 

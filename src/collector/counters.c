@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "maps.h"
 #include "mref.h"
 #include "perfev.h"
 #include "signals.h"
@@ -209,6 +210,14 @@ static void counters_settings(coll_proc_t *p)
         nctr = 0;
         coll_warn(why);
     }
+}
+
+int counters_dataspace(void)
+{
+    for (int i = 0; i < nctr; i++)
+        if (ctr[i].flags & EXP_CSET_DATA)
+            return 1;
+    return 0;
 }
 
 static int first_bias(struct dl_phdr_info *i, size_t sz, void *out)
@@ -582,6 +591,7 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
             } else {
                 mref_from_ucontext(uc, (uint32_t)i + 1, &m);
             }
+            maps_tls_note(&t->stream, now); /* the thread's dynamic TLS blocks (maps.h) */
             exp_stream_memref(&t->stream, now, sid, c->interval, &m);
         }
     }

@@ -49,6 +49,9 @@ extern const coll_source_ops_t counters_source COLL_HIDDEN;
  * allocation). Exposed for tests. */
 int counters_decode(const char *v, char *why, size_t cap) COLL_HIDDEN;
 
+/* After the settings: does a counter of this run ask for dataspace data (`+`)? */
+int counters_dataspace(void) COLL_HIDDEN;
+
 /* At the image's end, before the calling thread stops (coll_finalize): the totals of the
  * not-program-related counters (counted on every CPU by the root image), one COUNTER record
  * each in the calling thread's stream, whose one frame is collector_not_program_related. AS-safe. */

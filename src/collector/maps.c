@@ -23,6 +23,21 @@ typedef struct obj {
 } obj_t;
 
 static pthread_mutex_t maps_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The objects with dynamic TLS blocks, append only (a thread's bit i says entry i is noted):
+ * written under maps_mu, entry then count (release); read by signal handlers. */
+#define DYN_MAX 64
+static struct dyn {
+    uint32_t load_id;
+    int live; /* atomic: 0 once unloaded */
+    uint64_t modid;
+} dyn[DYN_MAX];
+static uint32_t ndyn;     /* atomic */
+static uint32_t dyn_gen;  /* atomic: +1 when the table starts again (a fork child) */
+static __thread struct {
+    uint64_t noted;
+    uint32_t gen;
+} dyn_thr __attribute__((tls_model("initial-exec")));
 static obj_t *objs;
 static size_t nobjs, capobjs;
 static uint32_t next_id;
@@ -173,9 +188,44 @@ static int scan_cb(struct dl_phdr_info *info, size_t size, void *arg)
     o->path = copy;
     char bid[130];
     build_id(info, bid, sizeof bid);
-    log_load(sc->p, o, bid, sc->t_load, tls_below(info, sc->first));
+    uint64_t tls = tls_below(info, sc->first);
+    log_load(sc->p, o, bid, sc->t_load, tls);
+    uint32_t n = __atomic_load_n(&ndyn, __ATOMIC_RELAXED);
+    if (!tls && info->dlpi_tls_modid && n < DYN_MAX) { /* a dynamic TLS block per thread */
+        dyn[n].load_id = o->id;
+        dyn[n].modid = info->dlpi_tls_modid;
+        __atomic_store_n(&dyn[n].live, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&ndyn, n + 1, __ATOMIC_RELEASE);
+    }
     (void)size;
     return 0;
+}
+
+void maps_tls_note(exp_stream_t *s, uint64_t t)
+{
+    uint32_t n = __atomic_load_n(&ndyn, __ATOMIC_ACQUIRE);
+    if (!n)
+        return;
+    uint32_t gen = __atomic_load_n(&dyn_gen, __ATOMIC_RELAXED);
+    if (dyn_thr.gen != gen) {
+        dyn_thr.gen = gen;
+        dyn_thr.noted = 0;
+    }
+    const uint64_t *dtv;
+    __asm__ volatile("mov %%fs:8, %0" : "=r"(dtv)); /* tcbhead_t.dtv: &slots[1] */
+    if (!dtv)
+        return;
+    uint64_t slots = dtv[-2]; /* slots[0].counter: the number of module slots */
+    for (uint32_t i = 0; i < n; i++) {
+        if (dyn_thr.noted >> i & 1 || !__atomic_load_n(&dyn[i].live, __ATOMIC_RELAXED) ||
+            dyn[i].modid > slots)
+            continue;
+        uint64_t block = dtv[2 * dyn[i].modid]; /* slot modid's pointer.val */
+        if (!block || block == UINT64_MAX) /* not allocated (TLS_DTV_UNALLOCATED) */
+            continue;
+        if (exp_stream_tls_block(s, t, dyn[i].load_id, block) == 0)
+            dyn_thr.noted |= 1ull << i;
+    }
 }
 
 void maps_rescan(coll_proc_t *p)
@@ -239,6 +289,9 @@ void maps_rescan(coll_proc_t *p)
         exp_line_u64(&l, EXP_KEY_T, now);
         exp_line_u64(&l, EXP_KEY_ID, objs[i].id);
         coll_log_write(&l);
+        for (uint32_t d = 0; d < ndyn; d++)
+            if (dyn[d].load_id == objs[i].id)
+                __atomic_store_n(&dyn[d].live, 0, __ATOMIC_RELAXED);
         free(objs[i].path);
     }
     nobjs = k;
@@ -252,5 +305,7 @@ void maps_after_fork(void)
         free(objs[i].path);
     nobjs = 0;
     next_id = 0;
+    __atomic_store_n(&ndyn, 0, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&dyn_gen, 1, __ATOMIC_RELAXED);
     last_scan_t = 0;
 }

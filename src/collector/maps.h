@@ -22,4 +22,14 @@
 void maps_rescan(coll_proc_t *p);
 void maps_after_fork(void);
 
+/* Thread-locals of objects without static TLS (loaded by dlopen): each thread's block of such an
+ * object is allocated on the thread's first use, at no fixed place. At a sample that carries a
+ * memory reference, before its MEMREF, maps_tls_note writes a TLS_BLOCK record (docs/FORMAT.md)
+ * for every such object whose block the calling thread has and has not yet recorded: the block's
+ * address, read from the thread's dynamic thread vector (glibc's DTV, at %fs:8: the slot of the
+ * object's TLS module id, which rescans take from dl_iterate_phdr). At most 64 objects are
+ * followed. AS-safe (loads only; the slot is taken as it is: a thread interrupted inside the
+ * dynamic linker's update of its vector may have it stale). */
+void maps_tls_note(exp_stream_t *s, uint64_t t) COLL_HIDDEN;
+
 #endif

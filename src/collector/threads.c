@@ -273,6 +273,10 @@ static void log_thread(uint64_t now, const char *how)
     exp_line_u64(&l, EXP_KEY_TID, (uint64_t)coll_thr.tid);
     exp_line_str(&l, EXP_KEY_NAME, name);
     exp_line_str(&l, EXP_KEY_HOW, how);
+    if (coll_thr.stack_hi) { /* the data views place addresses in threads' stacks */
+        exp_line_hex(&l, EXP_KEY_STACK_LO, coll_thr.stack_lo);
+        exp_line_hex(&l, EXP_KEY_STACK_HI, coll_thr.stack_hi);
+    }
     coll_log_write(&l);
 }
 
@@ -390,6 +394,7 @@ void threads_start(coll_proc_t *p, const char *how)
     t->tid = (pid_t)syscall(SYS_gettid);
     t->cpu_num = UINT32_MAX;
     uint64_t now = coll_now();
+    stack_bounds();
     log_thread(now, how);
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t nframes = p->max_depth + UNWIND_SKIP_MAX;
@@ -397,7 +402,6 @@ void threads_start(coll_proc_t *p, const char *how)
     t->kit = kit ? kit : kit_get(ALTSTACK_SIZE + bufs_len);
     if (t->kit)
         altstack_setup(t->kit);
-    stack_bounds();
     if (p->ev_ok && sources_active() && t->kit) {
         t->bufs_len = bufs_len;
         t->scratch = (void **)((char *)t->kit + ALTSTACK_SIZE);

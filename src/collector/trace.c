@@ -105,6 +105,7 @@ void trace_settings(coll_proc_t *p)
     trace_cfg.sync = p->set.sync.mode != EXP_SYNC_OFF;
     trace_cfg.sync_calibrated = p->set.sync.mode == EXP_SYNC_CALIBRATE;
     trace_cfg.sync_threshold = p->set.sync.ns;
+    trace_cfg.heap_map = heapmap_settings(p);
     if (trace_cfg.sync_calibrated) { /* now, so that the settings record has the threshold */
         trace_cfg.sync_calibration = sync_calibrate();
         trace_cfg.sync_threshold = 6 * trace_cfg.sync_calibration;
@@ -274,47 +275,52 @@ static void rec_end(rec_t *r, int rc, int kind)
 }
 
 static void trace_alloc_rec(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
-                 uint64_t size, uint32_t call)
+                 uint64_t size, uint32_t call, int map)
 {
     rec_t c;
     uint32_t id;
+    int (*put)(exp_stream_t *, uint64_t, uint32_t, uint64_t, uint64_t, uint32_t) =
+        map ? exp_stream_map_alloc : exp_stream_alloc;
     if (__builtin_expect(fast_stack(th, t, r, fn, &id), 1)) {
         int saved = errno;
-        fast_written(exp_stream_alloc(&th->stream, t, id, (uint64_t)(uintptr_t)p, size, call), saved,
-                     K_HEAP);
+        fast_written(put(&th->stream, t, id, (uint64_t)(uintptr_t)p, size, call), saved, K_HEAP);
         return;
     }
     if (rec_begin(th, t, &c) == 0)
         rec_end(&c, take_stack(th, c.s, c.pcs, c.max, r, fn, &id)
-                        ?: exp_stream_alloc(c.s, t, id, (uint64_t)(uintptr_t)p, size, call), K_HEAP);
+                        ?: put(c.s, t, id, (uint64_t)(uintptr_t)p, size, call), K_HEAP);
 }
 
-/* The record is the collector's work: nothing it calls is traced (the guard). */
-void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
-                 uint64_t size, uint32_t call)
+/* The record is the collector's work: nothing it calls is traced (the guard). Under the
+ * allocation map (trace_alloc chose to keep the block) the record is a MAP_ALLOC. */
+void trace_alloc_write(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
+                       uint64_t size, uint32_t call)
 {
+    int map = trace_heap_on == TRACE_HEAP_MAP;
     th->guard++;
-    trace_alloc_rec(th, r, fn, t, p, size, call);
+    trace_alloc_rec(th, r, fn, t, p, size, call, map);
     th->guard--;
 }
 
-static void trace_free_rec(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
+static void trace_free_rec(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call,
+                           int map)
 {
     rec_t c;
+    int (*put)(exp_stream_t *, uint64_t, uint64_t, uint64_t, uint32_t) =
+        map ? exp_stream_map_free : exp_stream_free;
     if (__builtin_expect(th->state == TT_READY && recording(t), 1)) {
         int saved = errno;
-        fast_written(exp_stream_free(&th->stream, t, (uint64_t)(uintptr_t)p, size, call), saved,
-                     K_HEAP);
+        fast_written(put(&th->stream, t, (uint64_t)(uintptr_t)p, size, call), saved, K_HEAP);
         return;
     }
     if (rec_begin(th, t, &c) == 0)
-        rec_end(&c, exp_stream_free(c.s, t, (uint64_t)(uintptr_t)p, size, call), K_HEAP);
+        rec_end(&c, put(c.s, t, (uint64_t)(uintptr_t)p, size, call), K_HEAP);
 }
 
-void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
+void trace_free_write(trace_thr_t *th, uint64_t t, const void *p, uint64_t size, uint32_t call)
 {
     th->guard++;
-    trace_free_rec(th, t, p, size, call);
+    trace_free_rec(th, t, p, size, call, trace_heap_on == TRACE_HEAP_MAP);
     th->guard--;
 }
 
@@ -394,7 +400,8 @@ int trace_api_ready(void)
     if (s == 1 || !__atomic_compare_exchange_n(&state, &s, 1, 0, __ATOMIC_ACQ_REL,
                                                 __ATOMIC_ACQUIRE))
         return 0;
-    if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync)) { /* else trace_start did it */
+    if (!(trace_cfg.heap || trace_cfg.heap_map || trace_cfg.io || trace_cfg.sync)) {
+        /* else trace_start did it */
         clock_start();
         if (!trace_self_hi)
             dl_iterate_phdr(self_cb, (void *)(uintptr_t)trace_start);
@@ -461,7 +468,7 @@ void trace_start(coll_proc_t *p)
     if (!p->enabled || !p->ev_ok)
         return;
     __atomic_store_n(&trace_api_on, 1, __ATOMIC_RELEASE);
-    if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
+    if (!(trace_cfg.heap || trace_cfg.heap_map || trace_cfg.io || trace_cfg.sync))
         return;
     trace_thr.guard++;
     clock_start();
@@ -470,7 +477,9 @@ void trace_start(coll_proc_t *p)
     trace_thr.guard--;
     __atomic_store_n(&trace_sync_on, trace_cfg.sync, __ATOMIC_RELEASE);
     __atomic_store_n(&trace_io_on, trace_cfg.io, __ATOMIC_RELEASE);
-    __atomic_store_n(&trace_heap_on, trace_cfg.heap, __ATOMIC_RELEASE);
+    __atomic_store_n(&trace_heap_on,
+                     trace_cfg.heap ? 1 : trace_cfg.heap_map ? TRACE_HEAP_MAP : 0,
+                     __ATOMIC_RELEASE);
     if (trace_cfg.heap) {
         heap_flush_early();
         trace_thr.guard++;
@@ -508,7 +517,7 @@ void trace_log_stats(exp_line_t *l)
 {
     if (counts.dropped[K_API]) /* TRACE records of the collector API (api.c) */
         exp_line_u64(l, EXP_KEY_TRACE_DROPPED_API, counts.dropped[K_API]);
-    if (!(trace_cfg.heap || trace_cfg.io || trace_cfg.sync))
+    if (!(trace_cfg.heap || trace_cfg.heap_map || trace_cfg.io || trace_cfg.sync))
         return;
     exp_line_u64(l, EXP_KEY_TRACE_DROPPED, counts.dropped[K_HEAP] + counts.dropped[K_IO] +
                                          counts.dropped[K_SYNC]);

@@ -35,9 +35,11 @@
 #include "collector.h"
 #include "fastunwind.h"
 #include "signals.h"
+#include "heapmap.h"
 
 typedef struct trace_cfg {
     int heap, io, sync;        /* what is traced */
+    int heap_map;              /* no heap tracing, but the allocation map (heapmap.h) */
     uint64_t sync_threshold;   /* ns: waits at least this long are recorded (0: every call) */
     int sync_calibrated;       /* the threshold comes from the calibration */
     uint64_t sync_calibration; /* ns: the mean uncontended pthread_mutex_lock measured at start */
@@ -45,7 +47,11 @@ typedef struct trace_cfg {
 
 extern trace_cfg_t trace_cfg COLL_HIDDEN;
 
-/* What is being traced right now (0 before trace_start and after trace_stop). Read on every call. */
+/* What is being traced right now (0 before trace_start and after trace_stop). Read on every call.
+ * trace_heap_on is TRACE_HEAP_MAP when the heap interposers feed the allocation map (heapmap.h)
+ * instead of heap tracing: trace_alloc and trace_free then write the blocks the map keeps, as
+ * MAP_ALLOC and MAP_FREE records, and nothing else. */
+enum { TRACE_HEAP_MAP = 2 };
 extern int trace_heap_on COLL_HIDDEN, trace_sync_on COLL_HIDDEN, trace_io_on COLL_HIDDEN;
 
 enum { TT_NEW = 0, TT_READY = 1, TT_ENDED = 2 };
@@ -108,10 +114,24 @@ uint64_t trace_now(void) COLL_HIDDEN;
 
 /* The records. fn: the interposer's entry (the stack's leaf); r: its caller (FU_REGS in the
  * interposer). t: the time of the event. Errno is preserved. */
-void trace_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
-                 uint64_t size, uint32_t call) COLL_HIDDEN;
-void trace_free(trace_thr_t *th, uint64_t t, const void *p, uint64_t size,
-                uint32_t call) COLL_HIDDEN;
+void trace_alloc_write(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, const void *p,
+                       uint64_t size, uint32_t call) COLL_HIDDEN;
+void trace_free_write(trace_thr_t *th, uint64_t t, const void *p, uint64_t size,
+                      uint32_t call) COLL_HIDDEN;
+/* trace_alloc(th, r, fn, t, p, size, call) and trace_free(th, t, p, size, call): the records of
+ * heap tracing, or of the allocation map (heapmap.h) for the blocks it keeps. Macros, so that a
+ * call the map does not keep costs its choice alone: the time and the registers (t and r, often
+ * trace_now() and FU_REGS()) are not taken then. p, size and call are evaluated twice. */
+#define trace_alloc(th, r, fn, t, p, size, call)                                                 \
+    do {                                                                                          \
+        if (trace_heap_on != TRACE_HEAP_MAP || heapmap_keep_alloc((p), (size), (call)))           \
+            trace_alloc_write((th), (r), (fn), (t), (p), (size), (call));                         \
+    } while (0)
+#define trace_free(th, t, p, size, call)                                                          \
+    do {                                                                                          \
+        if (trace_heap_on != TRACE_HEAP_MAP || heapmap_keep_free(&(th)->guard, (p), (call)))              \
+            trace_free_write((th), (t), (p), (size), (call));                                     \
+    } while (0)
 void trace_sync(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t wait,
                 const void *object, uint32_t call) COLL_HIDDEN;
 void trace_io(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t t, uint64_t ns,

@@ -1,5 +1,6 @@
 /*
- * evfast.h - the heap records' fast path: HEAP_ALLOC and HEAP_FREE (docs/FORMAT.md) encoded in
+ * evfast.h - the heap records' fast path: HEAP_ALLOC and HEAP_FREE, and the allocation map's
+ * MAP_ALLOC and MAP_FREE of the same layouts (docs/FORMAT.md), encoded in
  * place, inline, into the stream's current chunk, for the heap tracing interposers, which write
  * one record per malloc and per free.
  *
@@ -91,9 +92,12 @@ static inline __attribute__((always_inline)) void exp_fast_end(exp_stream_t *s, 
     s->busy = 0;
 }
 
-/* HEAP_ALLOC: size bytes at addr by call (EXP_HEAP_*), on stack id stack. 0, or -1: not written. */
-static inline __attribute__((always_inline)) int exp_stream_alloc_fast(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
-                                        uint64_t size, uint32_t call)
+/* A record of HEAP_ALLOC's layout (HEAP_ALLOC, MAP_ALLOC) of the given type: size bytes at addr
+ * by call (EXP_HEAP_*), on stack id stack. 0, or -1: not written. */
+static inline __attribute__((always_inline)) int exp_fast_alloc_rec(exp_stream_t *s, uint8_t type,
+                                                                    uint64_t t, uint32_t stack,
+                                                                    uint64_t addr, uint64_t size,
+                                                                    uint32_t call)
 {
     uint8_t *p = exp_fast_begin(s, t, addr);
     if (!p)
@@ -102,13 +106,15 @@ static inline __attribute__((always_inline)) int exp_stream_alloc_fast(exp_strea
     p = exp_fast_u(p, size);
     if (call != EXP_HEAP_MALLOC)
         p = exp_fast_u(p, call);
-    exp_fast_end(s, EXP_REC_HEAP_ALLOC, p);
+    exp_fast_end(s, type, p);
     return 0;
 }
 
-/* HEAP_FREE: the block at addr freed by call; size: the length unmapped, else 0. */
-static inline __attribute__((always_inline)) int exp_stream_free_fast(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size,
-                                       uint32_t call)
+/* A record of HEAP_FREE's layout (HEAP_FREE, MAP_FREE): the block at addr freed by call; size:
+ * the length unmapped, else 0. */
+static inline __attribute__((always_inline)) int exp_fast_free_rec(exp_stream_t *s, uint8_t type,
+                                                                   uint64_t t, uint64_t addr,
+                                                                   uint64_t size, uint32_t call)
 {
     uint8_t *p = exp_fast_begin(s, t, addr);
     if (!p)
@@ -117,8 +123,24 @@ static inline __attribute__((always_inline)) int exp_stream_free_fast(exp_stream
         p = exp_fast_u(p, call);
         p = exp_fast_u(p, size);
     }
-    exp_fast_end(s, EXP_REC_HEAP_FREE, p);
+    exp_fast_end(s, type, p);
     return 0;
+}
+
+/* HEAP_ALLOC: size bytes at addr by call (EXP_HEAP_*), on stack id stack. 0, or -1: not written. */
+static inline __attribute__((always_inline)) int exp_stream_alloc_fast(exp_stream_t *s, uint64_t t,
+                                                                       uint32_t stack, uint64_t addr,
+                                                                       uint64_t size, uint32_t call)
+{
+    return exp_fast_alloc_rec(s, EXP_REC_HEAP_ALLOC, t, stack, addr, size, call);
+}
+
+/* HEAP_FREE: the block at addr freed by call; size: the length unmapped, else 0. */
+static inline __attribute__((always_inline)) int exp_stream_free_fast(exp_stream_t *s, uint64_t t,
+                                                                      uint64_t addr, uint64_t size,
+                                                                      uint32_t call)
+{
+    return exp_fast_free_rec(s, EXP_REC_HEAP_FREE, t, addr, size, call);
 }
 
 #endif

@@ -25,11 +25,14 @@ enum exp_rec_type {
     EXP_REC_IO = 7,         /* an I/O call (I/O tracing) */
     EXP_REC_TRACE = 8,      /* a traced call of a kind declared in the log (collector API) */
     EXP_REC_COUNTER = 9,    /* a counter overflow sample (collect -h): `counter` of the log */
-    /* 10..15 are free for more tracing records; thread states and CPUs: */
+    EXP_REC_MAP_ALLOC = 10, /* a block of the allocation map (dataspace without heap tracing) */
+    EXP_REC_MAP_FREE = 11,  /* the end of a block of the allocation map */
+    /* 12..15 are free for more tracing records; thread states and CPUs: */
     EXP_REC_STATE = 16, /* a thread-state sample of another thread, written by the sampler */
     EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
     /* 18..23 are free for counter records; dataspace: */
     EXP_REC_MEMREF = 24, /* the memory reference behind a clock or counter sample */
+    EXP_REC_TLS_BLOCK = 25, /* where the stream's thread's dynamic TLS block of an object is */
 };
 
 enum exp_stack_flags {
@@ -88,6 +91,12 @@ enum exp_heap_call {
     EXP_HEAP_MREMAP = 10, /* HEAP_FREE of the old mapping and HEAP_ALLOC of the new one */
     EXP_HEAP_NCALLS = 11,
 };
+
+/* MAP_ALLOC / MAP_FREE: what the allocation map of this collector keeps (collector/heapmap.h):
+ * every block of at least EXP_MAP_LARGE bytes and every mapping, and one smaller block in
+ * EXP_MAP_SAMPLE, chosen by its address. */
+#define EXP_MAP_LARGE 4096
+#define EXP_MAP_SAMPLE 64
 
 /* IO: the call. The number says what it does: 1-31 read data, 32-63 write data, 64-127 other. */
 enum exp_io_call {

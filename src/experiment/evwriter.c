@@ -400,22 +400,22 @@ int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, 
     return put_event(s, EXP_REC_SYNC, t, v, 4);
 }
 
-int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr, uint64_t size,
-                     uint32_t call)
+static int alloc_rec(exp_stream_t *s, uint8_t type, uint64_t t, uint32_t stack, uint64_t addr,
+                     uint64_t size, uint32_t call)
 {
-    if (exp_stream_alloc_fast(s, t, stack, addr, size, call) == 0)
+    if (exp_fast_alloc_rec(s, type, t, stack, addr, size, call) == 0)
         return 0;
     uint8_t b[3 * LEB128_MAX];
     size_t n = leb128_put(b, stack);
     n += leb128_put(b + n, size);
     if (call != EXP_HEAP_MALLOC)
         n += leb128_put(b + n, call);
-    return put_event_bytes(s, EXP_REC_HEAP_ALLOC, t, b, n, 1, addr);
+    return put_event_bytes(s, type, t, b, n, 1, addr);
 }
 
-int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
+static int free_rec(exp_stream_t *s, uint8_t type, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
 {
-    if (exp_stream_free_fast(s, t, addr, size, call) == 0)
+    if (exp_fast_free_rec(s, type, t, addr, size, call) == 0)
         return 0;
     uint8_t b[2 * LEB128_MAX];
     size_t n = 0;
@@ -423,7 +423,35 @@ int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, u
         n += leb128_put(b + n, call);
         n += leb128_put(b + n, size);
     }
-    return put_event_bytes(s, EXP_REC_HEAP_FREE, t, b, n, 1, addr);
+    return put_event_bytes(s, type, t, b, n, 1, addr);
+}
+
+int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr, uint64_t size,
+                     uint32_t call)
+{
+    return alloc_rec(s, EXP_REC_HEAP_ALLOC, t, stack, addr, size, call);
+}
+
+int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
+{
+    return free_rec(s, EXP_REC_HEAP_FREE, t, addr, size, call);
+}
+
+int exp_stream_tls_block(exp_stream_t *s, uint64_t t, uint32_t id, uint64_t addr)
+{
+    const uint64_t v[2] = { id, addr };
+    return put_event(s, EXP_REC_TLS_BLOCK, t, v, 2);
+}
+
+int exp_stream_map_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
+                         uint64_t size, uint32_t call)
+{
+    return alloc_rec(s, EXP_REC_MAP_ALLOC, t, stack, addr, size, call);
+}
+
+int exp_stream_map_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
+{
+    return free_rec(s, EXP_REC_MAP_FREE, t, addr, size, call);
 }
 
 int exp_stream_io(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t call, uint64_t ns,

@@ -105,6 +105,13 @@ int exp_stream_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
                      uint32_t call);
 /* Writes a HEAP_FREE record: the block at addr freed by call; size: the length munmap'ed, else 0. */
 int exp_stream_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call);
+/* Writes a TLS_BLOCK record: the stream's thread's TLS block of the object of load record id
+ * starts at addr. */
+int exp_stream_tls_block(exp_stream_t *s, uint64_t t, uint32_t id, uint64_t addr);
+/* MAP_ALLOC and MAP_FREE: the same records for the allocation map (docs/FORMAT.md). */
+int exp_stream_map_alloc(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t addr,
+                         uint64_t size, uint32_t call);
+int exp_stream_map_free(exp_stream_t *s, uint64_t t, uint64_t addr, uint64_t size, uint32_t call);
 /* Writes an IO record: call (EXP_IO_*) took ns, moved bytes on fd (-1: none) and failed with err
  * (0: it did not); name (namelen bytes, at most EXP_IO_NAME_MAX kept) names the file, or NULL. */
 int exp_stream_io(exp_stream_t *s, uint64_t t, uint32_t stack, uint32_t call, uint64_t ns,

@@ -48,6 +48,8 @@
 #define EXP_KEY_ID "id"     /* load, unload, sample, kind */
 #define EXP_KEY_NAME "name" /* thread, metric, kind, end (the signal's name) */
 #define EXP_KEY_HOW "how"   /* thread (how it was created), end (how the process ended) */
+#define EXP_KEY_STACK_LO "stack_lo" /* thread: its stack's lowest address (above the guard) */
+#define EXP_KEY_STACK_HI "stack_hi" /* thread: its stack's highest address + 1 */
 #define EXP_KEY_PATH "path" /* load */
 #define EXP_KEY_BY "by"     /* pause, resume, warning: who */
 

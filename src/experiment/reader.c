@@ -562,6 +562,10 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         th->t_start = t;
         th->name = get_str(r, EXP_KEY_NAME);
         th->how = get_str(r, EXP_KEY_HOW);
+        th->stack_lo = exp_record_u64(r, EXP_KEY_STACK_LO, 0);
+        th->stack_hi = exp_record_u64(r, EXP_KEY_STACK_HI, 0);
+        if (th->stack_hi <= th->stack_lo)
+            th->stack_lo = th->stack_hi = 0;
     } else if (!strcmp(k, EXP_LOG_THREAD_END)) {
         uint32_t tid = (uint32_t)exp_record_u64(r, EXP_KEY_TID, 0);
         exp_thread_t *th = find_thread(in, tid);
@@ -1751,7 +1755,21 @@ static int decode_sync(struct cursor *c, uint8_t type, const uint8_t *q, const u
     return 0;
 }
 
-/* HEAP_ALLOC and HEAP_FREE. */
+/* TLS_BLOCK: call is the object's load id, addr the block. */
+static int decode_tls_block(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                            const uint8_t *rec)
+{
+    (void)type;
+    (void)rec;
+    uint64_t id, addr;
+    if (leb128_get(&q, rend, &id) || leb128_get(&q, rend, &addr) || id > UINT32_MAX)
+        return -1;
+    c->ev.call = (uint32_t)id;
+    c->ev.addr = addr;
+    return 0;
+}
+
+/* HEAP_ALLOC and HEAP_FREE, and MAP_ALLOC and MAP_FREE (the same payloads). */
 static int decode_heap(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
                        const uint8_t *rec)
 {
@@ -1762,7 +1780,7 @@ static int decode_heap(struct cursor *c, uint8_t type, const uint8_t *q, const u
         return -1;
     c->addr += (uint64_t)sd;
     ev->addr = c->addr;
-    if (type == EXP_REC_HEAP_ALLOC) {
+    if (type == EXP_REC_HEAP_ALLOC || type == EXP_REC_MAP_ALLOC) {
         if (leb128_get(&q, rend, &a) || leb128_get(&q, rend, &b))
             return -1;
         ev->stack = map_stack(c, a, rec);
@@ -1907,12 +1925,15 @@ static const decode_fn decoders[256] = {
     [EXP_REC_SYNC] = decode_sync,
     [EXP_REC_HEAP_ALLOC] = decode_heap,
     [EXP_REC_HEAP_FREE] = decode_heap,
+    [EXP_REC_MAP_ALLOC] = decode_heap,
+    [EXP_REC_MAP_FREE] = decode_heap,
     [EXP_REC_IO] = decode_io,
     [EXP_REC_TRACE] = decode_trace,
     [EXP_REC_COUNTER] = decode_counter,
     [EXP_REC_STATE] = decode_state,
     [EXP_REC_CPU] = decode_cpu,
     [EXP_REC_MEMREF] = decode_memref,
+    [EXP_REC_TLS_BLOCK] = decode_tls_block,
 };
 
 /* Decodes the payload of a timed record of a known type into c->ev. Returns 0 for an event, 2

@@ -80,6 +80,7 @@ typedef struct exp_thread {
     uint32_t tid;
     char *name, *how;
     uint64_t t_start, t_end; /* t_end = EXP_T_NEVER when no thread-end was recorded */
+    uint64_t stack_lo, stack_hi; /* its stack (0, 0: not recorded) */
     uint64_t cpu, user, system, samples; /* from thread-end; 0 when absent */
 } exp_thread_t;
 

@@ -181,9 +181,13 @@ check(through >= 199, "page faults in touch_through: %r, want 199 or 200" % thro
 got = rows.get("{array+char b}", {})
 check(got.get("samples") == through and got.get("scope") == "local",
       "{array+char b}: %r, want touch_through's %d faults, scope local" % (got, through))
-# without heap tracing the heap structures' faults have no object, and the view says why and
-# what would name them
-check(not any(n.startswith("{heap:") for n in rows), "heap blocks named without -H")
+# without heap tracing and without the allocation map (--heap-map=off) the heap structures'
+# faults have no object, and the view says why and what would name them
+nexp = collect(d, [WLC, "faults", "30", "20", "150", "10"],
+               ["--heap-map=off", "-h", "+page-faults,1"], name="faults_nomap")
+p = run([TALLY, "print", "-data_objects", nexp], expect=0)
+nrows = {o["name"]: o for o in print_json(nexp, "-data_objects")[-1]["objects"]}
+check(not any(n.startswith("{heap:") for n in nrows), "heap blocks named without -H nor the map")
 check(re.search(r"\(\d+ <Unknown> references have an address: heap blocks are named by their "
                 r"allocation site only when the heap is traced, collect -H on\)", p.stdout),
       "-data_objects without -H does not say how heap blocks get named:\n%s" % p.stdout[-600:])
@@ -195,11 +199,16 @@ site_line = [i + 1 for i, ln in enumerate(open(os.path.join(SRC, "tests", "workl
                                                                  "counters.c")))
              if "struct rec *r = mmap(" in ln]
 check(len(site_line) == 1, "the allocation line of the heap structures is not in counters.c")
+block = "{heap:main@counters.c:%d}" % (site_line[0] if site_line else 0)
+member = block + ".{structure:rec}.{long_int member}"
+# without -H the allocation map names them the same way (every mapping is in it)
+for name in (block, member):
+    got = rows.get(name, {}).get("samples")
+    check(got == N["touch_heap"], "the allocation map: %s has %r faults, want exactly %d" %
+          (name, got, N["touch_heap"]))
 hexp = collect(d, [WLC, "faults", "30", "20", "150", "10"], ["-H", "on", "-h", "+page-faults,1"],
                name="faults_heap")
 rows = {o["name"]: o for o in print_json(hexp, "-data_objects")[-1]["objects"]}
-block = "{heap:main@counters.c:%d}" % (site_line[0] if site_line else 0)
-member = block + ".{structure:rec}.{long_int member}"
 for name, n in ((block, 150), (block + ".{structure:rec}", 150), (member, 150),
                 ("{array+char g1}", 30), ("{array+char a}", 10)):
     got = rows.get(name, {}).get("samples")
