@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "experiment/evwriter.h"
+#include "experiment/evfast.h"
 #include "experiment/logfile.h"
 #include "experiment/reader.h"
 
@@ -701,6 +702,84 @@ static void test_clock_encodings(void **state)
     assert_int_equal(st.bad_records, 2); /* the malformed record, the undefined stack */
     exp_stacks_free(c.stacks);
     exp_close(e);
+}
+
+/* Heap records of every width through the inline fast path (evfast.h): 64-bit sizes, address
+ * deltas both ways, large time steps, every call; a loss while a write is busy turns the fast
+ * path off until the LOST record is written; time going back is clamped by the slow path. */
+struct wide_check {
+    uint64_t n, bad, lost;
+};
+
+/* Round i: an allocation at wide_t(i), its free 1 ns later; round 500's time went back. */
+static uint64_t wide_t(uint64_t i)
+{
+    return 1000 + i * 1000 + (i >= 100 ? 1ull << 40 : 0) + (i >= 200 ? 1ull << 50 : 0);
+}
+static uint64_t wide_addr(uint64_t i) { return i % 3 ? 0x7f0000000000ull - i * 4099 : i << 20; }
+static uint64_t wide_size(uint64_t i) { return i % 5 ? i * 77 : ~0ull >> (i % 64); }
+static uint32_t wide_call(uint64_t i) { return (uint32_t)(i % EXP_HEAP_NCALLS); }
+static uint64_t wide_fsize(uint64_t i) { return i % 2 ? 0 : wide_size(i); }
+
+static int wide_cb(void *ctx, const exp_event_t *ev)
+{
+    struct wide_check *c = ctx;
+    if (ev->type == EXP_REC_LOST) {
+        c->lost += ev->count;
+        return 0;
+    }
+    uint64_t k = c->n++, i = k / 2;
+    int is_free = (int)(k % 2);
+    uint64_t t = i == 500 ? wide_t(499) + 1 : wide_t(i) + (uint64_t)is_free;
+    if (ev->t != t || ev->addr != wide_addr(i) || ev->call != wide_call(i) ||
+        ev->type != (is_free ? EXP_REC_HEAP_FREE : EXP_REC_HEAP_ALLOC) ||
+        ev->size != (is_free ? wide_fsize(i) : wide_size(i)))
+        c->bad++;
+    return 0;
+}
+
+static void test_heap_fast_path(void **state)
+{
+    write_log(dir, 1);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 0, 4096), 0);
+    exp_stream_t s;
+    exp_stream_init(&s, &f, 7);
+    uint64_t pcs[2] = { 0x401000, 0x402000 };
+    uint32_t id;
+    assert_int_equal(exp_stream_stack(&s, pcs, 2, 0, &id), 0);
+    for (uint64_t i = 0; i < 4000; i++) {
+        uint64_t t = i == 500 ? wide_t(499) - 5000 : wide_t(i);
+        if (i == 300) { /* a signal's write is lost while this one is busy */
+            s.busy = 1;
+            assert_int_equal(exp_stream_clock(&s, t, id, 0, 1), -1);
+            s.busy = 0;
+            assert_int_equal(exp_stream_alloc_fast(&s, t, id, 0, 1, 0), -1); /* pending */
+        }
+        assert_int_equal(exp_stream_alloc(&s, t, id, wide_addr(i), wide_size(i), wide_call(i)), 0);
+        assert_int_equal(s.pending[EXP_LOST_BUSY], 0); /* the LOST record went first */
+        assert_int_equal(exp_stream_free(&s, t + 1, wide_addr(i), wide_fsize(i), wide_call(i)), 0);
+    }
+    assert_true(s.seq > 10); /* many chunks */
+    exp_stream_finish(&s, ~0ull >> 2);
+    exp_evfile_close(&f);
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    struct wide_check c = { 0 };
+    assert_int_equal(exp_scan(e, stacks, wide_cb, &c, &st, &err), 0);
+    assert_int_equal(st.bad_chunks + st.bad_records + st.seq_gaps + st.unknown_records, 0);
+    assert_int_equal(c.n, 8000);
+    assert_int_equal(c.bad, 0);
+    assert_int_equal(c.lost, 1);
+    exp_stacks_free(stacks);
+    exp_close(e);
+    (void)state;
 }
 
 /* MEMREF records round-trip in each of their forms, keep their sample's time (dt 0), and a
