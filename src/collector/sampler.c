@@ -21,6 +21,7 @@
 
 #include "realfn.h"
 #include "signals.h"
+#include "source.h"
 #include "threads.h"
 #include "trace.h"
 #include "unwind_remote.h"
@@ -510,8 +511,10 @@ static int look_thread(sampler_t *s, uint64_t now, uint64_t dt, track_t *t)
     /* A thread that has not started through the collector yet (no registry slot) has not run
      * its first instructions: under load a new thread can wait long for a CPU. That time is
      * charged once it has its slot, in the runtime state it starts in (its creator's), not in
-     * none; a thread that gets no slot (a raw clone, or no sampling source) after a second. */
-    if (!fresh && now - t->born < 1000000000u && !threads_has_slot(t->tid, &t->hint))
+     * none; a thread that gets no slot (a raw clone) after a second. Without a sampling source
+     * no thread has a slot: none is waited for. */
+    if (!fresh && now - t->born < 1000000000u && sources_active() &&
+        !threads_has_slot(t->tid, &t->hint))
         return 1;
     const char *q = buf;
     uint64_t run = parse_u64(&q);

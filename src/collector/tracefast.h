@@ -107,11 +107,16 @@ static inline __attribute__((always_inline)) int fast_stack(trace_thr_t *th, uin
 /* ---- the heap records ------------------------------------------------------------------------ */
 
 /* An allocation of size bytes at p by call (EXP_HEAP_*), timed now (after the real call
- * returned): fn is the interposer's entry, r its caller (FU_REGS). */
+ * returned): fn is the interposer's entry, r its caller (FU_REGS). Under the allocation map
+ * (heapmap.h) only the blocks it keeps are written, as its records, by trace.c. */
 static inline __attribute__((always_inline)) void
 trace_heap_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, const void *p, uint64_t size,
                  uint32_t call)
 {
+    if (__builtin_expect(trace_heap_on == TRACE_HEAP_MAP, 0)) { /* the map's choice, its record */
+        trace_alloc(th, r, fn, trace_now_inline(th), p, size, call);
+        return;
+    }
     uint64_t t = trace_now_inline(th);
     uint32_t id;
     if (__builtin_expect(fast_stack(th, t, r, fn, &id) &&
@@ -127,6 +132,10 @@ trace_heap_alloc(trace_thr_t *th, fu_regs_t r, const void *fn, const void *p, ui
 static inline __attribute__((always_inline)) void
 trace_heap_free(trace_thr_t *th, const void *p, uint64_t size, uint32_t call)
 {
+    if (__builtin_expect(trace_heap_on == TRACE_HEAP_MAP, 0)) {
+        trace_free(th, trace_now_inline(th), p, size, call);
+        return;
+    }
     uint64_t t = trace_now_inline(th);
     if (__builtin_expect(th->state == TT_READY && recording(t) &&
                              exp_stream_free_fast(&th->stream, t, (uint64_t)(uintptr_t)p, size,
