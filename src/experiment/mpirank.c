@@ -19,9 +19,10 @@ static int num(const char *v, uint64_t *out)
     if (!v || !*v)
         return 0;
     for (; *v; v++) {
-        if (*v < '0' || *v > '9' || x > (UINT64_MAX >> 1) / 10)
+        uint64_t d = (uint64_t)(*v - '0');
+        if (*v < '0' || *v > '9' || x > ((uint64_t)INT64_MAX - d) / 10)
             return 0;
-        x = x * 10 + (uint64_t)(*v - '0');
+        x = x * 10 + d;
     }
     *out = x;
     return 1;
