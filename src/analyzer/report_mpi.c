@@ -207,9 +207,14 @@ int rep_mpi_ranks(ses_t *s, rep_ranks_t *out, tally_err_t *err)
             rep_rank_t *r = &out->ranks[rank_index(ranks, nr, r1 - 1)];
             if (!r->nprocs++ && p->host)
                 r->host = p->host;
-            r->dropped += p->st_dropped_busy + p->st_dropped_disk + p->st_dropped_heap +
-                          p->st_dropped_io + p->st_dropped_sync + p->st_dropped_traced +
-                          p->st_dropped_api;
+            const uint64_t lost[] = { p->st_dropped_busy, p->st_dropped_disk, p->st_ring_lost,
+                                      p->st_dropped_heap, p->st_dropped_io, p->st_dropped_sync,
+                                      p->st_dropped_traced, p->st_dropped_api };
+            for (size_t k = 0; k < sizeof lost / sizeof *lost; k++)
+                r->dropped = sat_add(r->dropped, lost[k]);
+            for (size_t c = 0; c < p->ncounters; c++)
+                r->dropped = sat_add(sat_add(r->dropped, p->counters[c].lost),
+                                     p->counters[c].dropped);
         }
     size_t nt = eng_nthreads(s->eng);
     for (size_t t = 0; t < nt; t++) {

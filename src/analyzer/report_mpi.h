@@ -37,7 +37,10 @@ typedef struct rep_rank {
     uint64_t rank;
     uint32_t nprocs, nthreads;
     const char *host;      /* of its first process */
-    uint64_t dropped;      /* records the collector could not write (clock and traced) */
+    uint64_t dropped;      /* what the collector could not record, every kind: clock samples
+                            * (writer busy, disk full, kernel ring full), counter samples
+                            * (lost, dropped), traced records (by kind, the API's: MPI calls);
+                            * saturating */
     const uint64_t *value; /* [eng_nmetrics]: sums over its selected threads */
 } rep_rank_t;
 

@@ -632,6 +632,7 @@ static int interpret_record(interp_t *in, exp_record_t *r, int *seen_settings)
         p->st_dropped_disk = exp_record_u64(r, EXP_KEY_DROPPED_DISK, 0);
         p->st_truncated_stacks = exp_record_u64(r, EXP_KEY_TRUNCATED_STACKS, 0);
         p->st_unwind_no_room = exp_record_u64(r, EXP_KEY_UNWIND_NO_ROOM, 0);
+        p->st_ring_lost = exp_record_u64(r, EXP_KEY_RING_LOST, 0);
         p->st_dropped_heap = exp_record_u64(r, EXP_KEY_TRACE_DROPPED_HEAP, 0);
         p->st_dropped_io = exp_record_u64(r, EXP_KEY_TRACE_DROPPED_IO, 0);
         p->st_dropped_sync = exp_record_u64(r, EXP_KEY_TRACE_DROPPED_SYNC, 0);

@@ -187,6 +187,7 @@ typedef struct exp_process {
     uint64_t st_samples, st_expected, st_unwind_failures, st_dropped_busy, st_dropped_disk,
         st_truncated_stacks;
     uint64_t st_unwind_no_room;   /* clock samples that kept only their PC (no stack room) */
+    uint64_t st_ring_lost;        /* clock samples the kernel could not queue (ring full) */
     uint64_t st_dropped_heap, st_dropped_io, st_dropped_sync; /* traced records not written */
     uint64_t st_dropped_traced;   /* traced records not written, of no known kind (older logs) */
     uint64_t st_dropped_api;      /* records of libraries (collector API: MPI calls) not written */

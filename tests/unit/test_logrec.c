@@ -288,6 +288,7 @@ static void test_every_record_round_trips(void **state)
     assert_int_equal(p->st_dropped_disk, 35);
     assert_int_equal(p->st_truncated_stacks, 36);
     assert_int_equal(p->st_unwind_no_room, 40);
+    assert_int_equal(p->st_ring_lost, 39);
     assert_int_equal(p->st_dropped_heap, 41);
     assert_int_equal(p->st_dropped_io, 42);
     assert_int_equal(p->st_dropped_sync, 43);
