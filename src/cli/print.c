@@ -477,7 +477,7 @@ static const struct pcmd {
     { "rank_list", 0, view_rank_list, "", "MPI ranks: MPI time, CPU, messages, bytes, drops", PR_DATA_ALL },
     { "rank_select", 1, set_rank_select, "LIST", "analyse only MPI ranks LIST: all, 0, 1,3-5", 0 },
     { "mpi_imbalance", 0, view_mpi_imbalance, "", "MPI time per function: min, mean, max over ranks", PR_DATA_ALL },
-    { "mpi_callsites", 0, view_mpi_callsites, "", "MPI time per MPI call site over ranks", PR_DATA_ALL },
+    { "mpi_callsites", 0, view_mpi_callsites, "", "MPI time per MPI call site over ranks; late arrivals, late senders", PR_DATA_ALL },
     { "mpi_matrix", 0, view_mpi_matrix, "", "MPI messages and bytes between every pair of ranks", 0 },
     { "mpi_timeline", 0, view_mpi_timeline, "", "MPI calls over time, a line per rank", PR_DATA_ALL },
     { "script", 1, c_script, "FILE", "run the commands in FILE, one per line", 0 },
