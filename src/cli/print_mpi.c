@@ -152,8 +152,9 @@ static int imbalance(pstate_t *ps, int callsites)
                         "%llu left out),\nand the rank that caused the most of it.\n",
                         (unsigned long long)t.late_matched, (unsigned long long)t.late_skipped);
             sink_printf(o, "Late send: the receivers' wait for sends from this call site that "
-                        "started after\nthe receive (late senders: %llu of %llu messages paired; "
-                        "%llu unpaired), and the\nrank that caused the most of it.\n",
+                        "started after\nthe receive (%llu of %llu paired messages waited for a "
+                        "late sender; %llu left\nunpaired), and the rank that caused the most "
+                        "of it.\n",
                         (unsigned long long)t.ls_waits, (unsigned long long)t.ls_matched,
                         (unsigned long long)t.ls_unmatched);
             if (t.late_unknown)

@@ -174,6 +174,14 @@ for impl, cfg in IMPLS.items():
     text = run([TALLY, "print", "-mpi_callsites", os.path.join(d, "late.tally")], expect=0).stdout
     check("Late send" in text and "clocks are not" not in text,
           "%s: -mpi_callsites text %s" % (what, text[:1500]))
+    # the header's counts as the JSON's: the waits among the paired messages, the unpaired
+    said = re.search(r"\((\d+) of (\d+) paired messages waited for a late sender; (\d+) left\s+"
+                     r"unpaired\)", text)
+    check(said is not None and [int(x) for x in said.groups()] ==
+          [doc["late_sender_waits"], doc["messages_paired"], doc["messages_unpaired"]],
+          "%s: -mpi_callsites' header does not say the waits, paired and unpaired messages "
+          "(%s, %s, %s): %s" % (what, doc["late_sender_waits"], doc["messages_paired"],
+                                doc["messages_unpaired"], text[:600]))
     text = run([TALLY, "print", "-mpi_timeline", os.path.join(d, "late.tally")], expect=0).stdout
     check("clocks are not" not in text, "%s: -mpi_timeline text %s" % (what, text[:1500]))
 
