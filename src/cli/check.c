@@ -26,17 +26,25 @@ static int check_one(const char *path)
     exp_scan_stats_t st;
     int rc = exp_scan(e, stacks, NULL, NULL, &st, &err);
     int damaged = 0;
-    esc_printf("%s: %zu process%s\n", path, e->nprocs, e->nprocs == 1 ? "" : "es");
+    size_t njobs = 0; /* directories of MPI jobs (mpirun tally collect): no process of their own */
+    for (size_t i = 0; i < e->nprocs; i++)
+        njobs += e->procs[i]->is_job != 0;
+    size_t nprocs = e->nprocs - njobs;
+    esc_printf("%s: %zu process%s\n", path, nprocs, nprocs == 1 ? "" : "es");
     for (size_t i = 0; i < e->nprocs; i++) {
         const exp_process_t *p = e->procs[i];
-        esc_printf("  %s pid %u: %zu log records, %zu threads, %zu load objects, %zu samples",
-               *p->name ? p->name : "(root)", p->pid, p->nrecords, p->nthreads, p->nobjects,
-               p->nsamples);
-        if (p->has_end)
-            esc_printf(", ended: %s", p->end_how);
-        else
-            esc_printf(", ended without a record");
-        esc_printf("\n");
+        if (p->is_job) {
+            esc_printf("  %s: the directory of an MPI job (%llu ranks), no process of its own\n",
+                       *p->name ? p->name : "(root)", (unsigned long long)p->mpi_size);
+        } else {
+            esc_printf("  %s pid %u: %zu log records, %zu threads, %zu load objects, %zu samples",
+                       *p->name ? p->name : "(root)", p->pid, p->nrecords, p->nthreads,
+                       p->nobjects, p->nsamples);
+            if (p->has_end)
+                esc_printf(", ended: %s\n", p->end_how);
+            else
+                esc_printf(", ended without a record\n");
+        }
         for (size_t w = 0; w < p->nwarnings; w++)
             esc_printf("    warning: %s\n", p->warnings[w]);
         /* damage is what the reader says it is (a code and a place), never a wording */

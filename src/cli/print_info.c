@@ -182,8 +182,11 @@ static void header_text_process(pstate_t *ps, const rep_hproc_t *hp, size_t i)
     const exp_process_t *p = hp->p;
     char buf[256];
     if (p->is_job) { /* mpirun tally collect -M on: only the ranks below are processes */
-        sink_printf(o, "  MPI job: launcher %s, job %s, %llu ranks, each in _r<rank>.tally\n",
-                    p->mpi_launcher ? p->mpi_launcher : "?", p->mpi_job ? p->mpi_job : "-",
+        /* (Hydra names no job) */
+        int named = p->mpi_job && *p->mpi_job;
+        sink_printf(o, "  MPI job: launcher %s%s%s, %llu ranks, each in _r<rank>.tally\n",
+                    p->mpi_launcher && *p->mpi_launcher ? p->mpi_launcher : "?",
+                    named ? ", job " : "", named ? p->mpi_job : "",
                     (unsigned long long)p->mpi_size);
         return;
     }

@@ -583,7 +583,11 @@ for impl, cfg in IMPLS.items():
             check("MPI job: launcher" in h.stdout and "without a record" not in h.stdout and
                   "without statistics" not in h.stdout, "%s: -header of the job: %s"
                   % (what, h.stdout[:1500]))
-            run([TALLY, "check", top], expect=0)
+            c = run([TALLY, "check", top], expect=0)
+            check("no process of its own" in c.stdout and "without a record" not in c.stdout,
+                  "%s: tally check of the job: %s" % (what, c.stdout[:1500]))
+            check(not re.search(r"MPI job: .*job ,", h.stdout), "%s: -header names an empty job: %s"
+                  % (what, h.stdout[:300]))
             check_experiment(top, False, lines, what + " (mpirun tally collect)")
     if not failures: # (done() ends the test: every implementation must run first)
         shutil.rmtree(d, ignore_errors=True)

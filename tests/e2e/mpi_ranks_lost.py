@@ -5,7 +5,8 @@ logs then say, as a collector's would, that records were lost: rank 1 traced rec
 collector API (MPI calls), rank 2 clock samples the kernel's ring could not hold and one the
 writer was busy for, rank 3 a counter's lost and dropped samples. -rank_list (text and --json)
 gives each rank its own count, every kind summed, and rank 0 none; a count too large to add
-saturates instead of wrapping.
+saturates instead of wrapping. The job's own directory, which has no process, is shown as such
+by `tally check` and `-header` (whose job name is left out when the launcher gave none).
 """
 import os
 
@@ -65,4 +66,23 @@ check(not want, "-rank_list text lacks ranks %s:\n%s" % (sorted(want), text))
 add_to_stats(1, {"trace_dropped_api": 2**64 - 2, "dropped_disk": 9})
 got = ranks_json()
 check(got.get(1) == 2**64 - 1, "rank 1's dropped %s, wanted the saturated %d" % (got.get(1), 2**64 - 1))
+
+# the job's directory is no process: check counts the ranks and says what the directory is;
+# -header names the job only when the launcher did (Hydra names none)
+p = run([TALLY, "check", exp], expect=0)
+check(("job.tally: %d processes\n" % RANKS) in p.stdout and
+      ("(root): the directory of an MPI job (%d ranks), no process of its own" % RANKS)
+      in p.stdout and "without a record" not in p.stdout and " pid 0" not in p.stdout,
+      "tally check on the job:\n%s" % p.stdout)
+h = run([TALLY, "print", "-header", exp], expect=0).stdout
+check("MPI job: launcher openmpi, job 1, %d ranks" % RANKS in h, "-header (Open MPI):\n%s" % h[:600])
+top = os.path.join(exp, "log")
+lines = open(top).read().split("\n")
+open(top, "w").write("\n".join(" ".join(w for w in l.replace("launcher=openmpi",
+                                                               "launcher=hydra").split(" ")
+                                          if not w.startswith("job=")) if l.startswith("job ")
+                                 else l for l in lines))
+h = run([TALLY, "print", "-header", exp], expect=0).stdout
+check("MPI job: launcher hydra, %d ranks" % RANKS in h, "-header (Hydra: no job named):\n%s"
+      % h[:600])
 done(d)
