@@ -5,6 +5,7 @@
 #include "esc.h"
 
 #include <errno.h>
+#include <stdio_ext.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,9 +176,8 @@ void esc_json(FILE *out, const char *s)
      : nstar == 1 ? fprintf(out, spec, star[0], val)                                              \
                   : fprintf(out, spec, star[0], star[1], val))
 
-int esc_vfprintf(FILE *out, const char *fmt, va_list ap)
+static int vput(FILE *out, const char *fmt, va_list ap, int saved_errno)
 {
-    int saved_errno = errno; /* for %m */
     long total = 0;
     const char *p = fmt;
     while (*p) {
@@ -317,6 +317,30 @@ int esc_vfprintf(FILE *out, const char *fmt, va_list ap)
         p = q + 1;
     }
     return total > INT32_MAX ? INT32_MAX : (int)total;
+}
+
+int esc_vfprintf(FILE *out, const char *fmt, va_list ap)
+{
+    int saved_errno = errno; /* for %m */
+    /* An unbuffered stream (stderr) would get each piece of the message as a write of its own,
+     * and the messages of processes sharing it (the ranks of `mpirun tally collect`) would cut
+     * into each other: the message is made whole first, then written at once. */
+    if (__fbufsize(out) > 1)
+        return vput(out, fmt, ap, saved_errno);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) {
+        errno = saved_errno;
+        return vput(out, fmt, ap, saved_errno);
+    }
+    int r = vput(m, fmt, ap, saved_errno);
+    if (fclose(m))
+        r = -1;
+    if (r >= 0 && len && fwrite(buf, 1, len, out) != len)
+        r = -1;
+    free(buf);
+    return r;
 }
 
 int esc_fprintf(FILE *out, const char *fmt, ...)

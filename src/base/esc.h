@@ -42,7 +42,9 @@ void esc_fputs(const char *s, FILE *out);
 void esc_json(FILE *out, const char *s);
 /* printf to out in which every %s argument and %c character is escaped for text (width and
  * precision count bytes: precision those of the argument, width those shown). Returns the number
- * of bytes written, or -1 on an output error. %n, %ls and %lc are not supported (abort). */
+ * of bytes written, or -1 on an output error. %n, %ls and %lc are not supported (abort). On an
+ * unbuffered stream (stderr) the whole message is one write, so that processes sharing the
+ * stream (an MPI job's ranks) do not cut into each other's messages. */
 int esc_vfprintf(FILE *out, const char *fmt, va_list ap);
 int esc_fprintf(FILE *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int esc_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -125,6 +125,44 @@ static void test_printf(void **state)
     assert_int_equal(strlen(out), 4 * (sizeof longname - 1));
 }
 
+/* An unbuffered stream whose writes are counted. */
+static size_t nwrites;
+static char written[256];
+static size_t nwritten;
+
+static ssize_t count_write(void *cookie, const char *b, size_t n)
+{
+    (void)cookie;
+    nwrites++;
+    if (nwritten + n < sizeof written) {
+        memcpy(written + nwritten, b, n);
+        nwritten += n;
+    }
+    return (ssize_t)n;
+}
+
+/* A message to an unbuffered stream (stderr: the ranks of `mpirun tally collect` share one) is
+ * one write, its escaped arguments and %m included; a buffered stream gets the same bytes. */
+static void test_printf_one_write(void **state)
+{
+    FILE *f = fopencookie(NULL, "w", (cookie_io_functions_t){ .write = count_write });
+    assert_non_null(f);
+    assert_int_equal(setvbuf(f, NULL, _IONBF, 0), 0);
+    nwrites = nwritten = 0;
+    errno = EACCES;
+    int r = esc_fprintf(f, "tally: archive: %u binar%s copied (%.2f MB), %s: %m\n", 1u, "y",
+                        0.03, "a\x1b" "b");
+    const char *want = "tally: archive: 1 binary copied (0.03 MB), a\\x1bb: Permission denied\n";
+    assert_int_equal(nwrites, 1);
+    assert_int_equal(r, (int)strlen(want));
+    written[nwritten] = 0;
+    assert_string_equal(written, want);
+    fclose(f);
+    errno = EACCES;
+    assert_string_equal(fmt("tally: archive: %u binar%s copied (%.2f MB), %s: %m\n", 1u, "y",
+                            0.03, "a\x1b" "b"), want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +172,7 @@ int main(void)
         cmocka_unit_test(test_text_idempotent_and_truncated),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_printf),
+        cmocka_unit_test(test_printf_one_write),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
