@@ -17,7 +17,8 @@ import re
 import struct
 
 REC_NAMES = {1: "STACK", 2: "CLOCK", 3: "LOST", 4: "SYNC", 5: "HEAP_ALLOC", 6: "HEAP_FREE",
-             7: "IO", 16: "STATE", 17: "CPU"}
+             7: "IO", 12: "HEAP_PACK", 16: "STATE", 17: "CPU"}
+PACK_OPEN = (1 << 28) - 1  # the length of a HEAP_PACK still open: it reaches the used bytes
 CHUNK_MAGIC = 0x314B4354  # "TCK1"
 
 
@@ -90,7 +91,7 @@ def decode_events(path, acc):
             where = "%s offset %d" % (path, pos)
             rtype = m[pos]
             length, p = _uleb(m, pos + 1, end, where)
-            pend = p + length
+            pend = end if rtype == 12 and length == PACK_OPEN else p + length
             if pend > end:
                 raise ValueError("%s: record of type %d runs past the chunk" % (where, rtype))
             name = REC_NAMES.get(rtype, "unknown")

@@ -27,7 +27,8 @@ enum exp_rec_type {
     EXP_REC_COUNTER = 9,    /* a counter overflow sample (collect -h): `counter` of the log */
     EXP_REC_MAP_ALLOC = 10, /* a block of the allocation map (dataspace without heap tracing) */
     EXP_REC_MAP_FREE = 11,  /* the end of a block of the allocation map */
-    /* 12..15 are free for more tracing records; thread states and CPUs: */
+    EXP_REC_HEAP_PACK = 12, /* HEAP_ALLOC and HEAP_FREE records packed without type or length */
+    /* 13..15 are free for more tracing records; thread states and CPUs: */
     EXP_REC_STATE = 16, /* a thread-state sample of another thread, written by the sampler */
     EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
     /* 18..23 are free for counter records; dataspace: */
@@ -91,6 +92,22 @@ enum exp_heap_call {
     EXP_HEAP_MREMAP = 10, /* HEAP_FREE of the old mapping and HEAP_ALLOC of the new one */
     EXP_HEAP_NCALLS = 11,
 };
+
+/* HEAP_PACK: the kind of a packed record, the low 2 bits of its first byte; the upper 6 bits are
+ * its dt, or EXP_PACK_DT_LONG: dt follows as a number. */
+enum exp_pack_kind {
+    EXP_PACK_ALLOC = 0,      /* a HEAP_ALLOC by malloc: address, stack id, size */
+    EXP_PACK_FREE = 1,       /* a HEAP_FREE by free: address */
+    EXP_PACK_ALLOC_CALL = 2, /* a HEAP_ALLOC: address, stack id, size, call */
+    EXP_PACK_FREE_CALL = 3,  /* a HEAP_FREE: address, call, size */
+};
+#define EXP_PACK_DT_LONG 63
+/* A HEAP_PACK's length is 4 bytes of LEB128 (at most EXP_PACK_MAX, the writer packs into chunks
+ * no larger); EXP_PACK_OPEN while it is open, the last record of its chunk, which it fills up
+ * to the chunk's used bytes (its length is written when something else is written after it, or
+ * the chunk ends: a process killed before leaves it open). */
+#define EXP_PACK_MAX ((1u << 27) - 1)
+#define EXP_PACK_OPEN ((1u << 28) - 1)
 
 /* MAP_ALLOC / MAP_FREE: what the allocation map of this collector keeps (collector/heapmap.h):
  * every block of at least EXP_MAP_LARGE bytes and every mapping, and one smaller block in

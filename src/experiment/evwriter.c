@@ -44,7 +44,9 @@ static void fast_update(exp_stream_t *s)
     uint64_t pending = 0;
     for (int r = 1; r < EXP_LOST_NREASONS; r++)
         pending |= s->pending[r];
-    s->fast_end = s->chunk && !pending ? s->file->chunk_size - EXP_FAST_MAX : 0;
+    s->fast_end = s->chunk && !pending && s->file->chunk_size <= EXP_PACK_MAX
+                      ? s->file->chunk_size - EXP_FAST_MAX
+                      : 0;
 }
 
 /* ---- file ------------------------------------------------------------------------------------ */
@@ -117,11 +119,13 @@ static int reserve(int fd, off_t off, size_t len)
 static void chunk_release(exp_stream_t *s)
 {
     if (s->chunk) {
+        exp_pack_close(s);
         munmap(s->chunk, s->file->chunk_size);
         s->chunk = NULL;
         s->seq++;
     }
     s->fast_end = 0;
+    s->pack = 0;
 }
 
 static int chunk_claim(exp_stream_t *s, uint64_t t)
@@ -145,6 +149,7 @@ static int chunk_claim(exp_stream_t *s, uint64_t t)
     s->pos = EXP_CHUNK_HEADER_SIZE;
     s->last_t = t;
     s->last_addr = 0;
+    s->pack = 0;
     put_le32(s->chunk + 4, s->tid);
     put_le32(s->chunk + 8, s->seq);
     put_le32(s->chunk + 12, 0);
@@ -199,6 +204,7 @@ static int put_record_at(exp_stream_t *s, uint8_t type, const uint8_t *payload, 
     }
     if (!s->chunk)
         return -1;
+    exp_pack_close(s); /* packed records go into a new HEAP_PACK after this one */
     uint8_t *p = s->chunk + s->pos;
     size_t n = 0;
     p[n++] = type;
@@ -403,7 +409,8 @@ int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, 
 static int alloc_rec(exp_stream_t *s, uint8_t type, uint64_t t, uint32_t stack, uint64_t addr,
                      uint64_t size, uint32_t call)
 {
-    if (exp_fast_alloc_rec(s, type, t, stack, addr, size, call) == 0)
+    if (type == EXP_REC_HEAP_ALLOC ? exp_stream_alloc_fast(s, t, stack, addr, size, call) == 0
+                                   : exp_fast_alloc_rec(s, type, t, stack, addr, size, call) == 0)
         return 0;
     uint8_t b[3 * LEB128_MAX];
     size_t n = leb128_put(b, stack);
@@ -415,7 +422,8 @@ static int alloc_rec(exp_stream_t *s, uint8_t type, uint64_t t, uint32_t stack, 
 
 static int free_rec(exp_stream_t *s, uint8_t type, uint64_t t, uint64_t addr, uint64_t size, uint32_t call)
 {
-    if (exp_fast_free_rec(s, type, t, addr, size, call) == 0)
+    if (type == EXP_REC_HEAP_FREE ? exp_stream_free_fast(s, t, addr, size, call) == 0
+                                  : exp_fast_free_rec(s, type, t, addr, size, call) == 0)
         return 0;
     uint8_t b[2 * LEB128_MAX];
     size_t n = 0;
@@ -638,6 +646,7 @@ void exp_stream_forget(exp_stream_t *s)
         munmap(s->chunk, s->file->chunk_size);
     s->chunk = NULL;
     s->fast_end = 0;
+    s->pack = 0;
     unmap_tables(s);
 }
 

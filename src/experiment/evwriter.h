@@ -45,6 +45,9 @@ typedef struct exp_stream {
     uint32_t fast_end; /* the heap records' fast path (evfast.h) writes while pos <= fast_end:
                         * chunk_size - EXP_FAST_MAX with a chunk and no LOST record pending,
                         * else 0 */
+    uint32_t pack;     /* the chunk's open HEAP_PACK record (the offset of its type byte), to
+                        * which packed heap records are added while nothing else is written
+                        * after it; 0: none */
     uint64_t last_t;
     uint64_t last_addr; /* of the chunk's previous heap record (their addresses are deltas) */
     /* stack dedup (open addressing, power-of-two size) and the frames it refers to */

@@ -1441,6 +1441,9 @@ struct cursor {
     uint32_t csize, stream, tid;
     const uint8_t *p, *end; /* records left in the current chunk */
     uint64_t t, addr;       /* time and heap address of the chunk's previous records */
+    const uint8_t *pk, *pkend; /* inside a HEAP_PACK: its next packed record and its end (p is
+                                  then end, so that clock_fast leaves it to cursor_next), */
+    const uint8_t *resume;     /* and the record after it; pk NULL: outside */
     struct thread_state ts;
     struct scan *sc;
     const exp_process_t *pr;
@@ -1937,10 +1940,8 @@ static const decode_fn decoders[256] = {
     [EXP_REC_TLS_BLOCK] = decode_tls_block,
 };
 
-/* Decodes the payload of a timed record of a known type into c->ev. Returns 0 for an event, 2
- * for a record that is not one, -1 for a malformed record. */
-static inline int decode_event(struct cursor *c, uint8_t type, const uint8_t *q,
-                               const uint8_t *rend, const uint8_t *rec)
+/* The defaults of an event of type: no stack, zeros, fd -1. */
+static inline void event_defaults(struct cursor *c, uint8_t type)
 {
     exp_event_t *ev = &c->ev;
     ev->type = type;
@@ -1957,10 +1958,67 @@ static inline int decode_event(struct cursor *c, uint8_t type, const uint8_t *q,
     ev->regs = NULL;
     ev->tid = c->tid;
     ev->cpu = c->ts.cpu;
+}
+
+/* Decodes the payload of a timed record of a known type into c->ev. Returns 0 for an event, 2
+ * for a record that is not one, -1 for a malformed record. */
+static inline int decode_event(struct cursor *c, uint8_t type, const uint8_t *q,
+                               const uint8_t *rend, const uint8_t *rec)
+{
+    event_defaults(c, type);
     decode_fn fn = decoders[type];
     if (fn == decode_clock) /* the table's entry for most records, called directly (inlined) */
         return decode_clock(c, type, q, rend, rec);
     return fn(c, type, q, rend, rec);
+}
+
+/* The next packed record of the HEAP_PACK the cursor is in (docs/FORMAT.md), as a HEAP_ALLOC or
+ * HEAP_FREE event: 1 when it is now c->ev, 0 when the pack has ended (the cursor goes on after
+ * it). A malformed record is damage, and the rest of the pack is skipped. */
+static __attribute__((noinline)) int pack_next(struct cursor *c)
+{
+    const uint8_t *rec = c->pk, *q = rec, *end = c->pkend;
+    if (q >= end) {
+        c->pk = NULL;
+        c->p = c->resume;
+        return 0;
+    }
+    uint8_t h = *q++;
+    uint32_t kind = h & 3;
+    uint64_t dt = h >> 2, a, b, d = 0;
+    int64_t sd;
+    if ((dt == EXP_PACK_DT_LONG && leb128_get(&q, end, &dt)) || leb128_get_signed(&q, end, &sd))
+        goto bad;
+    exp_event_t *ev = &c->ev;
+    event_defaults(c, kind == EXP_PACK_ALLOC || kind == EXP_PACK_ALLOC_CALL ? EXP_REC_HEAP_ALLOC
+                                                                           : EXP_REC_HEAP_FREE);
+    if (kind == EXP_PACK_ALLOC || kind == EXP_PACK_ALLOC_CALL) {
+        if (leb128_get(&q, end, &a) || leb128_get(&q, end, &b) ||
+            (kind == EXP_PACK_ALLOC_CALL && leb128_get(&q, end, &d)))
+            goto bad;
+        ev->stack = map_stack(c, a, rec);
+        ev->size = b;
+        if (kind == EXP_PACK_ALLOC_CALL)
+            ev->call = (uint32_t)(d < UINT32_MAX ? d : UINT32_MAX);
+    } else if (kind == EXP_PACK_FREE_CALL) {
+        if (leb128_get(&q, end, &a) || leb128_get(&q, end, &b))
+            goto bad;
+        ev->call = (uint32_t)(a < UINT32_MAX ? a : UINT32_MAX);
+        ev->size = b;
+    }
+    c->t += dt;
+    ev->t = c->t;
+    c->addr += (uint64_t)sd;
+    ev->addr = c->addr;
+    c->ev_clock = 0;
+    c->pk = q;
+    return 1;
+bad:
+    c->sc->st->bad_records++;
+    damage_at(c->sc, cursor_off(c, rec), "a malformed packed heap record");
+    c->pk = NULL;
+    c->p = c->resume;
+    return 0;
 }
 
 /* An unsigned LEB128 of at most 4 bytes (28 bits: most fields of most records) at q, which has
@@ -2045,6 +2103,15 @@ static __attribute__((noinline)) int cursor_next(struct cursor *c)
 {
     exp_scan_stats_t *st = c->sc->st;
     while (!c->sc->oom) {
+        if (c->pk) {
+            if (!pack_next(c))
+                continue;
+            st->records++;
+            if (c->sc->oom)
+                return 0;
+            st->events++;
+            return 1;
+        }
         if (__builtin_expect(clock_fast(c), 1)) {
             st->records++;
             if (c->sc->oom)
@@ -2058,10 +2125,19 @@ static __attribute__((noinline)) int cursor_next(struct cursor *c)
         const uint8_t *rec = c->p;
         uint8_t type = *c->p++;
         uint64_t len, dt;
-        if (type == 0 || leb128_get(&c->p, c->end, &len) || len > (uint64_t)(c->end - c->p)) {
+        if (type == 0 || leb128_get(&c->p, c->end, &len) ||
+            (len > (uint64_t)(c->end - c->p) &&
+             (type != EXP_REC_HEAP_PACK || len != EXP_PACK_OPEN))) {
             st->bad_records++;
             damage_at(c->sc, cursor_off(c, rec), "a record that cannot be framed");
             c->p = c->end; /* the rest of the chunk cannot be framed */
+            continue;
+        }
+        if (type == EXP_REC_HEAP_PACK) { /* its records are read by pack_next; one still open
+                                            when its process ended reaches the used bytes */
+            c->pk = c->p;
+            c->resume = c->pkend = len == EXP_PACK_OPEN ? c->end : c->p + len;
+            c->p = c->end;
             continue;
         }
         const uint8_t *q = c->p, *rend = c->p + len;

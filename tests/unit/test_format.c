@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "base/leb128.h"
 #include "experiment/evwriter.h"
 #include "experiment/evfast.h"
 #include "experiment/logfile.h"
@@ -704,17 +705,26 @@ static void test_clock_encodings(void **state)
     exp_close(e);
 }
 
-/* Heap records of every width through the inline fast path (evfast.h): 64-bit sizes, address
- * deltas both ways, large time steps, every call; a loss while a write is busy turns the fast
- * path off until the LOST record is written; time going back is clamped by the slow path. */
+/* Heap records of every width through the inline fast path (evfast.h), packed into HEAP_PACK
+ * records: 64-bit sizes, address deltas both ways, times in the kind byte (dt 0 to 62) and after
+ * it (63 and more, up to 2^50), every call; CLOCK and MAP_ALLOC records in between (each closes
+ * the pack: the next packed record opens another, on the same chains of time and address); a
+ * loss while a write is busy turns the fast path off until the LOST record is written; time
+ * going back is clamped by the slow path (a HEAP_ALLOC record). */
 struct wide_check {
-    uint64_t n, bad, lost;
+    uint64_t n, bad, lost, clocks, maps;
 };
 
-/* Round i: an allocation at wide_t(i), its free 1 ns later; round 500's time went back. */
+/* Round i: an allocation at wide_t(i), its free wide_fdt(i) ns later; round 500's time went back
+ * (both its records are clamped to the time of the record before). */
 static uint64_t wide_t(uint64_t i)
 {
     return 1000 + i * 1000 + (i >= 100 ? 1ull << 40 : 0) + (i >= 200 ? 1ull << 50 : 0);
+}
+static uint64_t wide_fdt(uint64_t i)
+{
+    static const uint64_t dts[] = { 0, 1, 62, 63, 64, 127, 128, 500 };
+    return dts[i % 8];
 }
 static uint64_t wide_addr(uint64_t i) { return i % 3 ? 0x7f0000000000ull - i * 4099 : i << 20; }
 static uint64_t wide_size(uint64_t i) { return i % 5 ? i * 77 : ~0ull >> (i % 64); }
@@ -728,14 +738,62 @@ static int wide_cb(void *ctx, const exp_event_t *ev)
         c->lost += ev->count;
         return 0;
     }
+    if (ev->type == EXP_REC_CLOCK || ev->type == EXP_REC_MAP_ALLOC) {
+        uint64_t i = c->n / 2; /* before round i's allocation */
+        if (ev->t != (i == 500 ? wide_t(499) + wide_fdt(499) : wide_t(i)) ||
+            (ev->type == EXP_REC_MAP_ALLOC && (ev->addr != (i << 12) + 8 || ev->size != i)))
+            c->bad++;
+        c->clocks += ev->type == EXP_REC_CLOCK;
+        c->maps += ev->type == EXP_REC_MAP_ALLOC;
+        return 0;
+    }
     uint64_t k = c->n++, i = k / 2;
     int is_free = (int)(k % 2);
-    uint64_t t = i == 500 ? wide_t(499) + 1 : wide_t(i) + (uint64_t)is_free;
+    uint64_t t = i == 500 ? wide_t(499) + wide_fdt(499) /* both clamped */
+                          : wide_t(i) + (is_free ? wide_fdt(i) : 0);
     if (ev->t != t || ev->addr != wide_addr(i) || ev->call != wide_call(i) ||
         ev->type != (is_free ? EXP_REC_HEAP_FREE : EXP_REC_HEAP_ALLOC) ||
         ev->size != (is_free ? wide_fsize(i) : wide_size(i)))
         c->bad++;
     return 0;
+}
+
+/* Counts the records of the events file at path by type (the packed ones in counts[0]). */
+static void count_types(const char *path, uint64_t counts[256])
+{
+    memset(counts, 0, 256 * sizeof *counts);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static uint8_t m[1 << 22];
+    size_t size = fread(m, 1, sizeof m, f);
+    fclose(f);
+    assert_true(size > 4096 && size < sizeof m);
+    uint32_t csize;
+    memcpy(&csize, m + 16, 4);
+    for (size_t off = 4096; off + 32 <= size; off += csize) {
+        uint32_t used;
+        memcpy(&used, m + off + 12, 4);
+        const uint8_t *p = m + off + 32, *end = p + used;
+        while (p < end) {
+            uint8_t type = *p++;
+            uint64_t len;
+            assert_int_equal(leb128_get(&p, end, &len), 0);
+            assert_true(len <= (uint64_t)(end - p));
+            counts[type]++;
+            if (type == EXP_REC_HEAP_PACK) { /* kind and time, address, then 0 to 3 numbers */
+                for (const uint8_t *q = p, *pend = p + len; q < pend; counts[0]++) {
+                    uint8_t h = *q++;
+                    uint64_t v;
+                    int nums = 1 + ((h >> 2) == EXP_PACK_DT_LONG) +
+                               ((h & 3) == EXP_PACK_ALLOC ? 2 : (h & 3) == EXP_PACK_FREE ? 0 : 3) -
+                               ((h & 3) == EXP_PACK_FREE_CALL);
+                    for (int k = 0; k < nums; k++)
+                        assert_int_equal(leb128_get(&q, pend, &v), 0);
+                }
+            }
+            p += len;
+        }
+    }
 }
 
 static void test_heap_fast_path(void **state)
@@ -750,6 +808,7 @@ static void test_heap_fast_path(void **state)
     uint64_t pcs[2] = { 0x401000, 0x402000 };
     uint32_t id;
     assert_int_equal(exp_stream_stack(&s, pcs, 2, 0, &id), 0);
+    uint64_t nclock = 0, nmap = 0;
     for (uint64_t i = 0; i < 4000; i++) {
         uint64_t t = i == 500 ? wide_t(499) - 5000 : wide_t(i);
         if (i == 300) { /* a signal's write is lost while this one is busy */
@@ -757,14 +816,34 @@ static void test_heap_fast_path(void **state)
             assert_int_equal(exp_stream_clock(&s, t, id, 0, 1), -1);
             s.busy = 0;
             assert_int_equal(exp_stream_alloc_fast(&s, t, id, 0, 1, 0), -1); /* pending */
+            assert_int_equal(exp_stream_free_fast(&s, t, 0, 0, 0), -1);
+        }
+        if (i % 97 == 1) {
+            assert_int_equal(exp_stream_clock(&s, t, id, 0, 1), 0);
+            nclock++;
+        }
+        if (i % 89 == 2) {
+            assert_int_equal(exp_stream_map_alloc(&s, t, id, (i << 12) + 8, i, 0), 0);
+            nmap++;
         }
         assert_int_equal(exp_stream_alloc(&s, t, id, wide_addr(i), wide_size(i), wide_call(i)), 0);
         assert_int_equal(s.pending[EXP_LOST_BUSY], 0); /* the LOST record went first */
-        assert_int_equal(exp_stream_free(&s, t + 1, wide_addr(i), wide_fsize(i), wide_call(i)), 0);
+        assert_int_equal(exp_stream_free(&s, t + wide_fdt(i), wide_addr(i), wide_fsize(i),
+                                         wide_call(i)),
+                         0);
     }
     assert_true(s.seq > 10); /* many chunks */
     exp_stream_finish(&s, ~0ull >> 2);
     exp_evfile_close(&f);
+
+    uint64_t counts[256];
+    count_types(path, counts);
+    /* the records of the last EXP_FAST_MAX bytes of a chunk are HEAP_ALLOC and HEAP_FREE records
+     * (the slow path: a few of at least 5 bytes), and so are a chunk's first, the allocation
+     * after the loss and those around the time going back: every other one is packed */
+    assert_true(counts[EXP_REC_HEAP_PACK] >= s.seq + nclock + nmap);
+    assert_true(counts[0] >= 8000 - s.seq * (EXP_FAST_MAX / 5 + 1) - 4);
+    assert_int_equal(counts[0] + counts[EXP_REC_HEAP_ALLOC] + counts[EXP_REC_HEAP_FREE], 8000);
 
     tally_err_t err = { 0 };
     exp_experiment_t *e;
@@ -776,8 +855,117 @@ static void test_heap_fast_path(void **state)
     assert_int_equal(st.bad_chunks + st.bad_records + st.seq_gaps + st.unknown_records, 0);
     assert_int_equal(c.n, 8000);
     assert_int_equal(c.bad, 0);
-    assert_int_equal(c.lost, 1);
+    assert_int_equal(c.lost, 1); /* the fast path counts nothing: its caller goes on */
+    assert_int_equal(c.clocks, nclock);
+    assert_int_equal(c.maps, nmap);
     exp_stacks_free(stacks);
+    exp_close(e);
+    (void)state;
+}
+
+/* HEAP_PACK records as a reader finds them: each kind of packed record, times in the kind byte
+ * and after it, address deltas both ways on the chain HEAP_ALLOC and HEAP_FREE share; a
+ * malformed packed record is damage and ends its pack (the records after it are read); a pack
+ * still open when its process ended reaches the chunk's used bytes; a closed pack longer than
+ * its chunk cannot be framed. */
+struct pack_check {
+    int n, ok;
+    exp_stacks_t *stacks;
+};
+
+static int pack_cb(void *ctx, const exp_event_t *ev)
+{
+    static const struct {
+        uint8_t type;
+        uint64_t t, addr, size;
+        uint32_t call;
+    } want[] = {
+        { EXP_REC_HEAP_ALLOC, 5005, 0x1000, 32, 0 },
+        { EXP_REC_HEAP_FREE, 5067, 0x1000, 0, 0 },
+        { EXP_REC_HEAP_ALLOC, 5130, 0xff0, 200, 1 },
+        { EXP_REC_HEAP_FREE, 5130 + (1ull << 35), 0x1000, 4096, 9 },
+        { EXP_REC_HEAP_ALLOC, 5131 + (1ull << 35), 0x1010, 8, 0 },   /* HEAP_ALLOC */
+        { EXP_REC_CLOCK, 5132 + (1ull << 35), 0, 0, 0 },              /* after the damage */
+        { EXP_REC_HEAP_FREE, 5133 + (1ull << 35), 0x1010, 0, 0 },    /* the open pack */
+        { EXP_REC_HEAP_FREE, 5134 + (1ull << 35), 0x1020, 0, 0 },
+    };
+    struct pack_check *c = ctx;
+    if (c->n >= (int)(sizeof want / sizeof *want) || ev->type != want[c->n].type ||
+        ev->t != want[c->n].t || ev->tid != 77 ||
+        (ev->type != EXP_REC_CLOCK &&
+         (ev->addr != want[c->n].addr || ev->size != want[c->n].size ||
+          ev->call != want[c->n].call)))
+        c->ok = 0;
+    if (ev->type == EXP_REC_HEAP_ALLOC) {
+        uint32_t n, flags, proc;
+        exp_stacks_get(c->stacks, ev->stack, &n, &flags, &proc);
+        if (n != 1)
+            c->ok = 0;
+    }
+    c->n++;
+    return 0;
+}
+
+static void put_chunk(uint8_t *ch, uint32_t tid, uint32_t stream, const uint8_t *recs,
+                      uint32_t used)
+{
+    uint32_t magic = EXP_CHUNK_MAGIC, seq = 0;
+    uint64_t t0 = 5000;
+    memcpy(ch, &magic, 4);
+    memcpy(ch + 4, &tid, 4);
+    memcpy(ch + 8, &seq, 4);
+    memcpy(ch + 12, &used, 4);
+    memcpy(ch + 16, &t0, 8);
+    memcpy(ch + 24, &stream, 4);
+    memcpy(ch + 32, recs, used);
+}
+
+static void test_heap_pack_records(void **state)
+{
+    write_log(dir, 1);
+    static const uint8_t recs[] = {
+        1, 4, 0, 0, 1, 0x40,                       /* STACK 0: one frame */
+        12, 0x99, 0x80, 0x80, 0x00,                /* HEAP_PACK of 25 bytes (length in 4) */
+        0x14, 0x80, 0x40, 0, 32,                   /*   malloc: dt 5, +0x1000, stack 0, 32 */
+        0xf9, 0,                                   /*   free: dt 62, +0 */
+        0xfe, 63, 31, 0, 0xc8, 0x01, 1,            /*   calloc: dt 63, -16, stack 0, 200 */
+        0xff, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01,  /*   munmap: dt 2^35, +16, */
+        0x20, 9, 0x80, 0x20,                       /*     4096 bytes */
+        5, 4, 1, 0x20, 0, 8,                       /* HEAP_ALLOC: dt 1, +16, stack 0, 8 */
+        12, 4, 0x00, 0x80, 0x80, 0x80,             /* HEAP_PACK: a truncated address */
+        2, 4, 1, 0, 0, 1,                          /* CLOCK: dt 1 */
+        12, 0xff, 0xff, 0xff, 0x7f,                /* HEAP_PACK, open: */
+        0x05, 0,                                   /*   free: dt 1, +0 */
+        0x05, 0x20,                                /*   free: dt 1, +16 */
+    };
+    static const uint8_t cut[] = {
+        12, 0x7f, 0x05, 0, 0x05, 0, /* HEAP_PACK of 127 bytes in a chunk of 6 */
+    };
+    uint8_t file[4096 + 2 * 4096] = { 0 };
+    memcpy(file, EXP_EV_MAGIC, 8);
+    uint32_t h[3] = { EXP_FORMAT_VERSION, EXP_EV_HEADER_SIZE, 4096 };
+    memcpy(file + 8, h, sizeof h);
+    put_chunk(file + 4096, 77, 0, recs, sizeof recs);
+    put_chunk(file + 8192, 78, 1, cut, sizeof cut);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, file, sizeof file), (ssize_t)sizeof file);
+    close(fd);
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    struct pack_check c = { 0, 1, exp_stacks_new() };
+    exp_scan_stats_t st;
+    assert_int_equal(exp_scan(e, c.stacks, pack_cb, &c, &st, &err), 0);
+    assert_true(c.ok);
+    assert_int_equal(c.n, 8);
+    assert_int_equal(st.events, 8);
+    assert_int_equal(st.bad_records, 2); /* the truncated record, the pack that cannot be framed */
+    assert_int_equal(st.unknown_records, 0);
+    exp_stacks_free(c.stacks);
     exp_close(e);
     (void)state;
 }
@@ -1145,6 +1333,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_event_fields_exact, setup, teardown),
         cmocka_unit_test_setup_teardown(test_clock_encodings, setup, teardown),
         cmocka_unit_test_setup_teardown(test_heap_fast_path, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_heap_pack_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memref_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_records, setup, teardown),
         cmocka_unit_test(test_pct),
