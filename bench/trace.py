@@ -161,7 +161,8 @@ out.append("Goal of issue 17: heap tracing at most 2x the bare time. tally, heap
                tally_heap, cpu_heap, "met" if max(tally_heap, cpu_heap) <= 2 else "missed"))
 out.append("")
 out.append("Heap tracing writes one record per allocation (with its call stack, memoized per call "
-           "site) and one per free: about 15 bytes a pair. heaptrack's slowdown varies from run "
+           "site) and one per free, packed (HEAP_PACK): about 11 bytes a pair. heaptrack's "
+           "slowdown varies from run "
            "to run on this machine (8x to 13x seen); gprofng's is 150-270x, so it runs on a "
            "twentieth of the pairs.")
 out.append("")
