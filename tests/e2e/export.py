@@ -138,6 +138,47 @@ def pprof_traces(path, metric):
     return out
 
 
+def check_pprof_inlines(d):
+    """wl_inlined (mix inlined into outer_a and outer_b): pprof reads the locations' inline
+    chains, every function of them with its source file and line, and the mappings with the
+    build ids the experiment's log recorded."""
+    exp = collect(d, [os.path.join(WL, "wl_inlined"), "0.3"], name="inl")
+    out = os.path.join(d, "inl.pb.gz")
+    export([exp], "pprof", out)
+    compare("pprof -top (inlined)", pprof_top(out, "totalcpu", "s"), [exp], "totalcpu")
+    env = dict(os.environ, HOME=os.environ.get("HOME", "/tmp"))
+    p = run(["go", "tool", "pprof", "-traces", "-lines", out], expect=0, env=env)
+    src = "tests/workloads/inlined.c"
+    seen = collections.defaultdict(set)  # function -> {(file, line, inline)}
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s*(?:-?[0-9.]+\w*\s+)?(mix|outer_a|outer_b|main) (\S*):(\d+)"
+                     r"( \(inline\))?$", line)
+        if m:
+            seen[m.group(1)].add((m.group(2), int(m.group(3)), bool(m.group(4))))
+    check({"mix", "outer_a", "outer_b", "main"} <= set(seen),
+          "pprof -traces -lines: not every function of wl_inlined: %r" % dict(seen))
+    for fn, where in seen.items():
+        for file, ln, _ in where:
+            check(file.endswith(src) and ln > 0,
+                  "pprof -traces -lines: %s at %r:%d, not a line of %s" % (fn, file, ln, src))
+    check(any(inl for _, _, inl in seen["mix"]), "pprof: mix is never an inlined frame: %r" %
+          seen["mix"])
+    # the mappings: each object's path and build id as the log's load records have them
+    loads = {}
+    with open(os.path.join(exp, "log"), errors="replace") as f:
+        for line in f:
+            m = re.match(r"^load .*? path=(\S+) buildid=([0-9a-f]+)", line)
+            if m:
+                loads[m.group(1)] = m.group(2)
+    p = run(["go", "tool", "pprof", "-raw", out], expect=0, env=env)
+    maps = re.findall(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+) ([0-9a-f]+) ",
+                      p.stdout.split("\nMappings\n", 1)[-1], flags=re.M)
+    check(maps, "pprof -raw: no mapping with a build id:\n%s" % p.stdout[-2000:])
+    for path, bid in maps:
+        check(loads.get(path) == bid, "pprof mapping %s: build id %s, the log's %r" %
+              (path, bid, loads.get(path)))
+
+
 def test_pprof(d, exps):
     need("go")
     for exp in exps:
@@ -165,6 +206,7 @@ def test_pprof(d, exps):
                 check(same(by_tid[str(t["tid"])], t["totalcpu"], "s"),
                       "pprof -traces: thread %d: %d ns, -thread_list %r s" %
                       (t["tid"], by_tid[str(t["tid"])], t["totalcpu"]))
+    check_pprof_inlines(d)
     # a selection is the session's: thread 1 only
     out = os.path.join(d, "sel.pb.gz")
     export([exps[1]], "pprof", out, "-thread_select", "1")
