@@ -824,8 +824,19 @@ def test_speedscope(d, exps):
 
 def test_cli(d, exps):
     p = run([TALLY, "export", "-h"], expect=0)
-    for fmt in ("pprof", "callgrind", "folded", "chrome", "speedscope", "tau"):
+    formats = ("pprof", "callgrind", "folded", "chrome", "speedscope", "tau")
+    for fmt in formats:
         check(fmt in p.stdout, "export -h does not name %s" % fmt)
+    # tally --help's line for export and tally(1)'s paragraph name every format too
+    line = [ln for ln in run([TALLY, "--help"], expect=0).stdout.splitlines()
+            if ln.split()[:1] == ["export"]]
+    with open(os.path.join(SRC, "man", "tally.1")) as f:
+        para = f.read().split(".B export\n", 1)[-1].split(".TP", 1)[0].split(".SH", 1)[0]
+    for fmt in formats:
+        check(line and fmt in line[0], "tally --help's export line does not name %s: %r" %
+              (fmt, line))
+        check(fmt in para.lower().replace("chrome trace", "chrome"),
+              "man/tally.1's export paragraph does not name %s: %r" % (fmt, para))
     cases = [
         ([], 2, "no format given"),
         (["--format=svg", exps[0]], 2, "unknown format 'svg'"),
