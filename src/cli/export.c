@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyzer/session.h"
@@ -323,6 +324,7 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     xo.metrics = mlist;
+    int own_file = 0; /* -o names a regular file itself (no link): removed when the export fails */
     if (output) {
         out = fopen(output, "wb");
         if (!out) {
@@ -330,19 +332,31 @@ int cmd_export(int argc, char **argv)
             rc = 1;
             goto done;
         }
+        struct stat fs, ls;
+        own_file = !fstat(fileno(out), &fs) && S_ISREG(fs.st_mode) && !lstat(output, &ls) &&
+                   S_ISREG(ls.st_mode) && ls.st_dev == fs.st_dev && ls.st_ino == fs.st_ino;
     }
     if (xp_write(s, &xo, out ? out : stdout, &err)) {
         rc = cli_report(&err);
         if (rc == 0)
             rc = 1;
     }
+    if (out && rc && !own_file) { /* a file reached through a link: emptied, not removed */
+        struct stat fs;
+        fflush(out);
+        if (!fstat(fileno(out), &fs) && S_ISREG(fs.st_mode)) {
+            int tr = ftruncate(fileno(out), 0); /* at worst the partial file stays: the error */
+            (void)tr;                            /* is reported either way */
+        }
+    }
     if (out && fclose(out) && !rc) {
         cli_error("export", "writing '%s' failed: %s", output, strerror(errno));
         rc = 1;
     }
     out = NULL;
-    if (rc && output)
-        unlink(output); /* no half-written file left behind */
+    /* no half-written file left behind; never a device, FIFO or link -o named (/dev/null) */
+    if (rc && own_file)
+        unlink(output);
     if (!rc && eng_saturated(s->eng))
         esc_fprintf(stderr, "tally: note: some sums reached 2^64-1 and stayed there\n");
 done:

@@ -857,6 +857,7 @@ def test_cli(d, exps):
         check(p.stderr.strip(), "export %s: no message" % args)
         if text:
             check(text in p.stderr, "export %s: %r does not say %r" % (args, p.stderr, text))
+    check_failed_output(d, exps[1])
     # standard output when no -o; the same bytes as -o
     p = run([TALLY, "export", "--format=folded", exps[0]], expect=0)
     out = os.path.join(d, "o.folded")
@@ -904,6 +905,34 @@ def test_cli(d, exps):
     check("<libc.so.6>" in got and "__libc_start_main" not in got,
           "-object_hide libc.so.6 did not fold libc: %r" % sorted(got))
     compare("folded -object_hide", got, [exps[0]], "totalcpu", "-object_hide", "libc.so.6")
+
+
+def check_failed_output(d, exp):
+    """An export that fails once its output is open (chrome of a metric that is no time) removes
+    a regular file -o named, but never what is not one (a FIFO, as /dev/null is a device: it
+    removed them), nor a link: the file behind a link is emptied, the link stays."""
+    import stat
+    bad = ["--format=chrome", "-metrics", "syncn"]
+    plain = os.path.join(d, "fail.json")
+    p = run([TALLY, "export"] + bad + ["-o", plain, exp], expect=2)
+    check(not os.path.lexists(plain), "a failed export left its file: %r" % p.stderr)
+    fifo = os.path.join(d, "fail.fifo")
+    os.mkfifo(fifo)
+    rd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # so that the export's open does not wait
+    try:
+        run([TALLY, "export"] + bad + ["-o", fifo, exp], expect=2)
+        check(os.path.lexists(fifo) and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+              "a failed export removed the FIFO -o named")
+    finally:
+        os.close(rd)
+    target, link = os.path.join(d, "fail.target"), os.path.join(d, "fail.link")
+    with open(target, "w") as f:
+        f.write("old contents\n")
+    os.symlink(target, link)
+    run([TALLY, "export"] + bad + ["-o", link, exp], expect=2)
+    check(os.path.islink(link) and os.path.exists(target) and os.path.getsize(target) == 0,
+          "a failed export through a link: link %s, target %s" %
+          (os.path.lexists(link), os.path.exists(target) and os.path.getsize(target)))
 
 
 def on_tty(args):
