@@ -3,7 +3,9 @@
  * speedscope), in its JSON object form: per thread over time, its clock samples in "samples"
  * with their call stacks in "stackFrames", and in "traceEvents" its traced calls (sync waits,
  * I/O, traced kinds of the collector API) as slices on a track of their own beside it, heap calls
- * as instant events there, sample packets as instant events of the process.
+ * as instant events there, sample packets as instant events of the process. A traced call of the
+ * collector API is named by its kind and lasts its kind's first metric of time (xp_traced_ns);
+ * a kind without one is an instant event.
  *
  * Samples: each clock sample of a thread stands for its value of the first metric asked (a time
  * metric, ns) and is laid out as the interval that ends at its time stamp, started no earlier
@@ -70,6 +72,7 @@ typedef struct ch_ctx {
     uint32_t *node_parent, *node_fn; /* by node - 1 */
     size_t nnodes, nodes_cap;
     xb_names_t jname; /* by function id: its name as a JSON string, once needed */
+    xp_kinds_t kinds; /* the time metrics of the collector API's kinds */
     uint64_t ts_ns;   /* the last time stamp formatted, and its text */
     char ts[24];
     size_t nts;
@@ -232,7 +235,7 @@ static ch_thread_t *thread_of(ch_ctx_t *c, const eng_thread_t *t)
     return &c->th[i];
 }
 
-static const char *traced_name(ch_ctx_t *c, const exp_event_t *ev, char *buf, size_t n,
+static const char *traced_name(const exp_event_t *ev, const char *kind, char *buf, size_t n,
                                const char **cat)
 {
     switch (ev->type) {
@@ -246,9 +249,9 @@ static const char *traced_name(ch_ctx_t *c, const exp_event_t *ev, char *buf, si
     case EXP_REC_HEAP_ALLOC:
         *cat = "heap";
         return "allocation";
-    default:
+    default: /* a traced call of the collector API: its kind's name (mpi_call, ...) */
         *cat = "traced";
-        return "traced call";
+        return ev->type == EXP_REC_TRACE && kind ? kind : "traced call";
     }
 }
 
@@ -284,8 +287,11 @@ static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_
     } else if (ev->type == EXP_REC_SYNC || ev->type == EXP_REC_IO || ev->type == EXP_REC_TRACE ||
                ev->type == EXP_REC_HEAP_ALLOC) {
         char buf[64];
-        const char *cat;
-        const char *name = traced_name(c, ev, buf, sizeof buf, &cat);
+        const char *cat, *kind;
+        uint64_t w = 0; /* its time (a heap call has none: an instant) */
+        if ((rc = xp_traced_ns(c->s, &c->kinds, th, ev, v, &w, &kind)))
+            return rc;
+        const char *name = traced_name(ev, kind, buf, sizeof buf, &cat);
         eng_mapped_t mm, *m = NULL;
         if (ev->stack != EXP_NO_STACK) {
             if ((rc = eng_map_stack(c->s->eng, th->exp, ev->stack, ENG_KIND_FUNCTION, &mm,
@@ -293,7 +299,6 @@ static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_
                 return rc;
             m = &mm;
         }
-        uint64_t w = ev->type == EXP_REC_HEAP_ALLOC ? 0 : ev->weight;
         uint64_t start = t > w ? t - w : 0;
         if (start < ct->trace_end)
             start = ct->trace_end;
@@ -455,6 +460,7 @@ done:
     free(c.node_parent);
     free(c.node_fn);
     xb_names_free(&c.jname);
+    xp_kinds_free(&c.kinds);
     free(c.th);
     rep_names_free(&c.names);
     return rc;

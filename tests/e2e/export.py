@@ -736,6 +736,32 @@ def test_chrome(d, exps):
     # a metric that is no time cannot be laid out in time
     p = export([syn], "chrome", os.path.join(d, "x.json"), "-metrics", "syncn", expect=2)
     check("must be a time" in p.stderr, "chrome -metrics syncn: %r" % p.stderr)
+    # traced calls of the collector API (a library's kinds, as MPI's calls): slices named by
+    # their kind, lasting their kind's time metric; per leaf function print's exclusive time
+    api = collect(d, [os.path.join(WL, "wl_api_prog")], name="api")
+    out = os.path.join(d, "trace-api.json")
+    export([api], "chrome", out)
+    check_chrome(out)
+    with open(out) as f:
+        evs = json.load(f)["traceEvents"]
+    opened, got = collections.defaultdict(list), collections.defaultdict(int)
+    for e in evs:
+        key = (e["pid"], e["tid"])
+        if e["ph"] == "B":
+            opened[key].append(e)
+        elif e["ph"] == "E" and opened[key]:
+            b = opened[key].pop()
+            if b.get("cat") == "traced":
+                got[b["args"]["function"]] += ns_of(e["ts"], e) - ns_of(b["ts"], b)
+    kinds = collections.Counter(e["name"] for e in evs if e.get("cat") == "traced")
+    check(kinds.get("msg_send") == 63 and kinds.get("sig_seen") == 5,  # (wl_api_prog's calls)
+          "chrome: the collector API's traced calls by kind: %r" % kinds)
+    want = expected([api], "msgtime")[0]
+    for fn, (excl, _) in want.items():
+        check(same(got.get(fn, 0), excl, "s"), "chrome msg_send slices of %r: %d ns, print's "
+              "exclusive msgtime %r" % (fn, got.get(fn, 0), excl))
+    check(set(got) <= set(want) and sum(got.values()) > 0,
+          "chrome msg_send slices: %r, print %r" % (dict(got), want))
 
 
 # ---- speedscope: ajv against speedscope's schema ------------------------------------------------
@@ -776,10 +802,13 @@ def test_speedscope(d, exps):
     schema = os.path.join(os.path.dirname(__file__), "speedscope_schema.js")
     heap = collect(d, [os.path.join(WL, "wl_trace_heap")], opts=["-H", "on", "-p", "off"],
                    name="heap")
+    # traced calls of the collector API: their kind's time (wl_api_prog's msg_send: msgtime)
+    api = collect(d, [os.path.join(WL, "wl_api_prog")], name="api")
     # the traced data of each experiment: (profile name's end, the metric its values are)
-    traced = {exps[1]: ("traced calls", "sync"), heap: ("heap allocations", "heapallocbytes")}
+    traced = {exps[1]: ("traced calls", "sync"), heap: ("heap allocations", "heapallocbytes"),
+              api: ("traced calls", "msgtime")}
     evented_compared = 0
-    for exp in exps + [heap]:
+    for exp in exps + [heap, api]:
         metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
         for metric in metrics[:3]:
             out = os.path.join(d, "profile.speedscope.json")
@@ -810,7 +839,7 @@ def test_speedscope(d, exps):
                 check(prof["endValue"] == sum(prof["weights"]), "speedscope: endValue")
                 for s, w in zip(prof["samples"], prof["weights"]):
                     stacks.append(([frames[i] for i in s][::-1], w))
-            if stacks or exp != heap:
+            if stacks or exp not in (heap, api):
                 compare("speedscope", per_stack(stacks), [exp], metric)
             # the evented profiles: each thread's traced time (bytes) per function is print's
             want_kind = traced.get(exp)
@@ -819,7 +848,7 @@ def test_speedscope(d, exps):
             if want_kind:
                 got = {fn: tuple(v) for (k, fn), v in evented.items() if k == want_kind[0]}
                 evented_compared += compare("speedscope evented", got, [exp], want_kind[1])
-    check(evented_compared >= 4, "speedscope: only %d functions of evented profiles compared" %
+    check(evented_compared >= 6, "speedscope: only %d functions of evented profiles compared" %
           evented_compared)
 
 
