@@ -29,7 +29,8 @@ static void usage(FILE *out)
         "               metrics, calls = inclusive)\n"
         "  folded       'a;b;c value' lines of the first metric: flamegraph.pl, inferno\n"
         "  chrome       Trace Event JSON: samples per thread over time with their stacks,\n"
-        "               traced calls as slices, sample packets (chrome://tracing, Perfetto)\n"
+        "               traced calls as slices, sample packets, counters as tracks\n"
+        "               (chrome://tracing, Perfetto)\n"
         "  speedscope   speedscope's JSON: a sampled profile per thread, and evented ones of\n"
         "               its traced calls and heap allocations\n"
         "  tau          TAU's profile.N.0.T files of the profiled blocks (pprof, ParaProf),\n"
@@ -324,6 +325,14 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     xo.metrics = mlist;
+    xo.metrics_given = metrics != NULL;
+    if (xo.format == XP_CHROME && !metrics) /* samples laid out by the first metric of time */
+        for (int k = 1; k < xo.nmetrics; k++)
+            if (eng_metric(s->eng, mlist[k])->time && !eng_metric(s->eng, mlist[0])->time) {
+                int m = mlist[k];
+                memmove(mlist + 1, mlist, (size_t)k * sizeof *mlist);
+                mlist[0] = m;
+            }
     int own_file = 0; /* -o names a regular file itself (no link): removed when the export fails */
     if (output) {
         out = fopen(output, "wb");

@@ -40,6 +40,8 @@ typedef struct xp_opts {
     const int *metrics; /* the engine's metric indices to write, in order (folded, chrome and
                            speedscope write the first) */
     int nmetrics;
+    int metrics_given; /* the user named them (else chrome, given no time metric first, writes
+                          no samples rather than refuse) */
 } xp_opts_t;
 
 /* The format called name ("pprof", ...), or -1. */

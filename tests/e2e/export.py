@@ -762,6 +762,27 @@ def test_chrome(d, exps):
               "exclusive msgtime %r" % (fn, got.get(fn, 0), excl))
     check(set(got) <= set(want) and sum(got.values()) > 0,
           "chrome msg_send slices: %r, print %r" % (dict(got), want))
+    # counters of counter overflow profiling: a counter track per counter and thread, the events
+    # counted so far, never going back; data without a metric of time has no samples (the
+    # default metric, page-faults, is no time: not refused when no metric was asked for)
+    ctr = collect(d, [os.path.join(WL, "wl_counters"), "faults", "20", "10", "5", "5", "2"],
+                  opts=["-h", "page-faults,1"], name="ctr")
+    out = os.path.join(d, "trace-ctr.json")
+    export([ctr], "chrome", out)
+    check_chrome(out)
+    with open(out) as f:
+        doc = json.load(f)
+    last = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "C" and "page-faults" in e["args"]:
+            v = e["args"]["page-faults"]
+            check(isinstance(v, int) and v >= last.get(e["name"], 1),
+                  "chrome counter track %r: %r after %r" % (e["name"], v, last.get(e["name"])))
+            last[e["name"]] = v
+    total = print_json(ctr, "-metrics", "e.page-faults", "-functions")[0]["rows"][0]
+    check(last and sum(last.values()) == total["e.page-faults"] >= 42,
+          "chrome page-faults tracks end at %r, print's <Total> %r" % (last, total))
+    check("samples" not in doc, "chrome: samples without a metric of time")
 
 
 # ---- speedscope: ajv against speedscope's schema ------------------------------------------------
