@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyzer/session.h"
@@ -28,7 +29,8 @@ static void usage(FILE *out)
         "               metrics, calls = inclusive)\n"
         "  folded       'a;b;c value' lines of the first metric: flamegraph.pl, inferno\n"
         "  chrome       Trace Event JSON: samples per thread over time with their stacks,\n"
-        "               traced calls as slices, sample packets (chrome://tracing, Perfetto)\n"
+        "               traced calls as slices, sample packets, counters as tracks\n"
+        "               (chrome://tracing, Perfetto)\n"
         "  speedscope   speedscope's JSON: a sampled profile per thread, and evented ones of\n"
         "               its traced calls and heap allocations\n"
         "  tau          TAU's profile.N.0.T files of the profiled blocks (pprof, ParaProf),\n"
@@ -323,6 +325,15 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     xo.metrics = mlist;
+    xo.metrics_given = metrics != NULL;
+    if (xo.format == XP_CHROME && !metrics) /* samples laid out by the first metric of time */
+        for (int k = 1; k < xo.nmetrics; k++)
+            if (eng_metric(s->eng, mlist[k])->time && !eng_metric(s->eng, mlist[0])->time) {
+                int m = mlist[k];
+                memmove(mlist + 1, mlist, (size_t)k * sizeof *mlist);
+                mlist[0] = m;
+            }
+    int own_file = 0; /* -o names a regular file itself (no link): removed when the export fails */
     if (output) {
         out = fopen(output, "wb");
         if (!out) {
@@ -330,19 +341,31 @@ int cmd_export(int argc, char **argv)
             rc = 1;
             goto done;
         }
+        struct stat fs, ls;
+        own_file = !fstat(fileno(out), &fs) && S_ISREG(fs.st_mode) && !lstat(output, &ls) &&
+                   S_ISREG(ls.st_mode) && ls.st_dev == fs.st_dev && ls.st_ino == fs.st_ino;
     }
     if (xp_write(s, &xo, out ? out : stdout, &err)) {
         rc = cli_report(&err);
         if (rc == 0)
             rc = 1;
     }
+    if (out && rc && !own_file) { /* a file reached through a link: emptied, not removed */
+        struct stat fs;
+        fflush(out);
+        if (!fstat(fileno(out), &fs) && S_ISREG(fs.st_mode)) {
+            int tr = ftruncate(fileno(out), 0); /* at worst the partial file stays: the error */
+            (void)tr;                            /* is reported either way */
+        }
+    }
     if (out && fclose(out) && !rc) {
         cli_error("export", "writing '%s' failed: %s", output, strerror(errno));
         rc = 1;
     }
     out = NULL;
-    if (rc && output)
-        unlink(output); /* no half-written file left behind */
+    /* no half-written file left behind; never a device, FIFO or link -o named (/dev/null) */
+    if (rc && own_file)
+        unlink(output);
     if (!rc && eng_saturated(s->eng))
         esc_fprintf(stderr, "tally: note: some sums reached 2^64-1 and stayed there\n");
 done:

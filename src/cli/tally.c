@@ -20,7 +20,8 @@ static const struct command {
     { "check", cmd_check, "verify an experiment and report damage" },
     { "archive", cmd_archive, "copy an experiment's binaries (and sources) into it" },
     { "view", cmd_view, "a web UI of experiments, served on 127.0.0.1" },
-    { "export", cmd_export, "write an experiment as pprof, callgrind, folded, chrome, speedscope" },
+    { "export", cmd_export,
+      "write an experiment as pprof, callgrind, folded, chrome, speedscope, tau" },
 };
 
 static void usage(FILE *out)

@@ -29,6 +29,7 @@
 #include "analyzer/report.h"
 #include "analyzer/session.h"
 #include "base/err.h"
+#include "base/u64map.h"
 
 enum xp_format { XP_PPROF, XP_CALLGRIND, XP_FOLDED, XP_CHROME, XP_SPEEDSCOPE, XP_TAU,
                  XP_NFORMATS };
@@ -39,6 +40,8 @@ typedef struct xp_opts {
     const int *metrics; /* the engine's metric indices to write, in order (folded, chrome and
                            speedscope write the first) */
     int nmetrics;
+    int metrics_given; /* the user named them (else chrome, given no time metric first, writes
+                          no samples rather than refuse) */
 } xp_opts_t;
 
 /* The format called name ("pprof", ...), or -1. */
@@ -65,6 +68,23 @@ int xp_speedscope(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err);
  * several quantities. A directory that already holds profile.N.C.T files is refused
  * (TALLY_EUSAGE) unless force, which removes them first. No blocks: TALLY_ENOTFOUND. */
 int xp_tau(const rep_blocks_t *b, const char *dir, int force, tally_err_t *err);
+
+/* What the evented exports (chrome, speedscope) lay out of a traced event: the time it lasted
+ * (ns) and, for a traced call of the collector API (TRACE: MPI calls, a library's own kinds),
+ * its kind's name. kinds caches per (experiment, process, kind) which of the engine's metrics
+ * is the kind's time; zeroed before the first call, xp_kinds_free after the last. */
+typedef struct xp_kinds {
+    u64map_t ix;                /* (exp, proc, kind id) -> entry + 1 */
+    struct xp_kind *e;
+    size_t n, cap;
+} xp_kinds_t;
+/* The time event ev of thread t lasted: a sync wait's or an I/O call's own (ev->weight), a
+ * TRACE record's value in v (the event's vector) of its kind's first metric of time in ns (0:
+ * the kind declares none); 0 for the other records. *kind: the TRACE
+ * record's kind name ("?": not declared), NULL for the others. TALLY_ENOMEM or 0. */
+int xp_traced_ns(ses_t *s, xp_kinds_t *k, const eng_thread_t *t, const exp_event_t *ev,
+                 const uint64_t *v, uint64_t *ns, const char **kind);
+void xp_kinds_free(xp_kinds_t *k);
 
 /* The name of function id for the exports: the display name, else the engine's name. */
 const char *xp_func_name(ses_t *s, const rep_names_t *nm, int namefmt, uint32_t id);

@@ -3,7 +3,10 @@
  * speedscope), in its JSON object form: per thread over time, its clock samples in "samples"
  * with their call stacks in "stackFrames", and in "traceEvents" its traced calls (sync waits,
  * I/O, traced kinds of the collector API) as slices on a track of their own beside it, heap calls
- * as instant events there, sample packets as instant events of the process.
+ * as instant events there, sample packets as instant events of the process. A traced call of the
+ * collector API is named by its kind and lasts its kind's first metric of time (xp_traced_ns);
+ * a kind without one is an instant event. Each counter of counter overflow profiling is a counter
+ * track per thread: at each of its samples, the events counted so far.
  *
  * Samples: each clock sample of a thread stands for its value of the first metric asked (a time
  * metric, ns) and is laid out as the interval that ends at its time stamp, started no earlier
@@ -70,6 +73,10 @@ typedef struct ch_ctx {
     uint32_t *node_parent, *node_fn; /* by node - 1 */
     size_t nnodes, nodes_cap;
     xb_names_t jname; /* by function id: its name as a JSON string, once needed */
+    xp_kinds_t kinds; /* the time metrics of the collector API's kinds */
+    u64map_t ctr_ix;  /* (thread index, counter id) -> its running count's index + 1 */
+    uint64_t *ctr_sum;
+    size_t nctr, ctr_cap;
     uint64_t ts_ns;   /* the last time stamp formatted, and its text */
     char ts[24];
     size_t nts;
@@ -232,7 +239,7 @@ static ch_thread_t *thread_of(ch_ctx_t *c, const eng_thread_t *t)
     return &c->th[i];
 }
 
-static const char *traced_name(ch_ctx_t *c, const exp_event_t *ev, char *buf, size_t n,
+static const char *traced_name(const exp_event_t *ev, const char *kind, char *buf, size_t n,
                                const char **cat)
 {
     switch (ev->type) {
@@ -246,10 +253,55 @@ static const char *traced_name(ch_ctx_t *c, const exp_event_t *ev, char *buf, si
     case EXP_REC_HEAP_ALLOC:
         *cat = "heap";
         return "allocation";
-    default:
+    default: /* a traced call of the collector API: its kind's name (mpi_call, ...) */
         *cat = "traced";
-        return "traced call";
+        return ev->type == EXP_REC_TRACE && kind ? kind : "traced call";
     }
+}
+
+/* A counter overflow sample of thread th (index thread) at t: the track of the counter and
+ * thread, a counter event with the events counted so far. */
+static int counter(ch_ctx_t *c, const eng_thread_t *th, uint32_t thread, const exp_event_t *ev,
+                   uint64_t t)
+{
+    const exp_process_t *p = c->s->exps[th->exp]->procs[th->proc];
+    const char *name = NULL;
+    for (size_t i = 0; i < p->ncounters && !name; i++)
+        if (p->counters[i].id == ev->call)
+            name = p->counters[i].name;
+    if (!name || !ev->nvalues || !ev->values[0])
+        return 0;
+    int found;
+    uint32_t *slot = u64map_slot(&c->ctr_ix, (uint64_t)thread << 16 | (ev->call & 0xffff), &found);
+    if (!slot)
+        return TALLY_ENOMEM;
+    if (!found) {
+        if (GROW(c->ctr_sum, c->nctr, c->ctr_cap)) {
+            u64map_remove(&c->ctr_ix, (uint64_t)thread << 16 | (ev->call & 0xffff));
+            return TALLY_ENOMEM;
+        }
+        c->ctr_sum[c->nctr] = 0;
+        *slot = (uint32_t)++c->nctr;
+    }
+    uint64_t *sum = &c->ctr_sum[*slot - 1];
+    *sum = *sum + ev->values[0] < *sum ? UINT64_MAX : *sum + ev->values[0];
+    char track[300];
+    snprintf(track, sizeof track, "%s (tid %u)", name, th->tid);
+    sep(c);
+    xb_str(&c->out, "{\"ph\":\"C\",\"pid\":");
+    xb_u64(&c->out, pid_of(c, th));
+    xb_str(&c->out, ",\"tid\":");
+    xb_u64(&c->out, th->tid);
+    xb_str(&c->out, ",\"ts\":");
+    put_ts(c, t);
+    xb_str(&c->out, ",\"name\":");
+    xb_json(&c->out, track);
+    xb_str(&c->out, ",\"args\":{");
+    xb_json(&c->out, name);
+    xb_char(&c->out, ':');
+    xb_u64(&c->out, *sum);
+    xb_str(&c->out, "}}");
+    return xb_error(&c->out) ? TALLY_EIO : 0;
 }
 
 static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
@@ -264,8 +316,10 @@ static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_
     name_thread(c, th, ct);
     uint64_t t = ev->t > c->t0 ? ev->t - c->t0 : 0;
     int rc;
+    if (ev->type == EXP_REC_COUNTER)
+        return counter(c, th, thread, ev, t);
     if (ev->type == EXP_REC_CLOCK) {
-        uint64_t w = v[c->metric];
+        uint64_t w = c->metric >= 0 ? v[c->metric] : 0;
         uint32_t sf;
         if (!w || ev->stack == EXP_NO_STACK)
             return 0;
@@ -284,8 +338,11 @@ static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_
     } else if (ev->type == EXP_REC_SYNC || ev->type == EXP_REC_IO || ev->type == EXP_REC_TRACE ||
                ev->type == EXP_REC_HEAP_ALLOC) {
         char buf[64];
-        const char *cat;
-        const char *name = traced_name(c, ev, buf, sizeof buf, &cat);
+        const char *cat, *kind;
+        uint64_t w = 0; /* its time (a heap call has none: an instant) */
+        if ((rc = xp_traced_ns(c->s, &c->kinds, th, ev, v, &w, &kind)))
+            return rc;
+        const char *name = traced_name(ev, kind, buf, sizeof buf, &cat);
         eng_mapped_t mm, *m = NULL;
         if (ev->stack != EXP_NO_STACK) {
             if ((rc = eng_map_stack(c->s->eng, th->exp, ev->stack, ENG_KIND_FUNCTION, &mm,
@@ -293,7 +350,6 @@ static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_
                 return rc;
             m = &mm;
         }
-        uint64_t w = ev->type == EXP_REC_HEAP_ALLOC ? 0 : ev->weight;
         uint64_t start = t > w ? t - w : 0;
         if (start < ct->trace_end)
             start = ct->trace_end;
@@ -377,7 +433,9 @@ static void packets(ch_ctx_t *c)
 int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
 {
     ch_ctx_t c = { .s = s, .o = o, .err = err, .first = 1, .sfirst = 1, .metric = o->metrics[0] };
-    if (!eng_metric(s->eng, c.metric)->time)
+    if (!eng_metric(s->eng, c.metric)->time && !o->metrics_given)
+        c.metric = -1; /* no time in the data: no samples, the rest of the trace */
+    else if (!eng_metric(s->eng, c.metric)->time)
         return tally_errf(err, TALLY_EUSAGE, "the chrome export lays samples out in time: its "
                           "metric must be a time (totalcpu, user, ...), not '%s'",
                           eng_metric(s->eng, c.metric)->name);
@@ -394,9 +452,11 @@ int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
         rc = TALLY_ENOMEM;
         goto done;
     }
-    xb_str(&c.smp, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"tally\","
-           "\"metric\":");
-    xb_json(&c.smp, eng_metric(s->eng, c.metric)->name);
+    xb_str(&c.smp, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"exporter\":\"tally\"");
+    if (c.metric >= 0) {
+        xb_str(&c.smp, ",\"metric\":");
+        xb_json(&c.smp, eng_metric(s->eng, c.metric)->name);
+    }
     xb_str(&c.smp, "}");
     rc = eng_foreach_event(s->eng, ch_event, &c, err);
     if (rc)
@@ -455,6 +515,9 @@ done:
     free(c.node_parent);
     free(c.node_fn);
     xb_names_free(&c.jname);
+    xp_kinds_free(&c.kinds);
+    u64map_free(&c.ctr_ix);
+    free(c.ctr_sum);
     free(c.th);
     rep_names_free(&c.names);
     return rc;

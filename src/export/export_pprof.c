@@ -332,15 +332,18 @@ static uint64_t location(pp_ctx_t *c, const eng_mapped_t *m, uint32_t f, uint32_
         if (i1 - i0 > 1)
             ninl = sym_inlines_at(c->s->sym, obj, m->faddr[f], inl, 64);
     }
+    /* each function's file: the innermost one's is the address's, each next one's the file of
+     * the call site inlined into it (pprof names a line's file by its function) */
+    int chain = ninl == (int)(i1 - i0) - 1;
     for (uint32_t i = i0; i < i1; i++)
-        write_function(c, m->ids[i], i == i0 ? file : NULL);
+        write_function(c, m->ids[i], i == i0 ? file : chain ? inl[i - i0 - 1].call_file : NULL);
     pbuf_t *msg = &c->msg, *sub = &c->sub;
     msg->n = 0;
     pb_uint(msg, 1, id);
     pb_uint(msg, 2, obj != UINT32_MAX ? (uint64_t)obj + 1 : 0);
     pb_uint(msg, 3, k.addr);
     for (uint32_t i = i0; i < i1; i++) {
-        uint32_t ln = i == i0 ? line : (ninl == (int)(i1 - i0) - 1 ? inl[i - i0 - 1].call_line : 0);
+        uint32_t ln = i == i0 ? line : chain ? inl[i - i0 - 1].call_line : 0;
         sub->n = 0;
         pb_uint(sub, 1, (uint64_t)m->ids[i] + 1);
         pb_uint(sub, 2, ln);

@@ -8,7 +8,8 @@
  * Then, for traced data, evented profiles (open and close events of frames, strictly nested): per
  * thread with traced calls (sync waits, I/O calls, the collector API's traced kinds: MPI calls
  * among them) one in nanoseconds, each call laid out over time as the chrome export lays it out
- * (ending at its time stamp and lasting its duration, never overlapping the call before it) with
+ * (ending at its time stamp and lasting its duration: for a kind of the collector API its kind's
+ * first metric of time, xp_traced_ns; never overlapping the call before it) with
  * its call stack open while it lasts; per thread with heap allocations one in bytes, each
  * allocation the interval of its size after the thread's allocations before it. A stack shared,
  * root first, with the previous call that ends where it begins stays open. So a frame's self and
@@ -69,6 +70,7 @@ typedef struct ss_ctx {
     uint32_t *ids; /* an event's frames, root first */
     size_t ids_cap;
     int oom; /* a failure while buffering: TALLY_ENOMEM or TALLY_EIO */
+    xp_kinds_t kinds; /* the time metrics of the collector API's kinds */
     tally_err_t *err;
 } ss_ctx_t;
 
@@ -210,14 +212,17 @@ static int tk_interval(ss_ctx_t *c, ev_track_t *k, const uint32_t *frames, uint3
 static int ss_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_t leaf_fn,
                     uint32_t thread)
 {
-    (void)v, (void)leaf_fn;
+    (void)leaf_fn;
     ss_ctx_t *c = ctx;
     const eng_thread_t *th = eng_thread(c->s->eng, thread);
     int kind;
     uint64_t w;
     if (ev->type == EXP_REC_SYNC || ev->type == EXP_REC_IO || ev->type == EXP_REC_TRACE) {
+        const char *kname;
+        int rc = xp_traced_ns(c->s, &c->kinds, th, ev, v, &w, &kname);
+        if (rc)
+            return rc;
         kind = EV_TIME;
-        w = ev->weight;
     } else if (ev->type == EXP_REC_HEAP_ALLOC) {
         kind = EV_HEAP;
         w = ev->size;
@@ -415,6 +420,7 @@ int xp_speedscope(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
     if ((rc == TALLY_EIO && !err->code) || (!rc && sink_error(&c.out)))
         rc = tally_errf(err, TALLY_EIO, "writing the speedscope export failed");
     free(c.frame_of);
+    xp_kinds_free(&c.kinds);
     free(c.weights);
     free_tracks(&c);
     rep_names_free(&c.names);

@@ -138,6 +138,47 @@ def pprof_traces(path, metric):
     return out
 
 
+def check_pprof_inlines(d):
+    """wl_inlined (mix inlined into outer_a and outer_b): pprof reads the locations' inline
+    chains, every function of them with its source file and line, and the mappings with the
+    build ids the experiment's log recorded."""
+    exp = collect(d, [os.path.join(WL, "wl_inlined"), "0.3"], name="inl")
+    out = os.path.join(d, "inl.pb.gz")
+    export([exp], "pprof", out)
+    compare("pprof -top (inlined)", pprof_top(out, "totalcpu", "s"), [exp], "totalcpu")
+    env = dict(os.environ, HOME=os.environ.get("HOME", "/tmp"))
+    p = run(["go", "tool", "pprof", "-traces", "-lines", out], expect=0, env=env)
+    src = "tests/workloads/inlined.c"
+    seen = collections.defaultdict(set)  # function -> {(file, line, inline)}
+    for line in p.stdout.splitlines():
+        m = re.match(r"^\s*(?:-?[0-9.]+\w*\s+)?(mix|outer_a|outer_b|main) (\S*):(\d+)"
+                     r"( \(inline\))?$", line)
+        if m:
+            seen[m.group(1)].add((m.group(2), int(m.group(3)), bool(m.group(4))))
+    check({"mix", "outer_a", "outer_b", "main"} <= set(seen),
+          "pprof -traces -lines: not every function of wl_inlined: %r" % dict(seen))
+    for fn, where in seen.items():
+        for file, ln, _ in where:
+            check(file.endswith(src) and ln > 0,
+                  "pprof -traces -lines: %s at %r:%d, not a line of %s" % (fn, file, ln, src))
+    check(any(inl for _, _, inl in seen["mix"]), "pprof: mix is never an inlined frame: %r" %
+          seen["mix"])
+    # the mappings: each object's path and build id as the log's load records have them
+    loads = {}
+    with open(os.path.join(exp, "log"), errors="replace") as f:
+        for line in f:
+            m = re.match(r"^load .*? path=(\S+) buildid=([0-9a-f]+)", line)
+            if m:
+                loads[m.group(1)] = m.group(2)
+    p = run(["go", "tool", "pprof", "-raw", out], expect=0, env=env)
+    maps = re.findall(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/0x[0-9a-f]+ (\S+) ([0-9a-f]+) ",
+                      p.stdout.split("\nMappings\n", 1)[-1], flags=re.M)
+    check(maps, "pprof -raw: no mapping with a build id:\n%s" % p.stdout[-2000:])
+    for path, bid in maps:
+        check(loads.get(path) == bid, "pprof mapping %s: build id %s, the log's %r" %
+              (path, bid, loads.get(path)))
+
+
 def test_pprof(d, exps):
     need("go")
     for exp in exps:
@@ -165,6 +206,7 @@ def test_pprof(d, exps):
                 check(same(by_tid[str(t["tid"])], t["totalcpu"], "s"),
                       "pprof -traces: thread %d: %d ns, -thread_list %r s" %
                       (t["tid"], by_tid[str(t["tid"])], t["totalcpu"]))
+    check_pprof_inlines(d)
     # a selection is the session's: thread 1 only
     out = os.path.join(d, "sel.pb.gz")
     export([exps[1]], "pprof", out, "-thread_select", "1")
@@ -187,8 +229,9 @@ def annotate(path, metric, inclusive):
         if "file:function" in line:
             started = True
             continue
+        # (the object in brackets may hold brackets: "__vdso_clock_gettime [[vdso]]")
         m = started and re.match(r"^\s*([0-9,]+|\.)\s+(?:\([^)]*\)\s+)?([^:]*):(.*?)"
-                                 r"(?: \[[^]]*\])?$", line)
+                                 r"(?: \[.+\])?$", line)
         if m:
             v = 0 if m.group(1) == "." else int(m.group(1).replace(",", ""))
             old = rows.get(m.group(3), 0)
@@ -221,7 +264,8 @@ def annotate_source(path, metric):
         if m:
             lineno = int(m.group(1))
             continue
-        m = re.match(r"^\s*([0-9,]+|\.)(?: \([ 0-9.]+%\))?\s\s=> (.*):([^:]*) \(\d+x\)$", line)
+        # (a call of no cost, "0", is padded to the column's width: more than two spaces)
+        m = re.match(r"^\s*([0-9,]+|\.)(?: \([ 0-9.]+%\))?\s+=> (.*):([^:]*) \(\d+x\)$", line)
         if m:
             v = 0 if m.group(1) == "." else int(m.group(1).replace(",", ""))
             key = (src, lineno - 1, m.group(3))
@@ -360,7 +404,8 @@ def compare_positions(what, got, exps, metric, view, opts, loose):
         check(same(g[0], w[0], unit), "%s exclusive %s of %r: export %d, print %r" %
               (what, metric, name, g[0], w[0]))
         if name in loose:
-            check(g[1] <= w[1] * 1e9 + 1 if unit == "s" else g[1] <= w[1],
+            # (at print's precision: 9 significant digits of seconds)
+            check(float("%.9g" % (g[1] * 1e-9)) <= w[1] if unit == "s" else g[1] <= w[1],
                   "%s inclusive %s of %r (a call into recursion): export %d > print %r" %
                   (what, metric, name, g[1], w[1]))
         else:
@@ -691,6 +736,53 @@ def test_chrome(d, exps):
     # a metric that is no time cannot be laid out in time
     p = export([syn], "chrome", os.path.join(d, "x.json"), "-metrics", "syncn", expect=2)
     check("must be a time" in p.stderr, "chrome -metrics syncn: %r" % p.stderr)
+    # traced calls of the collector API (a library's kinds, as MPI's calls): slices named by
+    # their kind, lasting their kind's time metric; per leaf function print's exclusive time
+    api = collect(d, [os.path.join(WL, "wl_api_prog")], name="api")
+    out = os.path.join(d, "trace-api.json")
+    export([api], "chrome", out)
+    check_chrome(out)
+    with open(out) as f:
+        evs = json.load(f)["traceEvents"]
+    opened, got = collections.defaultdict(list), collections.defaultdict(int)
+    for e in evs:
+        key = (e["pid"], e["tid"])
+        if e["ph"] == "B":
+            opened[key].append(e)
+        elif e["ph"] == "E" and opened[key]:
+            b = opened[key].pop()
+            if b.get("cat") == "traced":
+                got[b["args"]["function"]] += ns_of(e["ts"], e) - ns_of(b["ts"], b)
+    kinds = collections.Counter(e["name"] for e in evs if e.get("cat") == "traced")
+    check(kinds.get("msg_send") == 63 and kinds.get("sig_seen") == 5,  # (wl_api_prog's calls)
+          "chrome: the collector API's traced calls by kind: %r" % kinds)
+    want = expected([api], "msgtime")[0]
+    for fn, (excl, _) in want.items():
+        check(same(got.get(fn, 0), excl, "s"), "chrome msg_send slices of %r: %d ns, print's "
+              "exclusive msgtime %r" % (fn, got.get(fn, 0), excl))
+    check(set(got) <= set(want) and sum(got.values()) > 0,
+          "chrome msg_send slices: %r, print %r" % (dict(got), want))
+    # counters of counter overflow profiling: a counter track per counter and thread, the events
+    # counted so far, never going back; data without a metric of time has no samples (the
+    # default metric, page-faults, is no time: not refused when no metric was asked for)
+    ctr = collect(d, [os.path.join(WL, "wl_counters"), "faults", "20", "10", "5", "5", "2"],
+                  opts=["-h", "page-faults,1"], name="ctr")
+    out = os.path.join(d, "trace-ctr.json")
+    export([ctr], "chrome", out)
+    check_chrome(out)
+    with open(out) as f:
+        doc = json.load(f)
+    last = {}
+    for e in doc["traceEvents"]:
+        if e["ph"] == "C" and "page-faults" in e["args"]:
+            v = e["args"]["page-faults"]
+            check(isinstance(v, int) and v >= last.get(e["name"], 1),
+                  "chrome counter track %r: %r after %r" % (e["name"], v, last.get(e["name"])))
+            last[e["name"]] = v
+    total = print_json(ctr, "-metrics", "e.page-faults", "-functions")[0]["rows"][0]
+    check(last and sum(last.values()) == total["e.page-faults"] >= 42,
+          "chrome page-faults tracks end at %r, print's <Total> %r" % (last, total))
+    check("samples" not in doc, "chrome: samples without a metric of time")
 
 
 # ---- speedscope: ajv against speedscope's schema ------------------------------------------------
@@ -731,10 +823,13 @@ def test_speedscope(d, exps):
     schema = os.path.join(os.path.dirname(__file__), "speedscope_schema.js")
     heap = collect(d, [os.path.join(WL, "wl_trace_heap")], opts=["-H", "on", "-p", "off"],
                    name="heap")
+    # traced calls of the collector API: their kind's time (wl_api_prog's msg_send: msgtime)
+    api = collect(d, [os.path.join(WL, "wl_api_prog")], name="api")
     # the traced data of each experiment: (profile name's end, the metric its values are)
-    traced = {exps[1]: ("traced calls", "sync"), heap: ("heap allocations", "heapallocbytes")}
+    traced = {exps[1]: ("traced calls", "sync"), heap: ("heap allocations", "heapallocbytes"),
+              api: ("traced calls", "msgtime")}
     evented_compared = 0
-    for exp in exps + [heap]:
+    for exp in exps + [heap, api]:
         metrics = [m["name"] for m in print_json(exp, "-metric_list")[0]["available"]]
         for metric in metrics[:3]:
             out = os.path.join(d, "profile.speedscope.json")
@@ -765,7 +860,7 @@ def test_speedscope(d, exps):
                 check(prof["endValue"] == sum(prof["weights"]), "speedscope: endValue")
                 for s, w in zip(prof["samples"], prof["weights"]):
                     stacks.append(([frames[i] for i in s][::-1], w))
-            if stacks or exp != heap:
+            if stacks or exp not in (heap, api):
                 compare("speedscope", per_stack(stacks), [exp], metric)
             # the evented profiles: each thread's traced time (bytes) per function is print's
             want_kind = traced.get(exp)
@@ -774,7 +869,7 @@ def test_speedscope(d, exps):
             if want_kind:
                 got = {fn: tuple(v) for (k, fn), v in evented.items() if k == want_kind[0]}
                 evented_compared += compare("speedscope evented", got, [exp], want_kind[1])
-    check(evented_compared >= 4, "speedscope: only %d functions of evented profiles compared" %
+    check(evented_compared >= 6, "speedscope: only %d functions of evented profiles compared" %
           evented_compared)
 
 
@@ -782,8 +877,19 @@ def test_speedscope(d, exps):
 
 def test_cli(d, exps):
     p = run([TALLY, "export", "-h"], expect=0)
-    for fmt in ("pprof", "callgrind", "folded", "chrome", "speedscope", "tau"):
+    formats = ("pprof", "callgrind", "folded", "chrome", "speedscope", "tau")
+    for fmt in formats:
         check(fmt in p.stdout, "export -h does not name %s" % fmt)
+    # tally --help's line for export and tally(1)'s paragraph name every format too
+    line = [ln for ln in run([TALLY, "--help"], expect=0).stdout.splitlines()
+            if ln.split()[:1] == ["export"]]
+    with open(os.path.join(SRC, "man", "tally.1")) as f:
+        para = f.read().split(".B export\n", 1)[-1].split(".TP", 1)[0].split(".SH", 1)[0]
+    for fmt in formats:
+        check(line and fmt in line[0], "tally --help's export line does not name %s: %r" %
+              (fmt, line))
+        check(fmt in para.lower().replace("chrome trace", "chrome"),
+              "man/tally.1's export paragraph does not name %s: %r" % (fmt, para))
     cases = [
         ([], 2, "no format given"),
         (["--format=svg", exps[0]], 2, "unknown format 'svg'"),
@@ -804,6 +910,7 @@ def test_cli(d, exps):
         check(p.stderr.strip(), "export %s: no message" % args)
         if text:
             check(text in p.stderr, "export %s: %r does not say %r" % (args, p.stderr, text))
+    check_failed_output(d, exps[1])
     # standard output when no -o; the same bytes as -o
     p = run([TALLY, "export", "--format=folded", exps[0]], expect=0)
     out = os.path.join(d, "o.folded")
@@ -851,6 +958,34 @@ def test_cli(d, exps):
     check("<libc.so.6>" in got and "__libc_start_main" not in got,
           "-object_hide libc.so.6 did not fold libc: %r" % sorted(got))
     compare("folded -object_hide", got, [exps[0]], "totalcpu", "-object_hide", "libc.so.6")
+
+
+def check_failed_output(d, exp):
+    """An export that fails once its output is open (chrome of a metric that is no time) removes
+    a regular file -o named, but never what is not one (a FIFO, as /dev/null is a device: it
+    removed them), nor a link: the file behind a link is emptied, the link stays."""
+    import stat
+    bad = ["--format=chrome", "-metrics", "syncn"]
+    plain = os.path.join(d, "fail.json")
+    p = run([TALLY, "export"] + bad + ["-o", plain, exp], expect=2)
+    check(not os.path.lexists(plain), "a failed export left its file: %r" % p.stderr)
+    fifo = os.path.join(d, "fail.fifo")
+    os.mkfifo(fifo)
+    rd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # so that the export's open does not wait
+    try:
+        run([TALLY, "export"] + bad + ["-o", fifo, exp], expect=2)
+        check(os.path.lexists(fifo) and stat.S_ISFIFO(os.lstat(fifo).st_mode),
+              "a failed export removed the FIFO -o named")
+    finally:
+        os.close(rd)
+    target, link = os.path.join(d, "fail.target"), os.path.join(d, "fail.link")
+    with open(target, "w") as f:
+        f.write("old contents\n")
+    os.symlink(target, link)
+    run([TALLY, "export"] + bad + ["-o", link, exp], expect=2)
+    check(os.path.islink(link) and os.path.exists(target) and os.path.getsize(target) == 0,
+          "a failed export through a link: link %s, target %s" %
+          (os.path.lexists(link), os.path.exists(target) and os.path.getsize(target)))
 
 
 def on_tty(args):
