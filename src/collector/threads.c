@@ -22,6 +22,7 @@
 #include "perfev.h"
 #include "signals.h"
 #include "source.h"
+#include "trace.h"
 #include "unwind.h"
 #include "experiment/logrec.h"
 
@@ -366,13 +367,15 @@ static void stack_bounds(void)
     pthread_attr_t a;
     void *addr;
     size_t size;
-    if (pthread_getattr_np(pthread_self(), &a) != 0)
-        return;
-    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-        coll_thr.stack_lo = (uintptr_t)addr;
-        coll_thr.stack_hi = (uintptr_t)addr + size;
+    trace_thr.guard++; /* pthread_getattr_np allocates: the collector's, not the program's */
+    if (pthread_getattr_np(pthread_self(), &a) == 0) {
+        if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+            coll_thr.stack_lo = (uintptr_t)addr;
+            coll_thr.stack_hi = (uintptr_t)addr + size;
+        }
+        pthread_attr_destroy(&a);
     }
-    pthread_attr_destroy(&a);
+    trace_thr.guard--;
 }
 
 static uint64_t generation; /* atomic: threads started and stopped */

@@ -56,6 +56,13 @@ for fn, want in KNOWN.items():
     check(got == want, "%s: (allocs, bytes, leaks, bytes leaked) %r, expected %r" %
           (fn, got, want))
 
+# the collector's own work at a thread's start (its stack bounds: pthread_getattr_np allocates)
+# is not the program's
+for fn in f:
+    if fn.startswith("pthread_getattr_np"):
+        check(f[fn]["i.heapalloccnt"] == 0, "%s: %d allocations charged to the program (the "
+              "collector's thread start)" % (fn, f[fn]["i.heapalloccnt"]))
+
 # each caller of alloc_site has its own stacks: its leaks are its own
 docs = print_json(exp, "-leaks")
 found = {}
