@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "analyzer/engine.h"
+#include "analyzer/lazyload.h"
 #include "base/esc.h"
 
 /* ---- the tables ------------------------------------------------------------------------------ */
@@ -381,7 +382,8 @@ static void cpu_pmus(char *out, size_t cap)
 static int by_libpfm(const char *name, hwc_counter_t *c, char *why, size_t cap)
 {
     if (!pfm_ready())
-        return fail(why, cap, "libpfm4 could not be initialized");
+        return *lazy_pfm_why() ? fail(why, cap, "libpfm4 cannot be loaded: %s", lazy_pfm_why())
+                               : fail(why, cap, "libpfm4 could not be initialized");
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     pfm_perf_encode_arg_t arg;
@@ -698,6 +700,9 @@ void hwc_print_lists(FILE *out)
     if (pmu_rc) {
         esc_fprintf(out, "  (none: no hardware PMU here; raw codes r<hex> and libpfm4 names are "
                 "accepted but cannot be opened)\n");
+    } else if (!pfm_ready() && *lazy_pfm_why()) {
+        esc_fprintf(out, "  (libpfm4 cannot be loaded: %s; give raw codes, r<hex>, e.g. r00c0)\n",
+                    lazy_pfm_why());
     } else if (!pfm_ready() || !*pmus) {
         esc_fprintf(out, "  (libpfm4 does not know this CPU: give raw codes, r<hex>, e.g. r00c0)\n");
     } else {

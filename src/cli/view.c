@@ -47,6 +47,7 @@
 
 #include "print.h"
 #include "view_assets.h"
+#include "analyzer/lazyload.h"
 
 #define MAX_ARG 4096           /* bytes of one query argument */
 #define MEMORY_LIMIT (16 * 1024) /* per connection: the request line and headers */
@@ -497,7 +498,10 @@ int cmd_view(int argc, char **argv)
     if (!d) {
         char addr[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof addr);
-        if (port)
+        if (*lazy_mhd_why())
+            cli_error("view", "cannot load libmicrohttpd: %s (install it: libmicrohttpd12 on "
+                      "Debian)", lazy_mhd_why());
+        else if (port)
             cli_error("view", "cannot listen on %s port %ld (in use?); choose another with "
                       "--port, or leave it out for a free one", addr, port);
         else

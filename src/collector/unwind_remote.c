@@ -26,9 +26,22 @@ typedef struct target {
     uint8_t state[NPAGES];     /* 0 not read, 1 copied, 2 unreadable */
     uint8_t (*copy)[PAGE];
     unwind_memo_t *memo;       /* records the words read (NULL: no memo) */
+    pid_t pid;                 /* this process (getpid is a system call) */
 } target_t;
 
 static uint8_t stack_copy[NPAGES][PAGE];
+
+/* Other memory a walk reads (the call-frame tables of the load objects: libunwind reads them a
+ * byte at a time, each byte as an aligned word), copied a page at a time for the walk: a first
+ * walk read ~65 words one system call each, most of them several times. Forgotten when the walk
+ * ends, so memory that changes (a dlclose) is never read stale. */
+#define NCACHED 16
+static struct {
+    uint64_t page[NCACHED]; /* its address; 0: empty */
+    uint8_t ok[NCACHED];    /* the whole page was copied (else: read it a word at a time) */
+    uint8_t data[NCACHED][PAGE];
+    unsigned next; /* the slot the next page goes to (round robin) */
+} other;
 static unw_addr_space_t space;
 static int space_failed;
 
@@ -63,10 +76,32 @@ static int load_generic(void)
                : -1;
 }
 
-static int read_word(uint64_t addr, unw_word_t *val)
+static int read_word(pid_t pid, uint64_t addr, unw_word_t *val)
 {
     struct iovec l = { val, sizeof *val }, r = { (void *)(uintptr_t)addr, sizeof *val };
-    return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)sizeof *val ? 0 : -UNW_EINVAL;
+    return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof *val ? 0 : -UNW_EINVAL;
+}
+
+/* A word outside the stack copy: from the page cache of the walk, the page copied on a miss; a
+ * word across two pages, or of a page that cannot be copied whole, is read alone. */
+static int read_other(pid_t pid, uint64_t addr, unw_word_t *val)
+{
+    uint64_t page = addr & ~(uint64_t)(PAGE - 1), off = addr - page;
+    if (!page || off > PAGE - sizeof *val)
+        return read_word(pid, addr, val);
+    unsigned i;
+    for (i = 0; i < NCACHED && other.page[i] != page; i++) {
+    }
+    if (i == NCACHED) {
+        i = other.next++ % NCACHED;
+        struct iovec l = { other.data[i], PAGE }, r = { (void *)(uintptr_t)page, PAGE };
+        other.page[i] = page;
+        other.ok[i] = process_vm_readv(pid, &l, 1, &r, 1, 0) == PAGE;
+    }
+    if (!other.ok[i])
+        return read_word(pid, addr, val);
+    memcpy(val, other.data[i] + off, sizeof *val);
+    return 0;
 }
 
 static int read_mem(target_t *t, unw_word_t addr, unw_word_t *val);
@@ -111,14 +146,14 @@ static int read_mem(target_t *t, unw_word_t addr, unw_word_t *val)
         if (!t->state[pg]) {
             struct iovec l = { t->copy[pg], PAGE }, r = { (void *)(uintptr_t)(t->base + pg * PAGE),
                                                            PAGE };
-            t->state[pg] = process_vm_readv(getpid(), &l, 1, &r, 1, 0) == PAGE ? 1 : 2;
+            t->state[pg] = process_vm_readv(t->pid, &l, 1, &r, 1, 0) == PAGE ? 1 : 2;
         }
         if (t->state[pg] == 2)
             return -UNW_EINVAL;
         memcpy(val, t->copy[pg] + off % PAGE, sizeof *val);
         return 0;
     }
-    return read_word(addr, val);
+    return read_other(t->pid, addr, val);
 }
 
 static int access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
@@ -245,7 +280,8 @@ uint32_t unwind_blocked(uint64_t pc, uint64_t sp, const fu_regs_t *caller, uint6
         return 1;
     }
     target_t t = { .pc = pc, .sp = sp, .base = sp & ~(uint64_t)(PAGE - 1), .copy = stack_copy,
-                   .memo = memo };
+                   .memo = memo, .pid = getpid() };
+    memset(other.page, 0, sizeof other.page); /* (each walk reads memory anew) */
     uint32_t n = unwind_walks(&t, caller, out, max, flags, spliced);
     if (memo && (memo->n == UINT32_MAX || !n))
         memo->n = 0;
