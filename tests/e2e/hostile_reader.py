@@ -140,9 +140,31 @@ exp = crafted("bigchunk", base_log(), bytes(ev))
 expect(tally(["check", exp]), 1, r"chunk cut short by the end of the file at offset 4096",
        "chunk size 2^30: check")
 expect(tally(["print", "-functions", exp]), 0, r"<Total>", "chunk size 2^30: print")
+# ... nor anything sized by what such a chunk could hold: a stack id of 2^27 is more than the
+# stack records 8 KiB can define (a table of a gigabyte before)
+sid = 1 << 27
+body = stack_rec(sid, [0x401000]) + clock_rec(10, sid, 1000000)
+big = bytearray(events_file([(7, 0, 0, 1000, body)]))
+big[16:20] = struct.pack("<I", 1 << 30)
+exp = crafted("bigchunkid", base_log(), bytes(big))
+expect(tally(["check", exp]), 1, r"1 bad chunks, 2 bad records",
+       "chunk size 2^30, stack id 2^27: check")
+expect(tally(["print", "-functions", exp]), 0, r"<Total>", "chunk size 2^30, stack id 2^27: print")
 ev[16:20] = struct.pack("<I", 5000)  # not a multiple of 4096
 exp = crafted("oddchunk", base_log(), bytes(ev))
 expect(tally(["check", exp]), 1, r"bad chunk size 5000 at offset 16", "chunk size 5000")
+
+# a CLOCK record whose one-byte length runs past the chunk's end (its fields are all there): the
+# rest of the chunk cannot be framed, and check says so, as for any other record (the CLOCK
+# path took it, dropped the four records after it and said nothing)
+good = clock_rec(10, 0, 1000000)
+liar = bytes([2, 100]) + uleb(10) + uleb(0) + uleb(0) + uleb(1000000)
+body = stack_rec(0, [0x401000]) + good + liar + good * 4
+exp = crafted("lenlie", base_log(), events_file([(7, 0, 0, 1000, body)]))
+expect(tally(["check", exp]), 1, r"record that cannot be framed at offset %d" %
+       (4128 + len(stack_rec(0, [0x401000]) + good)), "CLOCK length past the chunk: check")
+expect(tally(["print", "-header", exp]), 0, r"damage: 0 bad chunks, 1 bad records",
+       "CLOCK length past the chunk: print -header")
 
 # log and events must be regular files: /dev/zero, a FIFO, a symbolic link, a directory
 for what, make in (("zero", lambda p: os.symlink("/dev/zero", p)),
