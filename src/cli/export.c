@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "analyzer/session.h"
@@ -143,6 +144,17 @@ static int export_tau(ses_t *s, const char *dir, int force)
         rc = cli_report(&err);
     rep_blocks_free(&b);
     return rc;
+}
+
+/* After a failed export: removes the half-written file that -o named, when path still names the
+ * regular file that was written (made: its fstat). A symbolic link, a FIFO or a device named by
+ * -o (/dev/stdout, /dev/full, /dev/null) is never removed. */
+static void remove_partial(const char *path, const struct stat *made)
+{
+    struct stat now;
+    if (S_ISREG(made->st_mode) && lstat(path, &now) == 0 && S_ISREG(now.st_mode) &&
+        now.st_dev == made->st_dev && now.st_ino == made->st_ino)
+        unlink(path);
 }
 
 int cmd_export(int argc, char **argv)
@@ -323,6 +335,7 @@ int cmd_export(int argc, char **argv)
         goto done;
     }
     xo.metrics = mlist;
+    struct stat made = { 0 }; /* what -o opened: removed after a failure only when a file */
     if (output) {
         out = fopen(output, "wb");
         if (!out) {
@@ -330,6 +343,8 @@ int cmd_export(int argc, char **argv)
             rc = 1;
             goto done;
         }
+        if (fstat(fileno(out), &made))
+            made.st_mode = 0;
     }
     if (xp_write(s, &xo, out ? out : stdout, &err)) {
         rc = cli_report(&err);
@@ -342,7 +357,7 @@ int cmd_export(int argc, char **argv)
     }
     out = NULL;
     if (rc && output)
-        unlink(output); /* no half-written file left behind */
+        remove_partial(output, &made);
     if (!rc && eng_saturated(s->eng))
         esc_fprintf(stderr, "tally: note: some sums reached 2^64-1 and stayed there\n");
 done:
