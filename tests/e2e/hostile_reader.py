@@ -231,6 +231,79 @@ lines += "".join("thread-end t=%d tid=%d cpu=1 user=1 system=0 samples=0\n" % (1
 exp = crafted("threads", base_log(lines))
 expect(tally(["check", exp], timeout=120), 0, r"400001 threads", "400,000 threads: check")
 
+# ---- the dataspace records: many of them cost linear time --------------------------------------
+
+def chunked(records, tid=7, t0=1500000000):
+    """records spread over 4 KiB chunks of one stream (seq 0, 1, ..., each starting at t0); a
+    STACK record defining stack 0 starts the stream."""
+    bodies, cur = [], stack_rec(0, [0x401000])
+    for r in records:
+        if len(cur) + len(r) > 4096 - 32:
+            bodies.append(cur)
+            cur = b""
+        cur += r
+    bodies.append(cur)
+    return events_file([(tid, i, 0, t0 + 1000 * i, b) for i, b in enumerate(bodies)])
+
+
+def memref_rec(ea, sid=0):  # a clock sample's reference at ea, pc 0x10 (in no object)
+    return rec(24, uleb(0) + uleb(0) + uleb(sid) + uleb(1000) + uleb(1) + uleb(0x10) + uleb(ea))
+
+
+ds_log = lambda extra="": base_log(extra).replace("clock_source=", "clock_dataspace=on clock_source=")
+
+# 400,000 TLS_BLOCK records of one thread, each of another object: one hashed lookup a record
+# (a linear search of the blocks so far made it quadratic)
+n = 400000
+recs = [rec(25, uleb(0) + uleb(i) + uleb(0x7f0000000000 + 64 * i)) for i in range(n)]
+recs += [clock_rec(1, 0, 1000), memref_rec(0x7f0000000000 + 64 * 7 + 8)]
+exp = crafted("tlsblocks", ds_log(), chunked(recs))
+expect(tally(["print", "-data_objects", exp]), 0, r"<Total>", "400,000 TLS blocks: -data_objects")
+
+# 400,000 threads with stacks and 400,000 references in none of them: each reference looks up
+# the stacks by address, not every thread's
+lines = "".join("thread t=%d tid=%d name=t how=pthread_create stack_lo=0x%x stack_hi=0x%x\n" %
+                (1000000200 + i, 100 + i, 0x10000000 + 0x10000 * i, 0x10000000 + 0x10000 * i + 0x8000)
+                for i in range(n))
+recs = [clock_rec(1, 0, 1000) + memref_rec(0x9000000000 + 8 * i) for i in range(n)]
+recs.append(clock_rec(1, 0, 1000) + memref_rec(0x10000000 + 0x10000 * 5 + 0x100))  # in thread 105's
+exp = crafted("stacks", ds_log(lines), chunked(recs))
+p = tally(["print", "-data_objects", exp], timeout=120)
+expect(p, 0, r"<Stack>", "400,000 thread stacks: -data_objects")
+
+# heap blocks whose addresses follow the order of the block table's priorities (its generator
+# is public): with priorities an experiment can predict, a chain as deep as the blocks (its
+# recursion overflowed the stack; quadratic time before that)
+def xorshift_prios(count, seed=0x9e3779b97f4a7c15):
+    out, r, m = [], seed, (1 << 64) - 1
+    for _ in range(count):
+        r ^= (r << 13) & m
+        r ^= r >> 7
+        r ^= (r << 17) & m
+        out.append(r >> 32)
+    return out
+
+n = 300000
+prio = xorshift_prios(n)
+rank = sorted(range(n), key=lambda i: prio[i])
+addr = [0] * n
+for k, i in enumerate(rank):
+    addr[i] = 0x100000000 + 64 * k
+bodies, cur, prev = [], stack_rec(0, [0x401000]), 0
+for i in range(n):
+    r = rec(10, uleb(0) + sleb(addr[i] - prev) + uleb(0) + uleb(32))
+    if len(cur) + len(r) > 4096 - 32:
+        bodies.append(cur)
+        cur, prev = b"", 0  # the address chain starts again in each chunk
+        r = rec(10, uleb(0) + sleb(addr[i]) + uleb(0) + uleb(32))
+    cur += r
+    prev = addr[i]
+bodies.append(cur + clock_rec(1, 0, 1000) + memref_rec(addr[5] + 8))
+exp = crafted("heapchain", ds_log().replace("settings ", "settings heap_map=on "),
+              events_file([(7, i, 0, 1500000000 + 1000 * i, b) for i, b in enumerate(bodies)]))
+expect(tally(["print", "-data_objects", exp], timeout=120), 0, r"\{heap:",
+       "300,000 heap blocks in priority order: -data_objects")
+
 # 64-bit sums: weights that add up past 2^64 saturate, and a warning says so
 big = (1 << 63) + 12345
 body = stack_rec(0, [0x401000]) + clock_rec(10, 0, big) + clock_rec(10, 0, big)
