@@ -1232,7 +1232,10 @@ static uint64_t stack_hash(uint32_t proc, const uint64_t *pcs, uint32_t n, uint3
         h *= 0x100000001b3ull;
         h ^= h >> 29;
     }
-    return h;
+    /* finished with the process's secret seed (u64map_hash): frames an experiment chooses
+     * cannot make stacks start probing at one slot (the multiplications carry upwards only:
+     * frames differing in their high bits alone had the same low bits) */
+    return u64map_hash(h);
 }
 
 static int table_rehash(exp_stacks_t *s)

@@ -304,6 +304,33 @@ exp = crafted("heapchain", ds_log().replace("settings ", "settings heap_map=on "
 expect(tally(["print", "-data_objects", exp], timeout=120), 0, r"\{heap:",
        "300,000 heap blocks in priority order: -data_objects")
 
+# ---- hashed lookups an experiment cannot flood -------------------------------------------------
+
+# 500,000 sync objects whose addresses were chosen so that the hash of the lookup by address
+# (u64map's mix, public) gives them all one slot: every lookup walked all of them (quadratic).
+# Its hash is keyed by a secret of the process now.
+M64 = (1 << 64) - 1
+
+
+def unmix(y):  # the inverse of u64map's mix without a seed (MurmurHash3's finalizer)
+    y ^= y >> 33
+    y = y * pow(0xc4ceb9fe1a85ec53, -1, 1 << 64) & M64
+    y ^= y >> 33
+    y = y * pow(0xff51afd7ed558ccd, -1, 1 << 64) & M64
+    y ^= y >> 33
+    return y
+
+
+n = 500000
+cinv = pow(0x9e3779b97f4a7c15, -1, 1 << 64)
+recs = []
+for i in range(n):
+    key = (unmix((i + 1) << 40) - 1) & M64  # u64map stores key + 1; traces.c's key is addr * C
+    recs.append(rec(4, uleb(1) + uleb(0) + uleb(1000) + uleb(key * cinv & M64) + uleb(0)))
+exp = crafted("syncflood", base_log().replace("settings ", "settings sync=0 "), chunked(recs))
+expect(tally(["print", "-limit", "3", "-sync_objects", exp], timeout=120), 0, r"",
+       "500,000 colliding sync objects: -sync_objects")
+
 # 64-bit sums: weights that add up past 2^64 saturate, and a warning says so
 big = (1 << 63) + 12345
 body = stack_rec(0, [0x401000]) + clock_rec(10, 0, big) + clock_rec(10, 0, big)
