@@ -717,7 +717,8 @@ static const exp_thread_t *stack_owner(scan_t *c, const exp_process_t *p, uint32
                 }
                 c->stk[c->nstk++] = &p->threads[i];
             }
-        qsort(c->stk, c->nstk, sizeof *c->stk, cmp_stack_lo);
+        if (c->nstk > 1)
+            qsort(c->stk, c->nstk, sizeof *c->stk, cmp_stack_lo);
     }
     size_t end = c->nstk; /* the entries before end start at or below ea */
     uint64_t key = ea;
