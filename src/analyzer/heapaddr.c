@@ -5,6 +5,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/err.h"
 
@@ -118,11 +121,26 @@ static uint32_t floor_node(const set_t *s, uint64_t key)
     return best;
 }
 
+/* The priorities' generator starts from a seed an experiment cannot predict: with a fixed one,
+ * addresses laid out in the order of its priorities made the treap a chain as deep as the blocks
+ * (quadratic time, and split's recursion overflowed the stack). */
+static uint64_t seed(const set_t *s)
+{
+    uint64_t v = 0;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        v = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)ts.tv_sec ^
+            (uint64_t)(uintptr_t)s ^ (uint64_t)getpid() << 32;
+    }
+    return v ? v : 0x9e3779b97f4a7c15ull; /* (xorshift never leaves 0) */
+}
+
 static void set_init(set_t *s)
 {
     memset(s, 0, sizeof *s);
     s->freelist = s->root = NIL;
-    s->rng = 0x9e3779b97f4a7c15ull;
+    s->rng = seed(s);
 }
 
 static void set_free(set_t *s)

@@ -13,8 +13,9 @@
  * allocation began (base: offsets into the allocated object stay right after a trim) and the
  * caller's tag (the allocating stack).
  *
- * Complexity: O(log n) expected per operation (treaps with random priorities from a fixed
- * generator), memory proportional to the live blocks. Not thread-safe. Errors: ha_alloc returns
+ * Complexity: O(log n) expected per operation (treaps with random priorities, from a generator
+ * seeded unpredictably for each set: addresses chosen by an experiment cannot make them deep),
+ * memory proportional to the live blocks. Not thread-safe. Errors: ha_alloc returns
  * TALLY_ENOMEM (the block is then not known). Depends on libc and base/err.h.
  */
 #ifndef TALLY_ANALYZER_HEAPADDR_H

@@ -44,6 +44,10 @@ typedef struct fcache {
     int done;
 } fcache_t;
 
+/* The dynamic TLS blocks a thread may have (one per object loaded by dlopen with thread-locals
+ * it touched): more in an experiment are not placed (each reference looks at its thread's). */
+#define DTLS_PER_THREAD 256
+
 typedef struct scan {
     ses_t *s;
     uint32_t exp;
@@ -64,12 +68,25 @@ typedef struct scan {
     ha_t *heap;
     uint32_t heap_proc;
     u64map_t sites; /* (exp, stack) -> site index */
-    /* dynamic TLS blocks (TLS_BLOCK records) of the current experiment: thread, object, where */
+    /* dynamic TLS blocks (TLS_BLOCK records) of the current experiment: thread, object, where;
+     * found by (proc, tid, object) through dtls_at, and by thread through dtls_thr (each thread's
+     * blocks, at most DTLS_PER_THREAD) */
     struct dtls {
         uint32_t proc, tid, id;
         uint64_t addr;
     } *dtls;
     size_t ndtls, dtlscap;
+    u64map_t dtls_at, dtls_thr;
+    struct dtls_thread {
+        uint32_t proc, tid;
+        uint32_t *blocks; /* indexes into dtls */
+        size_t n, cap;
+    } *dthr;
+    size_t ndthr, dthrcap;
+    /* the threads of process stk_proc that recorded their stack, by stack_lo then t_start */
+    const exp_thread_t **stk;
+    size_t nstk, stkcap;
+    uint32_t stk_proc;
     struct site *site;
     size_t nsite, sitecap;
 } scan_t;
@@ -228,32 +245,106 @@ static const bt_func_t *func_code(scan_t *c, uint32_t obj, uint32_t fn)
     return c->fc[*slot].f.n ? &c->fc[*slot].f : NULL;
 }
 
+/* A key of a hashed lookup by several 32-bit values (a collision probes on: see row). */
+static uint64_t key3(uint32_t a, uint32_t b, uint32_t c)
+{
+    uint64_t h = 1469598103934665603ull;
+    uint32_t v[3] = { a, b, c };
+    for (int i = 0; i < 3; i++)
+        h = (h ^ v[i]) * 1099511628211ull, h ^= h >> 29;
+    return h & (UINT64_MAX >> 1);
+}
+
+/* The dynamic TLS blocks of thread tid of process proc (added when new), or NULL: no memory. */
+static struct dtls_thread *dtls_thread(scan_t *c, uint32_t proc, uint32_t tid, int add)
+{
+    int found;
+    for (uint64_t k = key3(proc, tid, UINT32_MAX);; k = (k + 1) & (UINT64_MAX >> 1)) {
+        if (!add) {
+            const uint32_t *v = u64map_get(&c->dtls_thr, k);
+            if (!v)
+                return NULL;
+            if (c->dthr[*v].proc == proc && c->dthr[*v].tid == tid)
+                return &c->dthr[*v];
+            continue;
+        }
+        uint32_t *slot = u64map_slot(&c->dtls_thr, k, &found);
+        if (!slot)
+            return NULL;
+        if (found) {
+            if (c->dthr[*slot].proc == proc && c->dthr[*slot].tid == tid)
+                return &c->dthr[*slot];
+            continue;
+        }
+        if (GROW(c->dthr, c->ndthr, c->dthrcap)) {
+            u64map_remove(&c->dtls_thr, k);
+            return NULL;
+        }
+        *slot = (uint32_t)c->ndthr;
+        struct dtls_thread *t = &c->dthr[c->ndthr++];
+        t->proc = proc;
+        t->tid = tid;
+        t->blocks = NULL;
+        t->n = t->cap = 0;
+        return t;
+    }
+}
+
 /* A thread's dynamic TLS block of an object (a TLS_BLOCK record), kept for the references after
- * it; a later one for the same thread and object replaces it. */
+ * it; a later one for the same thread and object replaces it. One hashed lookup a record. */
 static int tls_block_event(scan_t *c, const exp_event_t *ev)
 {
-    for (size_t i = 0; i < c->ndtls; i++) {
-        struct dtls *x = &c->dtls[i];
-        if (x->proc == ev->proc && x->tid == ev->tid && x->id == ev->call) {
+    int found;
+    for (uint64_t k = key3(ev->proc, ev->tid, ev->call);; k = (k + 1) & (UINT64_MAX >> 1)) {
+        uint32_t *slot = u64map_slot(&c->dtls_at, k, &found);
+        if (!slot)
+            return c->err = TALLY_ENOMEM;
+        if (found) {
+            struct dtls *x = &c->dtls[*slot];
+            if (x->proc != ev->proc || x->tid != ev->tid || x->id != ev->call)
+                continue;
             x->addr = ev->addr;
             return 0;
         }
+        struct dtls_thread *t = dtls_thread(c, ev->proc, ev->tid, 1);
+        if (!t || GROW(c->dtls, c->ndtls, c->dtlscap)) {
+            u64map_remove(&c->dtls_at, k);
+            return c->err = TALLY_ENOMEM;
+        }
+        if (t->n < DTLS_PER_THREAD) {
+            if (GROW(t->blocks, t->n, t->cap)) {
+                u64map_remove(&c->dtls_at, k);
+                return c->err = TALLY_ENOMEM;
+            }
+            t->blocks[t->n++] = (uint32_t)c->ndtls;
+        }
+        *slot = (uint32_t)c->ndtls;
+        c->dtls[c->ndtls++] = (struct dtls){ ev->proc, ev->tid, ev->call, ev->addr };
+        return 0;
     }
-    if (GROW(c->dtls, c->ndtls, c->dtlscap))
-        return c->err = TALLY_ENOMEM;
-    c->dtls[c->ndtls++] = (struct dtls){ ev->proc, ev->tid, ev->call, ev->addr };
-    return 0;
 }
 
 /* An address inside one of the sample's thread's dynamic TLS blocks (objects loaded by dlopen
- * without static TLS) is that object's thread-local at the offset. */
+ * without static TLS) is that object's thread-local at the offset. The block is the one that
+ * starts nearest below the address, among those of objects loaded at the sample's time (an
+ * unloaded object's block may have been reused); at most a few are tried. */
 static void dyn_tls_object(scan_t *c, const exp_event_t *ev, const exp_process_t *p, uint64_t ea,
                            sym_dref_t *dr)
 {
-    for (size_t i = 0; i < c->ndtls; i++) {
-        const struct dtls *x = &c->dtls[i];
-        if (x->proc != ev->proc || x->tid != ev->tid || ea < x->addr)
-            continue;
+    const struct dtls_thread *t = dtls_thread(c, ev->proc, ev->tid, 0);
+    if (!t)
+        return;
+    uint64_t below = 0; /* with tried: the blocks tried so far start at or above it */
+    for (int tries = 0; tries < 4; tries++) {
+        const struct dtls *x = NULL;
+        for (size_t i = 0; i < t->n; i++) {
+            const struct dtls *y = &c->dtls[t->blocks[i]];
+            if (y->addr <= ea && (!tries || y->addr < below) && (!x || y->addr > x->addr))
+                x = y;
+        }
+        if (!x)
+            return;
+        below = x->addr;
         for (size_t k = 0; k < p->nobjects; k++) {
             const exp_object_t *o = &p->objects[k];
             if (o->id != x->id || ev->t < o->t_load || ev->t >= o->t_unload)
@@ -599,15 +690,75 @@ static void prefix_level(sym_dref_t *dr, const char *name)
     dr->nlevels = keep + 1;
 }
 
-/* The thread of process p whose stack holds ea at time t (its `thread` record's bounds, while
- * it lived), or NULL. */
-static const exp_thread_t *stack_owner(const exp_process_t *p, uint64_t ea, uint64_t t)
+static int cmp_stack_lo(const void *a, const void *b)
 {
-    for (size_t i = 0; i < p->nthreads; i++) {
-        const exp_thread_t *th = &p->threads[i];
-        if (th->stack_hi && ea >= th->stack_lo && ea < th->stack_hi && t >= th->t_start &&
-            (th->t_end == EXP_T_NEVER || t <= th->t_end))
-            return th;
+    const exp_thread_t *x = *(const exp_thread_t *const *)a, *y = *(const exp_thread_t *const *)b;
+    if (x->stack_lo != y->stack_lo)
+        return x->stack_lo < y->stack_lo ? -1 : 1;
+    return x->t_start < y->t_start ? -1 : x->t_start > y->t_start;
+}
+
+/* The thread of process p (index proc) whose stack holds ea at time t (its `thread` record's
+ * bounds, while it lived), or NULL. The threads are sorted by stack once per process: a
+ * reference looks at the stacks starting nearest below ea (the latest thread to start on each
+ * before t: a stack is reused by the threads after the one that ended), a few at most. */
+static const exp_thread_t *stack_owner(scan_t *c, const exp_process_t *p, uint32_t proc,
+                                       uint64_t ea, uint64_t t)
+{
+    if (proc != c->stk_proc) {
+        c->nstk = 0;
+        c->stk_proc = proc;
+        for (size_t i = 0; i < p->nthreads; i++)
+            if (p->threads[i].stack_hi) {
+                if (GROW(c->stk, c->nstk, c->stkcap)) {
+                    c->err = TALLY_ENOMEM;
+                    c->nstk = 0;
+                    return NULL;
+                }
+                c->stk[c->nstk++] = &p->threads[i];
+            }
+        if (c->nstk > 1)
+            qsort(c->stk, c->nstk, sizeof *c->stk, cmp_stack_lo);
+    }
+    size_t end = c->nstk; /* the entries before end start at or below ea */
+    uint64_t key = ea;
+    for (int tries = 0; tries < 16; tries++) {
+        size_t lo = 0, hi = end;
+        while (lo < hi) { /* the first entry starting above key */
+            size_t mid = (lo + hi) / 2;
+            if (c->stk[mid]->stack_lo <= key)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == 0)
+            return NULL;
+        uint64_t base = c->stk[lo - 1]->stack_lo;
+        size_t first = 0, h2 = lo; /* the run of entries starting at base: [first, lo) */
+        while (first < h2) {
+            size_t mid = (first + h2) / 2;
+            if (c->stk[mid]->stack_lo < base)
+                first = mid + 1;
+            else
+                h2 = mid;
+        }
+        size_t a = first, b = lo; /* the last of them to start at or before t */
+        while (a < b) {
+            size_t mid = (a + b) / 2;
+            if (c->stk[mid]->t_start <= t)
+                a = mid + 1;
+            else
+                b = mid;
+        }
+        if (a > first) {
+            const exp_thread_t *th = c->stk[a - 1];
+            if (ea < th->stack_hi && (th->t_end == EXP_T_NEVER || t <= th->t_end))
+                return th;
+        }
+        if (base == 0)
+            return NULL;
+        end = first;
+        key = base - 1;
     }
     return NULL;
 }
@@ -696,7 +847,7 @@ static int memref_cb(void *ctx, const exp_event_t *ev)
     if (ea_ok && (reason || dr->kind == SYM_DATA_POINTEE)) {
         ha_t *h = heap_of(c, ev->proc);
         const ha_block_t *b = h ? ha_find(h, ea) : NULL;
-        const exp_thread_t *owner = b ? NULL : stack_owner(p, ea, ev->t);
+        const exp_thread_t *owner = b ? NULL : stack_owner(c, p, ev->proc, ea, ev->t);
         if (b) {
             if (heap_object(c, ev, b, ea, reason, dr, &agg_obj))
                 return c->err = TALLY_ENOMEM;
@@ -847,13 +998,24 @@ int rep_data(ses_t *s, rep_data_t *out, tally_err_t *err)
     for (size_t x = 0; x < s->nexps && !rc; x++) {
         c.exp = (uint32_t)x;
         c.heap_proc = UINT32_MAX;
-        c.ndtls = 0;
+        c.stk_proc = UINT32_MAX;
+        for (size_t i = 0; i < c.ndthr; i++)
+            free(c.dthr[i].blocks);
+        c.ndtls = c.ndthr = 0;
+        u64map_free(&c.dtls_at);
+        u64map_free(&c.dtls_thr);
         rc = exp_scan(s->exps[x], eng_stacks(s->eng, c.exp), memref_cb, &c, NULL, err);
         if (c.err)
             rc = nomem(err);
     }
     ha_free(c.heap);
     free(c.dtls);
+    for (size_t i = 0; i < c.ndthr; i++)
+        free(c.dthr[i].blocks);
+    free(c.dthr);
+    u64map_free(&c.dtls_at);
+    u64map_free(&c.dtls_thr);
+    free(c.stk);
     u64map_free(&c.sites);
     free(c.site);
     for (size_t i = 0; i < c.nfc; i++)

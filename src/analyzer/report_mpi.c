@@ -11,6 +11,7 @@
 #include "analyzer/report_mpi.h"
 #include "base/grow.h"
 #include "base/satadd.h"
+#include "base/u64map.h"
 #include "experiment/logrec.h"
 
 static uint64_t sat_add(uint64_t a, uint64_t b)
@@ -270,7 +271,7 @@ typedef struct imb_ctx {
 static size_t key_hash(uint64_t a, uint64_t b)
 {
     uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
-    return (size_t)(h ^ h >> 31);
+    return (size_t)u64map_hash(h); /* keyed: an experiment cannot choose colliding keys */
 }
 
 static imb_key_t *key_get(imb_ctx_t *c, uint64_t a, uint64_t b)

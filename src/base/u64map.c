@@ -5,17 +5,48 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "err.h"
 
+uint64_t u64map_seed(void)
+{
+    static uint64_t seed; /* atomic: set once */
+    uint64_t v = __atomic_load_n(&seed, __ATOMIC_RELAXED);
+    if (v)
+        return v;
+    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != (ssize_t)sizeof v) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        v = ((uint64_t)ts.tv_nsec << 32 ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)&ts) *
+                0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+    }
+    v |= 1; /* never 0: 0 is "not set yet" */
+    uint64_t unset = 0;
+    if (!__atomic_compare_exchange_n(&seed, &unset, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        v = unset; /* another thread set it first */
+    return v;
+}
+
+/* The slot a key starts probing at: keys come from experiments (addresses, ids), so the mix is
+ * keyed by the process's secret seed; otherwise an experiment could choose keys that all start
+ * at one slot, making every lookup walk all of them (quadratic time). */
 static inline size_t mix64(uint64_t k)
 {
+    k ^= u64map_seed();
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdULL;
     k ^= k >> 33;
     k *= 0xc4ceb9fe1a85ec53ULL;
     k ^= k >> 33;
     return (size_t)k;
+}
+
+uint64_t u64map_hash(uint64_t k)
+{
+    return (uint64_t)mix64(k);
 }
 
 static int grow(u64map_t *m)

@@ -147,6 +147,17 @@ static int export_tau(ses_t *s, const char *dir, int force)
     return rc;
 }
 
+/* After a failed export: removes the half-written file that -o named, when path still names the
+ * regular file that was written (made: its fstat). A symbolic link, a FIFO or a device named by
+ * -o (/dev/stdout, /dev/full, /dev/null) is never removed. */
+static void remove_partial(const char *path, const struct stat *made)
+{
+    struct stat now;
+    if (S_ISREG(made->st_mode) && lstat(path, &now) == 0 && S_ISREG(now.st_mode) &&
+        now.st_dev == made->st_dev && now.st_ino == made->st_ino)
+        unlink(path);
+}
+
 int cmd_export(int argc, char **argv)
 {
     const char **paths = calloc((size_t)argc, sizeof *paths);
@@ -333,7 +344,7 @@ int cmd_export(int argc, char **argv)
                 memmove(mlist + 1, mlist, (size_t)k * sizeof *mlist);
                 mlist[0] = m;
             }
-    int own_file = 0; /* -o names a regular file itself (no link): removed when the export fails */
+    struct stat made = { 0 }; /* what -o opened: removed after a failure only when a file */
     if (output) {
         out = fopen(output, "wb");
         if (!out) {
@@ -341,31 +352,29 @@ int cmd_export(int argc, char **argv)
             rc = 1;
             goto done;
         }
-        struct stat fs, ls;
-        own_file = !fstat(fileno(out), &fs) && S_ISREG(fs.st_mode) && !lstat(output, &ls) &&
-                   S_ISREG(ls.st_mode) && ls.st_dev == fs.st_dev && ls.st_ino == fs.st_ino;
+        if (fstat(fileno(out), &made))
+            made.st_mode = 0;
     }
     if (xp_write(s, &xo, out ? out : stdout, &err)) {
         rc = cli_report(&err);
         if (rc == 0)
             rc = 1;
     }
-    if (out && rc && !own_file) { /* a file reached through a link: emptied, not removed */
-        struct stat fs;
+    struct stat ls;
+    if (out && rc && S_ISREG(made.st_mode) &&
+        (lstat(output, &ls) || !S_ISREG(ls.st_mode) || ls.st_dev != made.st_dev ||
+         ls.st_ino != made.st_ino)) { /* a file reached through a link: emptied, not removed */
         fflush(out);
-        if (!fstat(fileno(out), &fs) && S_ISREG(fs.st_mode)) {
-            int tr = ftruncate(fileno(out), 0); /* at worst the partial file stays: the error */
-            (void)tr;                            /* is reported either way */
-        }
+        int tr = ftruncate(fileno(out), 0); /* at worst the partial file stays: the error */
+        (void)tr;                            /* is reported either way */
     }
     if (out && fclose(out) && !rc) {
         cli_error("export", "writing '%s' failed: %s", output, strerror(errno));
         rc = 1;
     }
     out = NULL;
-    /* no half-written file left behind; never a device, FIFO or link -o named (/dev/null) */
-    if (rc && own_file)
-        unlink(output);
+    if (rc && output)
+        remove_partial(output, &made);
     if (!rc && eng_saturated(s->eng))
         esc_fprintf(stderr, "tally: note: some sums reached 2^64-1 and stayed there\n");
 done:

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "maps.h"
@@ -446,7 +447,7 @@ static void close_event(int i)
     if (ev->fd < 0)
         return;
     uint64_t v[3];
-    if (read(ev->fd, v, sizeof v) == (ssize_t)sizeof v) {
+    if (syscall(SYS_read, ev->fd, v, sizeof v) == (ssize_t)sizeof v) { /* (no cancellation) */
         source_count(&ctr[i].counted, v[0]);
         source_count(&ctr[i].enabled, v[1]);
         source_count(&ctr[i].running, v[2]);
@@ -616,7 +617,7 @@ void counters_final(coll_proc_t *p)
             if (ev->fd < 0)
                 continue;
             uint64_t v[3];
-            if (read(ev->fd, v, sizeof v) == (ssize_t)sizeof v) {
+            if (syscall(SYS_read, ev->fd, v, sizeof v) == (ssize_t)sizeof v) { /* (no cancellation) */
                 total += v[0];
                 source_count(&c->counted, v[0]);
                 source_count(&c->enabled, v[1]);

@@ -307,6 +307,34 @@ static void pool_leave(void)
     __atomic_store_n(&pool_lock, 0, __ATOMIC_RELEASE);
 }
 
+/* Kits whose thread replaced the collector's alternate stack with its own: the program may
+ * still restore the collector's (from sigaltstack's old value) while the thread lives, so such a
+ * kit goes back to the pool only once its thread has ended. Before, each was kept for ever: a
+ * program that gives every thread its own alternate stack left one kit per thread it ever
+ * started (84 KiB of address space each: 250 MB after 3,000 short threads). */
+#define HELD_MAX 1024
+static struct held {
+    void *kit;
+    pid_t tid;
+} held[HELD_MAX];
+static int held_n;
+
+/* Moves the held kits whose thread has ended into the pool. Under pool_lock. */
+static void held_reclaim(void)
+{
+    int saved = errno;
+    pid_t pid = getpid();
+    for (int i = 0; i < held_n;) {
+        if (syscall(SYS_tgkill, pid, held[i].tid, 0) < 0 && errno == ESRCH && pool_n < POOL_MAX) {
+            pool[pool_n++] = held[i].kit;
+            held[i] = held[--held_n];
+        } else {
+            i++;
+        }
+    }
+    errno = saved;
+}
+
 static void *kit_get(size_t len)
 {
     void *k = NULL;
@@ -315,6 +343,8 @@ static void *kit_get(size_t len)
         pool_len = len;
         pool_n = 0;
     }
+    if (pool_n == 0 && held_n > 0)
+        held_reclaim();
     if (pool_n > 0)
         k = pool[--pool_n];
     pool_leave();
@@ -492,8 +522,16 @@ void threads_exit(coll_proc_t *p)
     }
     void *kit = t->kit;
     t->kit = NULL;
-    if (kit && free_kit)
+    if (kit && free_kit) {
         kit_put(kit, pool_len);
+    } else if (kit) { /* held until the thread has ended (held_reclaim) */
+        pool_enter();
+        if (held_n == HELD_MAX)
+            held_reclaim();
+        if (held_n < HELD_MAX)
+            held[held_n++] = (struct held){ kit, t->tid };
+        pool_leave(); /* (else kept for ever, as before) */
+    }
 }
 
 /* ---- other threads at the end of the image --------------------------------------------------- */
@@ -584,7 +622,9 @@ void threads_after_fork_child(coll_proc_t *p)
     if (pool_lock) { /* another thread held the pool at the fork: its kits are forgotten */
         pool_lock = 0;
         pool_n = 0;
-    }
+        held_n = 0;
+    } /* (else the held kits are the parent's threads', none of them this process's: the first
+         held_reclaim takes them) */
     if (t->state == TH_ON || t->state == TH_ENDED) {
         if (t->scratch)
             exp_stream_forget(&t->stream);

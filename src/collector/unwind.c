@@ -63,7 +63,10 @@ void unwind_prime(void)
         return;
     }
     void *b[8];
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
     backtrace_fn(b, 8);
+    pthread_setcancelstate(cancel, NULL);
 }
 
 uint32_t unwind_stack(const ucontext_t *uc, void **scratch, uint64_t *out, uint32_t max,
@@ -71,7 +74,14 @@ uint32_t unwind_stack(const ucontext_t *uc, void **scratch, uint64_t *out, uint3
 {
     uint64_t pc = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
     int cap = (int)(max + UNWIND_SKIP_MAX);
+    /* libunwind checks addresses with write, read and msync, cancellation points: a thread
+     * with a pending cancellation, sampled where its own code has none (inside malloc), was
+     * cancelled from this handler (glibc's pthread_setcancelstate is an atomic update of the
+     * thread's own word: safe here) */
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
     int n = backtrace_fn(scratch, cap);
+    pthread_setcancelstate(cancel, NULL);
     int skip = -1;
     for (int i = 0; i < n && i < UNWIND_SKIP_MAX; i++)
         if ((uint64_t)scratch[i] == pc) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -107,7 +108,11 @@ static int reserve(int fd, off_t off, size_t len)
         v[i] = (struct iovec){ (void *)zero_page, sizeof zero_page };
     while (len) {
         size_t n = len / sizeof zero_page < 64 ? len / sizeof zero_page : 64;
-        ssize_t w = pwritev(fd, v, (int)n, off);
+        /* the system call, not libc's pwritev (a cancellation point: a malloc of a thread
+         * with a pending cancellation was cancelled when its record opened a chunk); the
+         * offset in two halves, as the kernel takes it (the high one unused on 64-bit) */
+        ssize_t w = syscall(SYS_pwritev, fd, v, (int)n, (unsigned long)off,
+                            (unsigned long)((uint64_t)off >> 32));
         if (w <= 0)
             return -1;
         off += w;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char hexdigits[] = "0123456789ABCDEF";
@@ -167,7 +168,10 @@ int exp_line_write(exp_line_t *l, int fd)
     const char *p = l->buf;
     size_t left = l->len;
     while (left) {
-        ssize_t w = write(fd, p, left);
+        /* the system call itself, not libc's write: that is a cancellation point, and a
+         * record written inside a program's call (the collector's) must not act on the
+         * program's pending cancellation where its own code has none */
+        ssize_t w = syscall(SYS_write, fd, p, left);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

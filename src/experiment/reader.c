@@ -1232,7 +1232,10 @@ static uint64_t stack_hash(uint32_t proc, const uint64_t *pcs, uint32_t n, uint3
         h *= 0x100000001b3ull;
         h ^= h >> 29;
     }
-    return h;
+    /* finished with the process's secret seed (u64map_hash): frames an experiment chooses
+     * cannot make stacks start probing at one slot (the multiplications carry upwards only:
+     * frames differing in their high bits alone had the same low bits) */
+    return u64map_hash(h);
 }
 
 static int table_rehash(exp_stacks_t *s)
@@ -2056,15 +2059,18 @@ static inline __attribute__((always_inline)) const uint8_t *leb_short(const uint
 
 /* The CLOCK record at c->p, the most frequent by far, decoded without the decoders' table:
  * 1 when it is now c->ev, 0 when it is not a CLOCK record with a one-byte length and fields of
- * at most 4 bytes, or is too near the chunk's end (the general path reads it, and says what is
- * wrong with it). What it delivers is exactly what decode_event and decode_clock deliver. */
+ * at most 4 bytes, is too near the chunk's end, or has a length that runs past the chunk's end
+ * (the general path reads it, and says what is wrong with it). What it delivers is exactly what decode_event and decode_clock deliver. */
 static inline __attribute__((always_inline)) int clock_fast(struct cursor *c)
 {
     const uint8_t *rec = c->p;
     if (__builtin_expect(c->end - rec < CLOCK_FAST_MAX, 0) || rec[0] != EXP_REC_CLOCK ||
         (rec[1] & 0x80))
         return 0;
-    const uint8_t *q = rec + 2, *rend = q + rec[1];
+    const uint8_t *q = rec + 2;
+    if (rec[1] > c->end - q)
+        return 0;
+    const uint8_t *rend = q + rec[1];
     uint64_t dt, a, b, d, r = EXP_RSTATE_NONE;
     if (!(q = leb_short(q, &dt)) || !(q = leb_short(q, &a)) || !(q = leb_short(q, &b)) ||
         !(q = leb_short(q, &d)) || q > rend || (q < rend && (!(q = leb_short(q, &r)) || q > rend)))
@@ -2443,7 +2449,14 @@ static int proc_scan_init(struct proc_scan *ps, const exp_process_t *pr, exp_sta
         c->ev.stream = refs[i].stream;
         c->ts.cpu = UINT32_MAX;
         c->fd = -1;
-        c->ts.max_ids = c->nrefs * (size_t)((csize - EXP_CHUNK_HEADER_SIZE) / MIN_STACK_RECORD) + 1;
+        /* ids are bounded by the records the stream's chunks hold in the file (a chunk the
+         * file ends inside holds less than its size says) */
+        uint64_t room = 0;
+        for (size_t k = 0; k < c->nrefs; k++) {
+            uint64_t off = c->refs[k].off, in = size - off < csize ? size - off : csize;
+            room += in - EXP_CHUNK_HEADER_SIZE; /* (a header is whole: see above) */
+        }
+        c->ts.max_ids = (size_t)(room / MIN_STACK_RECORD) + 1;
     }
     ps->nrefs = nrefs;
     ps->ncs = ncs;

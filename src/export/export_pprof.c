@@ -259,7 +259,7 @@ static uint64_t loc_hash(const loc_key_t *k)
 {
     uint64_t h = k->obj * 0x9e3779b97f4a7c15ULL ^ k->addr * 0xc2b2ae3d27d4eb4fULL ^
                  ((uint64_t)k->first << 32 | k->nids) * 0x165667b19e3779f9ULL;
-    return h ^ h >> 29;
+    return u64map_hash(h); /* keyed: addresses an experiment chooses cannot collide */
 }
 
 /* The id of location k, 0 when it is new (the caller writes it: id nlocs after this). */

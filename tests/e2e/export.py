@@ -939,6 +939,17 @@ def test_cli(d, exps):
     check(p.returncode == 2 and "directory" in p.stderr and
           not os.path.lexists(os.path.join(d, "-")),
           "export --format=tau -o -: %r" % p.stderr)
+    # a failed export removes the half-written file it made, and nothing else: not a symbolic
+    # link named by -o, not a FIFO or a device (run as root, it removed /dev/full itself).
+    # Writing to /dev/full fails with ENOSPC.
+    link = os.path.join(d, "full-link")
+    os.symlink("/dev/full", link)
+    for fmt in ("folded", "chrome", "speedscope"):
+        p = run([TALLY, "export", "--format=" + fmt, "-o", link, exps[1]])
+        check(p.returncode == 1 and "writing" in p.stderr,
+              "export --format=%s -o link-to-/dev/full: exit %d (%r)" % (fmt, p.returncode, p.stderr))
+        check(os.path.islink(link), "export --format=%s -o link: a failed export removed the "
+              "symbolic link named by -o" % fmt)
     # binary to a terminal is refused (nothing written); text formats go to it
     for fmt, opts, code in (("pprof", [], 2), ("pprof", ["-o", "-"], 2),
                             ("folded", ["-o", "-"], 0), ("chrome", [], 0)):

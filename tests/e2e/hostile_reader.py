@@ -140,9 +140,31 @@ exp = crafted("bigchunk", base_log(), bytes(ev))
 expect(tally(["check", exp]), 1, r"chunk cut short by the end of the file at offset 4096",
        "chunk size 2^30: check")
 expect(tally(["print", "-functions", exp]), 0, r"<Total>", "chunk size 2^30: print")
+# ... nor anything sized by what such a chunk could hold: a stack id of 2^27 is more than the
+# stack records 8 KiB can define (a table of a gigabyte before)
+sid = 1 << 27
+body = stack_rec(sid, [0x401000]) + clock_rec(10, sid, 1000000)
+big = bytearray(events_file([(7, 0, 0, 1000, body)]))
+big[16:20] = struct.pack("<I", 1 << 30)
+exp = crafted("bigchunkid", base_log(), bytes(big))
+expect(tally(["check", exp]), 1, r"1 bad chunks, 2 bad records",
+       "chunk size 2^30, stack id 2^27: check")
+expect(tally(["print", "-functions", exp]), 0, r"<Total>", "chunk size 2^30, stack id 2^27: print")
 ev[16:20] = struct.pack("<I", 5000)  # not a multiple of 4096
 exp = crafted("oddchunk", base_log(), bytes(ev))
 expect(tally(["check", exp]), 1, r"bad chunk size 5000 at offset 16", "chunk size 5000")
+
+# a CLOCK record whose one-byte length runs past the chunk's end (its fields are all there): the
+# rest of the chunk cannot be framed, and check says so, as for any other record (the CLOCK
+# path took it, dropped the four records after it and said nothing)
+good = clock_rec(10, 0, 1000000)
+liar = bytes([2, 100]) + uleb(10) + uleb(0) + uleb(0) + uleb(1000000)
+body = stack_rec(0, [0x401000]) + good + liar + good * 4
+exp = crafted("lenlie", base_log(), events_file([(7, 0, 0, 1000, body)]))
+expect(tally(["check", exp]), 1, r"record that cannot be framed at offset %d" %
+       (4128 + len(stack_rec(0, [0x401000]) + good)), "CLOCK length past the chunk: check")
+expect(tally(["print", "-header", exp]), 0, r"damage: 0 bad chunks, 1 bad records",
+       "CLOCK length past the chunk: print -header")
 
 # log and events must be regular files: /dev/zero, a FIFO, a symbolic link, a directory
 for what, make in (("zero", lambda p: os.symlink("/dev/zero", p)),
@@ -208,6 +230,106 @@ lines += "".join("thread-end t=%d tid=%d cpu=1 user=1 system=0 samples=0\n" % (1
                  for i in range(400000))
 exp = crafted("threads", base_log(lines))
 expect(tally(["check", exp], timeout=120), 0, r"400001 threads", "400,000 threads: check")
+
+# ---- the dataspace records: many of them cost linear time --------------------------------------
+
+def chunked(records, tid=7, t0=1500000000):
+    """records spread over 4 KiB chunks of one stream (seq 0, 1, ..., each starting at t0); a
+    STACK record defining stack 0 starts the stream."""
+    bodies, cur = [], stack_rec(0, [0x401000])
+    for r in records:
+        if len(cur) + len(r) > 4096 - 32:
+            bodies.append(cur)
+            cur = b""
+        cur += r
+    bodies.append(cur)
+    return events_file([(tid, i, 0, t0 + 1000 * i, b) for i, b in enumerate(bodies)])
+
+
+def memref_rec(ea, sid=0):  # a clock sample's reference at ea, pc 0x10 (in no object)
+    return rec(24, uleb(0) + uleb(0) + uleb(sid) + uleb(1000) + uleb(1) + uleb(0x10) + uleb(ea))
+
+
+ds_log = lambda extra="": base_log(extra).replace("clock_source=", "clock_dataspace=on clock_source=")
+
+# 400,000 TLS_BLOCK records of one thread, each of another object: one hashed lookup a record
+# (a linear search of the blocks so far made it quadratic)
+n = 400000
+recs = [rec(25, uleb(0) + uleb(i) + uleb(0x7f0000000000 + 64 * i)) for i in range(n)]
+recs += [clock_rec(1, 0, 1000), memref_rec(0x7f0000000000 + 64 * 7 + 8)]
+exp = crafted("tlsblocks", ds_log(), chunked(recs))
+expect(tally(["print", "-data_objects", exp]), 0, r"<Total>", "400,000 TLS blocks: -data_objects")
+
+# 400,000 threads with stacks and 400,000 references in none of them: each reference looks up
+# the stacks by address, not every thread's
+lines = "".join("thread t=%d tid=%d name=t how=pthread_create stack_lo=0x%x stack_hi=0x%x\n" %
+                (1000000200 + i, 100 + i, 0x10000000 + 0x10000 * i, 0x10000000 + 0x10000 * i + 0x8000)
+                for i in range(n))
+recs = [clock_rec(1, 0, 1000) + memref_rec(0x9000000000 + 8 * i) for i in range(n)]
+recs.append(clock_rec(1, 0, 1000) + memref_rec(0x10000000 + 0x10000 * 5 + 0x100))  # in thread 105's
+exp = crafted("stacks", ds_log(lines), chunked(recs))
+p = tally(["print", "-data_objects", exp], timeout=120)
+expect(p, 0, r"<Stack>", "400,000 thread stacks: -data_objects")
+
+# heap blocks whose addresses follow the order of the block table's priorities (its generator
+# is public): with priorities an experiment can predict, a chain as deep as the blocks (its
+# recursion overflowed the stack; quadratic time before that)
+def xorshift_prios(count, seed=0x9e3779b97f4a7c15):
+    out, r, m = [], seed, (1 << 64) - 1
+    for _ in range(count):
+        r ^= (r << 13) & m
+        r ^= r >> 7
+        r ^= (r << 17) & m
+        out.append(r >> 32)
+    return out
+
+n = 300000
+prio = xorshift_prios(n)
+rank = sorted(range(n), key=lambda i: prio[i])
+addr = [0] * n
+for k, i in enumerate(rank):
+    addr[i] = 0x100000000 + 64 * k
+bodies, cur, prev = [], stack_rec(0, [0x401000]), 0
+for i in range(n):
+    r = rec(10, uleb(0) + sleb(addr[i] - prev) + uleb(0) + uleb(32))
+    if len(cur) + len(r) > 4096 - 32:
+        bodies.append(cur)
+        cur, prev = b"", 0  # the address chain starts again in each chunk
+        r = rec(10, uleb(0) + sleb(addr[i]) + uleb(0) + uleb(32))
+    cur += r
+    prev = addr[i]
+bodies.append(cur + clock_rec(1, 0, 1000) + memref_rec(addr[5] + 8))
+exp = crafted("heapchain", ds_log().replace("settings ", "settings heap_map=on "),
+              events_file([(7, i, 0, 1500000000 + 1000 * i, b) for i, b in enumerate(bodies)]))
+expect(tally(["print", "-data_objects", exp], timeout=120), 0, r"\{heap:",
+       "300,000 heap blocks in priority order: -data_objects")
+
+# ---- hashed lookups an experiment cannot flood -------------------------------------------------
+
+# 500,000 sync objects whose addresses were chosen so that the hash of the lookup by address
+# (u64map's mix, public) gives them all one slot: every lookup walked all of them (quadratic).
+# Its hash is keyed by a secret of the process now.
+M64 = (1 << 64) - 1
+
+
+def unmix(y):  # the inverse of u64map's mix without a seed (MurmurHash3's finalizer)
+    y ^= y >> 33
+    y = y * pow(0xc4ceb9fe1a85ec53, -1, 1 << 64) & M64
+    y ^= y >> 33
+    y = y * pow(0xff51afd7ed558ccd, -1, 1 << 64) & M64
+    y ^= y >> 33
+    return y
+
+
+n = 500000
+cinv = pow(0x9e3779b97f4a7c15, -1, 1 << 64)
+recs = []
+for i in range(n):
+    key = (unmix((i + 1) << 40) - 1) & M64  # u64map stores key + 1; traces.c's key is addr * C
+    recs.append(rec(4, uleb(1) + uleb(0) + uleb(1000) + uleb(key * cinv & M64) + uleb(0)))
+exp = crafted("syncflood", base_log().replace("settings ", "settings sync=0 "), chunked(recs))
+expect(tally(["print", "-limit", "3", "-sync_objects", exp], timeout=120), 0, r"",
+       "500,000 colliding sync objects: -sync_objects")
 
 # 64-bit sums: weights that add up past 2^64 saturate, and a warning says so
 big = (1 << 63) + 12345
