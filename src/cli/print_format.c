@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/satadd.h"
 #include "experiment/logfile.h"
 #include "print.h"
 
@@ -371,16 +372,21 @@ int pr_lost(const pstate_t *ps, int data, pr_lost_t *l)
     for (size_t e = 0; e < ps->ses->nexps; e++)
         for (size_t i = 0; i < ps->ses->exps[e]->nprocs; i++) {
             const exp_process_t *p = ps->ses->exps[e]->procs[i];
-            if (data & PR_DATA_CLOCK)
-                l->clock += p->st_dropped_disk + p->st_dropped_busy;
+            if (data & PR_DATA_CLOCK) { /* (the kernel's full ring too) */
+                sat_add_to(&l->clock, p->st_dropped_disk);
+                sat_add_to(&l->clock, p->st_dropped_busy);
+                sat_add_to(&l->clock, p->st_ring_lost);
+            }
             if (data & PR_DATA_HEAP)
-                l->heap += p->st_dropped_heap;
+                sat_add_to(&l->heap, p->st_dropped_heap);
             if (data & PR_DATA_IO)
-                l->io += p->st_dropped_io;
+                sat_add_to(&l->io, p->st_dropped_io);
             if (data & PR_DATA_SYNC)
-                l->sync += p->st_dropped_sync;
-            if (data != PR_DATA_CLOCK)
-                l->traced += p->st_dropped_traced + p->st_dropped_api;
+                sat_add_to(&l->sync, p->st_dropped_sync);
+            if (data != PR_DATA_CLOCK) {
+                sat_add_to(&l->traced, p->st_dropped_traced);
+                sat_add_to(&l->traced, p->st_dropped_api);
+            }
             l->disk_full |= p->st_disk_full;
         }
     return l->clock + l->heap + l->io + l->sync + l->traced != 0;

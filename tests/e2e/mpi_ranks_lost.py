@@ -61,6 +61,10 @@ for line in text.splitlines():
               % (f[0], f[9], want.get(int(f[0]))))
         want.pop(int(f[0]), None)
 check(not want, "-rank_list text lacks ranks %s:\n%s" % (sorted(want), text))
+# every view's warning of incomplete data counts the same clock samples (the full ring's too)
+text = run([TALLY, "print", "-functions", exp], expect=0).stdout
+check("Warning: incomplete data: 6 clock samples" in text,
+      "-functions does not say that 6 clock samples were lost:\n%s" % text[:400])
 
 # sums saturate
 add_to_stats(1, {"trace_dropped_api": 2**64 - 2, "dropped_disk": 9})
