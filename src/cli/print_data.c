@@ -431,6 +431,28 @@ int view_data_layout(pstate_t *ps, const char *arg)
 
 /* ---- memory objects and false sharing --------------------------------------------------------- */
 
+/* The bytes of a cache line set in mask, as offset ranges: "+0-7 +16-23", "-" for none. */
+static void byte_ranges(uint64_t mask, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int b = 0; b < 64 && k < n;) {
+        if (!(mask >> b & 1)) {
+            b++;
+            continue;
+        }
+        int e = b;
+        while (e + 1 < 64 && mask >> (e + 1) & 1)
+            e++;
+        int w = e > b ? snprintf(buf + k, n - k, "%s+%d-%d", k ? " " : "", b, e)
+                      : snprintf(buf + k, n - k, "%s+%d", k ? " " : "", b);
+        k += w > 0 ? (size_t)w : 0;
+        b = e + 1;
+    }
+    if (!buf[0])
+        snprintf(buf, n, "-");
+}
+
 static int mobj_view(pstate_t *ps, const char *what, int page, int only_fs)
 {
     rep_data_t d;
@@ -509,12 +531,36 @@ static int mobj_view(pstate_t *ps, const char *what, int page, int only_fs)
             json_key(&j, "data_object");
             json_str(&j, top);
             json_values(ps, &j, &d, &x->v);
+            if (!page) { /* the bytes each thread (the first 8) touched and wrote */
+                json_key(&j, "thread_bytes");
+                json_arr_begin(&j);
+                for (uint32_t t = 0; t < x->ntids; t++) {
+                    char tb[256], wb[256];
+                    byte_ranges(x->touched[t], tb, sizeof tb);
+                    byte_ranges(x->written[t], wb, sizeof wb);
+                    json_obj_begin(&j);
+                    json_key(&j, "thread");
+                    json_u64(&j, x->tids[t]);
+                    json_key(&j, "touched");
+                    json_str(&j, tb);
+                    json_key(&j, "written");
+                    json_str(&j, wb);
+                    json_obj_end(&j);
+                }
+                json_arr_end(&j);
+            }
             json_obj_end(&j);
         } else {
             text_values(ps, &d, &x->v);
             sink_printf(o, "0x%016llx %7u %7llu %7llu  %s\n", (unsigned long long)x->addr,
                         x->nthreads, (unsigned long long)x->reads,
                         (unsigned long long)x->writes, top);
+            for (uint32_t t = 0; only_fs && t < x->ntids; t++) {
+                char tb[256], wb[256];
+                byte_ranges(x->touched[t], tb, sizeof tb);
+                byte_ranges(x->written[t], wb, sizeof wb);
+                sink_printf(o, "    thread %u: bytes %s, written %s\n", x->tids[t], tb, wb);
+            }
         }
     }
     if (ps->json) {
