@@ -96,6 +96,11 @@ check("Well known HW counters available for profiling:" in p.stdout and
 p = run([TALLY, "collect", "--help"], expect=0)
 check("usage: tally collect" in p.stdout and "-h, --counters" in p.stdout and
       "Raw HW counters" not in p.stdout, "collect --help:\n%s" % p.stdout[:600])
+# both ways of asking for dataspace data are in the help: '+' before a counter, and before
+# the clock's interval
+check("--clock=[+]on|" in p.stdout and "'+' (+on, +hi)" in p.stdout,
+      "collect --help does not say how to ask clock profiling for dataspace data:\n%s" %
+      p.stdout[:600])
 
 # ---- errors ---------------------------------------------------------------------------------
 def refused(opts, words):
