@@ -401,6 +401,21 @@ static int by_libpfm(const char *name, hwc_counter_t *c, char *why, size_t cap)
                     "libpfm4 knows for this CPU%s%s%s (%s); 'tally collect -h' lists them",
                     name, *pmus ? " (" : "", pmus, *pmus ? ")" : "", pfm_strerror(rc));
     }
+    /* libpfm4's modifiers that set fields tally does not pass on (only type and configs
+     * travel to the collector, which sets the rest itself) are refused, not dropped: the
+     * event would be counted otherwise than asked */
+    const char *mod = a.precise_ip ? "precise= (precise sampling: not supported yet)"
+                      : a.sample_period || a.freq ? "period= or freq= (give the interval after "
+                                                    "a comma: EVENT,INTERVAL)"
+                      : a.exclude_user ? "k (kernel only: tally counts the program in user mode, "
+                                         "and in the kernel where permitted)"
+                      : a.exclusive || a.pinned ? "excl or pinned (not supported)"
+                                                : NULL;
+    if (mod) {
+        free(fstr);
+        return fail(why, cap, "counter '%s': tally does not take libpfm4's modifier %s; "
+                    "give the event without it", name, mod);
+    }
     c->attr.type = a.type;
     c->attr.config = a.config;
     c->attr.config1 = a.config1;

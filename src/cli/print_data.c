@@ -4,7 +4,8 @@
  * formats it as text or JSON; nothing here computes.
  *
  * Metrics: one column per source that had samples: clock profiling as "User CPU" seconds (the
- * user CPU time of the samples), a counter as its events; each with its percentage of <Total>.
+ * user CPU time of the samples), a counter as its events, titled (and keyed in JSON: e.NAME)
+ * by the counter's metric name, as -functions names it; each with its percentage of <Total>.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,49 @@
 
 /* ---- shared ----------------------------------------------------------------------------------- */
 
-static void src_title(uint32_t s, char *buf, size_t n)
+/* The metric name of source s (1..: the counter of id s - 1, as the user gave it, e.g.
+ * page-faults): the same in every process that has that counter, else "counterN" (the source
+ * that counts the counters from the last one on is named so when they differ). */
+static void src_metric(const pstate_t *ps, uint32_t s, char *buf, size_t n)
+{
+    const char *name = NULL;
+    int same = 1;
+    for (size_t x = 0; x < ps->ses->nexps && same; x++) {
+        const exp_experiment_t *e = ps->ses->exps[x];
+        for (size_t i = 0; i < e->nprocs && same; i++) {
+            const exp_process_t *p = e->procs[i];
+            for (size_t c = 0; c < p->ncounters; c++) {
+                const exp_counter_t *k = &p->counters[c];
+                uint32_t src = k->id + 1 < REP_DS_SOURCES ? k->id + 1 : REP_DS_SOURCES - 1;
+                if (src != s || k->metric >= p->nmetrics)
+                    continue;
+                if (name && strcmp(name, p->metrics[k->metric].name))
+                    same = 0;
+                name = p->metrics[k->metric].name;
+            }
+        }
+    }
+    if (name && same)
+        snprintf(buf, n, "%s", name);
+    else
+        snprintf(buf, n, "counter%u", s);
+}
+
+/* A source's column title: "User CPU" for clock profiling, a counter's metric name. */
+static void src_title(const pstate_t *ps, uint32_t s, char *buf, size_t n)
 {
     if (s == 0)
         snprintf(buf, n, "User CPU");
     else
-        snprintf(buf, n, "Counter %u", s);
+        src_metric(ps, s, buf, n);
+}
+
+/* A source's column width in text: at least 17, its title's length. */
+static int src_width(const pstate_t *ps, uint32_t s)
+{
+    char t[80];
+    src_title(ps, s, t, sizeof t);
+    return strlen(t) > 17 ? (int)strlen(t) : 17;
 }
 
 /* The data's model, or 1 after reporting; a note when there is no dataspace data at all. */
@@ -44,9 +82,9 @@ static void text_header(pstate_t *ps, const rep_data_t *d)
     for (uint32_t s = 0; s < REP_DS_SOURCES; s++) {
         if (!(d->sources >> s & 1))
             continue;
-        char t[32];
-        src_title(s, t, sizeof t);
-        sink_printf(o, "%-17s ", t);
+        char t[80];
+        src_title(ps, s, t, sizeof t);
+        sink_printf(o, "%-*s ", src_width(ps, s), t);
     }
     sink_printf(o, "%9s  ", "Samples");
 }
@@ -59,15 +97,16 @@ static void text_values(pstate_t *ps, const rep_data_t *d, const rep_dsv_t *v)
         if (!(d->sources >> s & 1))
             continue;
         double pct = tot->w[s] ? 100.0 * (double)v->w[s] / (double)tot->w[s] : 0;
+        int w = src_width(ps, s) - 8; /* the value's width: the percentage takes 8 */
         if (s == 0)
-            sink_printf(o, "%9.3f %6.2f%% ", (double)v->w[s] * 1e-9, pct);
+            sink_printf(o, "%*.3f %6.2f%% ", w, (double)v->w[s] * 1e-9, pct);
         else
-            sink_printf(o, "%9llu %6.2f%% ", (unsigned long long)v->w[s], pct);
+            sink_printf(o, "%*llu %6.2f%% ", w, (unsigned long long)v->w[s], pct);
     }
     sink_printf(o, "%9llu  ", (unsigned long long)v->n);
 }
 
-static void json_values(json_t *j, const rep_data_t *d, const rep_dsv_t *v)
+static void json_values(const pstate_t *ps, json_t *j, const rep_data_t *d, const rep_dsv_t *v)
 {
     for (uint32_t s = 0; s < REP_DS_SOURCES; s++) {
         if (!(d->sources >> s & 1))
@@ -76,8 +115,9 @@ static void json_values(json_t *j, const rep_data_t *d, const rep_dsv_t *v)
             json_key(j, "e.user");
             json_num(j, (double)v->w[0] * 1e-9);
         } else {
-            char k[32];
-            snprintf(k, sizeof k, "e.counter%u", s);
+            char m[80], k[84];
+            src_metric(ps, s, m, sizeof m);
+            snprintf(k, sizeof k, "e.%s", m);
             json_key(j, k);
             json_u64(j, v->w[s]);
         }
@@ -153,7 +193,7 @@ int view_data_objects(pstate_t *ps, const char *arg)
                 json_key(&j, "scalar");
                 json_bool(&j, x->scalar);
             }
-            json_values(&j, &d, &x->v);
+            json_values(ps, &j, &d, &x->v);
             json_obj_end(&j);
         } else {
             text_values(ps, &d, &x->v);
@@ -231,7 +271,7 @@ int view_data_single(pstate_t *ps, const char *name)
         json_str(&j, x->via);
         json_key(&j, "scalar");
         json_bool(&j, x->scalar);
-        json_values(&j, &d, &x->v);
+        json_values(ps, &j, &d, &x->v);
         json_key(&j, "samples_without_address");
         json_u64(&j, x->v_noaddr.n);
         json_key(&j, "triggers");
@@ -274,8 +314,8 @@ int view_data_single(pstate_t *ps, const char *name)
         for (uint32_t s = 0; s < REP_DS_SOURCES; s++) {
             if (!(d.sources >> s & 1))
                 continue;
-            char t[32];
-            src_title(s, t, sizeof t);
+            char t[80];
+            src_title(ps, s, t, sizeof t);
             double pct = d.objs[0].v.w[s] ? 100.0 * (double)x->v.w[s] / (double)d.objs[0].v.w[s] : 0;
             if (s == 0)
                 sink_printf(o, "  %-11s %.3f s (%.2f%%)\n", t, (double)x->v.w[s] * 1e-9, pct);
@@ -324,6 +364,10 @@ int view_data_layout(pstate_t *ps, const char *arg)
         json_arr_begin(&j);
     } else {
         no_data_note(ps, &d);
+        if (n) {
+            text_header(ps, &d);
+            sink_printf(o, "  %-6s %5s  %s\n\n", "Offset", "Size", "Member");
+        }
     }
     for (size_t i = 0; i < n; i++) {
         const rep_layout_t *l = &L[i];
@@ -333,7 +377,7 @@ int view_data_layout(pstate_t *ps, const char *arg)
             json_str(&j, l->agg->name);
             json_key(&j, "size");
             json_u64(&j, l->size);
-            json_values(&j, &d, &l->agg->v);
+            json_values(ps, &j, &d, &l->agg->v);
             json_key(&j, "members");
             json_arr_begin(&j);
         } else {
@@ -357,7 +401,7 @@ int view_data_layout(pstate_t *ps, const char *arg)
                 json_u64(&j, r->offset);
                 json_key(&j, "size");
                 json_u64(&j, r->size);
-                json_values(&j, &d, v);
+                json_values(ps, &j, &d, v);
                 json_obj_end(&j);
             } else {
                 text_values(ps, &d, v);
@@ -387,6 +431,28 @@ int view_data_layout(pstate_t *ps, const char *arg)
 
 /* ---- memory objects and false sharing --------------------------------------------------------- */
 
+/* The bytes of a cache line set in mask, as offset ranges: "+0-7 +16-23", "-" for none. */
+static void byte_ranges(uint64_t mask, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int b = 0; b < 64 && k < n;) {
+        if (!(mask >> b & 1)) {
+            b++;
+            continue;
+        }
+        int e = b;
+        while (e + 1 < 64 && mask >> (e + 1) & 1)
+            e++;
+        int w = e > b ? snprintf(buf + k, n - k, "%s+%d-%d", k ? " " : "", b, e)
+                      : snprintf(buf + k, n - k, "%s+%d", k ? " " : "", b);
+        k += w > 0 ? (size_t)w : 0;
+        b = e + 1;
+    }
+    if (!buf[0])
+        snprintf(buf, n, "-");
+}
+
 static int mobj_view(pstate_t *ps, const char *what, int page, int only_fs)
 {
     rep_data_t d;
@@ -411,7 +477,7 @@ static int mobj_view(pstate_t *ps, const char *what, int page, int only_fs)
         json_u64(&j, page ? REP_DS_PAGE : REP_DS_LINE);
         json_key(&j, "without_address");
         json_obj_begin(&j);
-        json_values(&j, &d, &noaddr);
+        json_values(ps, &j, &d, &noaddr);
         json_key(&j, "reasons");
         json_arr_begin(&j);
         for (int r = 1; r < EXP_DUNK_NREASONS; r++)
@@ -421,7 +487,7 @@ static int mobj_view(pstate_t *ps, const char *what, int page, int only_fs)
                 json_u64(&j, (uint64_t)r);
                 json_key(&j, "name");
                 json_str(&j, rep_data_reason(r));
-                json_values(&j, &d, &d.noaddr[r]);
+                json_values(ps, &j, &d, &d.noaddr[r]);
                 json_obj_end(&j);
             }
         json_arr_end(&j);
@@ -464,13 +530,37 @@ static int mobj_view(pstate_t *ps, const char *what, int page, int only_fs)
             json_bool(&j, x->false_sharing);
             json_key(&j, "data_object");
             json_str(&j, top);
-            json_values(&j, &d, &x->v);
+            json_values(ps, &j, &d, &x->v);
+            if (!page) { /* the bytes each thread (the first 8) touched and wrote */
+                json_key(&j, "thread_bytes");
+                json_arr_begin(&j);
+                for (uint32_t t = 0; t < x->ntids; t++) {
+                    char tb[256], wb[256];
+                    byte_ranges(x->touched[t], tb, sizeof tb);
+                    byte_ranges(x->written[t], wb, sizeof wb);
+                    json_obj_begin(&j);
+                    json_key(&j, "thread");
+                    json_u64(&j, x->tids[t]);
+                    json_key(&j, "touched");
+                    json_str(&j, tb);
+                    json_key(&j, "written");
+                    json_str(&j, wb);
+                    json_obj_end(&j);
+                }
+                json_arr_end(&j);
+            }
             json_obj_end(&j);
         } else {
             text_values(ps, &d, &x->v);
             sink_printf(o, "0x%016llx %7u %7llu %7llu  %s\n", (unsigned long long)x->addr,
                         x->nthreads, (unsigned long long)x->reads,
                         (unsigned long long)x->writes, top);
+            for (uint32_t t = 0; only_fs && t < x->ntids; t++) {
+                char tb[256], wb[256];
+                byte_ranges(x->touched[t], tb, sizeof tb);
+                byte_ranges(x->written[t], wb, sizeof wb);
+                sink_printf(o, "    thread %u: bytes %s, written %s\n", x->tids[t], tb, wb);
+            }
         }
     }
     if (ps->json) {

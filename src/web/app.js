@@ -802,7 +802,7 @@ PAGES.compare = async (box) => {
 
 /* -- data objects and structure layouts (dataspace profiling: collect -p +on, -h +COUNTER) -- */
 
-/* The metric keys of a dataspace row: e.user (seconds), e.counterN (events), samples. */
+/* The metric keys of a dataspace row: e.user (seconds), e.NAME (a counter's events, NAME its metric), samples. */
 function dsKeys(row) { return Object.keys(row).filter(k => k === 'samples' || k.startsWith('e.')); }
 function dsCells(row, keys, prefix) {
   return keys.map(k => el('td', { 'data-k': prefix + k, text: fmt(row[k], k === 'e.user' ? 's' : '') }));

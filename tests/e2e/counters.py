@@ -96,6 +96,11 @@ check("Well known HW counters available for profiling:" in p.stdout and
 p = run([TALLY, "collect", "--help"], expect=0)
 check("usage: tally collect" in p.stdout and "-h, --counters" in p.stdout and
       "Raw HW counters" not in p.stdout, "collect --help:\n%s" % p.stdout[:600])
+# both ways of asking for dataspace data are in the help: '+' before a counter, and before
+# the clock's interval
+check("--clock=[+]on|" in p.stdout and "'+' (+on, +hi)" in p.stdout,
+      "collect --help does not say how to ask clock profiling for dataspace data:\n%s" %
+      p.stdout[:600])
 
 # ---- errors ---------------------------------------------------------------------------------
 def refused(opts, words):
@@ -170,7 +175,16 @@ p = run([TALLY, "print", "-data_objects", exp], expect=0)
 for name, n in (("g1", 300), ("g2", 200), ("a", 100)):
     check(re.search(r"\n +%d +[0-9.]+%% +%d +\{array\+char %s\}\n" % (n, n, name), p.stdout),
           "-data_objects: %s does not have its %d faults:\n%s" % (name, n, p.stdout[:1500]))
+check(re.search(r"\npage-faults +Samples +Name\n", p.stdout),
+      "-data_objects: the counter's column is not titled page-faults:\n%s" % p.stdout[:300])
 rows = {o["name"]: o for o in print_json(exp, "-data_objects")[-1]["objects"]}
+# the counter's metric is named as in every other view, in JSON too (e.page-faults)
+check(rows.get("{array+char g1}", {}).get("e.page-faults") == 300,
+      "-data_objects --json: {array+char g1} is %r, want e.page-faults 300" %
+      rows.get("{array+char g1}"))
+p = run([TALLY, "print", "-data_layout", exp], expect=0)
+check(re.match(r"page-faults +Samples +Offset +Size +Member\n", p.stdout),
+      "-data_layout: no column titles:\n%s" % p.stdout[:300])
 check(rows.get("{array+char a}", {}).get("scope") == "local",
       "the stack array's scope: %r" % rows.get("{array+char a}"))
 # a caller's stack array touched by the function it calls (touch_through writes 200 pages of
@@ -278,6 +292,11 @@ check(key in [m["name"] for m in doc["metrics"]], "metrics: %r" % doc["metrics"]
 check(r.get("write_loop", {}).get(key) == 5000,
       "breakpoint events in write_loop: %r, want 5000" % r.get("write_loop"))
 check(r.get("<Total>", {}).get(key) == 5000, "breakpoint events: %r" % r.get("<Total>"))
+# two experiments whose first counter differs (page-faults, this breakpoint) share the data
+# views' first counter column: it is not named after either
+doc = print_json([os.path.join(d, "faults_nomap.tally"), exp], "-data_objects")[-1]
+check("e.counter1" in doc["objects"][0] and "e.page-faults" not in doc["objects"][0],
+      "-data_objects of two experiments with different counters: %r" % doc["objects"][0])
 
 # dataspace data from breakpoints (the issue's goal: at least 99% backtracked to the trigger):
 # the kernel gives the watched address and the PC after the store; backtracking must step back
@@ -333,7 +352,7 @@ if sub:
 
 # ---- several counters, with clock profiling -------------------------------------------------
 exp = collect(d, [WLC, "faults", "50", "50", "50", "50"],
-              ["-p", "hi", "-h", "page-faults,1,minor-faults,hi", "-h", "+context-switches"],
+              ["-p", "hi", "-h", "+page-faults,1,+minor-faults,hi", "-h", "+context-switches"],
               name="several")
 doc = print_json(exp, "-functions")[0]
 names = [m["name"] for m in doc["metrics"]]
@@ -345,6 +364,11 @@ check(r.get("touch_global1", {}).get("e.page-faults") == 50,
 mf = r.get("<Total>", {}).get("e.minor-faults", 0)
 check(mf % 1 == 0 and mf > 0, "minor-faults,hi: %r" % mf)
 check(len(log_records(exp, "counter")) == 3, "three counter records expected")
+# each '+' counter is a column of the data views, named as the user gave it
+drows = {o["name"]: o for o in print_json(exp, "-data_objects")[-1]["objects"]}
+g1 = drows.get("{array+char g1}", {})
+check(g1.get("e.page-faults") == 50 and "e.minor-faults" in g1,
+      "-data_objects of several counters: %r" % g1)
 
 # ---- a not-program-related counter ----------------------------------------------------------
 # No uncore PMU here: the collector is given a software event marked not program related (flag

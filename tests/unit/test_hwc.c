@@ -151,6 +151,14 @@ static void libpfm_events(void **st)
         c = one(full);
         assert_int_equal(c.attr.config, 0x8d1);
         expect_error("RETIRED_INSTRUCTIONS", model); /* an AMD event: unknown, the CPU named */
+        /* libpfm4's modifiers that would set fields tally does not pass on are refused, not
+         * dropped; u (user mode, libpfm4's default here) is taken */
+        expect_error("INST_RETIRED:ANY_P:precise=2", "modifier precise=");
+        expect_error("MEM_LOAD_RETIRED:L1_MISS:period=5000", "modifier period=");
+        expect_error("INST_RETIRED:ANY_P:k", "modifier k (kernel only");
+        expect_error("INST_RETIRED:ANY_P:excl", "modifier excl");
+        c = one("INST_RETIRED:ANY_P:u");
+        assert_int_equal(c.attr.config, 0xc0);
     }
     if (amd) {
         hwc_counter_t c = one("RETIRED_INSTRUCTIONS");
@@ -164,6 +172,8 @@ static void libpfm_events(void **st)
         assert_string_equal(c.unit, "CPU-cycles");
         assert_true(c.flags & HWC_CYCLES);
         expect_error("MEM_LOAD_RETIRED.L1_MISS", model); /* an Intel event */
+        expect_error("RETIRED_INSTRUCTIONS:freq=1000", "modifier period= or freq=");
+        expect_error("RETIRED_INSTRUCTIONS:k", "modifier k (kernel only");
     }
 }
 
