@@ -118,6 +118,7 @@ typedef struct track {
     uint64_t seen;      /* the tick it was last seen */
     uint64_t blocked_pc, blocked_sp; /* where it was blocked at the last tick ... */
     uint32_t blocked_stack;          /* ... and the stack id written for it */
+    uint32_t blocked_kind;           /* ... and the kind of its sleep */
     uint32_t blocked_seq;            /* threads_stack_seq then: the thread's last sample */
     int fd[3];                       /* its /proc files, kept open (TF_*), -1 until opened */
     int ran;                         /* it got a CPU since the previous look */
@@ -127,6 +128,20 @@ typedef struct track {
     uint64_t looked;                 /* when a look last took its baselines (0: never) */
     uint64_t rs_ns[THREADS_RSTATES]; /* its time in each runtime state then (threads.h) */
     int walked;                      /* its blocked stack was unwound once */
+    /* Time off a CPU found at the looks since the thread was last seen asleep, which saw it
+     * running or runnable: a sleep that ended within a period, or what schedstat does not show
+     * yet, a wait for a CPU still going on (the kernel adds it to the run delay when it ends) or
+     * the run time since the last scheduler tick. The latter two come back in later periods'
+     * run delay and run time, so the sum, taken at each look, is exact again when the thread
+     * is next seen asleep: charged then (carry_charge), as sleep. */
+    uint64_t carry;
+    uint32_t carry_stack, carry_kind; /* where and how it slept: the blocked stack seen at the
+                                         look before the carry began (carry_seen), if any */
+    uint32_t carry_seq;               /* blocked_seq then */
+    int carry_seen;
+    int carry_rs_known;                  /* the runtime states' shares of the carry's period */
+    uint32_t carry_rs_cur;
+    uint64_t carry_rs_part[THREADS_RSTATES];
 } track_t;
 
 enum { TF_STAT, TF_SCHED, TF_SYSCALL };
@@ -183,6 +198,7 @@ static track_t *track_get(sampler_t *s, int tid)
             t->hint = -1;
             t->run_delay = UINT64_MAX; /* first sight: no delta yet */
             t->blocked_pc = 0;
+            t->carry = 0;
             t->rs_ok = 0;
             t->born = t->looked = 0;
             t->walked = 0;
@@ -447,8 +463,61 @@ static void write_sleep(sampler_t *s, uint64_t now, track_t *t, uint32_t kind, u
     }
     t->blocked_pc = pc;
     t->blocked_sp = sp;
+    t->blocked_kind = kind;
     t->blocked_seq = threads_stack_seq(t->tid, &t->hint);
     put_state(s, now, t, t->blocked_stack, kind, ns, 1, RS_NONE_FIRST);
+}
+
+/* The deficit d (the period less the run time and run delay schedstat shows; negative when
+ * they hold time of earlier periods) of a thread not seen asleep, added to its carry
+ * (track_t.carry). The carry's sleep was the one seen at the look before it began, if any: a
+ * thread does not move while it sleeps. */
+static void carry_add(sampler_t *s, track_t *t, int64_t d)
+{
+    if (s->quiet) {
+        t->carry = 0; /* (paused: the baselines move on, nothing is charged) */
+        return;
+    }
+    if (!t->carry && d > 0) {
+        t->carry_seen = t->blocked_pc != 0;
+        t->carry_stack = t->blocked_stack;
+        t->carry_seq = t->blocked_seq;
+        t->carry_kind = t->blocked_kind;
+        t->carry_rs_known = s->rs_known;
+        t->carry_rs_cur = s->rs_cur;
+        memcpy(t->carry_rs_part, s->rs_part, sizeof t->carry_rs_part);
+    }
+    if (d >= 0)
+        t->carry += (uint64_t)d;
+    else
+        t->carry = t->carry > (uint64_t)-d ? t->carry - (uint64_t)-d : 0;
+}
+
+/* At a look that found the thread asleep for `off` of its period (what schedstat shows, less
+ * what it holds of earlier periods): the carry and off together are the time off a CPU since the
+ * thread was last seen asleep. A carry that began after the thread was seen asleep is the end of
+ * that sleep: charged there, in the runtime states of the period it began in. Otherwise where it
+ * slept is not known (a sleep that began and ended between two looks, or only what schedstat
+ * had not shown yet): it goes with the sleep going on now. Returns what the sleep going on now
+ * is charged. */
+static uint64_t carry_charge(sampler_t *s, uint64_t now, track_t *t, uint64_t off)
+{
+    uint64_t slept = t->carry_seen ? t->carry : 0, cur = t->carry_seen ? off : off + t->carry;
+    t->carry = 0;
+    if (!slept || s->quiet)
+        return cur;
+    int known = s->rs_known;
+    uint32_t rcur = s->rs_cur;
+    uint64_t part[THREADS_RSTATES];
+    memcpy(part, s->rs_part, sizeof part);
+    s->rs_known = t->carry_rs_known;
+    s->rs_cur = t->carry_rs_cur;
+    memcpy(s->rs_part, t->carry_rs_part, sizeof part);
+    put_state(s, now, t, t->carry_stack, t->carry_kind, slept, 0, RS_NONE_FIRST);
+    s->rs_known = known;
+    s->rs_cur = rcur;
+    memcpy(s->rs_part, part, sizeof part);
+    return cur;
 }
 
 /* Looks at a thread that was off a CPU for `off` ns of the period (schedstat: exact): what kind
@@ -463,10 +532,10 @@ static void look_off(sampler_t *s, uint64_t now, track_t *t, uint64_t off)
     uint64_t sp = 0, pc = 0;
     ssize_t r = read_task(t, TF_SYSCALL, buf, sizeof buf);
     if (r > 0 && buf[0] == 'r') {
-        /* Running or runnable now: the deficit is a wait for a CPU still going on (the kernel
-         * adds it to the run delay only when the wait ends) or a sleep that ended within the
-         * period, whose kind is unknown. Neither is charged: the first shows up as Wait CPU at a
-         * later look. */
+        /* Running or runnable now: the deficit is a sleep that ended within the period, a wait
+         * for a CPU still going on (the kernel adds it to the run delay only when the wait ends)
+         * or run time since the last tick: carried until the thread is seen asleep. */
+        carry_add(s, t, (int64_t)off);
         t->blocked_pc = 0;
         return;
     }
@@ -485,12 +554,22 @@ static void look_off(sampler_t *s, uint64_t now, track_t *t, uint64_t off)
     if (kind == EXP_STATE_SLEEP && !(r > 0 && sleeps_interruptibly(nr))) {
         char st = task_state(t);
         if (st != 'S' && st != 'D' && st != 't' && st != 'T') {
-            t->blocked_pc = 0; /* woke up meanwhile (or gone): as above */
+            carry_add(s, t, (int64_t)off); /* woke up meanwhile (or gone): as above */
+            t->blocked_pc = 0;
             return;
         }
         kind = sleep_kind(nr, st);
     }
+    if (t->carry)
+        off = carry_charge(s, now, t, off);
     write_sleep(s, now, t, kind, sp, pc, off);
+}
+
+/* A thread's own period: the time since the look that last took its baselines, which is longer
+ * than the sampler's period dt when a look left it alone. */
+static uint64_t own_period(const track_t *t, uint64_t now, uint64_t dt)
+{
+    return t->looked && t->looked < now ? now - t->looked : dt;
 }
 
 /* Looks at one thread; returns 1 when it was off a CPU during the period (or is new). */
@@ -530,6 +609,10 @@ static int look_thread(sampler_t *s, uint64_t now, uint64_t dt, track_t *t)
         if (t->blocked_pc && !s->quiet && threads_stack_seq(t->tid, &t->hint) == t->blocked_seq)
             put_state(s, now, t, t->blocked_stack, EXP_STATE_WAIT, delay - t->run_delay, 0,
                       s->rs_was);
+        else if (t->carry && t->carry_seen && !s->quiet &&
+                 threads_stack_seq(t->tid, &t->hint) == t->carry_seq)
+            put_state(s, now, t, t->carry_stack, EXP_STATE_WAIT, delay - t->run_delay, 0,
+                      s->rs_was); /* (woke from there, seen runnable at the look between) */
         else
             write_state(s, now, t, EXP_STATE_WAIT, delay - t->run_delay, 0);
     }
@@ -541,15 +624,16 @@ static int look_thread(sampler_t *s, uint64_t now, uint64_t dt, track_t *t)
     }
     t->run_delay = delay;
     t->run_time = run;
-    /* (its own period: the time since the look that last took its baselines, which is longer
-     * than the sampler's period when a look left it alone) */
-    uint64_t own = t->looked && t->looked < now ? now - t->looked : dt;
+    uint64_t own = own_period(t, now, dt);
     t->looked = now;
     if (fresh)
         return 1; /* the thread may have started at any time during the last period */
-    /* A thread that ran (or waited to) the whole period did not sleep. The run time lags by up
-     * to a scheduler tick: 5 ms slack. */
+    /* A thread that ran (or waited to) the whole period is not asked where it sleeps: the run
+     * time lags by up to a scheduler tick (5 ms slack). What schedstat does not show of the
+     * period goes to its carry, which the lag's catching up takes back from. */
     if (busy + 5000000 >= own) {
+        if (t->carry || busy < own)
+            carry_add(s, t, (int64_t)own - (int64_t)busy);
         t->blocked_pc = 0;
         return 0;
     }
