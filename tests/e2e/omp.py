@@ -78,10 +78,10 @@ def one(d, binary, name, env, per_function_locks):
         # the waits the thread measured are all in its OpenMP Wait, which also has its idle time
         # and the ends of its regions: one-sided
         measured_all = expected_wait + sum(contended[tid].values())
-        # (15%, not 5%: the thread-state sampler loses the end of a sleep when it next finds the
-        # thread running, a known open loss of up to 17% for threads that sleep and run in turns
-        # (docs/ARCHITECTURE.md, thread states); at 5% this failed once in a full loaded run,
-        # 0.390 s against a bound of 0.391 s)
+        # (15%, not 5%: the thread-state sampler charges the end of a sleep when it next finds
+        # the thread asleep, and what is carried when the thread ends is not charged
+        # (docs/ARCHITECTURE.md, thread states); before the carry, the end was lost and 5%
+        # failed once in a full loaded run, 0.390 s against a bound of 0.391 s)
         check(tot["i.ompwait"] >= (measured_all - delays[tid]) * 0.85 - 0.05,
               "%s: OpenMP Wait %.3f s, the thread measured %.3f s of waits (loop, critical, "
               "lock; %.3f s of the last two waiting for a CPU)"
