@@ -206,9 +206,10 @@ static void clock_thread_stop(coll_proc_t *p, coll_thread_t *t, uint64_t now, ui
         syscall(SYS_timer_delete, ct.timer_id);
     ct.has_timer = 0;
     uint64_t tail = cpu > ct.last_cpu ? cpu - ct.last_cpu : 0;
-    if (source_in_window(p, now) && tail) {
+    if (source_in_window(p, now) && tail && !__atomic_load_n(&p->paused, __ATOMIC_RELAXED)) {
         /* The CPU time since the last sample is charged to the last sampled stack, so that the
-         * thread's recorded total is its CPU time, not up to one interval less. */
+         * thread's recorded total is its CPU time, not up to one interval less (not while
+         * paused: nothing is, as a sample then). */
         source_count(&p->st.profiled_ns, tail);
         if (ct.has_last)
             write_clock(p, t, now, ct.last_stack, ct.last_state, ct.last_rstate, tail);

@@ -584,7 +584,8 @@ void threads_end_others(coll_proc_t *p)
         if (clock_gettime(s->cpuclock, &ts) < 0)
             continue; /* it ended meanwhile */
         uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-        if (source_in_window(p, now) && cpu > s->last_cpu)
+        if (source_in_window(p, now) && cpu > s->last_cpu &&
+            !__atomic_load_n(&p->paused, __ATOMIC_RELAXED))
             source_count(&p->st.profiled_ns, cpu - s->last_cpu);
         uint64_t ut = 0, st = 0;
         task_ticks(tid, &ut, &st);
