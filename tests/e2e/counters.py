@@ -278,8 +278,14 @@ if m:
                      "-functions")[0]
     r = rows_by_name(doc)
     got = r.get("pingpong", {}).get("i.context-switches", 0)
-    # one-sided: the counter is off while the collector's handler runs; getrusage counts all
-    bounded(got, truth, 0.05, 0.0, "context switches in pingpong against getrusage")
+    # one-sided: the counter is off while the collector's handler runs; getrusage counts all.
+    # A thread that only passes a token spends most of its CPU time in the handler (one per
+    # switch), so under load most of its preemptions (involuntary switches) come inside it,
+    # uncounted (1,361 of a run's 1,615); the voluntary ones, blocked in read, are all outside.
+    voluntary, involuntary = int(m.group(1)), int(m.group(2))
+    bounded(got, voluntary, 0.05, None, "context switches in pingpong against getrusage's "
+            "voluntary ones (%d involuntary besides)" % involuntary)
+    check(got <= truth, "context switches in pingpong: %d, more than getrusage's %d" % (got, truth))
     check(r.get("<Total>", {}).get("i.context-switches", 0) >= got,
           "total below pingpong's: %r" % r.get("<Total>"))
 
