@@ -465,7 +465,7 @@ static int parse_one(const char *tok, const char *program, hwc_counter_t *c, cha
         snprintf(c->unit, sizeof c->unit, "%s", k->unit);
         c->interval = k->on;
         c->flags |= k->flags;
-        snprintf(c->name, sizeof c->name, "%s", k->alias); /* one metric per event */
+        /* the name stays as given (instructions, cs): the metric is named after it */
     } else if (!strncmp(tok, "mem:", 4)) {
         if (parse_breakpoint(tok, program, c, why, cap))
             return -1;
@@ -521,6 +521,16 @@ static void no_open_why(const hwc_counter_t *c, int rc, char *why, size_t cap)
              strerror(-rc));
 }
 
+/* Do a and b count the same event (one spelling each, e.g. page-faults and faults)? */
+static int same_event(const hwc_counter_t *a, const hwc_counter_t *b)
+{
+    return a->attr.type == b->attr.type && a->attr.config == b->attr.config &&
+           a->attr.config1 == b->attr.config1 && a->attr.config2 == b->attr.config2 &&
+           a->attr.bp_type == b->attr.bp_type && a->attr.bp_addr == b->attr.bp_addr &&
+           a->attr.bp_len == b->attr.bp_len && a->prog_ino == b->prog_ino &&
+           a->prog_dev == b->prog_dev;
+}
+
 int hwc_parse(const char *arg, const char *program, hwc_set_t *set, char *why, size_t cap)
 {
     char *copy = strdup(arg), *save = NULL;
@@ -551,8 +561,14 @@ int hwc_parse(const char *arg, const char *program, hwc_set_t *set, char *why, s
             break;
         }
         for (int i = 0; i < set->n && !rc; i++)
-            if (!strcmp(set->c[i].metric, c->metric))
-                rc = fail(why, cap, "counter '%s' is given twice", c->name);
+            if (same_event(&set->c[i], c))
+                rc = !strcasecmp(set->c[i].name, c->name)
+                         ? fail(why, cap, "counter '%s' is given twice", c->name)
+                         : fail(why, cap, "counter '%s' is given twice ('%s' is the same event)",
+                                c->name, set->c[i].name);
+            else if (!strcmp(set->c[i].metric, c->metric))
+                rc = fail(why, cap, "counters '%s' and '%s' would both be the metric '%s'; give "
+                          "one of them otherwise", set->c[i].name, c->name, c->metric);
         if (rc)
             break;
         set->n++;

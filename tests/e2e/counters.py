@@ -113,7 +113,7 @@ def refused(opts, words):
 
 refused(["-h", "no-such-counter"], ["unknown counter 'no-such-counter'", "tally collect -h"])
 refused(["-h", "page-faults,0"], ["bad interval '0'"])
-refused(["-h", "page-faults", "-h", "faults"], ["given twice"])
+refused(["-h", "page-faults", "-h", "faults"], ["given twice", "'page-faults' is the same event"])
 refused(["-h", "mem:no_such_global"], ["no symbol 'no_such_global'"])
 refused(["-h", "7"], ["follows no counter"])
 if nopmu:
@@ -349,6 +349,14 @@ if sub:
     w = [f.get("what", "") for _, f in log_records(sub[0], "warning")]
     check(any("not%20set%20in%20this%20program" in x for x in w),
           "no warning in the other program's experiment: %r" % w)
+
+# a counter's metric is named as the user gave it, in an alias's other spelling too (cs,
+# faults): -metrics takes that name, and the columns show it
+exp = collect(d, [WLC, "writes", "10"], ["-h", "cs", "-h", "faults,1"], name="spelled")
+doc = print_json(exp, "-metrics", "e.cs:e.faults:name", "-functions")[0]
+check([m["name"] for m in doc["metrics"]][:2] == ["e.cs", "e.faults"] and
+      rows_by_name(doc).get("<Total>", {}).get("e.faults", 0) > 0,
+      "-h cs -h faults: metrics %r, total %r" % (doc["metrics"], rows_by_name(doc).get("<Total>")))
 
 # ---- several counters, with clock profiling -------------------------------------------------
 exp = collect(d, [WLC, "faults", "50", "50", "50", "50"],

@@ -87,10 +87,13 @@ static void aliases_and_software(void **st)
     assert_int_equal(c.interval, 10000019);
     assert_true(c.flags & HWC_CYCLES);
     assert_string_equal(c.metric, "cycles");
-    c = one("instructions,hi");
+    c = one("instructions,hi"); /* a second spelling of insts: the metric is named as given */
     assert_int_equal(c.attr.config, PERF_COUNT_HW_INSTRUCTIONS);
-    assert_string_equal(c.metric, "insts");
+    assert_string_equal(c.name, "instructions");
+    assert_string_equal(c.metric, "instructions");
     assert_int_equal(c.interval, 1000001);
+    c = one("insts");
+    assert_string_equal(c.metric, "insts");
     c = one("+l1d-load-misses,lo");
     assert_int_equal(c.attr.type, PERF_TYPE_HW_CACHE);
     assert_int_equal(c.attr.config, PERF_COUNT_HW_CACHE_L1D | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
@@ -102,6 +105,13 @@ static void aliases_and_software(void **st)
     assert_int_equal(c.attr.config, PERF_COUNT_SW_PAGE_FAULTS);
     assert_int_equal(c.interval, 1);
     assert_string_equal(c.metric, "page-faults");
+    const char *given[][2] = { { "cs", "cs" }, { "faults", "faults" }, { "Migrations", "migrations" },
+                               { "cpu-cycles", "cpu-cycles" } };
+    for (int i = 0; i < 4; i++) {
+        c = one(given[i][0]);
+        assert_string_equal(c.name, given[i][0]);
+        assert_string_equal(c.metric, given[i][1]);
+    }
     c = one("task-clock");
     assert_true(c.flags & HWC_TIME);
     const char *sw[] = { "minor-faults", "major-faults", "context-switches", "cpu-migrations",
@@ -220,7 +230,12 @@ static void several_and_errors(void **st)
     assert_int_equal(hwc_parse("insts", self, &s, why, sizeof why), 0);
     assert_int_equal(s.n, 4);
     assert_int_equal(hwc_parse("cpu-cycles", self, &s, why, sizeof why), -1);
-    assert_non_null(strstr(why, "given twice"));
+    assert_non_null(strstr(why, "counter 'cpu-cycles' is given twice ('cycles' is the same event)"));
+    assert_int_equal(s.n, 4);
+    assert_int_equal(hwc_parse("+CS", self, &s, why, sizeof why), -1); /* same event, any case */
+    assert_non_null(strstr(why, "'context-switches' is the same event"));
+    assert_int_equal(hwc_parse("r01a2,0x1a2", self, &s, why, sizeof why), -1);
+    assert_non_null(strstr(why, "counter '0x1a2' is given twice ('r01a2' is the same event)"));
     assert_int_equal(s.n, 4);
     char enc[4096];
     assert_true(hwc_encode(&s, 2000000000, enc, sizeof enc) > 0);
