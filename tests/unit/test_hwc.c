@@ -169,6 +169,14 @@ static void libpfm_events(void **st)
         expect_error("INST_RETIRED:ANY_P:excl", "modifier excl");
         c = one("INST_RETIRED:ANY_P:u");
         assert_int_equal(c.attr.config, 0xc0);
+        /* L2, which the kernel has no generic event for: L2_RQSTS.DEMAND_DATA_RD_MISS */
+        c = one("+l2-load-misses,hi");
+        assert_int_equal(c.attr.type, PERF_TYPE_RAW);
+        assert_int_equal(c.attr.config, 0x2124);
+        assert_string_equal(c.metric, "l2-load-misses");
+        assert_string_equal(c.desc, "L2 Cache Data Load Misses");
+        assert_int_equal(c.interval, 1000);
+        assert_true(c.flags & HWC_DATA);
     }
     if (amd) {
         hwc_counter_t c = one("RETIRED_INSTRUCTIONS");
@@ -184,6 +192,12 @@ static void libpfm_events(void **st)
         expect_error("MEM_LOAD_RETIRED.L1_MISS", model); /* an Intel event */
         expect_error("RETIRED_INSTRUCTIONS:freq=1000", "modifier period= or freq=");
         expect_error("RETIRED_INSTRUCTIONS:k", "modifier k (kernel only");
+        /* L2: PMCx064 umask 0x08 (LsRdBlkC), the data cache's requests that miss the L2 */
+        c = one("L2-Load-Misses");
+        assert_int_equal(c.attr.type, PERF_TYPE_RAW);
+        assert_int_equal(c.attr.config, 0x864);
+        assert_string_equal(c.metric, "l2-load-misses");
+        assert_int_equal(c.interval, 10007);
     }
 }
 
@@ -254,6 +268,7 @@ static void several_and_errors(void **st)
     hwc_probe = probe_nopmu;
     expect_error("cycles", "no hardware PMU");
     expect_error("r00c0", "no hardware PMU");
+    expect_error("l2-load-misses", "no hardware PMU");
     hwc_counter_t c = one("page-faults");
     assert_int_equal(c.attr.type, PERF_TYPE_SOFTWARE);
 }
@@ -290,6 +305,12 @@ static void list_with_pmu(void **st)
                 "PERF_COUNT_HW_CACHE_L1D:READ:MISS; load events)");
     has_line(t, "Raw HW counters available for profiling:");
     char line[256];
+    snprintf(line, sizeof line, "l2-load-misses,10007 ('%s', alias for %s::%s; load events)",
+             intel ? "L2 Cache Data Load Misses" : "L2 Cache Data Misses (loads, stores, prefetches)",
+             model, intel ? "L2_RQSTS:DEMAND_DATA_RD_MISS"
+                          : "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C");
+    has_line(t, line);
+    assert_true(strstr(t, "\nl2-load-misses,") < strstr(t, "Raw HW counters"));
     if (intel) {
         snprintf(line, sizeof line, "%s::MEM_LOAD_RETIRED:L1_MISS,1000003 (events)", model);
         has_line(t, line);
@@ -323,6 +344,7 @@ static void list_without_pmu(void **st)
     assert_non_null(strstr(t, "Raw HW counters available for profiling:\n  (none: no hardware "
                               "PMU here"));
     assert_null(strstr(t, "\ncycles,"));
+    assert_null(strstr(t, "\nl2-load-misses,"));
     has_line(t, "context-switches,1 ('Context Switches', alias for PERF_COUNT_SW_CONTEXT_SWITCHES; "
                 "events)");
     assert_non_null(strstr(t, "\nmem:<address|symbol>"));
