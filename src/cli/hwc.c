@@ -514,6 +514,12 @@ static int parse_one(const char *tok, const char *program, hwc_counter_t *c, cha
     if (strlen(tok) >= sizeof c->name || strchr(tok, ';'))
         return fail(why, cap, "bad counter name '%.40s...'", tok);
     snprintf(c->name, sizeof c->name, "%s", tok);
+    /* gprofng's register field, alias/N (its lists' alias[/{0|1}]): taken and ignored, as
+     * perf_event chooses the registers. Not for a breakpoint, whose /N is its length. */
+    char *slash = strncmp(tok, "mem:", 4) ? strrchr(c->name, '/') : NULL;
+    if (slash && slash > c->name && slash[1] && strspn(slash + 1, "0123456789") == strlen(slash + 1))
+        *slash = 0;
+    tok = c->name;
     const known_t *k = find_known(aliases, NELEM(aliases), tok);
     if (!k)
         k = find_known(software, NELEM(software), tok);

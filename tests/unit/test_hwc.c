@@ -112,6 +112,17 @@ static void aliases_and_software(void **st)
         assert_string_equal(c.name, given[i][0]);
         assert_string_equal(c.metric, given[i][1]);
     }
+    /* gprofng's register field (alias/N) is taken and ignored: perf_event places counters */
+    c = one("+cycles/1,hi");
+    assert_int_equal(c.attr.type, PERF_TYPE_HARDWARE);
+    assert_int_equal(c.attr.config, PERF_COUNT_HW_CPU_CYCLES);
+    assert_string_equal(c.name, "cycles");
+    assert_string_equal(c.metric, "cycles");
+    assert_int_equal(c.interval, 1000001);
+    c = one("r01a2/0");
+    assert_int_equal(c.attr.config, 0x1a2);
+    assert_string_equal(c.metric, "r01a2");
+    expect_error("cycles/x", "unknown counter 'cycles/x'");
     c = one("task-clock");
     assert_true(c.flags & HWC_TIME);
     const char *sw[] = { "minor-faults", "major-faults", "context-switches", "cpu-migrations",
@@ -221,7 +232,9 @@ static void breakpoints(void **st)
     assert_int_equal(stat(self, &sb), 0);
     assert_int_equal(c.prog_ino, (uint64_t)sb.st_ino);
     assert_int_equal(c.prog_dev, (uint64_t)sb.st_dev);
-    expect_error("mem:hwc_test_global/3", "1, 2, 4 or 8");
+    expect_error("mem:hwc_test_global/3", "1, 2, 4 or 8"); /* a length, not a register */
+    c = one("mem:hwc_test_global/4");
+    assert_int_equal(c.attr.bp_len, 4);
     expect_error("mem:0x601041/4", "not aligned");
     expect_error("mem:no_such_symbol_here", "no symbol 'no_such_symbol_here'");
     expect_error("mem:0x601040:x", "use r, w or rw");
