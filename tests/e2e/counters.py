@@ -6,7 +6,7 @@ The machine has no hardware PMU, so what is checked for real is what the kernel 
 - page faults are exact: wl_counters touches known numbers of fresh pages in two global arrays,
   one member of a heap array of structures and a stack array, each in its own function; with
   page-faults,1 every fault is a sample and each function's count is exactly its pages (the
-  collector's own faults show under the collector's functions, not the program's);
+  collector's own faults, in its handlers and in its code, are counted apart, in no view);
 - context switches: the main thread's count in pingpong against the thread's own getrusage
   (one-sided: the counter does not count while the collector's handler runs, getrusage does);
 - a data breakpoint on a global written N times gives N events in the function that writes;
@@ -168,6 +168,32 @@ check(got == [glo + 4096 * (i + 1) for i in range(300)],
       (len(got), [hex(x) for x in got[:3]]))
 check(len(refs) == total, "MEMREF records of the counter: %d for %d samples" %
       (len(refs), total))
+
+# the collector's own page faults are not the program's: those its profiling handlers take (a
+# fresh page of the stack table, of the unwinder's cache, of a ring: clock profiling at 1 ms
+# here) and those of its own code in the program's threads (the allocation map of '+' data, in
+# every malloc) are counted apart (counter-stats collector=), never charged to a function of
+# libtally-collector.so or of the unwinder it calls, nor to its data structures; the program's
+# own counts stay exact
+oexp = collect(d, [WLC, "faults", "300", "200", "150", "100", "200"],
+               ["-p", "hi", "-h", "+page-faults,1"], name="faults_own")
+ro = rows_by_name(print_json(oexp, "-metrics", "e.page-faults", "-functions")[0])
+for fn, n in N.items():
+    check(ro.get(fn, {}).get("e.page-faults") == n, "with -p hi, page faults in %s: got %r, "
+          "want exactly %d" % (fn, ro.get(fn, {}).get("e.page-faults"), n))
+# (and build/workers: three threads whose first samples unwind through libunwind's fresh caches)
+wexp = collect(d, [os.path.join(os.path.dirname(os.path.abspath(TALLY)), "workers")],
+               ["-p", "hi", "-h", "page-faults,1"], name="faults_own_workers")
+for e in (oexp, wexp):
+    lobj = print_json(e, "-metrics", "e.page-faults", "-load_objects")[0]["rows"]
+    mine = [(o["name"], o.get("e.page-faults")) for o in lobj
+            if re.search(r"libtally-collector\.so|libunwind", o["name"]) and o.get("e.page-faults")]
+    check(not mine, "%s: the collector's own page faults are charged to its objects: %r" %
+          (os.path.basename(e), mine))
+ost = [f for _, f in log_records(oexp, "counter-stats")]
+check(len(ost) == 1 and int(ost[0]["counted"]) == int(ost[0]["samples"]) +
+      int(ost[0].get("collector", 0)) and int(ost[0]["samples"]) == ro["<Total>"]["e.page-faults"],
+      "counter-stats of the collector's own faults: %r, <Total> %r" % (ost, ro.get("<Total>")))
 
 # the data views read those records: the faults of the two global arrays and of the stack array
 # (a local of touch_stack's realigned frame, rsp-relative), per data object, exactly
