@@ -281,6 +281,15 @@ p = run([TALLY, "print", "-header", exp], expect=0)
 check("multiplexed: counting 25.0% of its enabled time" in p.stdout and
       "throttled 3 times, 4 samples lost" in p.stdout,
       "-header does not show multiplexing and throttling:\n%s" % p.stdout)
+# and every view of the samples says so at its top, as it says what was lost: a multiplexed or
+# throttled counter's figures cover part of the run only, its lost samples are not in them
+p = run([TALLY, "print", "-metrics", "e.page-faults:name", "-functions", exp], expect=0)
+check("Warning: counter page-faults counted 25.0% of its enabled time (multiplexed" in p.stdout
+      and "throttled 3 times" in p.stdout and
+      "Warning: incomplete data: 4 counter samples were lost" in p.stdout,
+      "-functions hides the counter's multiplexing, throttling or losses:\n%s" % p.stdout[:800])
+check(print_json(exp, "-functions")[0].get("incomplete", {}).get("counter") == 4,
+      "-functions --json: 'incomplete' lacks the 4 lost counter samples")
 
 # every view shows the counter's metric
 for view in (["-lines"], ["-pcs"], ["-load_objects"], ["-callers-callees"], ["-calltree"],
