@@ -108,6 +108,26 @@ static const known_t software[] = {
       "PERF_COUNT_SW_ALIGNMENT_FAULTS", "Alignment Faults", "events", 1, 0 },
 };
 
+/* Well-known aliases of a cache level the kernel has no generic event for: the CPU's own event,
+ * the first candidate libpfm4 knows for this CPU (each candidate with what it counts there).
+ * The codes: L2_RQSTS.DEMAND_DATA_RD_MISS is event 0x24 umask 0x21 on Intel since Haswell;
+ * AMD's PMCx064 (core to L2 cacheable request access status) umask 0x08, LsRdBlkC, counts the
+ * data cache's requests that miss the L2 on Zen 2 to Zen 4. */
+typedef struct pfm_alias {
+    const char *alias, *unit;
+    uint64_t on;
+    struct {
+        const char *event, *desc;
+    } cand[2];
+} pfm_alias_t;
+
+static const pfm_alias_t pfm_aliases[] = {
+    { "l2-load-misses", "load events", ON_RARE,
+      { { "L2_RQSTS:DEMAND_DATA_RD_MISS", "L2 Cache Data Load Misses" },
+        { "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C",
+          "L2 Cache Data Misses (loads, stores, prefetches)" } } },
+};
+
 #define NELEM(a) (sizeof(a) / sizeof *(a))
 
 static int fail(char *why, size_t cap, const char *fmt, ...)
@@ -443,6 +463,45 @@ static int by_libpfm(const char *name, hwc_counter_t *c, char *why, size_t cap)
     return 0;
 }
 
+/* A libpfm4-backed alias: the first candidate this CPU has. The counter is named as given; its
+ * libpfm4 event (PMU::EVENT:UMASK) in event[cap] when not NULL. */
+static int by_pfm_alias(const pfm_alias_t *k, const char *given, hwc_counter_t *c, char *event,
+                        size_t ecap, char *why, size_t cap)
+{
+    for (size_t i = 0; i < NELEM(k->cand) && k->cand[i].event; i++) {
+        hwc_counter_t t = *c;
+        char w[512];
+        if (by_libpfm(k->cand[i].event, &t, w, sizeof w))
+            continue;
+        if (event)
+            snprintf(event, ecap, "%s", t.desc);
+        snprintf(t.desc, sizeof t.desc, "%s", k->cand[i].desc);
+        snprintf(t.unit, sizeof t.unit, "%s", k->unit);
+        t.interval = k->on;
+        t.flags &= ~(unsigned)HWC_CYCLES;
+        *c = t;
+        return 0;
+    }
+    if (!pfm_ready())
+        return *lazy_pfm_why() ? fail(why, cap, "counter '%s' needs libpfm4, which cannot be "
+                                      "loaded: %s", given, lazy_pfm_why())
+                               : fail(why, cap, "counter '%s' needs libpfm4, which could not be "
+                                      "initialized", given);
+    char pmus[256];
+    cpu_pmus(pmus, sizeof pmus);
+    return fail(why, cap, "counter '%s' has no event on this CPU (%s): libpfm4 knows neither %s "
+                "nor %s here; 'tally collect -h' lists the CPU's events", given,
+                *pmus ? pmus : "not known to libpfm4", k->cand[0].event, k->cand[1].event);
+}
+
+static const pfm_alias_t *find_pfm_alias(const char *name)
+{
+    for (size_t i = 0; i < NELEM(pfm_aliases); i++)
+        if (!strcasecmp(pfm_aliases[i].alias, name))
+            return &pfm_aliases[i];
+    return NULL;
+}
+
 static int parse_one(const char *tok, const char *program, hwc_counter_t *c, char *why, size_t cap)
 {
     memset(c, 0, sizeof *c);
@@ -455,6 +514,12 @@ static int parse_one(const char *tok, const char *program, hwc_counter_t *c, cha
     if (strlen(tok) >= sizeof c->name || strchr(tok, ';'))
         return fail(why, cap, "bad counter name '%.40s...'", tok);
     snprintf(c->name, sizeof c->name, "%s", tok);
+    /* gprofng's register field, alias/N (its lists' alias[/{0|1}]): taken and ignored, as
+     * perf_event chooses the registers. Not for a breakpoint, whose /N is its length. */
+    char *slash = strncmp(tok, "mem:", 4) ? strrchr(c->name, '/') : NULL;
+    if (slash && slash > c->name && slash[1] && strspn(slash + 1, "0123456789") == strlen(slash + 1))
+        *slash = 0;
+    tok = c->name;
     const known_t *k = find_known(aliases, NELEM(aliases), tok);
     if (!k)
         k = find_known(software, NELEM(software), tok);
@@ -465,7 +530,10 @@ static int parse_one(const char *tok, const char *program, hwc_counter_t *c, cha
         snprintf(c->unit, sizeof c->unit, "%s", k->unit);
         c->interval = k->on;
         c->flags |= k->flags;
-        snprintf(c->name, sizeof c->name, "%s", k->alias); /* one metric per event */
+        /* the name stays as given (instructions, cs): the metric is named after it */
+    } else if (find_pfm_alias(tok)) {
+        if (by_pfm_alias(find_pfm_alias(tok), tok, c, NULL, 0, why, cap))
+            return -1;
     } else if (!strncmp(tok, "mem:", 4)) {
         if (parse_breakpoint(tok, program, c, why, cap))
             return -1;
@@ -521,6 +589,16 @@ static void no_open_why(const hwc_counter_t *c, int rc, char *why, size_t cap)
              strerror(-rc));
 }
 
+/* Do a and b count the same event (one spelling each, e.g. page-faults and faults)? */
+static int same_event(const hwc_counter_t *a, const hwc_counter_t *b)
+{
+    return a->attr.type == b->attr.type && a->attr.config == b->attr.config &&
+           a->attr.config1 == b->attr.config1 && a->attr.config2 == b->attr.config2 &&
+           a->attr.bp_type == b->attr.bp_type && a->attr.bp_addr == b->attr.bp_addr &&
+           a->attr.bp_len == b->attr.bp_len && a->prog_ino == b->prog_ino &&
+           a->prog_dev == b->prog_dev;
+}
+
 int hwc_parse(const char *arg, const char *program, hwc_set_t *set, char *why, size_t cap)
 {
     char *copy = strdup(arg), *save = NULL;
@@ -551,8 +629,14 @@ int hwc_parse(const char *arg, const char *program, hwc_set_t *set, char *why, s
             break;
         }
         for (int i = 0; i < set->n && !rc; i++)
-            if (!strcmp(set->c[i].metric, c->metric))
-                rc = fail(why, cap, "counter '%s' is given twice", c->name);
+            if (same_event(&set->c[i], c))
+                rc = !strcasecmp(set->c[i].name, c->name)
+                         ? fail(why, cap, "counter '%s' is given twice", c->name)
+                         : fail(why, cap, "counter '%s' is given twice ('%s' is the same event)",
+                                c->name, set->c[i].name);
+            else if (!strcmp(set->c[i].metric, c->metric))
+                rc = fail(why, cap, "counters '%s' and '%s' would both be the metric '%s'; give "
+                          "one of them otherwise", set->c[i].name, c->name, c->metric);
         if (rc)
             break;
         set->n++;
@@ -709,6 +793,20 @@ void hwc_print_lists(FILE *out)
             a.sample_period = aliases[i].on;
             if (probe_any(a) == 0)
                 known_line(out, &aliases[i]);
+        }
+        for (size_t i = 0; i < NELEM(pfm_aliases); i++) {
+            hwc_counter_t c;
+            char event[128], w[512];
+            memset(&c, 0, sizeof c);
+            if (by_pfm_alias(&pfm_aliases[i], pfm_aliases[i].alias, &c, event, sizeof event, w,
+                             sizeof w))
+                continue; /* the CPU has no such event */
+            struct perf_event_attr a = c.attr;
+            a.size = sizeof a;
+            a.sample_period = c.interval;
+            if (probe_any(a) == 0)
+                esc_fprintf(out, "%s,%llu ('%s', alias for %s; %s)\n", pfm_aliases[i].alias,
+                            (unsigned long long)c.interval, c.desc, event, c.unit);
         }
     }
     esc_fprintf(out, "Raw HW counters available for profiling:\n");

@@ -119,13 +119,15 @@ enum { PR_DATA_CLOCK = 1, PR_DATA_HEAP = 2, PR_DATA_IO = 4, PR_DATA_SYNC = 8, PR
 
 typedef struct pr_lost {
     uint64_t clock, heap, io, sync, traced; /* records lost, by kind (traced: of unknown kind) */
+    uint64_t counter; /* counter samples the kernel lost or the collector could not write */
     int disk_full;
 } pr_lost_t;
 
 /* What was lost in every process of the loaded experiments, limited to the kinds in data;
  * returns 1 if anything was. */
 int pr_lost(const pstate_t *ps, int data, pr_lost_t *l);
-/* Text views: a warning line naming what is missing, before the view (nothing when complete). */
+/* Text views: a warning line naming what is missing, before the view (nothing when complete),
+ * and one for each counter the PMU multiplexed or the kernel throttled (sampled views). */
 void pr_incomplete_text(pstate_t *ps);
 
 /* Display names and rows are the report models' (analyzer/report.h). */

@@ -376,6 +376,10 @@ int pr_lost(const pstate_t *ps, int data, pr_lost_t *l)
                 sat_add_to(&l->clock, p->st_dropped_disk);
                 sat_add_to(&l->clock, p->st_dropped_busy);
                 sat_add_to(&l->clock, p->st_ring_lost);
+                for (size_t c = 0; c < p->ncounters; c++) {
+                    sat_add_to(&l->counter, p->counters[c].lost);
+                    sat_add_to(&l->counter, p->counters[c].dropped);
+                }
             }
             if (data & PR_DATA_HEAP)
                 sat_add_to(&l->heap, p->st_dropped_heap);
@@ -389,17 +393,62 @@ int pr_lost(const pstate_t *ps, int data, pr_lost_t *l)
             }
             l->disk_full |= p->st_disk_full;
         }
-    return l->clock + l->heap + l->io + l->sync + l->traced != 0;
+    return (l->clock | l->heap | l->io | l->sync | l->traced | l->counter) != 0;
+}
+
+/* The counters of the loaded experiments that the PMU multiplexed (running below enabled) or the
+ * kernel throttled, one warning each, by name: their samples cover part of the run only. */
+static void counter_share_text(pstate_t *ps)
+{
+    const char *seen[64];
+    size_t nseen = 0;
+    for (size_t e = 0; e < ps->ses->nexps; e++)
+        for (size_t i = 0; i < ps->ses->exps[e]->nprocs; i++) {
+            const exp_process_t *p0 = ps->ses->exps[e]->procs[i];
+            for (size_t c = 0; c < p0->ncounters; c++) {
+                const char *name = p0->counters[c].name;
+                int dup = 0;
+                for (size_t k = 0; k < nseen && !dup; k++)
+                    dup = !strcmp(seen[k], name);
+                if (dup || nseen == sizeof seen / sizeof *seen)
+                    continue;
+                seen[nseen++] = name;
+                uint64_t en = 0, run = 0, thr = 0; /* over every process with this counter */
+                for (size_t e2 = 0; e2 < ps->ses->nexps; e2++)
+                    for (size_t j = 0; j < ps->ses->exps[e2]->nprocs; j++) {
+                        const exp_process_t *q = ps->ses->exps[e2]->procs[j];
+                        for (size_t k = 0; k < q->ncounters; k++)
+                            if (q->counters[k].has_stats && !strcmp(q->counters[k].name, name)) {
+                                sat_add_to(&en, q->counters[k].enabled);
+                                sat_add_to(&run, q->counters[k].running);
+                                sat_add_to(&thr, q->counters[k].throttled);
+                            }
+                    }
+                if (run >= en && !thr)
+                    continue;
+                sink_printf(&ps->out, "Warning: counter %s", name);
+                if (run < en)
+                    sink_printf(&ps->out, " counted %.1f%% of its enabled time (multiplexed: the "
+                                "PMU had fewer counters than asked for)",
+                                100.0 * (double)run / (double)en);
+                if (thr)
+                    sink_printf(&ps->out, "%s throttled %llu times by the kernel (overflows "
+                                "missed)", run < en ? "," : " was", (unsigned long long)thr);
+                sink_printf(&ps->out, "; its figures below cover only the time it counted\n\n");
+            }
+        }
 }
 
 void pr_incomplete_text(pstate_t *ps)
 {
     pr_lost_t l;
+    if (!ps->json && (ps->data & PR_DATA_CLOCK))
+        counter_share_text(ps);
     if (ps->json || !ps->data || !pr_lost(ps, ps->data, &l))
         return;
     static const char *const what[] = { "clock samples", "heap records", "I/O records",
-                                        "sync records", "traced records" };
-    const uint64_t n[] = { l.clock, l.heap, l.io, l.sync, l.traced };
+                                        "sync records", "traced records", "counter samples" };
+    const uint64_t n[] = { l.clock, l.heap, l.io, l.sync, l.traced, l.counter };
     sink_printf(&ps->out, "Warning: incomplete data: ");
     int first = 1;
     for (size_t k = 0; k < sizeof n / sizeof *n; k++) {
@@ -421,8 +470,8 @@ void pr_json_begin(pstate_t *ps, json_t *j)
         return;
     json_key(j, "incomplete");
     json_obj_begin(j);
-    static const char *const keys[] = { "clock", "heap", "io", "sync", "traced" };
-    const uint64_t n[] = { l.clock, l.heap, l.io, l.sync, l.traced };
+    static const char *const keys[] = { "clock", "heap", "io", "sync", "traced", "counter" };
+    const uint64_t n[] = { l.clock, l.heap, l.io, l.sync, l.traced, l.counter };
     for (size_t k = 0; k < sizeof n / sizeof *n; k++) {
         json_key(j, keys[k]);
         json_u64(j, n[k]);

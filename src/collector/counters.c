@@ -36,7 +36,8 @@ typedef struct ctr {
     int ok;           /* opened by the probe: collected */
     int excl_kernel;  /* the kernel refused kernel-mode counting */
     uint64_t samples, events, counted, enabled, running, throttled, lost, dropped;
-    uint64_t own; /* page faults of the kernel writing the handler's signal frame */
+    uint64_t own; /* the collector's: page faults of the kernel writing the handler's signal
+                     frame, and events of the profiling handler's own work */
 } ctr_t;
 
 static ctr_t ctr[MAXC];
@@ -46,6 +47,9 @@ static size_t page_size = 4096;
 /* The source's state of a thread: one event per counter. */
 typedef struct ctr_thr {
     perfev_t ev[MAXC];
+    /* the ring offsets [own_lo, own_hi) of the records written while a profiling handler of
+     * the collector ran in this thread (counters_handler_edge) */
+    uint64_t own_lo[MAXC], own_hi[MAXC];
 } ctr_thr_t;
 
 static __thread ctr_thr_t kt __attribute__((tls_model("initial-exec")));
@@ -228,6 +232,27 @@ static int first_bias(struct dl_phdr_info *i, size_t sz, void *out)
     return 1;
 }
 
+/* The collector's own code (its executable segment): a page fault or breakpoint whose
+ * instruction is there is the collector's work in the program's thread (the allocation map, a
+ * record's stack table, the unwinder's cache, the blocks' tables at the end), not the program's. */
+static uint64_t self_lo, self_hi;
+
+static int self_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uint64_t me = (uint64_t)(uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uint64_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo && me < hi) {
+            self_lo = lo;
+            self_hi = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static void append(char *buf, size_t cap, size_t *n, const char *s)
 {
     size_t k = strlen(s);
@@ -304,6 +329,8 @@ static int counters_proc_init(coll_proc_t *p)
         return 0;
     uint64_t bias = 0;
     dl_iterate_phdr(first_bias, &bias);
+    if (!self_hi)
+        dl_iterate_phdr(self_text, (void *)(uintptr_t)&self_text);
     npr_cpus = (int)sysconf(_SC_NPROCESSORS_CONF);
     if (npr_cpus > MAXCPU)
         npr_cpus = MAXCPU;
@@ -415,8 +442,10 @@ static void counters_log_decl(const coll_proc_t *p)
 
 static void forget_thread(void)
 {
-    for (int i = 0; i < MAXC; i++)
+    for (int i = 0; i < MAXC; i++) {
         kt.ev[i] = (perfev_t)PERFEV_NONE;
+        kt.own_lo[i] = kt.own_hi[i] = 0;
+    }
 }
 
 static int counters_thread_start(coll_proc_t *p, coll_thread_t *t)
@@ -507,6 +536,29 @@ static int own_fault(const perfev_rec_t *r, const ucontext_t *uc)
     return addr < sp && sp - addr <= 64 * 1024;
 }
 
+/* Around every profiling handler of the collector in this thread (source.h, handler_edge): the
+ * page faults the program cannot have caused meanwhile (a fresh page of the events chunk, of the
+ * stack table, of the unwinder's cache) are the records the kernel writes into their rings
+ * between the two edges. (Not switches or migrations: a time slice that ends while a handler
+ * runs would have ended in the program, and getrusage counts it.) The program does not run between two
+ * handlers delivered back to back, so a window whose records are still unread is extended when
+ * nothing was written after it; else a new one begins (an older unread one is then left to be
+ * charged as before: never a record of the program taken for the collector's). */
+static void counters_handler_edge(coll_thread_t *t, int entering)
+{
+    (void)t;
+    for (int i = 0; i < nctr; i++) {
+        const perfev_t *ev = &kt.ev[i];
+        if (!ctr[i].ok || !is_fault(&ctr[i]) || ev->fd < 0 || !ev->ring)
+            continue;
+        uint64_t head = __atomic_load_n(&ev->ring->data_head, __ATOMIC_ACQUIRE);
+        if (!entering)
+            kt.own_hi[i] = head;
+        else if (!(kt.own_hi[i] > ev->ring->data_tail && head == kt.own_hi[i]))
+            kt.own_lo[i] = kt.own_hi[i] = head;
+    }
+}
+
 static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo_t *si,
                                  const ucontext_t *uc)
 {
@@ -529,7 +581,7 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
     perfev_rec_t r;
     uint64_t lost = 0, throttled = 0;
     perfev_ring_begin(ev, page_size, &cur);
-    while (perfev_ring_next(&cur, &r)) {
+    for (uint64_t pos = cur.tail; perfev_ring_next(&cur, &r); pos = cur.tail) {
         if (r.h.type == PERF_RECORD_LOST) {
             lost += perfev_rec_lost(&r);
             continue;
@@ -540,13 +592,18 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
         }
         if (r.h.type != PERF_RECORD_SAMPLE || !record)
             continue;
-        if (is_fault(c) && own_fault(&r, uc)) {
+        if ((is_fault(c) && own_fault(&r, uc)) ||
+            (is_fault(c) && pos >= kt.own_lo[i] && pos < kt.own_hi[i])) {
             source_count(&c->own, 1);
             continue;
         }
         uint32_t sid;
         uint64_t ip = perfev_rec_u64(&r, sizeof(struct perf_event_header));
         int user = (r.h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER;
+        if (precise_ip(c) && user && ip >= self_lo && ip < self_hi) {
+            source_count(&c->own, 1);
+            continue;
+        }
         if (precise_ip(c) && user && ip != (uint64_t)uc->uc_mcontext.gregs[REG_RIP]) {
             /* a fault or breakpoint hit elsewhere than where the thread is now: inside another
              * handler of the collector (its signal waited for the handler's end), or before
@@ -702,4 +759,5 @@ const coll_source_ops_t counters_source = {
     .on_overflow = counters_on_overflow,
     .thread_stop = counters_thread_stop,
     .fork_child = counters_fork_child,
+    .handler_edge = counters_handler_edge,
 };

@@ -98,7 +98,13 @@ int sources_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo_t *si, cons
     for (unsigned i = 0; i < nactive; i++) {
         int m = active[i]->mine(t, si);
         if (m == 2) {
+            for (unsigned k = 0; k < nactive; k++)
+                if (active[k]->handler_edge)
+                    active[k]->handler_edge(t, 1);
             active[i]->on_overflow(p, t, si, uc);
+            for (unsigned k = 0; k < nactive; k++)
+                if (active[k]->handler_edge)
+                    active[k]->handler_edge(t, 0);
             return 2;
         }
         looks |= m;

@@ -32,6 +32,9 @@
  *                 figures its `thread-end` will say).
  *   fork_child    normal, in a fork child: forget the parent's per-thread state of the calling
  *                 thread (perf events of every thread are dropped by perfev_after_fork_child).
+ *   handler_edge  AS-safe, in the profiling handler, just before (entering 1) and after
+ *                 (entering 0) any source's on_overflow in this thread: what the source's events
+ *                 record in between is the collector's, not the program's (may be NULL).
  * Exec needs no hook of its own: the image's end before an exec runs thread_stop for the calling
  * thread; the others vanish with the exec, and their events and timers with them (descriptors are
  * close-on-exec, timers are deleted by the kernel).
@@ -61,6 +64,7 @@ typedef struct coll_source_ops {
                         const ucontext_t *uc);
     void (*thread_stop)(coll_proc_t *p, coll_thread_t *t, uint64_t now, uint64_t cpu);
     void (*fork_child)(coll_proc_t *p);
+    void (*handler_edge)(coll_thread_t *t, int entering);
 } coll_source_ops_t;
 
 /* ---- what the collector does with its sources (source.c) ------------------------------------ */

@@ -6,7 +6,7 @@ The machine has no hardware PMU, so what is checked for real is what the kernel 
 - page faults are exact: wl_counters touches known numbers of fresh pages in two global arrays,
   one member of a heap array of structures and a stack array, each in its own function; with
   page-faults,1 every fault is a sample and each function's count is exactly its pages (the
-  collector's own faults show under the collector's functions, not the program's);
+  collector's own faults, in its handlers and in its code, are counted apart, in no view);
 - context switches: the main thread's count in pingpong against the thread's own getrusage
   (one-sided: the counter does not count while the collector's handler runs, getrusage does);
 - a data breakpoint on a global written N times gives N events in the function that writes;
@@ -113,7 +113,7 @@ def refused(opts, words):
 
 refused(["-h", "no-such-counter"], ["unknown counter 'no-such-counter'", "tally collect -h"])
 refused(["-h", "page-faults,0"], ["bad interval '0'"])
-refused(["-h", "page-faults", "-h", "faults"], ["given twice"])
+refused(["-h", "page-faults", "-h", "faults"], ["given twice", "'page-faults' is the same event"])
 refused(["-h", "mem:no_such_global"], ["no symbol 'no_such_global'"])
 refused(["-h", "7"], ["follows no counter"])
 if nopmu:
@@ -168,6 +168,32 @@ check(got == [glo + 4096 * (i + 1) for i in range(300)],
       (len(got), [hex(x) for x in got[:3]]))
 check(len(refs) == total, "MEMREF records of the counter: %d for %d samples" %
       (len(refs), total))
+
+# the collector's own page faults are not the program's: those its profiling handlers take (a
+# fresh page of the stack table, of the unwinder's cache, of a ring: clock profiling at 1 ms
+# here) and those of its own code in the program's threads (the allocation map of '+' data, in
+# every malloc) are counted apart (counter-stats collector=), never charged to a function of
+# libtally-collector.so or of the unwinder it calls, nor to its data structures; the program's
+# own counts stay exact
+oexp = collect(d, [WLC, "faults", "300", "200", "150", "100", "200"],
+               ["-p", "hi", "-h", "+page-faults,1"], name="faults_own")
+ro = rows_by_name(print_json(oexp, "-metrics", "e.page-faults", "-functions")[0])
+for fn, n in N.items():
+    check(ro.get(fn, {}).get("e.page-faults") == n, "with -p hi, page faults in %s: got %r, "
+          "want exactly %d" % (fn, ro.get(fn, {}).get("e.page-faults"), n))
+# (and build/workers: three threads whose first samples unwind through libunwind's fresh caches)
+wexp = collect(d, [os.path.join(os.path.dirname(os.path.abspath(TALLY)), "workers")],
+               ["-p", "hi", "-h", "page-faults,1"], name="faults_own_workers")
+for e in (oexp, wexp):
+    lobj = print_json(e, "-metrics", "e.page-faults", "-load_objects")[0]["rows"]
+    mine = [(o["name"], o.get("e.page-faults")) for o in lobj
+            if re.search(r"libtally-collector\.so|libunwind", o["name"]) and o.get("e.page-faults")]
+    check(not mine, "%s: the collector's own page faults are charged to its objects: %r" %
+          (os.path.basename(e), mine))
+ost = [f for _, f in log_records(oexp, "counter-stats")]
+check(len(ost) == 1 and int(ost[0]["counted"]) == int(ost[0]["samples"]) +
+      int(ost[0].get("collector", 0)) and int(ost[0]["samples"]) == ro["<Total>"]["e.page-faults"],
+      "counter-stats of the collector's own faults: %r, <Total> %r" % (ost, ro.get("<Total>")))
 
 # the data views read those records: the faults of the two global arrays and of the stack array
 # (a local of touch_stack's realigned frame, rsp-relative), per data object, exactly
@@ -255,6 +281,15 @@ p = run([TALLY, "print", "-header", exp], expect=0)
 check("multiplexed: counting 25.0% of its enabled time" in p.stdout and
       "throttled 3 times, 4 samples lost" in p.stdout,
       "-header does not show multiplexing and throttling:\n%s" % p.stdout)
+# and every view of the samples says so at its top, as it says what was lost: a multiplexed or
+# throttled counter's figures cover part of the run only, its lost samples are not in them
+p = run([TALLY, "print", "-metrics", "e.page-faults:name", "-functions", exp], expect=0)
+check("Warning: counter page-faults counted 25.0% of its enabled time (multiplexed" in p.stdout
+      and "throttled 3 times" in p.stdout and
+      "Warning: incomplete data: 4 counter samples were lost" in p.stdout,
+      "-functions hides the counter's multiplexing, throttling or losses:\n%s" % p.stdout[:800])
+check(print_json(exp, "-functions")[0].get("incomplete", {}).get("counter") == 4,
+      "-functions --json: 'incomplete' lacks the 4 lost counter samples")
 
 # every view shows the counter's metric
 for view in (["-lines"], ["-pcs"], ["-load_objects"], ["-callers-callees"], ["-calltree"],
@@ -355,6 +390,14 @@ if sub:
     w = [f.get("what", "") for _, f in log_records(sub[0], "warning")]
     check(any("not%20set%20in%20this%20program" in x for x in w),
           "no warning in the other program's experiment: %r" % w)
+
+# a counter's metric is named as the user gave it, in an alias's other spelling too (cs,
+# faults): -metrics takes that name, and the columns show it
+exp = collect(d, [WLC, "writes", "10"], ["-h", "cs", "-h", "faults,1"], name="spelled")
+doc = print_json(exp, "-metrics", "e.cs:e.faults:name", "-functions")[0]
+check([m["name"] for m in doc["metrics"]][:2] == ["e.cs", "e.faults"] and
+      rows_by_name(doc).get("<Total>", {}).get("e.faults", 0) > 0,
+      "-h cs -h faults: metrics %r, total %r" % (doc["metrics"], rows_by_name(doc).get("<Total>")))
 
 # ---- several counters, with clock profiling -------------------------------------------------
 exp = collect(d, [WLC, "faults", "50", "50", "50", "50"],

@@ -108,4 +108,13 @@ check("phase 1 done" in samples, "the phases' sample packets should be listed: %
 tr = output("tally print -leaks -heap -sync_objects -io_files")
 check("remember" in tr and "totals_lock" in tr and "workers." in tr,
       "tracing views should show remember's leaks, totals_lock and the workers files: %r" % tr[:1500])
+data = output("tally print -data_objects -data_layout")
+top = [l.split()[-1] for l in data.splitlines()[3:8] if l.split()]
+check(top[:1] == ["<Total>"] and any(n.startswith("{heap:") for n in top[1:]) and
+      re.search(r"^\s+[0-9.]+\s+[0-9.]+%\s+\d+\s+\+\d+\s+\d+\s+\{", data, flags=re.M),
+      "the tour's data objects should name heap blocks and structure members first: %r" % data[:1500])
+unk = row(data, "<Unknown>")
+tot = row(data, "<Total>")
+check(tot is not None and (unk is None or unk[-1] <= 0.25 * tot[-1]),
+      "the tour's data objects are mostly <Unknown>: %r" % data[:1500])
 done(d)

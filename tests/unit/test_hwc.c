@@ -87,10 +87,13 @@ static void aliases_and_software(void **st)
     assert_int_equal(c.interval, 10000019);
     assert_true(c.flags & HWC_CYCLES);
     assert_string_equal(c.metric, "cycles");
-    c = one("instructions,hi");
+    c = one("instructions,hi"); /* a second spelling of insts: the metric is named as given */
     assert_int_equal(c.attr.config, PERF_COUNT_HW_INSTRUCTIONS);
-    assert_string_equal(c.metric, "insts");
+    assert_string_equal(c.name, "instructions");
+    assert_string_equal(c.metric, "instructions");
     assert_int_equal(c.interval, 1000001);
+    c = one("insts");
+    assert_string_equal(c.metric, "insts");
     c = one("+l1d-load-misses,lo");
     assert_int_equal(c.attr.type, PERF_TYPE_HW_CACHE);
     assert_int_equal(c.attr.config, PERF_COUNT_HW_CACHE_L1D | (PERF_COUNT_HW_CACHE_OP_READ << 8) |
@@ -102,6 +105,24 @@ static void aliases_and_software(void **st)
     assert_int_equal(c.attr.config, PERF_COUNT_SW_PAGE_FAULTS);
     assert_int_equal(c.interval, 1);
     assert_string_equal(c.metric, "page-faults");
+    const char *given[][2] = { { "cs", "cs" }, { "faults", "faults" }, { "Migrations", "migrations" },
+                               { "cpu-cycles", "cpu-cycles" } };
+    for (int i = 0; i < 4; i++) {
+        c = one(given[i][0]);
+        assert_string_equal(c.name, given[i][0]);
+        assert_string_equal(c.metric, given[i][1]);
+    }
+    /* gprofng's register field (alias/N) is taken and ignored: perf_event places counters */
+    c = one("+cycles/1,hi");
+    assert_int_equal(c.attr.type, PERF_TYPE_HARDWARE);
+    assert_int_equal(c.attr.config, PERF_COUNT_HW_CPU_CYCLES);
+    assert_string_equal(c.name, "cycles");
+    assert_string_equal(c.metric, "cycles");
+    assert_int_equal(c.interval, 1000001);
+    c = one("r01a2/0");
+    assert_int_equal(c.attr.config, 0x1a2);
+    assert_string_equal(c.metric, "r01a2");
+    expect_error("cycles/x", "unknown counter 'cycles/x'");
     c = one("task-clock");
     assert_true(c.flags & HWC_TIME);
     const char *sw[] = { "minor-faults", "major-faults", "context-switches", "cpu-migrations",
@@ -159,6 +180,14 @@ static void libpfm_events(void **st)
         expect_error("INST_RETIRED:ANY_P:excl", "modifier excl");
         c = one("INST_RETIRED:ANY_P:u");
         assert_int_equal(c.attr.config, 0xc0);
+        /* L2, which the kernel has no generic event for: L2_RQSTS.DEMAND_DATA_RD_MISS */
+        c = one("+l2-load-misses,hi");
+        assert_int_equal(c.attr.type, PERF_TYPE_RAW);
+        assert_int_equal(c.attr.config, 0x2124);
+        assert_string_equal(c.metric, "l2-load-misses");
+        assert_string_equal(c.desc, "L2 Cache Data Load Misses");
+        assert_int_equal(c.interval, 1000);
+        assert_true(c.flags & HWC_DATA);
     }
     if (amd) {
         hwc_counter_t c = one("RETIRED_INSTRUCTIONS");
@@ -174,6 +203,12 @@ static void libpfm_events(void **st)
         expect_error("MEM_LOAD_RETIRED.L1_MISS", model); /* an Intel event */
         expect_error("RETIRED_INSTRUCTIONS:freq=1000", "modifier period= or freq=");
         expect_error("RETIRED_INSTRUCTIONS:k", "modifier k (kernel only");
+        /* L2: PMCx064 umask 0x08 (LsRdBlkC), the data cache's requests that miss the L2 */
+        c = one("L2-Load-Misses");
+        assert_int_equal(c.attr.type, PERF_TYPE_RAW);
+        assert_int_equal(c.attr.config, 0x864);
+        assert_string_equal(c.metric, "l2-load-misses");
+        assert_int_equal(c.interval, 10007);
     }
 }
 
@@ -197,7 +232,9 @@ static void breakpoints(void **st)
     assert_int_equal(stat(self, &sb), 0);
     assert_int_equal(c.prog_ino, (uint64_t)sb.st_ino);
     assert_int_equal(c.prog_dev, (uint64_t)sb.st_dev);
-    expect_error("mem:hwc_test_global/3", "1, 2, 4 or 8");
+    expect_error("mem:hwc_test_global/3", "1, 2, 4 or 8"); /* a length, not a register */
+    c = one("mem:hwc_test_global/4");
+    assert_int_equal(c.attr.bp_len, 4);
     expect_error("mem:0x601041/4", "not aligned");
     expect_error("mem:no_such_symbol_here", "no symbol 'no_such_symbol_here'");
     expect_error("mem:0x601040:x", "use r, w or rw");
@@ -220,7 +257,12 @@ static void several_and_errors(void **st)
     assert_int_equal(hwc_parse("insts", self, &s, why, sizeof why), 0);
     assert_int_equal(s.n, 4);
     assert_int_equal(hwc_parse("cpu-cycles", self, &s, why, sizeof why), -1);
-    assert_non_null(strstr(why, "given twice"));
+    assert_non_null(strstr(why, "counter 'cpu-cycles' is given twice ('cycles' is the same event)"));
+    assert_int_equal(s.n, 4);
+    assert_int_equal(hwc_parse("+CS", self, &s, why, sizeof why), -1); /* same event, any case */
+    assert_non_null(strstr(why, "'context-switches' is the same event"));
+    assert_int_equal(hwc_parse("r01a2,0x1a2", self, &s, why, sizeof why), -1);
+    assert_non_null(strstr(why, "counter '0x1a2' is given twice ('r01a2' is the same event)"));
     assert_int_equal(s.n, 4);
     char enc[4096];
     assert_true(hwc_encode(&s, 2000000000, enc, sizeof enc) > 0);
@@ -239,6 +281,7 @@ static void several_and_errors(void **st)
     hwc_probe = probe_nopmu;
     expect_error("cycles", "no hardware PMU");
     expect_error("r00c0", "no hardware PMU");
+    expect_error("l2-load-misses", "no hardware PMU");
     hwc_counter_t c = one("page-faults");
     assert_int_equal(c.attr.type, PERF_TYPE_SOFTWARE);
 }
@@ -275,6 +318,12 @@ static void list_with_pmu(void **st)
                 "PERF_COUNT_HW_CACHE_L1D:READ:MISS; load events)");
     has_line(t, "Raw HW counters available for profiling:");
     char line[256];
+    snprintf(line, sizeof line, "l2-load-misses,10007 ('%s', alias for %s::%s; load events)",
+             intel ? "L2 Cache Data Load Misses" : "L2 Cache Data Misses (loads, stores, prefetches)",
+             model, intel ? "L2_RQSTS:DEMAND_DATA_RD_MISS"
+                          : "CORE_TO_L2_CACHEABLE_REQUEST_ACCESS_STATUS:LS_RD_BLK_C");
+    has_line(t, line);
+    assert_true(strstr(t, "\nl2-load-misses,") < strstr(t, "Raw HW counters"));
     if (intel) {
         snprintf(line, sizeof line, "%s::MEM_LOAD_RETIRED:L1_MISS,1000003 (events)", model);
         has_line(t, line);
@@ -308,6 +357,7 @@ static void list_without_pmu(void **st)
     assert_non_null(strstr(t, "Raw HW counters available for profiling:\n  (none: no hardware "
                               "PMU here"));
     assert_null(strstr(t, "\ncycles,"));
+    assert_null(strstr(t, "\nl2-load-misses,"));
     has_line(t, "context-switches,1 ('Context Switches', alias for PERF_COUNT_SW_CONTEXT_SWITCHES; "
                 "events)");
     assert_non_null(strstr(t, "\nmem:<address|symbol>"));
