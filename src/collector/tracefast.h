@@ -79,13 +79,14 @@ static inline struct trace_memo *memo_set(trace_thr_t *th, fu_regs_t r)
 }
 
 /* The stack id of a memoized walk from r, if there is one: 0, else -1. The way used last is
- * tried first; a way matches on the call site, its leaf and the caches' generation, and then
+ * tried first (a hit there changes nothing); a way matches on the call site, its leaf and the caches' generation, and then
  * when the stack cells its walk read still hold what they held (fu_same, inline). */
 static inline __attribute__((always_inline)) int memo_hit(trace_thr_t *th, fu_regs_t r, const void *fn, uint32_t *id)
 {
     struct trace_memo *w = memo_set(th, r);
     uint32_t gen = fu_generation();
     int first = w[0].recent;
+#pragma GCC unroll 4
     for (int k = 0; k < MEMO_WAYS; k++) {
         struct trace_memo *m = &w[first ^ k];
         if (!m->valid || m->r.ip != r.ip || m->r.sp != r.sp || m->fn != fn || m->gen != gen ||
@@ -99,8 +100,10 @@ static inline __attribute__((always_inline)) int memo_hit(trace_thr_t *th, fu_re
         if (a < end)
             continue;
         *id = m->id;
-        w[0].recent = first ^ k;
-        m->used = ++w[0].tick;
+        if (k) { /* (the way used last is already the most recent: no stores) */
+            w[0].recent = first ^ k;
+            m->used = ++w[0].tick;
+        }
         return 0;
     }
     return -1;
