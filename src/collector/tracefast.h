@@ -92,12 +92,11 @@ static inline __attribute__((always_inline)) int memo_hit(trace_thr_t *th, fu_re
         if (!m->valid || m->r.ip != r.ip || m->r.sp != r.sp || m->fn != fn || m->gen != gen ||
             (m->cells.uses_bp && m->r.bp != r.bp))
             continue;
-        const uint64_t *a = m->addr, *v = m->val, *end = m->addr + m->cells.n;
-        while (a < end && *(const volatile uint64_t *)(uintptr_t)*a == *v) {
-            a++;
-            v++;
-        }
-        if (a < end)
+        const uint64_t *a = m->addr, *v = m->val;
+        size_t n = m->cells.n, i = 0;
+        while (i < n && *(const volatile uint64_t *)(uintptr_t)a[i] == v[i])
+            i++;
+        if (i < n)
             continue;
         *id = m->id;
         if (k) { /* (the way used last is already the most recent: no stores) */
