@@ -83,14 +83,12 @@ uint64_t trace_now(void)
     return trace_now_inline(&trace_thr);
 }
 
-/* The thread's anchor taken again (every millisecond or 4096 reads), or the clock without the
- * TSC. */
+/* The thread's anchor taken again (every millisecond), or the clock without the TSC. */
 __attribute__((noinline)) uint64_t trace_now_anchor(trace_thr_t *t)
 {
     uint64_t ns = mono_ns(), c = __builtin_ia32_rdtsc();
     t->tsc_base = c;
     t->ns_base = ns;
-    t->tsc_n = 1;
     clock_rate(c, ns);
     return ns;
 }

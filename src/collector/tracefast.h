@@ -24,13 +24,14 @@ extern uint64_t trace_tsc_limit COLL_HIDDEN; /* ticks in about a millisecond */
  * the anchor is old. */
 uint64_t trace_now_anchor(trace_thr_t *t) COLL_HIDDEN;
 
-/* trace_now of the calling thread t: one TSC read and a multiply. */
+/* trace_now of the calling thread t: one TSC read and a multiply (the anchor taken again after
+ * about a millisecond, which also refines the rate). */
 static inline uint64_t trace_now_inline(trace_thr_t *t)
 {
     uint64_t rate = __atomic_load_n(&trace_tsc_rate, __ATOMIC_RELAXED);
     if (__builtin_expect(rate != 0, 1)) {
         uint64_t d = __builtin_ia32_rdtsc() - t->tsc_base;
-        if (__builtin_expect(d < trace_tsc_limit && (++t->tsc_n & 4095), 1))
+        if (__builtin_expect(d < trace_tsc_limit, 1))
             return t->ns_base + ((d * rate) >> 32);
     }
     return trace_now_anchor(t);
