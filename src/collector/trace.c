@@ -83,14 +83,12 @@ uint64_t trace_now(void)
     return trace_now_inline(&trace_thr);
 }
 
-/* The thread's anchor taken again (every millisecond or 4096 reads), or the clock without the
- * TSC. */
+/* The thread's anchor taken again (every millisecond), or the clock without the TSC. */
 __attribute__((noinline)) uint64_t trace_now_anchor(trace_thr_t *t)
 {
     uint64_t ns = mono_ns(), c = __builtin_ia32_rdtsc();
     t->tsc_base = c;
     t->ns_base = ns;
-    t->tsc_n = 1;
     clock_rate(c, ns);
     return ns;
 }
@@ -208,13 +206,22 @@ static int take_stack(trace_thr_t *th, exp_stream_t *s, uint64_t *pcs, uint32_t 
 {
     struct trace_memo *m = NULL;
     uint32_t gen = 0;
-    if (s == &th->stream && th->memo) { /* two ways: the slot of (ip, sp) and its neighbour */
+    if (s == &th->stream && th->memo) { /* the ways of the set of (ip, sp) */
         if (memo_hit(th, r, fn, id) == 0)
             return 0;
         struct trace_memo *w = memo_set(th, r);
         gen = fu_generation();
-        m = &w[!w[0].valid ? 0 : !w[1].valid ? 1 : !w[0].recent]; /* the least recent way */
+        m = &w[0]; /* an empty way, else the least recent */
+        for (int k = 0; k < MEMO_WAYS; k++) {
+            if (!w[k].valid) {
+                m = &w[k];
+                break;
+            }
+            if ((int32_t)(w[k].used - m->used) < 0)
+                m = &w[k];
+        }
         w[0].recent = (int)(m - w);
+        m->used = ++w[0].tick;
         m->valid = 0;
     }
     uint32_t flags = 0;

@@ -68,7 +68,6 @@ typedef struct trace_thr {
     size_t map_len;    /* bytes mapped for pcs and memo */
     fu_splice_t splice;   /* inside the collector's dlopen: where the program's frames resume */
     uint64_t tsc_base, ns_base; /* the thread's anchor of the clock (trace_now) */
-    uint32_t tsc_n;
     exp_stream_t stream;
 } trace_thr_t;
 

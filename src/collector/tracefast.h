@@ -24,13 +24,14 @@ extern uint64_t trace_tsc_limit COLL_HIDDEN; /* ticks in about a millisecond */
  * the anchor is old. */
 uint64_t trace_now_anchor(trace_thr_t *t) COLL_HIDDEN;
 
-/* trace_now of the calling thread t: one TSC read and a multiply. */
+/* trace_now of the calling thread t: one TSC read and a multiply (the anchor taken again after
+ * about a millisecond, which also refines the rate). */
 static inline uint64_t trace_now_inline(trace_thr_t *t)
 {
     uint64_t rate = __atomic_load_n(&trace_tsc_rate, __ATOMIC_RELAXED);
     if (__builtin_expect(rate != 0, 1)) {
         uint64_t d = __builtin_ia32_rdtsc() - t->tsc_base;
-        if (__builtin_expect(d < trace_tsc_limit && (++t->tsc_n & 4095), 1))
+        if (__builtin_expect(d < trace_tsc_limit, 1))
             return t->ns_base + ((d * rate) >> 32);
     }
     return trace_now_anchor(t);
@@ -50,12 +51,20 @@ static inline __attribute__((always_inline)) int recording(uint64_t t)
 
 /* A memoized walk: when a call comes from the same site with the same stack (fu_same), its stack
  * is the one written before, and neither a walk nor the stack table is needed. MEMO_N ways in
- * sets of two, per thread (trace.c maps them with the thread's frames buffer). */
+ * sets of MEMO_WAYS, per thread (trace.c maps them with the thread's frames buffer). A set is
+ * chosen by the call site (ip, sp), which callers of one allocating function at the same depth
+ * share (their walks differ in the stack cells above): four ways keep up to four such stacks,
+ * where two ways re-walked each call of three alternating ones (strdup's two callers in one
+ * function and another site in the same set: a third of the calls, 40% more time). */
 #define MEMO_N 32
+#define MEMO_WAYS 4
 #define MEMO_CELLS 64
 struct trace_memo {
     int valid;
-    int recent; /* in a set's first way: the way used last */
+    int recent;    /* in a set's first way: the way that hit last, tried first */
+    uint32_t tick; /* in a set's first way: counts the set's hits and walks */
+    uint32_t used; /* the set's tick when this way last hit or was filled (the least recent is
+                    * replaced) */
     uint32_t gen, id;
     const void *fn;
     fu_regs_t r;
@@ -63,34 +72,38 @@ struct trace_memo {
     uint64_t addr[MEMO_CELLS], val[MEMO_CELLS];
 };
 
-/* The two ways of the memo set of a call from r. */
+/* The MEMO_WAYS ways of the memo set of a call from r. */
 static inline struct trace_memo *memo_set(trace_thr_t *th, fu_regs_t r)
 {
-    return &th->memo[(((r.ip ^ r.sp) * 0x9e3779b97f4a7c15ull) >> 59) & ~1u];
+    _Static_assert(MEMO_N == 32 && MEMO_WAYS == 4, "the index below: 5 bits, sets of 4");
+    return &th->memo[(((r.ip ^ r.sp) * 0x9e3779b97f4a7c15ull) >> 59) & ~(uint64_t)(MEMO_WAYS - 1)];
 }
 
 /* The stack id of a memoized walk from r, if there is one: 0, else -1. The way used last is
- * tried first; a way matches on the call site, its leaf and the caches' generation, and then
+ * tried first (a hit there changes nothing); a way matches on the call site, its leaf and the caches' generation, and then
  * when the stack cells its walk read still hold what they held (fu_same, inline). */
 static inline __attribute__((always_inline)) int memo_hit(trace_thr_t *th, fu_regs_t r, const void *fn, uint32_t *id)
 {
     struct trace_memo *w = memo_set(th, r);
     uint32_t gen = fu_generation();
     int first = w[0].recent;
-    for (int k = 0; k < 2; k++) {
+#pragma GCC unroll 4
+    for (int k = 0; k < MEMO_WAYS; k++) {
         struct trace_memo *m = &w[first ^ k];
         if (!m->valid || m->r.ip != r.ip || m->r.sp != r.sp || m->fn != fn || m->gen != gen ||
             (m->cells.uses_bp && m->r.bp != r.bp))
             continue;
-        const uint64_t *a = m->addr, *v = m->val, *end = m->addr + m->cells.n;
-        while (a < end && *(const volatile uint64_t *)(uintptr_t)*a == *v) {
-            a++;
-            v++;
-        }
-        if (a < end)
+        const uint64_t *a = m->addr, *v = m->val;
+        size_t n = m->cells.n, i = 0;
+        while (i < n && *(const volatile uint64_t *)(uintptr_t)a[i] == v[i])
+            i++;
+        if (i < n)
             continue;
         *id = m->id;
-        w[0].recent = first ^ k;
+        if (k) { /* (the way used last is already the most recent: no stores) */
+            w[0].recent = first ^ k;
+            m->used = ++w[0].tick;
+        }
         return 0;
     }
     return -1;

@@ -100,32 +100,42 @@ static const uint8_t zero_page[4096];
 /* Reserves the disk blocks of [off, off+len) by writing zeros: the pages are then in the page
  * cache, so mapping them costs no read (fallocate's unwritten extents are read, as zeros, through
  * readahead on every first touch: measured 8 ns more per heap-traced malloc/free pair). A full disk
- * is a failed write. */
-static int reserve(int fd, off_t off, size_t len)
+ * is a failed write. Returns the bytes reserved from off (len, or fewer when the disk is full). */
+static size_t reserve(int fd, off_t off, size_t len)
 {
     struct iovec v[64];
     for (int i = 0; i < 64; i++)
         v[i] = (struct iovec){ (void *)zero_page, sizeof zero_page };
-    while (len) {
-        size_t n = len / sizeof zero_page < 64 ? len / sizeof zero_page : 64;
+    size_t done = 0;
+    while (done < len) {
+        size_t n = (len - done) / sizeof zero_page < 64 ? (len - done) / sizeof zero_page : 64;
         /* the system call, not libc's pwritev (a cancellation point: a malloc of a thread
          * with a pending cancellation was cancelled when its record opened a chunk); the
          * offset in two halves, as the kernel takes it (the high one unused on 64-bit) */
         ssize_t w = syscall(SYS_pwritev, fd, v, (int)n, (unsigned long)off,
                             (unsigned long)((uint64_t)off >> 32));
         if (w <= 0)
-            return -1;
+            break;
         off += w;
-        len -= (size_t)w;
+        done += (size_t)w;
     }
-    return 0;
+    return done;
 }
 
+static void window_release(exp_stream_t *s)
+{
+    if (s->win)
+        munmap(s->win, (size_t)s->win_len * s->file->chunk_size);
+    s->win = NULL;
+    s->win_len = s->win_next = 0;
+}
+
+/* Ends the current chunk (its pack closed); its window stays mapped until its last chunk is
+ * done. */
 static void chunk_release(exp_stream_t *s)
 {
     if (s->chunk) {
         exp_pack_close(s);
-        munmap(s->chunk, s->file->chunk_size);
         s->chunk = NULL;
         s->seq++;
     }
@@ -133,24 +143,47 @@ static void chunk_release(exp_stream_t *s)
     s->pack = 0;
 }
 
+/* A new window of consecutive chunks: claimed with one atomic add, reserved (as far as the disk
+ * allows: a window cut short keeps its whole chunks), mapped and populated with one system call
+ * each. On a mapping of many small chunks, each of these costs about twice as much per byte
+ * (64 KiB: about 640 ns per KiB in all; 1 MiB: about 330). */
+static int window_claim(exp_stream_t *s)
+{
+    exp_evfile_t *f = s->file;
+    size_t cs = f->chunk_size;
+    uint32_t most = EXP_WINDOW_BYTES / cs ? EXP_WINDOW_BYTES / cs : 1;
+    uint32_t n = s->win_grow ? s->win_grow : 1;
+    if (n > most)
+        n = most;
+    window_release(s);
+    uint32_t idx = __atomic_fetch_add(&f->next_chunk, n, __ATOMIC_RELAXED);
+    off_t off = EXP_EV_HEADER_SIZE + (off_t)idx * (off_t)cs;
+    n = (uint32_t)(reserve(f->fd, off, n * cs) / cs);
+    if (!n) {
+        __atomic_store_n(&f->disk_full, 1, __ATOMIC_RELAXED);
+        return -1;
+    }
+    void *m = mmap(NULL, n * cs, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, off);
+    if (m == MAP_FAILED)
+        return -1;
+    /* one system call maps every page writable, instead of one page fault per page (Linux
+     * 5.14; older kernels refuse it and the pages fault in as they are written) */
+    madvise(m, n * cs, 23 /* MADV_POPULATE_WRITE */);
+    s->win = m;
+    s->win_len = n;
+    s->win_next = 0;
+    s->win_grow = n * 2 < most ? n * 2 : most;
+    return 0;
+}
+
 static int chunk_claim(exp_stream_t *s, uint64_t t)
 {
     exp_evfile_t *f = s->file;
     if (__atomic_load_n(&f->disk_full, __ATOMIC_RELAXED) || f->fd < 0)
         return -1;
-    uint32_t idx = __atomic_fetch_add(&f->next_chunk, 1, __ATOMIC_RELAXED);
-    off_t off = EXP_EV_HEADER_SIZE + (off_t)idx * f->chunk_size;
-    if (reserve(f->fd, off, f->chunk_size)) {
-        __atomic_store_n(&f->disk_full, 1, __ATOMIC_RELAXED);
+    if (s->win_next >= s->win_len && window_claim(s))
         return -1;
-    }
-    void *m = mmap(NULL, f->chunk_size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, off);
-    if (m == MAP_FAILED)
-        return -1;
-    /* one system call maps every page writable, instead of one page fault per page (Linux
-     * 5.14; older kernels refuse it and the pages fault in as they are written) */
-    madvise(m, f->chunk_size, 23 /* MADV_POPULATE_WRITE */);
-    s->chunk = m;
+    s->chunk = s->win + (size_t)s->win_next++ * f->chunk_size;
     s->pos = EXP_CHUNK_HEADER_SIZE;
     s->last_t = t;
     s->last_addr = 0;
@@ -641,14 +674,14 @@ void exp_stream_finish(exp_stream_t *s, uint64_t t)
         return;
     flush_lost(s, t);
     chunk_release(s);
+    window_release(s);
     unmap_tables(s);
     leave(s);
 }
 
 void exp_stream_forget(exp_stream_t *s)
 {
-    if (s->chunk)
-        munmap(s->chunk, s->file->chunk_size);
+    window_release(s);
     s->chunk = NULL;
     s->fast_end = 0;
     s->pack = 0;

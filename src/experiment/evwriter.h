@@ -3,7 +3,10 @@
  *
  * One exp_evfile_t per process; one exp_stream_t per thread. A stream claims fixed-size chunks
  * of the file, reserves their disk space by writing zeros and writes records into a shared file
- * mapping, so what was written survives a crash or SIGKILL of the process. Call stacks are
+ * mapping, so what was written survives a crash or SIGKILL of the process. Chunks are claimed,
+ * reserved and mapped in windows of consecutive chunks (one chunk at first, twice as many each
+ * time up to EXP_WINDOW_BYTES): the system calls and the page cache's work per byte are then
+ * those of large writes; a window's chunks not started when the stream ends stay zero (unused). Call stacks are
  * deduplicated per stream: exp_stream_stack returns a small id and writes the frames only the first
  * time it sees them.
  *
@@ -25,6 +28,9 @@
 
 #include "evformat.h"
 
+/* The most a stream reserves and maps at once (or one chunk, if larger). */
+#define EXP_WINDOW_BYTES (1u << 20)
+
 typedef struct exp_evfile {
     int fd;
     uint32_t chunk_size;
@@ -41,6 +47,10 @@ typedef struct exp_stream {
     uint32_t stream; /* unique within the file (tids can be reused by later threads) */
     uint32_t seq;    /* seq of the current chunk */
     uint8_t *chunk; /* current chunk mapping, or NULL */
+    uint8_t *win;   /* the window: consecutive chunks reserved and mapped at once, chunk is one
+                     * of them; NULL: none */
+    uint32_t win_len, win_next; /* chunks in the window; the next one to start */
+    uint32_t win_grow;          /* chunks in the next window (doubling up to EXP_WINDOW_BYTES) */
     uint32_t pos;   /* offset of the next record in the chunk */
     uint32_t fast_end; /* the heap records' fast path (evfast.h) writes while pos <= fast_end:
                         * chunk_size - EXP_FAST_MAX with a chunk and no LOST record pending,

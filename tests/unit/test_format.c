@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1321,6 +1323,142 @@ static void test_log_records(void **state)
     exp_close(e);
 }
 
+/* Chunks come in windows: a stream claims, reserves and maps consecutive chunks together, one at
+ * first and twice as many each time (up to EXP_WINDOW_BYTES), so two streams writing in turn
+ * own runs of neighbouring chunks, not every other chunk; the chunks of a window a stream did not
+ * start stay zero and are read as unused; every record is read. On a full disk a window is cut
+ * to the whole chunks reserved, which are used before the records are counted as lost. */
+struct window_chunk {
+    uint32_t stream, seq, idx;
+};
+
+static int cmp_window_chunk(const void *a, const void *b)
+{
+    const struct window_chunk *x = a, *y = b;
+    return x->stream != y->stream ? (x->stream > y->stream) - (x->stream < y->stream)
+                                  : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* The chunks of path with a magic (into c, sorted by stream and seq); *unused: those without. */
+static size_t window_chunks(const char *path, struct window_chunk *c, size_t max, size_t *unused)
+{
+    int fd = open(path, O_RDONLY);
+    assert_true(fd >= 0);
+    uint8_t h[32];
+    size_t n = 0;
+    *unused = 0;
+    for (uint32_t i = 0; pread(fd, h, 32, EXP_EV_HEADER_SIZE + (off_t)i * 4096) == 32; i++) {
+        uint32_t magic;
+        memcpy(&magic, h, 4);
+        if (!magic) {
+            (*unused)++;
+            continue;
+        }
+        assert_int_equal(magic, EXP_CHUNK_MAGIC);
+        assert_true(n < max);
+        memcpy(&c[n].stream, h + 24, 4);
+        memcpy(&c[n].seq, h + 8, 4);
+        c[n++].idx = i;
+    }
+    close(fd);
+    qsort(c, n, sizeof *c, cmp_window_chunk);
+    return n;
+}
+
+static int window_count_cb(void *ctx, const exp_event_t *ev)
+{
+    uint64_t *n = ctx;
+    n[ev->type == EXP_REC_CLOCK ? 0 : ev->type == EXP_REC_LOST ? 1 : 2]++;
+    return 0;
+}
+
+static void test_chunk_windows(void **state)
+{
+    write_log(dir, 1);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t s[2];
+    exp_stream_init(&s[0], &f, 100);
+    exp_stream_init(&s[1], &f, 101);
+    uint64_t pcs[1] = { 0x401000 }, n = 0;
+    uint32_t id[2];
+    for (int k = 0; k < 2; k++)
+        assert_int_equal(exp_stream_stack(&s[k], pcs, 1, 0, &id[k]), 0);
+    while (s[0].seq < 40 || s[1].seq < 40) { /* about 580 records a chunk */
+        assert_int_equal(exp_stream_clock(&s[n & 1], 2000 + n, id[n & 1], 0, 1000), 0);
+        n++;
+    }
+    exp_stream_finish(&s[0], 3000 + n);
+    exp_stream_finish(&s[1], 3000 + n);
+    exp_evfile_close(&f);
+
+    static struct window_chunk c[1024];
+    size_t unused, nc = window_chunks(path, c, 1024, &unused);
+    assert_true(nc >= 82);
+    /* windows of 1, 2, 4, 8, 16 and 32 chunks hold the first 63 of a stream: at most 6 runs
+     * of neighbouring chunks each (every other chunk: 40 runs) */
+    size_t breaks = 0;
+    for (size_t i = 1; i < nc; i++) {
+        if (c[i].stream != c[i - 1].stream)
+            continue;
+        assert_int_equal(c[i].seq, c[i - 1].seq + 1);
+        breaks += c[i].idx != c[i - 1].idx + 1;
+    }
+    assert_true(breaks <= 2 * 5);
+    assert_true(unused >= 2 * (63 - 41)); /* the windows' chunks never started */
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    uint64_t got[3] = { 0 };
+    assert_int_equal(exp_scan(e, stacks, window_count_cb, got, &st, &err), 0);
+    assert_int_equal(got[0], n);
+    assert_int_equal(got[1], 0);
+    assert_int_equal(st.unused_chunks, unused);
+    assert_int_equal(st.chunks, nc + unused);
+    assert_int_equal(st.bad_chunks + st.bad_records + st.seq_gaps + st.unknown_records, 0);
+    exp_stacks_free(stacks);
+    exp_close(e);
+
+    /* a disk that is full after 40 chunks and a half (a file size limit): the windows of 1,
+     * 2, 4, 8 and 16 chunks, then 9 of the next 32 */
+    char path2[600];
+    snprintf(path2, sizeof path2, "%s/events.full", dir);
+    struct rlimit old, lim;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+    lim = old;
+    lim.rlim_cur = EXP_EV_HEADER_SIZE + 40 * 4096 + 2048;
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    assert_int_equal(exp_evfile_create(&f, path2, 42, 1000, 4096), 0);
+    exp_stream_init(&s[0], &f, 100);
+    assert_int_equal(exp_stream_stack(&s[0], pcs, 1, 0, &id[0]), 0);
+    uint64_t written = 0, failed = 0;
+    for (uint64_t i = 0; i < 100000; i++) {
+        if (exp_stream_clock(&s[0], 2000 + i, id[0], 0, 1000) == 0)
+            written++;
+        else
+            failed++;
+    }
+    assert_int_equal(f.disk_full, 1);
+    assert_int_equal(s[0].lost[EXP_LOST_DISK], failed);
+    assert_true(failed > 0 && written > 40 * 500);
+    exp_stream_finish(&s[0], 200000);
+    exp_evfile_close(&f);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, was);
+    nc = window_chunks(path2, c, 1024, &unused);
+    assert_int_equal(nc, 40);
+    assert_int_equal(unused, 1); /* the half chunk reserved when the disk became full */
+    for (size_t i = 0; i < nc; i++)
+        assert_int_equal(c[i].idx, i);
+    (void)state;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1340,6 +1478,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stack_id_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunk_beyond_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_chunk_windows, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
