@@ -420,6 +420,30 @@ static void print_capabilities(void)
 
 /* ---- the program ---------------------------------------------------------------------------- */
 
+static const char *find_program(const char *prog, char *path, size_t cap);
+
+/* -h takes the next argument as its counter list, so 'tally collect -h ./prog' leaves no program
+ * (the other options check their values as they are parsed, and say so). When argv[end - 1] is
+ * -h's value and looks like the program (a path to an executable file), says so and returns 1;
+ * else 0. */
+static int swallowed_program(int argc, char **argv, int end)
+{
+    if (end < 3)
+        return 0;
+    const char *opt = argv[end - 2], *val = argv[end - 1];
+    char path[PATH_MAX];
+    struct stat st;
+    if (strcmp(opt, "-h") || !strchr(val, '/') || find_program(val, path, sizeof path) ||
+        stat(path, &st) || !S_ISREG(st.st_mode) || access(path, X_OK))
+        return 0;
+    cli_error("collect", "'-h' takes a counter list (e.g. -h cycles,on; 'tally collect -h' alone "
+              "lists them), so '%s' was taken as counters%s; '%s' looks like the program: did "
+              "you mean 'tally collect -h <counters> %s%s'?", val,
+              end >= argc ? " and no program is left to run" : "", val, val,
+              end < argc ? " ..." : "");
+    return 1;
+}
+
 /* Finds program as execvp would; fills path or returns an error message. */
 static const char *find_program(const char *prog, char *path, size_t cap)
 {
@@ -1264,7 +1288,9 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
         }
     }
     if (optind >= argc) {
-        cli_error("collect", "no program to run; usage: tally collect [options] program [args]");
+        if (!swallowed_program(argc, argv, optind))
+            cli_error("collect", "no program to run; usage: tally collect [options] program "
+                      "[args]");
         return 2;
     }
     *op = o;
@@ -1301,6 +1327,8 @@ int cmd_collect(int argc, char **argv)
     char **prog_argv = argv + optind_prog;
     char prog[PATH_MAX], lib[PATH_MAX], exp[PATH_MAX];
     const char *why = find_program(prog_argv[0], prog, sizeof prog);
+    if (why && swallowed_program(argc, argv, optind_prog))
+        return 2;
     if (why) {
         cli_error("collect", "cannot run '%s': %s", prog_argv[0], why);
         return 1;
@@ -1312,6 +1340,9 @@ int cmd_collect(int argc, char **argv)
             return 2;
         }
     }
+    for (int i = 0; i < o.counters.n; i++)
+        if (o.counters.c[i].note[0])
+            esc_fprintf(stderr, "tally: warning: %s\n", o.counters.c[i].note);
     {
         char bwhy[1024];
         if (collect_block_counters(&o, prog, bwhy, sizeof bwhy)) {

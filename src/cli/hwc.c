@@ -424,8 +424,11 @@ static int by_libpfm(const char *name, hwc_counter_t *c, char *why, size_t cap)
     /* libpfm4's modifiers that set fields tally does not pass on (only type and configs
      * travel to the collector, which sets the rest itself) are refused, not dropped: the
      * event would be counted otherwise than asked */
-    const char *mod = a.precise_ip ? "precise= (precise sampling: not supported yet)"
-                      : a.sample_period || a.freq ? "period= or freq= (give the interval after "
+    if (a.precise_ip && !(c->flags & HWC_DATA))
+        return free(fstr), fail(why, cap, "counter '%s': precise= asks for the hardware's "
+                                "sampled instruction and data address; give it with '+' "
+                                "(+%s)", name, name);
+    const char *mod = a.sample_period || a.freq ? "period= or freq= (give the interval after "
                                                     "a comma: EVENT,INTERVAL)"
                       : a.exclude_user ? "k (kernel only: tally counts the program in user mode, "
                                          "and in the kernel where permitted)"
@@ -440,6 +443,7 @@ static int by_libpfm(const char *name, hwc_counter_t *c, char *why, size_t cap)
     c->attr.config = a.config;
     c->attr.config1 = a.config1;
     c->attr.config2 = a.config2;
+    c->attr.precise_ip = a.precise_ip;
     pfm_event_info_t ei;
     memset(&ei, 0, sizeof ei);
     ei.size = sizeof ei;
@@ -460,6 +464,55 @@ static int by_libpfm(const char *name, hwc_counter_t *c, char *why, size_t cap)
         c->flags |= HWC_CYCLES;
     c->interval = ON_RAW;
     free(fstr);
+    if ((c->flags & HWC_DATA) && !c->attr.precise_ip && !(c->flags & HWC_NPR) &&
+        ei.is_precise) {
+        /* the event has a precise-capable unit mask: is it the one asked for? libpfm4 checks
+         * its umask's is_precise when it encodes precise= */
+        char pname[300];
+        struct perf_event_attr pa;
+        memset(&pa, 0, sizeof pa);
+        pfm_perf_encode_arg_t parg;
+        memset(&parg, 0, sizeof parg);
+        parg.attr = &pa;
+        parg.size = sizeof parg;
+        if ((size_t)snprintf(pname, sizeof pname, "%s:precise=2", name) < sizeof pname &&
+            pfm_get_os_event_encoding(pname, PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &parg) ==
+                PFM_SUCCESS && pa.precise_ip == 2 && pa.config == c->attr.config)
+            c->attr.precise_ip = 2;
+    }
+    c->flags = (c->flags & ~(unsigned)HWC_PRECISE) |
+               ((unsigned)c->attr.precise_ip << EXP_CSET_PRECISE_SHIFT);
+    return 0;
+}
+
+/* ---- AMD IBS --------------------------------------------------------------------------------- */
+
+const char *hwc_ibs_op_type_path = "/sys/bus/event_source/devices/ibs_op/type";
+
+#define ON_IBS 100000ull /* cycles between tagged ops: a multiple of 16, as IBS counts */
+
+/* ibs_op: the IBS op PMU of AMD CPUs (the kernel's dynamic PMU type), config 0: an op is tagged
+ * every interval cycles; its sample's IP is the op's, its ADDR the op's data address when it
+ * accessed memory (Linux 6.1 and later fill it from IbsDcLinAd). */
+static int by_ibs(hwc_counter_t *c, char *why, size_t cap)
+{
+    FILE *f = fopen(hwc_ibs_op_type_path, "r");
+    unsigned type = 0;
+    int ok = f && fscanf(f, "%u", &type) == 1;
+    if (f)
+        fclose(f);
+    if (!ok)
+        return fail(why, cap, "counter '%s' is AMD's IBS op sampling, which this kernel does not "
+                    "expose (%s: %s; it needs an AMD CPU with IBS, Family 10h or later, and not "
+                    "a virtual machine without it); other counters' data addresses are "
+                    "backtracked, see 'tally collect -h'", c->name, hwc_ibs_op_type_path,
+                    f ? "not a number" : strerror(errno));
+    c->attr.type = type;
+    c->attr.config = 0;
+    c->flags |= HWC_IBS;
+    snprintf(c->desc, sizeof c->desc, "IBS Op Sampling (an op tagged every interval cycles)");
+    snprintf(c->unit, sizeof c->unit, "CPU-cycles");
+    c->interval = ON_IBS;
     return 0;
 }
 
@@ -531,6 +584,9 @@ static int parse_one(const char *tok, const char *program, hwc_counter_t *c, cha
         c->interval = k->on;
         c->flags |= k->flags;
         /* the name stays as given (instructions, cs): the metric is named after it */
+    } else if (!strcasecmp(tok, "ibs_op")) {
+        if (by_ibs(c, why, cap))
+            return -1;
     } else if (find_pfm_alias(tok)) {
         if (by_pfm_alias(find_pfm_alias(tok), tok, c, NULL, 0, why, cap))
             return -1;
@@ -647,10 +703,35 @@ int hwc_parse(const char *arg, const char *program, hwc_set_t *set, char *why, s
         hwc_counter_t *c = &set->c[i];
         if (c->flags & HWC_NPR)
             continue; /* counted per CPU, not per thread: probed by the collector */
+        if ((c->flags & HWC_IBS) && (c->interval < 16 || c->interval % 16)) {
+            rc = fail(why, cap, "counter '%s': IBS counts cycles in units of 16: give an "
+                      "interval that is a multiple of 16 (e.g. %llu)", c->name,
+                      (unsigned long long)(c->interval < 16 ? 16 : c->interval / 16 * 16));
+            break;
+        }
         struct perf_event_attr a = c->attr;
         a.size = sizeof a;
         a.sample_period = c->interval;
+        a.sample_type = PERF_SAMPLE_IP | ((c->flags & HWC_DATA) ? PERF_SAMPLE_ADDR : 0);
         int p = probe_any(a);
+        /* precise sampling the kernel refuses (EOPNOTSUPP: above what this PMU has; EINVAL:
+         * not for this event): a lower level, else none, and the user told */
+        unsigned want = a.precise_ip;
+        while (a.precise_ip && (p == -EOPNOTSUPP || p == -EINVAL)) {
+            a.precise_ip--;
+            p = probe_any(a);
+        }
+        if (want && !p && a.precise_ip < want)
+            snprintf(c->note, sizeof c->note, a.precise_ip
+                     ? "counter '%s': the kernel refuses precise sampling level %u here; "
+                       "level %u is used (the sampled IP may be the next instruction)"
+                     : "counter '%s': the kernel refuses precise sampling here (level %u "
+                       "asked); it is sampled without it and its data addresses are "
+                       "backtracked from the interrupted instruction",
+                     c->name, want, (unsigned)a.precise_ip);
+        c->attr.precise_ip = a.precise_ip;
+        c->flags = (c->flags & ~(unsigned)HWC_PRECISE) |
+                   ((unsigned)a.precise_ip << EXP_CSET_PRECISE_SHIFT);
         if (p)
             no_open_why(c, p, why, cap), rc = -1;
     }
@@ -850,5 +931,9 @@ void hwc_print_lists(FILE *out)
                  "Intervals: on (the default shown), hi (10x more samples), lo (10x fewer) or a "
                  "number of events.\n"
                  "A '+' before a counter also records the instruction and data address of each "
-                 "event.\n");
+                 "event: the hardware's for page faults, breakpoints, precise (PEBS) events and "
+                 "ibs_op, else found by backtracking.\n");
+    if (access(hwc_ibs_op_type_path, R_OK) == 0)
+        esc_fprintf(out, "AMD IBS op sampling:\nibs_op,%llu ('IBS Op Sampling (an op tagged every "
+                    "interval cycles)'; CPU-cycles)\n", ON_IBS);
 }

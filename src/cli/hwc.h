@@ -15,7 +15,13 @@
  *  - any event libpfm4 knows for this CPU, PMU::EVENT:UMASK (or EVENT.UMASK), encoded with
  *    pfm_get_os_event_encoding. Events of uncore PMUs do not count the program:
  *    "not-program-related".
- * A `+` before a name asks for dataspace data (the sampled instruction and data address).
+ * A `+` before a name asks for dataspace data (the sampled instruction and data address). For a
+ * `+` on a libpfm4 event whose unit mask is precise-capable (Intel PEBS: libpfm4's is_precise),
+ * attr.precise_ip is set: 2 (the sampled IP is the instruction itself), else the highest of 2, 1
+ * the kernel accepts; libpfm4's :precise=N asks for N (with `+` only). When the kernel accepts
+ * none, the counter is sampled without it (its data addresses backtracked) and note[] says so.
+ * ibs_op is AMD's IBS op PMU (its type from /sys/bus/event_source/devices/ibs_op/type): every
+ * interval-th cycle an op is tagged and its IP and data address sampled.
  * An interval follows a name after a comma: on (the counter's default), hi (10 times as many
  * samples), lo (10 times fewer) or a decimal number of events.
  *
@@ -47,6 +53,8 @@ enum hwc_flags { /* the setting's flags (settings.h) */
     HWC_BP_EXE = EXP_CSET_BP_EXE, /* breakpoint address relative to the main program (PIE) */
     HWC_CYCLES = EXP_CSET_CYCLES, /* counts CPU cycles: shown as time at the CPUs' frequency */
     HWC_TIME = EXP_CSET_TIME,     /* counts ns (task-clock): shown as time */
+    HWC_PRECISE = EXP_CSET_PRECISE, /* precise_ip (attr.precise_ip << EXP_CSET_PRECISE_SHIFT) */
+    HWC_IBS = EXP_CSET_IBS,       /* AMD IBS op sampling */
 };
 
 typedef struct hwc_counter {
@@ -59,6 +67,8 @@ typedef struct hwc_counter {
     uint64_t interval;           /* events per sample */
     unsigned flags;              /* enum hwc_flags */
     uint64_t prog_dev, prog_ino; /* a breakpoint on a symbol: the program file it is of */
+    char note[256];   /* a warning for the user about this counter (precise sampling refused
+                         here, so its data addresses are backtracked), or "" */
 } hwc_counter_t;
 
 typedef struct hwc_set {
@@ -84,6 +94,9 @@ uint64_t hwc_cpu_hz(void);
 /* Can this attr be opened for the calling thread? 0 or -errno. The lists and hwc_parse ask
  * through this pointer, which tests may replace. */
 extern int (*hwc_probe)(const struct perf_event_attr *attr);
+
+/* The file holding the IBS op PMU's perf type; tests may point it elsewhere. */
+extern const char *hwc_ibs_op_type_path;
 
 /* Prints the lists described above to out. */
 void hwc_print_lists(FILE *out);

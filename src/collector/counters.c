@@ -9,12 +9,14 @@
 
 #include <errno.h>
 #include <link.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "ctrmref.h"
 #include "maps.h"
 #include "mref.h"
 #include "perfev.h"
@@ -35,6 +37,8 @@ typedef struct ctr {
     char metric[64], name[128];
     int ok;           /* opened by the probe: collected */
     int excl_kernel;  /* the kernel refused kernel-mode counting */
+    unsigned precise; /* the precise_ip its events have (the driver's, or lower where the kernel
+                         refused it) */
     uint64_t samples, events, counted, enabled, running, throttled, lost, dropped;
     uint64_t own; /* the collector's: page faults of the kernel writing the handler's signal
                      frame, and events of the profiling handler's own work */
@@ -143,6 +147,7 @@ int counters_decode(const char *v, char *why, size_t cap)
         c->hz = x[9];
         c->prog_dev = x[10];
         c->prog_ino = x[11];
+        c->precise = (c->flags & EXP_CSET_PRECISE) >> EXP_CSET_PRECISE_SHIFT;
         if (!c->interval) {
             say(why, cap, "counters: an interval of 0");
             return -1;
@@ -183,6 +188,12 @@ static int precise_ip(const ctr_t *c)
     return is_fault(c) || c->type == PERF_TYPE_BREAKPOINT;
 }
 
+/* What its samples say of their memory reference (ctrmref.h). */
+static enum ctrm_kind mref_kind(const ctr_t *c)
+{
+    return ctrm_kind(c->type, c->config, (c->flags & EXP_CSET_IBS) != 0, c->precise);
+}
+
 static void make_attr(const ctr_t *c, int excl_kernel, struct perf_event_attr *a)
 {
     memset(a, 0, sizeof *a);
@@ -198,11 +209,13 @@ static void make_attr(const ctr_t *c, int excl_kernel, struct perf_event_attr *a
     }
     a->sample_period = c->interval;
     a->sample_type = PERF_SAMPLE_IP | ((c->flags & EXP_CSET_DATA) || is_fault(c) ? PERF_SAMPLE_ADDR : 0);
+    /* (the driver's precise_ip and IBS come with '+' only, and so with PERF_SAMPLE_ADDR) */
     a->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
     a->wakeup_events = 1;
     a->disabled = 1;
     a->exclude_hv = 1;
     a->exclude_kernel = excl_kernel ? 1 : 0;
+    a->precise_ip = c->precise & 3;
 }
 
 static void counters_settings(coll_proc_t *p)
@@ -321,6 +334,52 @@ static int same_program(const ctr_t *c)
            (uint64_t)st.st_dev == c->prog_dev && (uint64_t)st.st_ino == c->prog_ino;
 }
 
+/* perfev_probe, which a test run makes refuse precise sampling (TALLY_TEST_REFUSE_PRECISE=1, as
+ * a kernel without PEBS answers) to exercise the fallback below. */
+static int probe(const struct perf_event_attr *a)
+{
+    static int refuse = -1;
+    if (refuse < 0) {
+        const char *e = getenv("TALLY_TEST_REFUSE_PRECISE");
+        refuse = e && e[0] == '1';
+    }
+    if (refuse && a->precise_ip)
+        return -EOPNOTSUPP;
+    return perfev_probe(a);
+}
+
+/* Probes c, and where the kernel refuses its precise sampling (EOPNOTSUPP: above the PMU's; EINVAL:
+ * not for this event) lower levels down to none, saying so. 0 or -errno. */
+static int probe_counter(ctr_t *c, int excl_kernel)
+{
+    struct perf_event_attr a;
+    unsigned want = c->precise;
+    make_attr(c, excl_kernel, &a);
+    int rc = probe(&a);
+    while (c->precise && (rc == -EOPNOTSUPP || rc == -EINVAL)) {
+        c->precise--;
+        make_attr(c, excl_kernel, &a);
+        rc = probe(&a);
+    }
+    if (rc == 0 && c->precise < want) {
+        char msg[512];
+        size_t n = 0;
+        append(msg, sizeof msg, &n, "counter ");
+        append(msg, sizeof msg, &n, c->name);
+        append(msg, sizeof msg, &n, c->precise ? ": the kernel refuses precise sampling at the "
+                                                 "level asked; a lower one is used"
+                                               : ": the kernel refuses precise sampling; it is "
+                                                 "sampled without it");
+        if (mref_kind(c) == CTRM_BACKTRACK)
+            append(msg, sizeof msg, &n, " and its data addresses are backtracked from the "
+                                        "interrupted instruction");
+        coll_warn(msg);
+    } else if (rc) {
+        c->precise = want;
+    }
+    return rc;
+}
+
 static int counters_proc_init(coll_proc_t *p)
 {
     page_size = (size_t)sysconf(_SC_PAGESIZE);
@@ -356,12 +415,9 @@ static int counters_proc_init(coll_proc_t *p)
             c->bp_addr += bias;
             c->flags &= ~(unsigned)EXP_CSET_BP_EXE; /* a fork child inherits the address */
         }
-        struct perf_event_attr a;
-        make_attr(c, 0, &a);
-        int rc = perfev_probe(&a);
+        int rc = probe_counter(c, 0);
         if (rc == -EACCES || rc == -EPERM) {
-            make_attr(c, 1, &a);
-            rc = perfev_probe(&a);
+            rc = probe_counter(c, 1);
             c->excl_kernel = rc == 0;
         }
         c->ok = rc == 0;
@@ -431,6 +487,13 @@ static void counters_log_decl(const coll_proc_t *p)
         }
         exp_line_u64(&l, EXP_KEY_INTERVAL, c->interval);
         exp_line_u64(&l, EXP_KEY_DATA, (c->flags & EXP_CSET_DATA) ? 1 : 0);
+        if (c->flags & EXP_CSET_DATA) {
+            enum ctrm_kind k = mref_kind(c);
+            exp_line_u64(&l, EXP_KEY_PRECISE, c->precise);
+            exp_line_str(&l, EXP_KEY_SAMPLED, k == CTRM_EXACT   ? "exact"
+                                              : k == CTRM_AFTER ? "after"
+                                                                : "backtracked");
+        }
         exp_line_u64(&l, EXP_KEY_KERNEL, c->excl_kernel ? 0 : 1);
         if (c->flags & EXP_CSET_NPR)
             exp_line_u64(&l, EXP_KEY_PROGRAM, 0);
@@ -636,16 +699,17 @@ static void counters_on_overflow(coll_proc_t *p, coll_thread_t *t, const siginfo
              * access), else the interrupted context for backtracking */
             uint64_t addr = perfev_rec_u64(&r, sizeof(struct perf_event_header) + 8);
             exp_memref_t m;
-            if (addr && user) {
+            int mf = ctrm_flags(mref_kind(c), user, addr);
+            if (mf >= 0) {
                 /* the registers too when they are the sampled PC's (the thread is still there):
                  * the frame's CFA, and so its stack variables, and the thread pointer */
                 if (ip == (uint64_t)uc->uc_mcontext.gregs[REG_RIP])
                     mref_from_ucontext(uc, (uint32_t)i + 1, &m);
                 else
                     memset(&m, 0, sizeof m), m.source = (uint32_t)i + 1;
-                m.flags |= EXP_MREF_EA | (is_fault(c) ? EXP_MREF_TRIGGER : 0);
+                m.flags |= (uint32_t)mf;
                 m.pc = ip;
-                m.ea = addr;
+                m.ea = (mf & EXP_MREF_EA) ? addr : 0;
             } else {
                 mref_from_ucontext(uc, (uint32_t)i + 1, &m);
             }

@@ -183,6 +183,8 @@
 #define EXP_KEY_BP_TYPE "bp_type"
 #define EXP_KEY_INTERVAL "interval"
 #define EXP_KEY_DATA "data"
+#define EXP_KEY_PRECISE "precise" /* COUNTER: the precise_ip its samples were taken with */
+#define EXP_KEY_SAMPLED "sampled" /* COUNTER: how its data addresses are had (counters.c) */
 #define EXP_KEY_KERNEL "kernel"
 #define EXP_KEY_PROGRAM "program"
 #define EXP_KEY_EVENTS "events"

@@ -46,7 +46,11 @@ enum exp_counter_set_flags {
     EXP_CSET_BP_EXE = 4,  /* breakpoint address relative to the main program's load bias */
     EXP_CSET_CYCLES = 8,  /* counts CPU cycles: shown as time at the CPUs' frequency (hz) */
     EXP_CSET_TIME = 16,   /* counts ns (task-clock): shown as time */
+    EXP_CSET_PRECISE = 32 | 64, /* precise_ip to ask for (0-3, these two bits): the sample's IP
+                                   and data address are the hardware's (Intel PEBS) */
+    EXP_CSET_IBS = 128,   /* an AMD IBS op event: its sample's IP and data address are the op's */
 };
+#define EXP_CSET_PRECISE_SHIFT 5
 
 enum exp_sync_mode { EXP_SYNC_OFF = 0, EXP_SYNC_CALIBRATE = 1, EXP_SYNC_THRESHOLD = 2 };
 

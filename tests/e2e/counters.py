@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sys
+from urllib.parse import unquote
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import *  # noqa
@@ -445,5 +446,43 @@ if decl:
 else:  # system-wide counting not permitted: said, not silent
     check(any("cannot count on any CPU" in w for w in warn),
           "cs-all not collected and no warning says why: %r" % warn)
+
+# ---- precise sampling refused: the collector falls back and says so -------------------------
+# No PMU here: the collector is given page faults with precise_ip 1 asked (flags 1 '+' and 32,
+# as src/cli/hwc.c encodes a PEBS event's level) directly. The kernel accepts precise_ip on a
+# software event; TALLY_TEST_REFUSE_PRECISE=1 makes the collector's probe refuse it as a kernel
+# without PEBS refuses it on a hardware event (EOPNOTSUPP).
+for refuse in ("0", "1"):
+    exp = os.path.join(d, "precise%s.tally" % refuse)
+    os.makedirs(exp)
+    env = dict(os.environ)
+    env.update({"T_SETTINGS": "d=%s,p=0,h=1:2:0:0:0:0:0:10:33:0:0:0:page-faults:page-faults" % exp,
+                "T_PRELOAD": LIB, "TALLY_TEST_REFUSE_PRECISE": refuse})
+    p = run(["sh", "-c", script, "sh", WLC, "faults", "30", "20", "15", "10"], env=env, expect=0)
+    decl = [f for _, f in log_records(exp, "counter")]
+    warn = [unquote(f.get("what", "")) for _, f in log_records(exp, "warning")]
+    check(len(decl) == 1 and decl[0].get("data") == "1", "precise%s: counter records %r" %
+          (refuse, decl))
+    refused_w = [w for w in warn if "refuses precise sampling" in w]
+    if refuse == "1":
+        check(decl[0].get("precise") == "0" and refused_w,
+              "precise sampling refused: not lowered to 0 with a warning: %r %r" % (decl, warn))
+    else:
+        check(decl[0].get("precise") == "1" and not refused_w,
+              "precise sampling accepted: %r %r" % (decl, warn))
+    # a page fault's sample is the instruction and its address either way
+    check(decl[0].get("sampled") == "exact", "page faults not sampled exact: %r" % decl)
+
+# ---- an option's value that looks like the program ------------------------------------------
+p = run([TALLY, "collect", "-d", d, "-o", "swallow", "-h", WLC])
+check(p.returncode == 2 and "'-h' takes a counter list" in p.stderr and
+      "no program is left to run" in p.stderr and
+      ("did you mean 'tally collect -h <counters> %s'" % WLC) in p.stderr and
+      "no program to run;" not in p.stderr, "-h PROGRAM:\n%s" % p.stderr)
+p = run([TALLY, "collect", "-d", d, "-o", "swallow", "-h", WLC, "faults", "1"])
+check(p.returncode == 2 and "'-h' takes a counter list" in p.stderr and
+      ("did you mean 'tally collect -h <counters> %s ...'" % WLC) in p.stderr,
+      "-h PROGRAM ARGS:\n%s" % p.stderr)
+check(not os.path.exists(os.path.join(d, "swallow.tally")), "-h PROGRAM made an experiment")
 
 done(d)

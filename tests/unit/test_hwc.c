@@ -8,7 +8,10 @@
  * that accepts everything (a machine with a PMU) or refuses hardware events with ENOENT (this
  * machine, as the kernel answers here). The expected codes are the CPUs' documented event
  * selects and unit masks: MEM_LOAD_RETIRED.L1_MISS is event 0xd1 umask 0x08 on Skylake and Ice
- * Lake; RETIRED_INSTRUCTIONS 0xc0 and LS_DISPATCH.LD_DISPATCH 0x29 umask 0x01 on Zen 3 and 4.
+ * Lake; RETIRED_INSTRUCTIONS 0xc0 and LS_DISPATCH.LD_DISPATCH 0x29 umask 0x01 on Zen 2, 3 and 4.
+ * Precise sampling (PEBS: MEM_LOAD_RETIRED and INST_RETIRED have it, L2_RQSTS not) and IBS op are
+ * checked by the attr the probe is given; the kernel refusing precise sampling by a probe that
+ * answers EOPNOTSUPP above a level, as a kernel does above its PMU's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -40,6 +43,146 @@ static int probe_nopmu(const struct perf_event_attr *a)
 }
 
 static char self[4096];
+
+/* The last attr probed, and the highest precise_ip the fake kernel accepts (-1: any). */
+static struct perf_event_attr probed;
+static int max_precise = -1;
+static int probe_precise(const struct perf_event_attr *a)
+{
+    probed = *a;
+    return max_precise >= 0 && a->precise_ip > (unsigned)max_precise ? -EOPNOTSUPP : 0;
+}
+
+static hwc_counter_t one(const char *arg);
+static void expect_error(const char *arg, const char *part);
+
+/* The flags field of the first counter of the encoded setting (type:config:...:flags:...). */
+static unsigned encoded_flags(const hwc_counter_t *c)
+{
+    hwc_set_t s = { .n = 1 };
+    s.c[0] = *c;
+    char buf[1024];
+    assert_true(hwc_encode(&s, 0, buf, sizeof buf) > 0);
+    const char *p = buf;
+    for (int i = 0; i < 8; i++)
+        p = strchr(p, ':') + 1;
+    return (unsigned)strtoul(p, NULL, 10);
+}
+
+static void precise_sampling(void **st)
+{
+    (void)st;
+    hwc_probe = probe_precise;
+    max_precise = -1;
+    if (intel) {
+        /* '+' on a PEBS event: precise_ip 2, with the data address sampled */
+        hwc_counter_t c = one("+MEM_LOAD_RETIRED:L1_MISS");
+        assert_int_equal(c.attr.config, 0x8d1);
+        assert_int_equal(c.attr.precise_ip, 2);
+        assert_int_equal(probed.precise_ip, 2);
+        assert_true(probed.sample_type & PERF_SAMPLE_ADDR);
+        assert_true(probed.sample_type & PERF_SAMPLE_IP);
+        assert_int_equal((c.flags & HWC_PRECISE) >> EXP_CSET_PRECISE_SHIFT, 2);
+        assert_int_equal(encoded_flags(&c), c.flags);
+        assert_string_equal(c.note, "");
+        c = one("+MEM_INST_RETIRED.ALL_LOADS,hi");
+        assert_int_equal(c.attr.config, 0x81d0);
+        assert_int_equal(c.attr.precise_ip, 2);
+        /* without '+': no precise sampling, no data address */
+        c = one("MEM_LOAD_RETIRED:L1_MISS");
+        assert_int_equal(c.attr.precise_ip, 0);
+        assert_false(probed.sample_type & PERF_SAMPLE_ADDR);
+        assert_int_equal(c.flags & HWC_PRECISE, 0);
+        /* a unit mask without PEBS, a generic event: backtracked */
+        c = one("+L2_RQSTS:DEMAND_DATA_RD_MISS");
+        assert_int_equal(c.attr.precise_ip, 0);
+        assert_true(probed.sample_type & PERF_SAMPLE_ADDR);
+        c = one("+l2-load-misses");
+        assert_int_equal(c.attr.precise_ip, 0);
+        c = one("+cycles");
+        assert_int_equal(c.attr.precise_ip, 0);
+        /* libpfm4's precise= with '+': as asked */
+        c = one("+INST_RETIRED:ANY_P:precise=1");
+        assert_int_equal(c.attr.precise_ip, 1);
+        assert_int_equal((c.flags & HWC_PRECISE) >> EXP_CSET_PRECISE_SHIFT, 1);
+        c = one("+MEM_LOAD_RETIRED:L1_MISS:precise=3");
+        assert_int_equal(c.attr.precise_ip, 3);
+        expect_error("+L2_RQSTS:DEMAND_DATA_RD_MISS:precise=1", "unknown counter");
+        /* a kernel whose PMU has level 1 only: 1, said */
+        max_precise = 1;
+        c = one("+MEM_LOAD_RETIRED:L1_MISS");
+        assert_int_equal(c.attr.precise_ip, 1);
+        assert_int_equal((c.flags & HWC_PRECISE) >> EXP_CSET_PRECISE_SHIFT, 1);
+        assert_non_null(strstr(c.note, "level 1 is used"));
+        /* no precise sampling at all (no PEBS): the event without it, backtracked, said */
+        max_precise = 0;
+        c = one("+MEM_LOAD_RETIRED:L1_MISS");
+        assert_int_equal(c.attr.precise_ip, 0);
+        assert_int_equal(probed.precise_ip, 0);
+        assert_true(probed.sample_type & PERF_SAMPLE_ADDR);
+        assert_int_equal(c.flags & HWC_PRECISE, 0);
+        assert_int_equal(encoded_flags(&c) & HWC_PRECISE, 0);
+        assert_non_null(strstr(c.note, "refuses precise sampling"));
+        assert_non_null(strstr(c.note, "backtracked"));
+        c = one("+INST_RETIRED:ANY_P:precise=2");
+        assert_int_equal(c.attr.precise_ip, 0);
+        assert_non_null(strstr(c.note, "level 2 asked"));
+        max_precise = -1;
+    }
+    if (amd) {
+        /* no PEBS: libpfm4 marks no core event precise; backtracked */
+        hwc_counter_t c = one("+LS_DISPATCH:LD_DISPATCH");
+        assert_int_equal(c.attr.precise_ip, 0);
+        assert_int_equal(c.flags & HWC_PRECISE, 0);
+        assert_true(probed.sample_type & PERF_SAMPLE_ADDR);
+        expect_error("+RETIRED_INSTRUCTIONS:precise=1", "unknown counter");
+    }
+}
+
+/* ibs_op: AMD's IBS op PMU, its type read from sysfs (here a file the test writes), config 0 */
+static void ibs_op(void **st)
+{
+    (void)st;
+    hwc_probe = probe_precise;
+    max_precise = -1;
+    char dir[] = "/tmp/tally-ibs-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/type", dir);
+    const char *real = hwc_ibs_op_type_path;
+    hwc_ibs_op_type_path = path;
+    /* absent, as on this machine and on any Intel CPU: refused, saying why */
+    expect_error("+ibs_op", "does not expose");
+    expect_error("ibs_op", path);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("11\n", f);
+    fclose(f);
+    hwc_counter_t c = one("+ibs_op");
+    assert_int_equal(c.attr.type, 11);
+    assert_int_equal(c.attr.config, 0);
+    assert_int_equal(c.attr.precise_ip, 0);
+    assert_int_equal(c.interval, 100000);
+    assert_true(c.flags & HWC_IBS);
+    assert_true(c.flags & HWC_DATA);
+    assert_int_equal(probed.type, 11);
+    assert_int_equal(probed.sample_period, 100000);
+    assert_true(probed.sample_type & PERF_SAMPLE_ADDR);
+    assert_int_equal(encoded_flags(&c), c.flags);
+    assert_string_equal(c.metric, "ibs_op");
+    c = one("+IBS_OP,hi");
+    assert_int_equal(c.interval, 10000);
+    c = one("+ibs_op,4096");
+    assert_int_equal(c.interval, 4096);
+    expect_error("+ibs_op,1000", "multiple of 16 (e.g. 992)");
+    expect_error("+ibs_op,8", "multiple of 16 (e.g. 16)");
+    f = fopen(path, "w");
+    fputs("none\n", f);
+    fclose(f);
+    expect_error("+ibs_op", "not a number");
+    unlink(path);
+    rmdir(dir);
+    hwc_ibs_op_type_path = real;
+}
 
 static int first_bias(struct dl_phdr_info *i, size_t sz, void *out)
 {
@@ -174,7 +317,7 @@ static void libpfm_events(void **st)
         expect_error("RETIRED_INSTRUCTIONS", model); /* an AMD event: unknown, the CPU named */
         /* libpfm4's modifiers that would set fields tally does not pass on are refused, not
          * dropped; u (user mode, libpfm4's default here) is taken */
-        expect_error("INST_RETIRED:ANY_P:precise=2", "modifier precise=");
+        expect_error("INST_RETIRED:ANY_P:precise=2", "give it with '+'");
         expect_error("MEM_LOAD_RETIRED:L1_MISS:period=5000", "modifier period=");
         expect_error("INST_RETIRED:ANY_P:k", "modifier k (kernel only");
         expect_error("INST_RETIRED:ANY_P:excl", "modifier excl");
@@ -372,14 +515,15 @@ int main(void)
         return 77;
     }
     intel = !strcmp(model, "skl") || !strcmp(model, "icl");
-    amd = !strncmp(model, "amd64_fam19h", 12);
+    amd = !strncmp(model, "amd64_fam19h", 12) || !strncmp(model, "amd64_fam17h", 12);
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     self[n > 0 ? n : 0] = 0;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(aliases_and_software), cmocka_unit_test(raw_codes),
         cmocka_unit_test(libpfm_events),       cmocka_unit_test(breakpoints),
         cmocka_unit_test(several_and_errors),  cmocka_unit_test(list_with_pmu),
-        cmocka_unit_test(list_without_pmu),
+        cmocka_unit_test(list_without_pmu),     cmocka_unit_test(precise_sampling),
+        cmocka_unit_test(ibs_op),
     };
     return cmocka_run_group_tests_name(model, tests, NULL, NULL);
 }

@@ -4,7 +4,10 @@
  * around the end of the data area, free-running offsets past 2^32, a record longer than the copy
  * (skipped whole), a partial header at the head (left for later), malformed sizes (reading stops,
  * nothing is read past head), and begin/end on a mapped-page image (data_tail given back up to the
- * head seen).
+ * head seen). Then the counters' handler's decision on a sample read so (collector/ctrmref.h): a
+ * precise sample (PEBS at precise_ip 2, IBS op, a page fault) is a MEMREF whose trigger is the
+ * sampled IP and whose EA is the sampled ADDR; PEBS at precise_ip 1 and breakpoints give the EA
+ * with the IP after the reference; other counters, samples of the kernel, are backtracked.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -16,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "collector/ctrmref.h"
 #include "collector/perfev.h"
 
 #define DSIZE 256 /* data area of the crafted rings: a power of two */
@@ -245,13 +249,91 @@ static void test_begin_end(void **state)
     free(m);
 }
 
+/* A PERF_RECORD_SAMPLE with PERF_SAMPLE_IP | PERF_SAMPLE_ADDR at off; returns its size. */
+static uint64_t put_sample_addr(uint8_t *data, uint64_t off, uint16_t misc, uint64_t ip,
+                                uint64_t addr)
+{
+    struct perf_event_header h = { PERF_RECORD_SAMPLE, misc, 24 };
+    put(data, off, &h, sizeof h);
+    put(data, off + 8, &ip, 8);
+    put(data, off + 16, &addr, 8);
+    return 24;
+}
+
+/* The flags the handler gives the MEMREF of the next sample of the ring, read as it reads it
+ * (the IP at 8, the ADDR at 16); *pc: the sampled IP. */
+static int next_flags(perfev_cursor_t *c, enum ctrm_kind kind, uint64_t *pc, uint64_t *ea)
+{
+    perfev_rec_t r;
+    memset(&r, 0, sizeof r);
+    assert_int_equal(perfev_ring_next(c, &r), 1);
+    *pc = perfev_rec_u64(&r, sizeof(struct perf_event_header));
+    *ea = perfev_rec_u64(&r, sizeof(struct perf_event_header) + 8);
+    int user = (r.h.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER;
+    return ctrm_flags(kind, user, *ea);
+}
+
+static void test_precise_sample_memref(void **state)
+{
+    (void)state;
+    /* the kinds of the counters */
+    const uint64_t loads = 0x81d0; /* MEM_INST_RETIRED.ALL_LOADS, a PEBS event */
+    assert_int_equal(ctrm_kind(PERF_TYPE_RAW, loads, 0, 2), CTRM_EXACT);
+    assert_int_equal(ctrm_kind(PERF_TYPE_RAW, loads, 0, 3), CTRM_EXACT);
+    assert_int_equal(ctrm_kind(PERF_TYPE_RAW, loads, 0, 1), CTRM_AFTER);
+    assert_int_equal(ctrm_kind(PERF_TYPE_RAW, loads, 0, 0), CTRM_BACKTRACK);
+    assert_int_equal(ctrm_kind(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, 0),
+                     CTRM_BACKTRACK);
+    assert_int_equal(ctrm_kind(11, 0, 1, 0), CTRM_EXACT); /* IBS op, a dynamic PMU type */
+    assert_int_equal(ctrm_kind(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MIN, 0, 0),
+                     CTRM_EXACT);
+    assert_int_equal(ctrm_kind(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, 0, 0),
+                     CTRM_BACKTRACK);
+    assert_int_equal(ctrm_kind(PERF_TYPE_BREAKPOINT, 0, 0, 0), CTRM_AFTER);
+
+    /* samples as the kernel writes them, wrapping around the end of the ring */
+    uint8_t data[DSIZE];
+    memset(data, 0, sizeof data);
+    uint64_t tail = (1ull << 33) + DSIZE - 20, off = tail;
+    off += put_sample_addr(data, off, PERF_RECORD_MISC_USER, 0x401234, 0x7ffd1000);
+    off += put_sample_addr(data, off, PERF_RECORD_MISC_USER, 0x401240, 0);
+    off += put_sample_addr(data, off, PERF_RECORD_MISC_KERNEL, 0xffffffff81000000ull, 0x601000);
+    perfev_cursor_t c;
+    cursor(&c, data, tail, off);
+    uint64_t pc, ea;
+    /* precise: the trigger at the sampled IP, its EA the sampled address */
+    int f = next_flags(&c, ctrm_kind(PERF_TYPE_RAW, loads, 0, 2), &pc, &ea);
+    assert_int_equal(f, EXP_MREF_EA | EXP_MREF_TRIGGER);
+    assert_true(pc == 0x401234 && ea == 0x7ffd1000);
+    /* an op without a data address (IBS: not a load or store): the trigger, no EA, so the
+     * analyzer says why (not a memory-referencing instruction) instead of backtracking */
+    f = next_flags(&c, ctrm_kind(11, 0, 1, 0), &pc, &ea);
+    assert_int_equal(f, EXP_MREF_TRIGGER);
+    assert_true(pc == 0x401240);
+    /* a sample of the kernel: backtracked from the program's interrupted context */
+    f = next_flags(&c, ctrm_kind(PERF_TYPE_RAW, loads, 0, 2), &pc, &ea);
+    assert_int_equal(f, -1);
+    assert_int_equal(perfev_ring_next(&c, &(perfev_rec_t){ 0 }), 0);
+    /* the same first sample for the other kinds */
+    cursor(&c, data, tail, off);
+    assert_int_equal(next_flags(&c, ctrm_kind(PERF_TYPE_RAW, loads, 0, 1), &pc, &ea),
+                     EXP_MREF_EA);
+    cursor(&c, data, tail, off);
+    assert_int_equal(next_flags(&c, ctrm_kind(PERF_TYPE_RAW, loads, 0, 0), &pc, &ea), -1);
+    cursor(&c, data, tail, off);
+    assert_int_equal(next_flags(&c, ctrm_kind(PERF_TYPE_BREAKPOINT, 0, 0, 0), &pc, &ea),
+                     EXP_MREF_EA);
+    /* a breakpoint or precise_ip 1 sample without an address: backtracked */
+    assert_int_equal(next_flags(&c, ctrm_kind(PERF_TYPE_RAW, loads, 0, 1), &pc, &ea), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records_in_order), cmocka_unit_test(test_empty_ring),
         cmocka_unit_test(test_wrap_around),      cmocka_unit_test(test_partial_header),
         cmocka_unit_test(test_malformed_sizes),  cmocka_unit_test(test_long_record),
-        cmocka_unit_test(test_begin_end),
+        cmocka_unit_test(test_begin_end),        cmocka_unit_test(test_precise_sample_memref),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
