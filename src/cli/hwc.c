@@ -155,9 +155,13 @@ static int probe_real(const struct perf_event_attr *attr)
 
 int (*hwc_probe)(const struct perf_event_attr *attr) = probe_real;
 
-/* 0 when attr opens, with the kernel counted or (where that is not permitted) without. */
-static int probe_any(struct perf_event_attr a)
+/* 0 when attr opens, with the kernel counted or (where that is not permitted) without. IBS
+ * (ibs): no exclude_ flag at all, which its PMUs refuse (PERF_PMU_CAP_NO_EXCLUDE), as the
+ * collector opens it. */
+static int probe_pmu(struct perf_event_attr a, int ibs)
 {
+    if (ibs)
+        return hwc_probe(&a);
     a.exclude_hv = 1;
     int rc = hwc_probe(&a);
     if (rc == -EACCES || rc == -EPERM) {
@@ -165,6 +169,11 @@ static int probe_any(struct perf_event_attr a)
         rc = hwc_probe(&a);
     }
     return rc;
+}
+
+static int probe_any(struct perf_event_attr a)
+{
+    return probe_pmu(a, 0);
 }
 
 static int pfm_ready(void)
@@ -713,13 +722,14 @@ int hwc_parse(const char *arg, const char *program, hwc_set_t *set, char *why, s
         a.size = sizeof a;
         a.sample_period = c->interval;
         a.sample_type = PERF_SAMPLE_IP | ((c->flags & HWC_DATA) ? PERF_SAMPLE_ADDR : 0);
-        int p = probe_any(a);
+        int ibs = (c->flags & HWC_IBS) != 0;
+        int p = probe_pmu(a, ibs);
         /* precise sampling the kernel refuses (EOPNOTSUPP: above what this PMU has; EINVAL:
          * not for this event): a lower level, else none, and the user told */
         unsigned want = a.precise_ip;
         while (a.precise_ip && (p == -EOPNOTSUPP || p == -EINVAL)) {
             a.precise_ip--;
-            p = probe_any(a);
+            p = probe_pmu(a, ibs);
         }
         if (want && !p && a.precise_ip < want)
             snprintf(c->note, sizeof c->note, a.precise_ip

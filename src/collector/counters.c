@@ -215,6 +215,13 @@ static void make_attr(const ctr_t *c, int excl_kernel, struct perf_event_attr *a
     a->disabled = 1;
     a->exclude_hv = 1;
     a->exclude_kernel = excl_kernel ? 1 : 0;
+    if (c->flags & EXP_CSET_IBS) {
+        /* the IBS PMUs refuse every exclude_ flag (EINVAL: PERF_PMU_CAP_NO_EXCLUDE up to Linux
+         * 6.13, and later without a software filter in config2): ops tagged in kernel mode are
+         * sampled too, and charged as a kernel-mode sample of any counter is */
+        a->exclude_hv = 0;
+        a->exclude_kernel = 0;
+    }
     a->precise_ip = c->precise & 3;
 }
 

@@ -50,6 +50,9 @@ static int max_precise = -1;
 static int probe_precise(const struct perf_event_attr *a)
 {
     probed = *a;
+    /* (type 11: the IBS op PMU of ibs_op below, which refuses every exclude_ flag) */
+    if (a->type == 11 && (a->exclude_hv || a->exclude_kernel || a->exclude_user))
+        return -EINVAL;
     return max_precise >= 0 && a->precise_ip > (unsigned)max_precise ? -EOPNOTSUPP : 0;
 }
 
@@ -165,6 +168,8 @@ static void ibs_op(void **st)
     assert_true(c.flags & HWC_IBS);
     assert_true(c.flags & HWC_DATA);
     assert_int_equal(probed.type, 11);
+    assert_int_equal(probed.exclude_hv, 0); /* probed as the collector opens it */
+    assert_int_equal(probed.exclude_kernel, 0);
     assert_int_equal(probed.sample_period, 100000);
     assert_true(probed.sample_type & PERF_SAMPLE_ADDR);
     assert_int_equal(encoded_flags(&c), c.flags);
