@@ -179,6 +179,36 @@ def check_pprof_inlines(d):
               (path, bid, loads.get(path)))
 
 
+def check_pprof_period(out, exp):
+    """Every sample carries the clock interval of the log's settings as the numeric label
+    period, in nanoseconds (-raw prints it exactly; -tags shows its distribution)."""
+    interval = None
+    with open(os.path.join(exp, "log"), errors="replace") as f:
+        for line in f:
+            m = re.match(r"^settings .*?\bclock=(\S+)", line)
+            if m:
+                interval = m.group(1)
+                break
+    check(interval and interval.isdigit(), "log: settings clock=%r" % interval)
+    env = dict(os.environ, HOME=os.environ.get("HOME", "/tmp"))
+    raw = run(["go", "tool", "pprof", "-raw", out], expect=0, env=env).stdout
+    body = raw.split("\nSamples:\n", 1)[-1].split("\nLocations\n", 1)[0]
+    samples = re.findall(r"^\s+(?:-?\d+\s+)*-?\d+: [\d ]+$", body, flags=re.M)
+    periods = re.findall(r"\bperiod:\[(\d+) (\w+)\]", body)
+    check(samples and len(periods) == len(samples),
+          "pprof -raw: %d samples, %d period labels:\n%s" % (len(samples), len(periods),
+                                                            body[:2000]))
+    check(all(p == (interval, "nanoseconds") for p in periods),
+          "pprof -raw: period labels %r, the clock interval %s ns" % (set(periods), interval))
+    # -tags: "period: Total ..." then one value, the interval, for 100% of the samples' weight
+    tags = run(["go", "tool", "pprof", "-tags", out], expect=0, env=env).stdout
+    section = tags.split(" period: Total", 1)[-1].split("\n\n", 1)[0].strip().splitlines()
+    ms = "%gms" % (int(interval) / 1e6)
+    check(" period: Total" in tags and len(section) == 2 and
+          re.search(r"\(\s*100%\): " + re.escape(ms) + "$", section[1]),
+          "pprof -tags: not one period of %s for every sample:\n%s" % (ms, tags[:2000]))
+
+
 def test_pprof(d, exps):
     need("go")
     for exp in exps:
@@ -201,6 +231,7 @@ def test_pprof(d, exps):
             check(labels.get("tid") in tids and "thread" in labels,
                   "pprof -traces: a sample without its thread's labels: %r" % labels)
             by_tid[labels.get("tid")] += v
+        check_pprof_period(out, exp)
         if metrics[0] == "totalcpu":  # each thread's samples add up to its -thread_list value
             for t in threads:
                 check(same(by_tid[str(t["tid"])], t["totalcpu"], "s"),
