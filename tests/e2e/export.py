@@ -746,7 +746,76 @@ def check_chrome(path):
     return per_stack(stacks)
 
 
+def as_printed(ns):
+    """nanoseconds as print --json writes seconds (base/json: integral, else %.9g)"""
+    s = ns / 1e9
+    return float("%.0f" % s) if s == int(s) else float("%.9g" % s)
+
+
+def check_chrome_blocks(d):
+    """Profiled blocks with their timeline (collect --block-trace=on) as slices on a track per
+    thread, strictly nested (check_chrome), against print --json -blocks per thread and block:
+    slices equal calls, and the slices of a block not inside a slice of the same block (an
+    instance in a recursion counts once) add up to its inclusive time, to print's last digit.
+    wl_blocks timeline has a recursion, a longjmp past two stops, a thread that returns with
+    blocks open, a fork whose child exits with blocks open, and main open at exit."""
+    exp = collect(d, [os.path.join(WL, "wl_blocks"), "timeline"], opts=["--block-trace=on"],
+                  name="btl")
+    out = os.path.join(d, "trace-blocks.json")
+    export([exp], "chrome", out)
+    check_chrome(out)
+    with open(out) as f:
+        evs = json.load(f)["traceEvents"]
+    tracks = {}  # (pid, track tid) -> the thread's tid
+    for e in evs:
+        if e["ph"] == "M":
+            m = re.search(r"\(tid (\d+)\) profiled blocks$", e["args"]["name"])
+            if m:
+                tracks[(e["pid"], e["tid"])] = int(m.group(1))
+    got = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
+    opened = collections.defaultdict(list)
+    for e in evs:
+        key = (e["pid"], e["tid"])
+        if key not in tracks or e["ph"] not in ("B", "E"):
+            continue
+        thr = (e["pid"], tracks[key])
+        if e["ph"] == "B":
+            check(e.get("cat") == "block", "chrome: block slice without its category: %r" % e)
+            opened[key].append((e["name"], ns_of(e["ts"], e)))
+            got[thr][e["name"]][0] += 1
+        elif opened[key]:
+            name, t0 = opened[key].pop()
+            if name not in [n for n, _ in opened[key]]:  # the outermost instance of the block
+                got[thr][name][1] += ns_of(e["ts"], e) - t0
+    (bl,) = print_json(exp, "-blocks")
+    want = {(t["pid"], t["tid"]): {b["name"]: b for b in t["blocks"]} for t in bl["threads"]}
+    check(len(want) == 3 and set(got) == set(want),
+          "chrome block tracks of threads %r, print's threads with blocks %r" %
+          (sorted(got), sorted(want)))
+    names = set()
+    for thr, blocks in want.items():
+        check(set(got[thr]) == set(blocks), "chrome blocks of %r: %r, print %r" %
+              (thr, sorted(got[thr]), sorted(blocks)))
+        for name, b in blocks.items():
+            calls, incl = got[thr].get(name, (0, 0))
+            names.add(name)
+            check(calls == b["calls"], "chrome %r %s: %d slices, print's calls %d" %
+                  (thr, name, calls, b["calls"]))
+            check(as_printed(incl) == b["incl"], "chrome %r %s: slices %d ns, print's "
+                  "inclusive %r s" % (thr, name, incl, b["incl"]))
+    check({"main", "rec", "outer", "inner", "tiny", "tworker", "left_open", "child"} <= names,
+          "chrome: blocks %r" % sorted(names))
+    # without the timeline, no block slices (the profile alone has no times)
+    plain = collect(d, [os.path.join(WL, "wl_blocks"), "timeline"], name="bpl")
+    out = os.path.join(d, "trace-blocks-plain.json")
+    export([plain], "chrome", out)
+    with open(out) as f:
+        cats = {e.get("cat") for e in json.load(f)["traceEvents"]}
+    check("block" not in cats, "chrome: block slices without --block-trace")
+
+
 def test_chrome(d, exps):
+    check_chrome_blocks(d)
     rec, syn = exps
     for metric in ("totalcpu", "user"):  # samples laid out by a time metric
         out = os.path.join(d, "trace-%s.json" % metric)
