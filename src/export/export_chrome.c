@@ -28,6 +28,12 @@
  * next one's start (speedscope's importer, seeing the two overlap, counted the wait of another
  * thread on the main thread's track); an E's time stamp is the exact decimal of the next B's.
  *
+ * Thread states: every clock sample and state record of a thread is also a slice on its states
+ * track (tid 1500000000 + its number), named by its state (User CPU, System CPU, Wait CPU, User
+ * Lock, I/O Wait, Sleep; args.metric: the state's metric), laid out as the samples are (ending at
+ * its time stamp, never overlapping the previous one), consecutive slices of one state merged: a
+ * state's slices add up to the thread's value of its metric.
+ *
  * Profiled blocks recorded with their timeline (BLOCK records, collect --block-trace=on) are
  * slices on a third track of their thread (tid 2000000000 + k, k counting the threads with
  * blocks), entered and exited at their records' times: an exit ends the innermost open instance
@@ -55,12 +61,16 @@
 
 #define TRACED_TID 1000000000u
 #define BLOCKS_TID 2000000000u
+#define STATES_TID 1500000000u
 
 typedef struct ch_thread {
     uint64_t end;       /* where its last sample ended (ns since the run's start) */
     uint64_t nsamples;
     uint64_t trace_end; /* where its last traced call ended */
-    int named;
+    int named, states_named;
+    int st_metric;      /* the state slice not written yet (merged with the next one when it
+                           continues it): its state's metric, -1 none */
+    uint64_t st_start, st_end;
     char pre[48];       /* "{\"pid\":P,\"tid\":T,\"ts\":" of its samples */
     size_t npre;
 } ch_thread_t;
@@ -232,6 +242,91 @@ static void name_thread(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct)
     }
 }
 
+/* The state metrics of the clock states (EXP_STATE_*), and the names of their slices. */
+static const int state_metric[EXP_STATE_COUNT] = {
+    [EXP_STATE_USER] = ENG_M_USER, [EXP_STATE_SYSTEM] = ENG_M_SYSTEM,
+    [EXP_STATE_WAIT] = ENG_M_WAIT, [EXP_STATE_LOCK] = ENG_M_LOCK,
+    [EXP_STATE_IO] = ENG_M_IO,     [EXP_STATE_SLEEP] = ENG_M_SLEEP,
+};
+
+static const char *state_name(int metric)
+{
+    switch (metric) {
+    case ENG_M_USER: return "User CPU";
+    case ENG_M_SYSTEM: return "System CPU";
+    case ENG_M_WAIT: return "Wait CPU";
+    case ENG_M_LOCK: return "User Lock";
+    case ENG_M_IO: return "I/O Wait";
+    default: return "Sleep";
+    }
+}
+
+/* Writes thread t's pending state slice (B and E on its states track), if any. */
+static void state_flush(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct)
+{
+    if (ct->st_metric < 0)
+        return;
+    if (!ct->states_named) {
+        ct->states_named = 1;
+        char buf[300];
+        const char *name = t->info && t->info->name && *t->info->name ? t->info->name : NULL;
+        if (name)
+            snprintf(buf, sizeof buf, "%s (%u) states", name, t->tid);
+        else
+            snprintf(buf, sizeof buf, "thread %u states", t->number);
+        sep(c);
+        xb_str(&c->out, "{\"ph\":\"M\",\"pid\":");
+        xb_u64(&c->out, pid_of(c, t));
+        xb_str(&c->out, ",\"tid\":");
+        xb_u64(&c->out, STATES_TID + t->number);
+        xb_str(&c->out, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+        xb_json(&c->out, buf);
+        xb_str(&c->out, "}}");
+    }
+    const char *name = state_name(ct->st_metric);
+    for (int end = 0; end < 2; end++) {
+        sep(c);
+        xb_str(&c->out, end ? "{\"ph\":\"E\",\"pid\":" : "{\"ph\":\"B\",\"cat\":\"state\",\"pid\":");
+        xb_u64(&c->out, pid_of(c, t));
+        xb_str(&c->out, ",\"tid\":");
+        xb_u64(&c->out, STATES_TID + t->number);
+        xb_str(&c->out, ",\"ts\":");
+        put_ts(c, end ? ct->st_end : ct->st_start);
+        xb_str(&c->out, ",\"name\":");
+        xb_json(&c->out, name);
+        if (!end) {
+            xb_str(&c->out, ",\"args\":{\"metric\":");
+            xb_json(&c->out, eng_metric(c->s->eng, ct->st_metric)->name);
+            xb_char(&c->out, '}');
+        }
+        xb_char(&c->out, '}');
+    }
+    ct->st_metric = -1;
+}
+
+/* A clock or state record of thread t at ns: the time of its state (value v of the state's
+ * metric) laid out as the samples are (ending at its time stamp, never before the previous
+ * one's end), merged with the previous slice when it continues it in the same state. */
+static void state_slice(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct,
+                        const exp_event_t *ev, const uint64_t *v, uint64_t ns)
+{
+    int m = ev->state < EXP_STATE_COUNT ? state_metric[ev->state] : ENG_M_SLEEP;
+    uint64_t w = v[m];
+    if (!w)
+        return;
+    uint64_t start = ns > w ? ns - w : 0;
+    if (ct->st_end && start < ct->st_end)
+        start = ct->st_end;
+    if (ct->st_metric == m && start == ct->st_end) {
+        ct->st_end = start + w;
+        return;
+    }
+    state_flush(c, t, ct);
+    ct->st_metric = m;
+    ct->st_start = start;
+    ct->st_end = start + w;
+}
+
 static ch_thread_t *thread_of(ch_ctx_t *c, const eng_thread_t *t)
 {
     size_t i = t->number - 1;
@@ -243,6 +338,8 @@ static ch_thread_t *thread_of(ch_ctx_t *c, const eng_thread_t *t)
         if (!n)
             return NULL;
         memset(n + c->nth, 0, (nn - c->nth) * sizeof *n);
+        for (size_t k = c->nth; k < nn; k++)
+            n[k].st_metric = -1;
         c->th = n;
         c->nth = nn;
     }
@@ -329,6 +426,7 @@ static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_
     if (ev->type == EXP_REC_COUNTER)
         return counter(c, th, thread, ev, t);
     if (ev->type == EXP_REC_CLOCK) {
+        state_slice(c, th, ct, ev, v, t);
         uint64_t w = c->metric >= 0 ? v[c->metric] : 0;
         uint32_t sf;
         if (!w || ev->stack == EXP_NO_STACK)
@@ -737,9 +835,12 @@ int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
     rc = eng_foreach_event(s->eng, ch_event, &c, err);
     if (rc)
         goto done;
-    for (size_t i = 0; i < c.nth; i++) /* each thread's samples end with an idle record */
+    for (size_t i = 0; i < c.nth; i++) { /* each thread's samples end with an idle record */
         if (c.th[i].nsamples)
             sample(&c, eng_thread(s->eng, i), &c.th[i], 0, c.th[i].end);
+        if (i < eng_nthreads(s->eng))
+            state_flush(&c, eng_thread(s->eng, i), &c.th[i]);
+    }
     if (!c.sfirst)
         xb_str(&c.smp, "\n]");
     packets(&c);

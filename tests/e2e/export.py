@@ -814,6 +814,52 @@ def check_chrome_blocks(d):
     check("block" not in cats, "chrome: block slices without --block-trace")
 
 
+STATES = {"user": "User CPU", "system": "System CPU", "wait": "Wait CPU", "lock": "User Lock",
+          "iowait": "I/O Wait", "sleep": "Sleep"}
+
+
+def check_chrome_states(exp, out):
+    """Each thread's states track: slices named by the state (args.metric: its metric), nested
+    strictly (check_chrome ran), whose durations add up per thread and state to print's
+    exclusive <Total> of the state's metric for that thread alone (-thread_select)."""
+    with open(out) as f:
+        evs = json.load(f)["traceEvents"]
+    tracks = {}
+    for e in evs:
+        if e["ph"] == "M":
+            m = re.search(r" states$", e["args"]["name"])
+            if m:
+                tracks[(e["pid"], e["tid"])] = e["tid"] - 1500000000
+    got = collections.defaultdict(lambda: collections.defaultdict(int))
+    opened = {}
+    for e in evs:
+        key = (e["pid"], e["tid"])
+        if key not in tracks or e["ph"] not in ("B", "E"):
+            continue
+        if e["ph"] == "B":
+            metric = e.get("args", {}).get("metric")
+            check(e.get("cat") == "state" and STATES.get(metric) == e["name"],
+                  "chrome: state slice %r" % e)
+            opened[key] = (metric, ns_of(e["ts"], e))
+        else:
+            metric, t0 = opened.pop(key)
+            got[tracks[key]][metric] += ns_of(e["ts"], e) - t0
+    threads = print_json(exp, "-thread_list")[0]["threads"]
+    check(set(got) <= {t["number"] for t in threads} and got,
+          "chrome: states tracks of threads %r, print's %r" %
+          (sorted(got), [t["number"] for t in threads]))
+    metrics = ":".join("e." + m for m in STATES)
+    for t in threads:
+        (total,) = [r for r in print_json(exp, "-metrics", metrics, "-thread_select",
+                                          str(t["number"]), "-functions")[0]["rows"]
+                    if r["name"] == "<Total>"]
+        for m in STATES:
+            check(same(got[t["number"]].get(m, 0), total["e." + m], "s"),
+                  "chrome states of thread %d: %s %d ns, print %r s" %
+                  (t["number"], STATES[m], got[t["number"]].get(m, 0), total["e." + m]))
+    return got
+
+
 def test_chrome(d, exps):
     check_chrome_blocks(d)
     rec, syn = exps
@@ -821,10 +867,16 @@ def test_chrome(d, exps):
         out = os.path.join(d, "trace-%s.json" % metric)
         export([rec], "chrome", out, "-metrics", metric)
         compare("chrome", check_chrome(out), [rec], metric)
+        states = check_chrome_states(rec, out)
+        check(any(v.get("user") for v in states.values()),
+              "chrome: no User CPU slices for wl_recursion: %r" % dict(states))
     # traced calls on their own tracks: every sync wait a slice, nested strictly
     out = os.path.join(d, "trace-sync.json")
     export([syn], "chrome", out)
     check_chrome(out)
+    states = check_chrome_states(syn, out)
+    check(sum(v.get("lock", 0) for v in states.values()) > 0,
+          "chrome: no User Lock slices for wl_trace_sync: %r" % dict(states))
     with open(out) as f:
         evs = json.load(f)["traceEvents"]
     syncs = [e for e in evs if e.get("cat") == "sync" and e["ph"] in ("B", "i")]  # i: 0 ns
