@@ -63,6 +63,8 @@ static void pb_varint(pbuf_t *p, uint64_t v)
 
 static void pb_bytes_raw(pbuf_t *p, const void *d, size_t n)
 {
+    if (!n) /* (d may then be NULL: a buffer nothing was written to yet) */
+        return;
     pb_room(p, n);
     if (p->oom)
         return;
