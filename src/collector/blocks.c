@@ -30,6 +30,7 @@
 #include "experiment/blocksel.h"
 #include "threads.h"
 #include "trace.h"
+#include "tracefast.h"
 #include "experiment/logrec.h"
 
 /* ---- state --------------------------------------------------------------------------------- */
@@ -449,7 +450,7 @@ static void block_enter(uintptr_t key, const char *name, const char *group, uint
         uint64_t now[BS_MAXQ];
         read_now(t, now);
         if (bs_enter(&t->bs, id, now) == 0 && __builtin_expect(B.trace, 0))
-            trace_block(stamp(now), id, 0);
+            trace_block_inline(stamp(now), id, 0);
     }
     thr_leave(t);
 }
@@ -465,7 +466,7 @@ static void block_exit(uintptr_t key, const char *name, uint64_t fn)
         read_now(t, now);
         bs_exit(&t->bs, id, now);
         if (__builtin_expect(B.trace, 0))
-            trace_block(stamp(now), id, 1);
+            trace_block_inline(stamp(now), id, 1);
     }
     thr_leave(t);
 }
