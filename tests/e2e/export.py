@@ -752,16 +752,16 @@ def as_printed(ns):
     return float("%.0f" % s) if s == int(s) else float("%.9g" % s)
 
 
-def check_chrome_blocks(d):
+def check_chrome_blocks(d, prog, name, nthreads, expect):
     """Profiled blocks with their timeline (collect --block-trace=on) as slices on a track per
     thread, strictly nested (check_chrome), against print --json -blocks per thread and block:
     slices equal calls, and the slices of a block not inside a slice of the same block (an
     instance in a recursion counts once) add up to its inclusive time, to print's last digit.
     wl_blocks timeline has a recursion, a longjmp past two stops, a thread that returns with
-    blocks open, a fork whose child exits with blocks open, and main open at exit."""
-    exp = collect(d, [os.path.join(WL, "wl_blocks"), "timeline"], opts=["--block-trace=on"],
-                  name="btl")
-    out = os.path.join(d, "trace-blocks.json")
+    blocks open, a fork whose child exits with blocks open, and main open at exit;
+    wl_blocks_finstr every function a block (-finstrument-functions)."""
+    exp = collect(d, prog, opts=["--block-trace=on"], name=name)
+    out = os.path.join(d, "trace-%s.json" % name)
     export([exp], "chrome", out)
     check_chrome(out)
     with open(out) as f:
@@ -789,7 +789,7 @@ def check_chrome_blocks(d):
                 got[thr][name][1] += ns_of(e["ts"], e) - t0
     (bl,) = print_json(exp, "-blocks")
     want = {(t["pid"], t["tid"]): {b["name"]: b for b in t["blocks"]} for t in bl["threads"]}
-    check(len(want) == 3 and set(got) == set(want),
+    check(len(want) == nthreads and set(got) == set(want),
           "chrome block tracks of threads %r, print's threads with blocks %r" %
           (sorted(got), sorted(want)))
     names = set()
@@ -803,15 +803,7 @@ def check_chrome_blocks(d):
                   (thr, name, calls, b["calls"]))
             check(as_printed(incl) == b["incl"], "chrome %r %s: slices %d ns, print's "
                   "inclusive %r s" % (thr, name, incl, b["incl"]))
-    check({"main", "rec", "outer", "inner", "tiny", "tworker", "left_open", "child"} <= names,
-          "chrome: blocks %r" % sorted(names))
-    # without the timeline, no block slices (the profile alone has no times)
-    plain = collect(d, [os.path.join(WL, "wl_blocks"), "timeline"], name="bpl")
-    out = os.path.join(d, "trace-blocks-plain.json")
-    export([plain], "chrome", out)
-    with open(out) as f:
-        cats = {e.get("cat") for e in json.load(f)["traceEvents"]}
-    check("block" not in cats, "chrome: block slices without --block-trace")
+    check(expect <= names, "chrome: blocks %r, expected %r among them" % (sorted(names), expect))
 
 
 STATES = {"user": "User CPU", "system": "System CPU", "wait": "Wait CPU", "lock": "User Lock",
@@ -861,7 +853,17 @@ def check_chrome_states(exp, out):
 
 
 def test_chrome(d, exps):
-    check_chrome_blocks(d)
+    check_chrome_blocks(d, [os.path.join(WL, "wl_blocks"), "timeline"], "btl", 3,
+                        {"main", "rec", "outer", "inner", "tiny", "tworker", "left_open", "child"})
+    check_chrome_blocks(d, [os.path.join(WL, "wl_blocks_finstr")], "bfi", 1,
+                        {"main", "work", "helper", "leaf", "spin", "skip_a", "skip_b"})
+    # without the timeline, no block slices (the profile alone has no times)
+    plain = collect(d, [os.path.join(WL, "wl_blocks"), "timeline"], name="bpl")
+    out = os.path.join(d, "trace-blocks-plain.json")
+    export([plain], "chrome", out)
+    with open(out) as f:
+        cats = {e.get("cat") for e in json.load(f)["traceEvents"]}
+    check("block" not in cats, "chrome: block slices without --block-trace")
     rec, syn = exps
     for metric in ("totalcpu", "user"):  # samples laid out by a time metric
         out = os.path.join(d, "trace-%s.json" % metric)
