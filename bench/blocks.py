@@ -3,7 +3,8 @@
 -finstrument-functions build, every function a block; and tally_start/tally_stop from tally.h)
 next to uftrace (`uftrace record` of the -pg build) and gprof (the -pg build's mcount and its
 sampling), on one call-heavy program (bench/calls.c: a loop calling a five-instruction leaf), in
-one run; what the other quantities of blocks add (--block-metrics=wall,cpu: the thread's CPU
+one run; what the timeline of blocks adds (--block-trace=on: a BLOCK record at each entry and
+exit, and the bytes of events file per call); what the other quantities of blocks add (--block-metrics=wall,cpu: the thread's CPU
 clock; wall,page-faults: a counter, one read(2) of the thread's counter group per entry and per
 exit, run with a tenth of the calls); and what a monitor point with 100 blocks on the stack
 costs.
@@ -85,6 +86,9 @@ ways = [
     ("tally_api", "tally collect -p off, tally_start/tally_stop build",
      lambda: [tally, "collect", "-p", "off", "-A", "off", "-d", tmp, "-o", out_dir(), exe["_api"], "loop",
               N]),
+    ("tally_finstr_trace", "tally collect -p off --block-trace=on, -finstrument-functions build",
+     lambda: [tally, "collect", "-p", "off", "-A", "off", "--block-trace=on", "-d", tmp, "-o",
+              out_dir(), exe["_finstr"], "loop", N]),
     ("tally_finstr_cpu", "tally collect -p off --block-metrics=wall,cpu, -finstrument-functions build",
      lambda: [tally, "collect", "-p", "off", "-A", "off", "--block-metrics=wall,cpu", "-d", tmp,
               "-o", out_dir(), exe["_finstr"], "loop", N10]),
@@ -117,10 +121,18 @@ for rep in range(args.reps):
     os.makedirs(tmp, exist_ok=True)
 shutil.rmtree(tmp, ignore_errors=True)
 mon_wall, mon_cpu = min(x[0] for x in mon), min(x[1] for x in mon)
+# the events file the timeline writes: its blocks (du: the trimmed file's disk use) per call
+os.makedirs(tmp, exist_ok=True)
+run([tally, "collect", "-p", "off", "-A", "off", "--block-trace=on", "-d", tmp, "-o", "size",
+     exe["_finstr"], "loop", N])
+ev_bytes = int(subprocess.run(["du", "-B1", "-s", os.path.join(tmp, "size.tally", "events")],
+                              capture_output=True, text=True).stdout.split()[0])
+shutil.rmtree(tmp, ignore_errors=True)
 
 base = {"bare": "bare", "bare_finstr": "bare", "bare_api": "bare", "gprof": "bare",
         "tally_finstr": "bare_finstr", "tally_api": "bare_api", "uftrace": "bare",
         "tally_finstr_cpu": "bare_finstr", "tally_finstr_ctr": "bare_finstr",
+        "tally_finstr_trace": "bare_finstr",
         "uftrace_finstr": "bare_finstr"}
 lines = []
 lines.append("## Profiled blocks: entry and exit, monitor points (issue 13)")
@@ -147,6 +159,14 @@ lines.append("A TSC read (`rdtsc`, what each entry and each exit needs for wall-
              "collector up through tally.h and compare the block's name), of which two TSC reads "
              "are %.1f ns." % (tsc, best["tally_finstr"][1] - best["bare_finstr"][1],
                                best["tally_api"][1] - best["bare_api"][1], 2 * tsc))
+lines.append("")
+lines.append("The timeline of blocks (--block-trace=on: a BLOCK record of the thread's tracing "
+             "stream at each entry and exit, with the time the statistics used): %.1f ns per "
+             "entry + exit, %.1f ns more than the profile alone; its events file took %.1f MB "
+             "of disk for %s calls (%.1f bytes a call, an entry and an exit). Off by default."
+             % (best["tally_finstr_trace"][1] - best["bare_finstr"][1],
+                best["tally_finstr_trace"][1] - best["tally_finstr"][1], ev_bytes / 1e6, N,
+                ev_bytes / float(N)))
 lines.append("")
 lines.append("Other quantities, on the -finstrument-functions build (%s calls): wall and the "
              "thread's CPU clock (a clock_gettime at each entry and exit) %.1f ns; wall and a "

@@ -280,6 +280,7 @@ static int one_process(rep_blocks_t *b, const exp_process_t *p, size_t *cap_mons
             return TALLY_ENOMEM;
         }
         if (prof) {
+            t->t_end = exp_record_u64(r, EXP_KEY_T, t->t_end);
             c.rows = t->rows, c.nrows = t->nrows, c.cap = t->nrows;
             size_t before = c.nrows;
             int bad = !rows || bstk_parse_rows(rows, 3 + 2 * b->nq, add_prof_row, &c);

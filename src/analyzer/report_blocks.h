@@ -63,6 +63,8 @@ typedef struct rep_bthread {
     rep_bpath_t *paths; /* depth first: each node before its children, children by inclusive */
     size_t npaths;
     uint64_t unmatched, lost;
+    uint64_t t_end; /* when its open instances were ended (the block-profile's t, the events'
+                       clock; 0: no block-profile record) */
 } rep_bthread_t;
 
 typedef struct rep_blocks {

@@ -118,6 +118,10 @@ static void usage(FILE *out)
         "      --block-metrics=LIST        what blocks measure: wall (default), cpu (thread CPU\n"
         "                                  time) and counters (as -h names them, e.g.\n"
         "                                  page-faults), at most 4, e.g. wall,cpu,page-faults\n"
+        "      --block-trace=on|off        also record when each block is entered and exited\n"
+        "                                  (a timeline: tally export --format=chrome shows\n"
+        "                                  the blocks as slices); off by default: the profile\n"
+        "                                  alone does not grow with calls\n"
         "  -M, --mpi=on|off                MPI tracing: calls, messages, bytes per rank; as\n"
         "                                  'tally collect -M on mpirun ... ./app' or 'mpirun\n"
         "                                  ... tally collect -M on ./app': one experiment for\n"
@@ -809,6 +813,7 @@ static void settings_from_opts(const struct collect_opts *o, exp_settings_t *s)
     snprintf(s->blocks.s, sizeof s->blocks.s, "%s", o->blocks);
     snprintf(s->block_metrics.s, sizeof s->block_metrics.s, "%s", o->block_metrics);
     snprintf(s->block_counters.s, sizeof s->block_counters.s, "%s", o->block_counters);
+    s->block_trace = o->block_trace;
     s->mpi = o->mpi;
 }
 
@@ -1007,9 +1012,10 @@ static void print_plan(FILE *out, const struct collect_opts *o, const char *prog
     else
         esc_fprintf(out, "sync:         waits of %.3f us or more\n", strtod(o->sync, NULL) / 1e3);
     esc_fprintf(out, "heap:         %s\nio:           %s\n", o->heap ? "on" : "off", o->io ? "on" : "off");
-    esc_fprintf(out, "blocks:       %s, measuring %s\n",
+    esc_fprintf(out, "blocks:       %s, measuring %s%s\n",
                 !o->blocks[0] ? "on" : !strcmp(o->blocks, "off") ? "off" : o->blocks,
-                o->block_metrics[0] ? o->block_metrics : "wall");
+                o->block_metrics[0] ? o->block_metrics : "wall",
+                o->block_trace ? ", with their timeline" : "");
     esc_fprintf(out, "mpi:          %s\n", o->mpi ? "on" : "off");
     esc_fprintf(out, "archive:      %s\n", o->archive == 2 ? "binaries and sources"
                 : o->archive ? "binaries" : "off");
@@ -1031,6 +1037,7 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
         { "archive", required_argument, 0, 'A' }, { "counters", required_argument, 0, 'h' },
         { "blocks", required_argument, 0, 4 }, { "block-metrics", required_argument, 0, 5 },
         { "overwrite", required_argument, 0, 'O' }, { "heap-map", required_argument, 0, 6 },
+        { "block-trace", required_argument, 0, 7 },
         { "comment", required_argument, 0, 'C' }, { "verbose", no_argument, 0, 'v' },
         { "version", no_argument, 0, 'V' },
         { 0, 0, 0, 0 },
@@ -1245,6 +1252,12 @@ int collect_parse_args(int argc, char **argv, struct collect_opts *op, int *prog
             o.no_heap_map = !on;
             break;
         }
+        case 7:
+            if (parse_onoff(optarg, &o.block_trace)) {
+                cli_error("collect", "bad '--block-trace=%s': use on or off", optarg);
+                return 2;
+            }
+            break;
         case 5:
             if (parse_block_metrics(optarg, &o)) {
                 cli_error("collect", "bad '--block-metrics=%s': give wall, cpu and counters "

@@ -34,6 +34,7 @@ struct collect_opts {
     const char *sync;   /* TALLY_SYNC: NULL (off), "on", "all" or a threshold in ns */
     char sync_ns[32];
     int heap, io;       /* heap and I/O tracing */
+    int block_trace;    /* --block-trace=on: a BLOCK record at every entry and exit of a block */
     int no_heap_map;    /* --heap-map=off: no allocation map for dataspace without -H */
     int mpi;            /* MPI tracing (-M) */
     int archive;        /* 0 off, 1 binaries, 2 binaries and sources */

@@ -30,6 +30,7 @@
 #include "experiment/blocksel.h"
 #include "threads.h"
 #include "trace.h"
+#include "tracefast.h"
 #include "experiment/logrec.h"
 
 /* ---- state --------------------------------------------------------------------------------- */
@@ -50,6 +51,7 @@ typedef struct blk_def {
 
 static struct {
     int on;    /* blocks are recorded in this image */
+    int trace; /* and their timeline: a BLOCK record at each entry and exit (block_trace) */
     int final; /* the image is ending: nothing more is recorded */
     unsigned nq;
     int q[BS_MAXQ];
@@ -357,6 +359,8 @@ static int thr_start(blk_thr_t *t)
                   "quantities are 0");
     t->tid = (pid_t)syscall(SYS_gettid);
     t->slot = -1;
+    if (B.trace) /* before the first entry's time is read: its record is not clamped later */
+        trace_block_stream_ready();
     for (int i = 0; i < BLK_THREADS; i++)
         if (__atomic_compare_exchange_n(&B.threads[i], &(blk_thr_t *){ NULL }, t, 0,
                                         __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
@@ -445,7 +449,8 @@ static void block_enter(uintptr_t key, const char *name, const char *group, uint
     if (id != UINT32_MAX && B.active[id]) {
         uint64_t now[BS_MAXQ];
         read_now(t, now);
-        bs_enter(&t->bs, id, now);
+        if (bs_enter(&t->bs, id, now) == 0 && __builtin_expect(B.trace, 0))
+            trace_block_inline(stamp(now), id, 0);
     }
     thr_leave(t);
 }
@@ -460,6 +465,8 @@ static void block_exit(uintptr_t key, const char *name, uint64_t fn)
         uint64_t now[BS_MAXQ];
         read_now(t, now);
         bs_exit(&t->bs, id, now);
+        if (__builtin_expect(B.trace, 0))
+            trace_block_inline(stamp(now), id, 1);
     }
     thr_leave(t);
 }
@@ -764,6 +771,7 @@ void blocks_settings(coll_proc_t *p)
             return;
         B.has_sel = 1;
     }
+    B.trace = p->set.block_trace;
     B.on = 1;
 }
 
@@ -882,15 +890,33 @@ void blocks_after_fork_child(void)
             B.threads[i] = NULL;
     blocks_log_all();
     if (self->state == 1) {
-        uint64_t now[BS_MAXQ];
         if (B.nctr) { /* the parent's events were dropped (perfev_after_fork_child): new ones */
             bctr_close(&self->ctr, 1);
             bctr_open(&self->ctr);
         }
-        read_now(self, now);
-        bs_restart(&self->bs, now);
+        if (!B.trace) { /* else at blocks_after_fork_trace, once the child's stream is ready */
+            uint64_t now[BS_MAXQ];
+            read_now(self, now);
+            bs_restart(&self->bs, now);
+        }
         self->tid = (pid_t)syscall(SYS_gettid);
         self->monitors = 0;
     }
+    self->busy = 0;
+}
+
+void blocks_after_fork_trace(void)
+{
+    blk_thr_t *self = &blk_thr;
+    if (!B.on || !B.trace || self->state != 1 || self->busy)
+        return;
+    self->busy = 1;
+    trace_block_stream_ready(); /* first: a new stream starts at its first record's time */
+    uint64_t now[BS_MAXQ];
+    read_now(self, now);
+    bs_restart(&self->bs, now);
+    uint64_t at = stamp(now);
+    for (size_t i = 0; i < self->bs.depth; i++) /* the child's timeline starts with them open */
+        trace_block(at, self->bs.stack[i].block, 0);
     self->busy = 0;
 }

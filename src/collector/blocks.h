@@ -8,7 +8,9 @@
  * path but the read-only table of which blocks are active. Blocks are named once per process in
  * a registry (a spinlock, taken only the first time a thread meets a block) and logged as
  * `block` records; a monitor point logs the thread's `callstack`; a thread's end (and the end of
- * the image, for threads still running) logs its `block-profile` and `block-paths`.
+ * the image, for threads still running) logs its `block-profile` and `block-paths`. With the
+ * timeline (`block_trace`), each entry and exit is also a BLOCK record of the thread's trace
+ * stream (trace_block), at the time its statistics used.
  * docs/FORMAT.md describes the records.
  *
  * Threads: the entry points may be called from any thread. A thread's state is touched by that
@@ -34,5 +36,8 @@ void blocks_end_image(void) COLL_HIDDEN;
 /* A fork child: the forking thread keeps its stack (each open block one call from now), the
  * other threads are forgotten. */
 void blocks_after_fork_child(void) COLL_HIDDEN;
+/* A fork child, once tracing has started again: with the timeline of blocks (block_trace), the
+ * forking thread's open instances start now, each written as entered now. */
+void blocks_after_fork_trace(void) COLL_HIDDEN;
 
 #endif

@@ -945,4 +945,6 @@ void coll_after_fork_child(void)
     }
     trace_thr.guard--;
     trace_start(&coll_proc);
+    if (coll_proc.enabled)
+        blocks_after_fork_trace();
 }

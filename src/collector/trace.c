@@ -28,9 +28,9 @@ __thread trace_thr_t trace_thr __attribute__((tls_model("initial-exec")));
 uint64_t trace_self_lo, trace_self_hi;
 
 /* Counts for the `stats` record (atomic). */
-enum { K_HEAP = 0, K_IO = 1, K_SYNC = 2, K_API = 3 };
+enum { K_HEAP = 0, K_IO = 1, K_SYNC = 2, K_API = 3, K_BLOCK = 4 };
 static struct {
-    uint64_t dropped[4], unwind_failures, truncated, walks; /* dropped: by K_* */
+    uint64_t dropped[5], unwind_failures, truncated, walks; /* dropped: by K_* */
 } counts;
 
 /* The stream of threads whose TLS destructor has run, shared under a spinlock. */
@@ -452,6 +452,38 @@ int trace_api_record(trace_thr_t *th, uint64_t t, uint32_t kind, const uint64_t 
     return rc ? -EIO : 0;
 }
 
+void trace_block_stream_ready(void)
+{
+    trace_thr_t *th = &trace_thr;
+    th->guard++;
+    if (__atomic_load_n(&trace_api_on, __ATOMIC_ACQUIRE))
+        thread_ready(th);
+    th->guard--;
+}
+
+int trace_block(uint64_t t, uint32_t block, int exit)
+{
+    trace_thr_t *th = &trace_thr;
+    if (!__atomic_load_n(&trace_api_on, __ATOMIC_ACQUIRE))
+        return -EAGAIN;
+    rec_t c;
+    th->guard++;
+    if (rec_begin(th, t, &c)) {
+        th->guard--;
+        return -EAGAIN;
+    }
+    if (c.s != &th->stream) { /* the late stream is the process's, not this thread's */
+        stream_done(c.s);
+        errno = c.saved;
+        th->guard--;
+        return -EAGAIN;
+    }
+    int rc = exp_stream_block(c.s, t, block, exit);
+    rec_end(&c, rc, K_BLOCK);
+    th->guard--;
+    return rc ? -EIO : 0;
+}
+
 /* ---- lifecycle -------------------------------------------------------------------------------- */
 
 static int self_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -505,8 +537,9 @@ void trace_stop(void)
 
 void trace_warn_dropped(int disk_full)
 {
-    static const char *const what[4] = { " heap", " I/O", " sync", " collector-API" };
-    for (int k = 0; k < 4; k++) {
+    static const char *const what[5] = { " heap", " I/O", " sync", " collector-API",
+                                         " block-timeline" };
+    for (int k = 0; k < 5; k++) {
         if (!counts.dropped[k])
             continue;
         char msg[160];
@@ -524,6 +557,8 @@ void trace_log_stats(exp_line_t *l)
 {
     if (counts.dropped[K_API]) /* TRACE records of the collector API (api.c) */
         exp_line_u64(l, EXP_KEY_TRACE_DROPPED_API, counts.dropped[K_API]);
+    if (counts.dropped[K_BLOCK]) /* BLOCK records of the timeline of blocks (blocks.c) */
+        exp_line_u64(l, EXP_KEY_TRACE_DROPPED_BLOCKS, counts.dropped[K_BLOCK]);
     if (!(trace_cfg.heap || trace_cfg.heap_map || trace_cfg.io || trace_cfg.sync))
         return;
     exp_line_u64(l, EXP_KEY_TRACE_DROPPED, counts.dropped[K_HEAP] + counts.dropped[K_IO] +

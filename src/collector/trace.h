@@ -156,6 +156,13 @@ uint32_t trace_api_stack(trace_thr_t *th, fu_regs_t r, const void *fn, uint64_t 
  * already. 0, -EAGAIN (not recording), -EIO (not written: counted as dropped). */
 int trace_api_record(trace_thr_t *th, uint64_t t, uint32_t kind, const uint64_t *pcs, uint32_t n,
                      const uint64_t *values, uint32_t nvalues, int in_signal) COLL_HIDDEN;
+/* Writes a BLOCK record (the timeline of profiled blocks, blocks.c) into the calling thread's
+ * stream: block entered (exit 0) or exited (exit 1) at t. 0, -EAGAIN (not recording now: before
+ * trace_start, after trace_stop, paused, outside the window, the thread's stream ended), -EIO
+ * (not written: counted as dropped, `trace_dropped_blocks`). Normal context. */
+int trace_block(uint64_t t, uint32_t block, int exit) COLL_HIDDEN;
+/* Sets up the calling thread's stream now (records written later are not clamped to this). */
+void trace_block_stream_ready(void) COLL_HIDDEN;
 /* Writes the declarations made so far into this image's log (a fork child's new log). */
 void api_log_declarations(void) COLL_HIDDEN;
 

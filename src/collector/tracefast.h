@@ -158,4 +158,19 @@ trace_heap_free(trace_thr_t *th, const void *p, uint64_t size, uint32_t call)
     trace_free(th, t, p, size, call);
 }
 
+/* ---- the timeline of profiled blocks -------------------------------------------------------- */
+
+/* trace_block (trace.h) of the calling thread, encoded inline into its chunk in the common case
+ * (its stream ready, recording, room in the chunk, time not going back). */
+static inline __attribute__((always_inline)) void trace_block_inline(uint64_t t, uint32_t block,
+                                                                     int exit)
+{
+    trace_thr_t *th = &trace_thr;
+    if (__builtin_expect(th->state == TT_READY &&
+                             __atomic_load_n(&trace_api_on, __ATOMIC_RELAXED) && recording(t) &&
+                             exp_fast_block(&th->stream, t, block, exit) == 0, 1))
+        return;
+    trace_block(t, block, exit);
+}
+
 #endif

@@ -3,7 +3,8 @@
  * chunk, for the heap tracing interposers, which write one record per malloc and per free:
  * HEAP_ALLOC and HEAP_FREE as packed records (a HEAP_PACK record, docs/FORMAT.md: one byte of
  * kind and time, then the fields; no type, no length), and the allocation map's MAP_ALLOC and
- * MAP_FREE in the layouts of HEAP_ALLOC and HEAP_FREE.
+ * MAP_FREE in the layouts of HEAP_ALLOC and HEAP_FREE; and the BLOCK records of the timeline of
+ * profiled blocks, two per call of an instrumented function.
  *
  * The common case only: the chunk has room for the longest record (EXP_FAST_MAX bytes: the
  * stream's fast_end, which evwriter.c keeps at 0 while there is no chunk or a LOST record is
@@ -259,6 +260,31 @@ static inline __attribute__((always_inline)) int exp_stream_free_fast(exp_stream
         p = exp_fast_u(p, size);
     }
     exp_pack_end(s, p);
+    return 0;
+}
+
+/* A BLOCK record (the timeline of profiled blocks): block entered (exit 0) or exited (exit 1) at
+ * t. 0, or -1: not written (then exp_stream_block, evwriter.h). */
+static inline __attribute__((always_inline)) int exp_fast_block(exp_stream_t *s, uint64_t t,
+                                                                uint32_t block, int exit)
+{
+    if (__builtin_expect(s->busy || block > EXP_BLOCK_MAXID, 0))
+        return -1;
+    s->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint32_t pos = s->pos;
+    uint64_t last_t = s->last_t;
+    /* (a new stream has no chunk yet, and pos 0: its first record is the slow path's) */
+    if (__builtin_expect(pos > s->fast_end || !s->chunk || t < last_t, 0)) {
+        __atomic_signal_fence(__ATOMIC_SEQ_CST);
+        s->busy = 0;
+        return -1;
+    }
+    exp_pack_close(s);
+    s->last_t = t;
+    uint8_t *p = exp_fast_u(s->chunk + pos + 2, t - last_t);
+    p = exp_fast_u(p, (uint64_t)block << 1 | (exit != 0));
+    exp_fast_end(s, EXP_REC_BLOCK, p);
     return 0;
 }
 

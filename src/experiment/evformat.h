@@ -28,7 +28,8 @@ enum exp_rec_type {
     EXP_REC_MAP_ALLOC = 10, /* a block of the allocation map (dataspace without heap tracing) */
     EXP_REC_MAP_FREE = 11,  /* the end of a block of the allocation map */
     EXP_REC_HEAP_PACK = 12, /* HEAP_ALLOC and HEAP_FREE records packed without type or length */
-    /* 13..15 are free for more tracing records; thread states and CPUs: */
+    EXP_REC_BLOCK = 13,     /* a profiled block entered or exited (--block-trace=on) */
+    /* 14..15 are free for more tracing records; thread states and CPUs: */
     EXP_REC_STATE = 16, /* a thread-state sample of another thread, written by the sampler */
     EXP_REC_CPU = 17,   /* the stream's thread now runs on this CPU */
     /* 18..23 are free for counter records; dataspace: */
@@ -146,6 +147,7 @@ enum exp_io_call {
  * the record carries one value per metric of its kind, in the declared order. */
 #define EXP_KIND_MAXVALUES 16 /* metrics (values) of one declared record kind */
 #define EXP_KIND_MAXID 65535  /* largest declared kind id */
+#define EXP_BLOCK_MAXID 65535 /* largest profiled block id (`block` records of the log) */
 
 /* COUNTER: u dt, u stack, u counter (the `id` of a `counter` record of the log), u value (events
  * the sample stands for: the interval), then optionally u flags (EXP_CTR_*), u pc, u ea and, with

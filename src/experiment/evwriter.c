@@ -437,6 +437,14 @@ int exp_stream_trace(exp_stream_t *s, uint64_t t, uint32_t kind, uint32_t stack,
     return put_event_bytes(s, EXP_REC_TRACE, t, b, len, 0, 0);
 }
 
+int exp_stream_block(exp_stream_t *s, uint64_t t, uint32_t block, int exit)
+{
+    if (block > EXP_BLOCK_MAXID)
+        return -EINVAL;
+    const uint64_t v[1] = { (uint64_t)block << 1 | (exit != 0) };
+    return put_event(s, EXP_REC_BLOCK, t, v, 1);
+}
+
 int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, uint64_t object,
                     uint32_t call)
 {

@@ -110,6 +110,9 @@ int exp_stream_state_rs(exp_stream_t *s, uint64_t t, uint32_t tid, uint32_t stac
                         uint64_t weight, uint32_t rstate);
 /* Writes a CPU record: from time t the stream's thread runs on cpu. */
 int exp_stream_cpu(exp_stream_t *s, uint64_t t, uint32_t cpu);
+/* Writes a BLOCK record: profiled block id block (a `block` record of the log, at most
+ * EXP_BLOCK_MAXID) entered (exit 0) or exited (exit 1) at t. -EINVAL when block is out of range. */
+int exp_stream_block(exp_stream_t *s, uint64_t t, uint32_t block, int exit);
 /* Writes a SYNC record: a wait of wait ns on object (address) in call (EXP_SYNC_*), ended at t. */
 int exp_stream_sync(exp_stream_t *s, uint64_t t, uint32_t stack, uint64_t wait, uint64_t object,
                     uint32_t call);

@@ -140,6 +140,7 @@
 #define EXP_KEY_TRACE_DROPPED_IO "trace_dropped_io"
 #define EXP_KEY_TRACE_DROPPED_SYNC "trace_dropped_sync"
 #define EXP_KEY_TRACE_DROPPED_API "trace_dropped_api"
+#define EXP_KEY_TRACE_DROPPED_BLOCKS "trace_dropped_blocks"
 #define EXP_KEY_TRACE_TRUNCATED_STACKS "trace_truncated_stacks"
 #define EXP_KEY_TRACE_UNWIND_FAILURES "trace_unwind_failures"
 #define EXP_KEY_TRACE_WALKS "trace_walks"

@@ -1850,6 +1850,21 @@ static int decode_trace(struct cursor *c, uint8_t type, const uint8_t *q, const 
     return 0;
 }
 
+/* BLOCK: a profiled block entered or exited: (id << 1 | exit). Not an event of any metric; the
+ * id is not checked against the log here (the consumer looks its `block` record up). */
+static int decode_block(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
+                        const uint8_t *rec)
+{
+    (void)type, (void)rec;
+    uint64_t v;
+    if (leb128_get(&q, rend, &v) || v >> 1 > EXP_BLOCK_MAXID)
+        return -1;
+    c->ev.call = (uint32_t)(v >> 1);
+    c->ev.bexit = (uint32_t)(v & 1);
+    c->ev.count = 1;
+    return 0;
+}
+
 /* MEMREF: the memory reference behind a sample. */
 static int decode_memref(struct cursor *c, uint8_t type, const uint8_t *q, const uint8_t *rend,
                          const uint8_t *rec)
@@ -1936,6 +1951,7 @@ static const decode_fn decoders[256] = {
     [EXP_REC_MAP_FREE] = decode_heap,
     [EXP_REC_IO] = decode_io,
     [EXP_REC_TRACE] = decode_trace,
+    [EXP_REC_BLOCK] = decode_block,
     [EXP_REC_COUNTER] = decode_counter,
     [EXP_REC_STATE] = decode_state,
     [EXP_REC_CPU] = decode_cpu,
@@ -1949,7 +1965,7 @@ static inline void event_defaults(struct cursor *c, uint8_t type)
     exp_event_t *ev = &c->ev;
     ev->type = type;
     ev->stack = EXP_NO_STACK;
-    ev->state = ev->reason = ev->call = ev->err = ev->namelen = ev->nvalues = 0;
+    ev->state = ev->reason = ev->call = ev->err = ev->namelen = ev->nvalues = ev->bexit = 0;
     ev->rstate = EXP_RSTATE_NONE;
     ev->weight = ev->count = ev->addr = ev->size = 0;
     ev->fd = -1;

@@ -278,7 +278,9 @@ typedef struct exp_event {
     uint64_t weight; /* ns: CPU time (CLOCK), wait (SYNC), duration (IO) */
     uint64_t count;  /* LOST */
     uint32_t reason; /* LOST */
-    uint32_t call;   /* EXP_SYNC_*, EXP_HEAP_*, EXP_IO_*; TRACE: the declared kind's id */
+    uint32_t call;   /* EXP_SYNC_*, EXP_HEAP_*, EXP_IO_*; TRACE: the declared kind's id; BLOCK:
+                        the block's id (a `block` record of the process's log) */
+    uint32_t bexit;  /* BLOCK: 1 when the block was exited, 0 when it was entered */
     uint64_t addr;   /* the synchronization object (SYNC), the block (HEAP_*) */
     uint64_t size;   /* bytes: allocated (HEAP_ALLOC), unmapped (HEAP_FREE by munmap, else 0),
                         transferred (IO) */

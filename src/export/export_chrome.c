@@ -28,6 +28,20 @@
  * next one's start (speedscope's importer, seeing the two overlap, counted the wait of another
  * thread on the main thread's track); an E's time stamp is the exact decimal of the next B's.
  *
+ * Thread states: every clock sample and state record of a thread is also a slice on its states
+ * track (tid 1500000000 + its number), named by its state (User CPU, System CPU, Wait CPU, User
+ * Lock, I/O Wait, Sleep; args.metric: the state's metric), laid out as the samples are (ending at
+ * its time stamp, never overlapping the previous one), consecutive slices of one state merged: a
+ * state's slices add up to the thread's value of its metric.
+ *
+ * Profiled blocks recorded with their timeline (BLOCK records, collect --block-trace=on) are
+ * slices on a third track of their thread (tid 2000000000 + k, k counting the threads with
+ * blocks), entered and exited at their records' times: an exit ends the innermost open instance
+ * of its block and every slice inside it (a longjmp past stops: the collector's statistics end
+ * them the same way), and the instances open at the end end where the thread's profile ended them
+ * (its block-profile record's t), so a block's outermost slices add up to its inclusive time.
+ * One more scan of the events, only when some process recorded the timeline.
+ *
  * Streaming: samples are written as they come (in time order within each process); the
  * traceEvents, made beside them, go to a temporary file copied after them; what is kept is per
  * thread (where its last sample ended) and per distinct stack (its node). pid is the process's
@@ -43,14 +57,20 @@
 #include "base/u64map.h"
 #include "export/export.h"
 #include "export/xbuf.h"
+#include "experiment/logrec.h"
 
 #define TRACED_TID 1000000000u
+#define BLOCKS_TID 2000000000u
+#define STATES_TID 1500000000u
 
 typedef struct ch_thread {
     uint64_t end;       /* where its last sample ended (ns since the run's start) */
     uint64_t nsamples;
     uint64_t trace_end; /* where its last traced call ended */
-    int named;
+    int named, states_named;
+    int st_metric;      /* the state slice not written yet (merged with the next one when it
+                           continues it): its state's metric, -1 none */
+    uint64_t st_start, st_end;
     char pre[48];       /* "{\"pid\":P,\"tid\":T,\"ts\":" of its samples */
     size_t npre;
 } ch_thread_t;
@@ -222,6 +242,91 @@ static void name_thread(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct)
     }
 }
 
+/* The state metrics of the clock states (EXP_STATE_*), and the names of their slices. */
+static const int state_metric[EXP_STATE_COUNT] = {
+    [EXP_STATE_USER] = ENG_M_USER, [EXP_STATE_SYSTEM] = ENG_M_SYSTEM,
+    [EXP_STATE_WAIT] = ENG_M_WAIT, [EXP_STATE_LOCK] = ENG_M_LOCK,
+    [EXP_STATE_IO] = ENG_M_IO,     [EXP_STATE_SLEEP] = ENG_M_SLEEP,
+};
+
+static const char *state_name(int metric)
+{
+    switch (metric) {
+    case ENG_M_USER: return "User CPU";
+    case ENG_M_SYSTEM: return "System CPU";
+    case ENG_M_WAIT: return "Wait CPU";
+    case ENG_M_LOCK: return "User Lock";
+    case ENG_M_IO: return "I/O Wait";
+    default: return "Sleep";
+    }
+}
+
+/* Writes thread t's pending state slice (B and E on its states track), if any. */
+static void state_flush(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct)
+{
+    if (ct->st_metric < 0)
+        return;
+    if (!ct->states_named) {
+        ct->states_named = 1;
+        char buf[300];
+        const char *name = t->info && t->info->name && *t->info->name ? t->info->name : NULL;
+        if (name)
+            snprintf(buf, sizeof buf, "%s (%u) states", name, t->tid);
+        else
+            snprintf(buf, sizeof buf, "thread %u states", t->number);
+        sep(c);
+        xb_str(&c->out, "{\"ph\":\"M\",\"pid\":");
+        xb_u64(&c->out, pid_of(c, t));
+        xb_str(&c->out, ",\"tid\":");
+        xb_u64(&c->out, STATES_TID + t->number);
+        xb_str(&c->out, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+        xb_json(&c->out, buf);
+        xb_str(&c->out, "}}");
+    }
+    const char *name = state_name(ct->st_metric);
+    for (int end = 0; end < 2; end++) {
+        sep(c);
+        xb_str(&c->out, end ? "{\"ph\":\"E\",\"pid\":" : "{\"ph\":\"B\",\"cat\":\"state\",\"pid\":");
+        xb_u64(&c->out, pid_of(c, t));
+        xb_str(&c->out, ",\"tid\":");
+        xb_u64(&c->out, STATES_TID + t->number);
+        xb_str(&c->out, ",\"ts\":");
+        put_ts(c, end ? ct->st_end : ct->st_start);
+        xb_str(&c->out, ",\"name\":");
+        xb_json(&c->out, name);
+        if (!end) {
+            xb_str(&c->out, ",\"args\":{\"metric\":");
+            xb_json(&c->out, eng_metric(c->s->eng, ct->st_metric)->name);
+            xb_char(&c->out, '}');
+        }
+        xb_char(&c->out, '}');
+    }
+    ct->st_metric = -1;
+}
+
+/* A clock or state record of thread t at ns: the time of its state (value v of the state's
+ * metric) laid out as the samples are (ending at its time stamp, never before the previous
+ * one's end), merged with the previous slice when it continues it in the same state. */
+static void state_slice(ch_ctx_t *c, const eng_thread_t *t, ch_thread_t *ct,
+                        const exp_event_t *ev, const uint64_t *v, uint64_t ns)
+{
+    int m = ev->state < EXP_STATE_COUNT ? state_metric[ev->state] : ENG_M_SLEEP;
+    uint64_t w = v[m];
+    if (!w)
+        return;
+    uint64_t start = ns > w ? ns - w : 0;
+    if (ct->st_end && start < ct->st_end)
+        start = ct->st_end;
+    if (ct->st_metric == m && start == ct->st_end) {
+        ct->st_end = start + w;
+        return;
+    }
+    state_flush(c, t, ct);
+    ct->st_metric = m;
+    ct->st_start = start;
+    ct->st_end = start + w;
+}
+
 static ch_thread_t *thread_of(ch_ctx_t *c, const eng_thread_t *t)
 {
     size_t i = t->number - 1;
@@ -233,6 +338,8 @@ static ch_thread_t *thread_of(ch_ctx_t *c, const eng_thread_t *t)
         if (!n)
             return NULL;
         memset(n + c->nth, 0, (nn - c->nth) * sizeof *n);
+        for (size_t k = c->nth; k < nn; k++)
+            n[k].st_metric = -1;
         c->th = n;
         c->nth = nn;
     }
@@ -319,6 +426,7 @@ static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_
     if (ev->type == EXP_REC_COUNTER)
         return counter(c, th, thread, ev, t);
     if (ev->type == EXP_REC_CLOCK) {
+        state_slice(c, th, ct, ev, v, t);
         uint64_t w = c->metric >= 0 ? v[c->metric] : 0;
         uint32_t sf;
         if (!w || ev->stack == EXP_NO_STACK)
@@ -394,6 +502,272 @@ static int ch_event(void *ctx, const exp_event_t *ev, const uint64_t *v, uint32_
     return xb_error(&c->out) ? TALLY_EIO : 0;
 }
 
+/* ---- profiled blocks: the timeline of BLOCK records as slices ------------------------------- */
+
+/* A thread with block records: its track and its open blocks (innermost last). */
+typedef struct ch_bopen {
+    uint32_t id;
+    const char *name; /* (the experiment's log's) */
+} ch_bopen_t;
+
+typedef struct ch_bthr {
+    uint32_t exp, proc, tid;
+    ch_bopen_t *open;
+    size_t depth, cap;
+    uint64_t last;  /* the time of its last slice event */
+    int selected;
+} ch_bthr_t;
+
+/* Block names of one process, by id (from its log's `block` records). */
+typedef struct ch_bnames {
+    const char **name;
+    size_t n;
+} ch_bnames_t;
+
+typedef struct ch_blk {
+    ch_ctx_t *c;
+    uint32_t exp;
+    u64map_t thr_ix; /* (exp, proc, tid) -> thread + 1 */
+    ch_bthr_t *thr;
+    size_t nthr, cap;
+    ch_bnames_t *names; /* by process of the experiment being scanned */
+    size_t nnames;
+    u64map_t eng_ix; /* (exp, proc, tid) -> engine thread index + 1 */
+    int all_threads;
+    int oom;
+} ch_blk_t;
+
+static uint64_t bkey(uint32_t exp, uint32_t proc, uint32_t tid)
+{
+    return (uint64_t)exp << 48 | (uint64_t)proc << 32 | tid;
+}
+
+static const char *block_name(ch_blk_t *b, uint32_t proc, uint32_t id)
+{
+    return proc < b->nnames && id < b->names[proc].n ? b->names[proc].name[id] : NULL;
+}
+
+static int load_names(ch_blk_t *b, const exp_experiment_t *e)
+{
+    b->names = calloc(e->nprocs ? e->nprocs : 1, sizeof *b->names);
+    if (!b->names)
+        return TALLY_ENOMEM;
+    b->nnames = e->nprocs;
+    for (size_t p = 0; p < e->nprocs; p++) {
+        const exp_process_t *pr = e->procs[p];
+        size_t n = 0;
+        for (size_t i = 0; i < pr->nrecords; i++)
+            if (!strcmp(pr->records[i].kind, EXP_LOG_BLOCK)) {
+                uint64_t id = exp_record_u64(&pr->records[i], EXP_KEY_ID, UINT64_MAX);
+                if (id <= EXP_BLOCK_MAXID && id + 1 > n)
+                    n = id + 1;
+            }
+        if (!n)
+            continue;
+        if (!(b->names[p].name = calloc(n, sizeof *b->names[p].name)))
+            return TALLY_ENOMEM;
+        b->names[p].n = n;
+        for (size_t i = 0; i < pr->nrecords; i++)
+            if (!strcmp(pr->records[i].kind, EXP_LOG_BLOCK)) {
+                uint64_t id = exp_record_u64(&pr->records[i], EXP_KEY_ID, UINT64_MAX);
+                const char *name = exp_record_get(&pr->records[i], EXP_KEY_NAME);
+                if (id < n && name && *name)
+                    b->names[p].name[id] = name;
+            }
+    }
+    return 0;
+}
+
+static void names_free(ch_blk_t *b)
+{
+    for (size_t p = 0; p < b->nnames; p++)
+        free(b->names[p].name);
+    free(b->names);
+    b->names = NULL;
+    b->nnames = 0;
+}
+
+/* A slice event ('B' or 'E') of block name on the blocks track of thread k at ns. */
+static void block_slice(ch_blk_t *b, size_t k, char ph, const char *name, uint64_t ns)
+{
+    ch_ctx_t *c = b->c;
+    ch_bthr_t *t = &b->thr[k];
+    if (ns < t->last)
+        ns = t->last; /* (a stream's times never go back; a track's do not either) */
+    t->last = ns;
+    sep(c);
+    xb_str(&c->out, ph == 'B' ? "{\"ph\":\"B\",\"cat\":\"block\",\"pid\":" : "{\"ph\":\"E\",\"pid\":");
+    xb_u64(&c->out, c->s->exps[t->exp]->procs[t->proc]->pid);
+    xb_str(&c->out, ",\"tid\":");
+    xb_u64(&c->out, BLOCKS_TID + k);
+    xb_str(&c->out, ",\"ts\":");
+    put_ts(c, ns);
+    xb_str(&c->out, ",\"name\":");
+    xb_json(&c->out, name);
+    xb_char(&c->out, '}');
+}
+
+/* The thread of a BLOCK event: found, or added (its track named) when first met. */
+static ch_bthr_t *block_thread(ch_blk_t *b, const exp_event_t *ev, size_t *k)
+{
+    ch_ctx_t *c = b->c;
+    int found;
+    uint32_t *slot = u64map_slot(&b->thr_ix, bkey(b->exp, ev->proc, ev->tid), &found);
+    if (!slot)
+        return NULL;
+    if (found) {
+        *k = *slot - 1;
+        return &b->thr[*k];
+    }
+    if (GROW(b->thr, b->nthr, b->cap)) {
+        u64map_remove(&b->thr_ix, bkey(b->exp, ev->proc, ev->tid));
+        return NULL;
+    }
+    *k = b->nthr++;
+    *slot = (uint32_t)b->nthr;
+    ch_bthr_t *t = &b->thr[*k];
+    memset(t, 0, sizeof *t);
+    t->exp = b->exp, t->proc = ev->proc, t->tid = ev->tid;
+    const uint32_t *ix = u64map_get(&b->eng_ix, bkey(b->exp, ev->proc, ev->tid));
+    const eng_thread_t *et = ix ? eng_thread(c->s->eng, *ix - 1) : NULL;
+    /* a thread the engine has not met (no event with a metric) is in the selection of all */
+    t->selected = et ? eng_thread_selected(c->s->eng, *ix - 1) : b->all_threads;
+    if (t->selected) {
+        char buf[300];
+        const char *name = et && et->info && et->info->name && *et->info->name ? et->info->name
+                                                                               : NULL;
+        if (name)
+            snprintf(buf, sizeof buf, "%s (tid %u) profiled blocks", name, ev->tid);
+        else if (et)
+            snprintf(buf, sizeof buf, "thread %u (tid %u) profiled blocks", et->number, ev->tid);
+        else
+            snprintf(buf, sizeof buf, "thread (tid %u) profiled blocks", ev->tid);
+        sep(c);
+        xb_str(&c->out, "{\"ph\":\"M\",\"pid\":");
+        xb_u64(&c->out, c->s->exps[b->exp]->procs[ev->proc]->pid);
+        xb_str(&c->out, ",\"tid\":");
+        xb_u64(&c->out, BLOCKS_TID + *k);
+        xb_str(&c->out, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+        xb_json(&c->out, buf);
+        xb_str(&c->out, "}}");
+    }
+    return t;
+}
+
+/* A BLOCK event: an entry opens a slice; an exit closes the innermost open instance of its block
+ * and every slice inside it (a longjmp, a missing stop: as the collector's statistics end them);
+ * an exit of a block that is not open (its entry was not recorded) is left out. */
+static int on_block(void *ctx, const exp_event_t *ev)
+{
+    ch_blk_t *b = ctx;
+    if (ev->type != EXP_REC_BLOCK)
+        return 0;
+    ch_ctx_t *c = b->c;
+    const char *name = block_name(b, ev->proc, ev->call);
+    if (!name)
+        return 0; /* no `block` record names it: damage, nothing to show */
+    size_t k;
+    ch_bthr_t *t = block_thread(b, ev, &k);
+    if (!t) {
+        b->oom = 1;
+        return 1;
+    }
+    if (!t->selected)
+        return 0;
+    uint64_t ns = ev->t > c->t0 ? ev->t - c->t0 : 0;
+    if (!ev->bexit) {
+        if (GROW(t->open, t->depth, t->cap)) {
+            b->oom = 1;
+            return 1;
+        }
+        t->open[t->depth].id = ev->call;
+        t->open[t->depth++].name = name;
+        block_slice(b, k, 'B', name, ns);
+    } else {
+        size_t i = t->depth;
+        while (i > 0 && t->open[i - 1].id != ev->call)
+            i--;
+        while (i > 0 && t->depth >= i) { /* the innermost first, down to the block's instance */
+            t->depth--;
+            block_slice(b, k, 'E', t->open[t->depth].name, ns);
+        }
+    }
+    return xb_error(&c->out) ? 1 : 0;
+}
+
+/* Does an experiment of the session have the timeline of blocks? */
+static int have_block_trace(const ses_t *s)
+{
+    for (size_t x = 0; x < s->nexps; x++)
+        for (size_t p = 0; p < s->exps[x]->nprocs; p++)
+            if (s->exps[x]->procs[p]->settings.block_trace)
+                return 1;
+    return 0;
+}
+
+/* The profiled blocks of every thread as slices on a track of its own (tid BLOCKS_TID + k),
+ * nested as entered and exited; the instances still open at the end of the records are ended
+ * where the thread's profile ended them (its block-profile record), else at its last record. */
+static int blocks_pass(ch_ctx_t *c)
+{
+    ses_t *s = c->s;
+    if (!have_block_trace(s))
+        return 0;
+    ch_blk_t b = { .c = c };
+    b.all_threads = !strcmp(eng_thread_selection(s->eng), "all");
+    int rc = 0;
+    for (size_t i = 0; i < eng_nthreads(s->eng) && !rc; i++) {
+        const eng_thread_t *t = eng_thread(s->eng, i);
+        int found;
+        uint32_t *slot = u64map_slot(&b.eng_ix, bkey(t->exp, t->proc, t->tid), &found);
+        if (!slot)
+            rc = TALLY_ENOMEM;
+        else
+            *slot = (uint32_t)i + 1;
+    }
+    for (size_t x = 0; x < s->nexps && !rc; x++) {
+        b.exp = (uint32_t)x;
+        if ((rc = load_names(&b, s->exps[x])))
+            break;
+        exp_scan_stats_t st;
+        rc = exp_scan(s->exps[x], eng_stacks(s->eng, (uint32_t)x), on_block, &b, &st, c->err);
+        if (b.oom)
+            rc = TALLY_ENOMEM;
+        else if (rc > 0)
+            rc = xb_error(&c->out) ? TALLY_EIO : 0;
+        names_free(&b);
+    }
+    rep_blocks_t model;
+    memset(&model, 0, sizeof model);
+    if (!rc && b.nthr)
+        rc = rep_blocks(s, &model, c->err);
+    for (size_t k = 0; k < b.nthr && !rc; k++) {
+        ch_bthr_t *t = &b.thr[k];
+        if (!t->depth)
+            continue;
+        const exp_process_t *p = s->exps[t->exp]->procs[t->proc];
+        uint64_t end = 0;
+        for (size_t i = 0; i < model.nthreads; i++)
+            if (model.threads[i].p == p && model.threads[i].tid == t->tid)
+                end = model.threads[i].t_end;
+        end = end > c->t0 ? end - c->t0 : 0;
+        while (t->depth) {
+            t->depth--;
+            block_slice(&b, k, 'E', t->open[t->depth].name, end);
+        }
+    }
+    rep_blocks_free(&model);
+    names_free(&b);
+    for (size_t k = 0; k < b.nthr; k++)
+        free(b.thr[k].open);
+    free(b.thr);
+    u64map_free(&b.thr_ix);
+    u64map_free(&b.eng_ix);
+    if (!rc && xb_error(&c->out))
+        rc = TALLY_EIO;
+    return rc;
+}
+
 /* Sample packets: instant events of their process. */
 static void packets(ch_ctx_t *c)
 {
@@ -461,12 +835,17 @@ int xp_chrome(ses_t *s, const xp_opts_t *o, FILE *out, tally_err_t *err)
     rc = eng_foreach_event(s->eng, ch_event, &c, err);
     if (rc)
         goto done;
-    for (size_t i = 0; i < c.nth; i++) /* each thread's samples end with an idle record */
+    for (size_t i = 0; i < c.nth; i++) { /* each thread's samples end with an idle record */
         if (c.th[i].nsamples)
             sample(&c, eng_thread(s->eng, i), &c.th[i], 0, c.th[i].end);
+        if (i < eng_nthreads(s->eng))
+            state_flush(&c, eng_thread(s->eng, i), &c.th[i]);
+    }
     if (!c.sfirst)
         xb_str(&c.smp, "\n]");
     packets(&c);
+    if ((rc = blocks_pass(&c)))
+        goto done;
     /* the traceEvents made beside the samples */
     xb_str(&c.smp, ",\"traceEvents\":[");
     if (xb_finish(&c.out) || fflush(c.tmp) || fseeko(c.tmp, 0, SEEK_SET)) {

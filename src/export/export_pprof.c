@@ -4,7 +4,8 @@
  *
  * One sample type per metric asked (its name, unit "nanoseconds", "bytes", "count" or the
  * declared one), one sample per (thread, stack) with the thread as labels ("thread": its name or
- * number, "tid": its id), locations per (load object, address) with one line per function the
+ * number, "tid": its id) and the clock profiling interval of its process as a numeric label
+ * ("period", unit "nanoseconds"; absent when clock profiling was off), locations per (load object, address) with one line per function the
  * engine maps the frame to (inlined functions innermost first, with the lines they were called
  * at), functions with their display and symbol names, mappings per load object with its build
  * id. Addresses are ELF addresses of the object's file (what symbols look up), so a mapping
@@ -62,6 +63,8 @@ static void pb_varint(pbuf_t *p, uint64_t v)
 
 static void pb_bytes_raw(pbuf_t *p, const void *d, size_t n)
 {
+    if (!n) /* (d may then be NULL: a buffer nothing was written to yet) */
+        return;
     pb_room(p, n);
     if (p->oom)
         return;
@@ -398,6 +401,15 @@ static int pp_stack(void *ctx, const rep_stack_t *st)
     pb_uint(sub, 1, tidkey);
     pb_uint(sub, 3, t->tid);
     pb_len(msg, 3, sub->b, sub->n);
+    /* the clock profiling interval of the thread's process (none when clock profiling was off) */
+    const exp_process_t *proc = c->s->exps[t->exp]->procs[t->proc];
+    if (proc->clock_ns) {
+        sub->n = 0;
+        pb_uint(sub, 1, str_index(c, "period"));
+        pb_uint(sub, 3, proc->clock_ns);
+        pb_uint(sub, 4, str_index(c, "nanoseconds"));
+        pb_len(msg, 3, sub->b, sub->n);
+    }
     pb_len(&c->top, PF_SAMPLE, msg->b, msg->n);
     if (c->top.oom || c->msg.oom || c->sub.oom || c->ids.oom)
         return TALLY_ENOMEM;

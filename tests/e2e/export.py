@@ -179,6 +179,36 @@ def check_pprof_inlines(d):
               (path, bid, loads.get(path)))
 
 
+def check_pprof_period(out, exp):
+    """Every sample carries the clock interval of the log's settings as the numeric label
+    period, in nanoseconds (-raw prints it exactly; -tags shows its distribution)."""
+    interval = None
+    with open(os.path.join(exp, "log"), errors="replace") as f:
+        for line in f:
+            m = re.match(r"^settings .*?\bclock=(\S+)", line)
+            if m:
+                interval = m.group(1)
+                break
+    check(interval and interval.isdigit(), "log: settings clock=%r" % interval)
+    env = dict(os.environ, HOME=os.environ.get("HOME", "/tmp"))
+    raw = run(["go", "tool", "pprof", "-raw", out], expect=0, env=env).stdout
+    body = raw.split("\nSamples:\n", 1)[-1].split("\nLocations\n", 1)[0]
+    samples = re.findall(r"^\s+(?:-?\d+\s+)*-?\d+: [\d ]+$", body, flags=re.M)
+    periods = re.findall(r"\bperiod:\[(\d+) (\w+)\]", body)
+    check(samples and len(periods) == len(samples),
+          "pprof -raw: %d samples, %d period labels:\n%s" % (len(samples), len(periods),
+                                                            body[:2000]))
+    check(all(p == (interval, "nanoseconds") for p in periods),
+          "pprof -raw: period labels %r, the clock interval %s ns" % (set(periods), interval))
+    # -tags: "period: Total ..." then one value, the interval, for 100% of the samples' weight
+    tags = run(["go", "tool", "pprof", "-tags", out], expect=0, env=env).stdout
+    section = tags.split(" period: Total", 1)[-1].split("\n\n", 1)[0].strip().splitlines()
+    ms = "%gms" % (int(interval) / 1e6)
+    check(" period: Total" in tags and len(section) == 2 and
+          re.search(r"\(\s*100%\): " + re.escape(ms) + "$", section[1]),
+          "pprof -tags: not one period of %s for every sample:\n%s" % (ms, tags[:2000]))
+
+
 def test_pprof(d, exps):
     need("go")
     for exp in exps:
@@ -201,6 +231,7 @@ def test_pprof(d, exps):
             check(labels.get("tid") in tids and "thread" in labels,
                   "pprof -traces: a sample without its thread's labels: %r" % labels)
             by_tid[labels.get("tid")] += v
+        check_pprof_period(out, exp)
         if metrics[0] == "totalcpu":  # each thread's samples add up to its -thread_list value
             for t in threads:
                 check(same(by_tid[str(t["tid"])], t["totalcpu"], "s"),
@@ -715,16 +746,139 @@ def check_chrome(path):
     return per_stack(stacks)
 
 
+def as_printed(ns):
+    """nanoseconds as print --json writes seconds (base/json: integral, else %.9g)"""
+    s = ns / 1e9
+    return float("%.0f" % s) if s == int(s) else float("%.9g" % s)
+
+
+def check_chrome_blocks(d, prog, name, nthreads, expect):
+    """Profiled blocks with their timeline (collect --block-trace=on) as slices on a track per
+    thread, strictly nested (check_chrome), against print --json -blocks per thread and block:
+    slices equal calls, and the slices of a block not inside a slice of the same block (an
+    instance in a recursion counts once) add up to its inclusive time, to print's last digit.
+    wl_blocks timeline has a recursion, a longjmp past two stops, a thread that returns with
+    blocks open, a fork whose child exits with blocks open, and main open at exit;
+    wl_blocks_finstr every function a block (-finstrument-functions)."""
+    exp = collect(d, prog, opts=["--block-trace=on"], name=name)
+    out = os.path.join(d, "trace-%s.json" % name)
+    export([exp], "chrome", out)
+    check_chrome(out)
+    with open(out) as f:
+        evs = json.load(f)["traceEvents"]
+    tracks = {}  # (pid, track tid) -> the thread's tid
+    for e in evs:
+        if e["ph"] == "M":
+            m = re.search(r"\(tid (\d+)\) profiled blocks$", e["args"]["name"])
+            if m:
+                tracks[(e["pid"], e["tid"])] = int(m.group(1))
+    got = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
+    opened = collections.defaultdict(list)
+    for e in evs:
+        key = (e["pid"], e["tid"])
+        if key not in tracks or e["ph"] not in ("B", "E"):
+            continue
+        thr = (e["pid"], tracks[key])
+        if e["ph"] == "B":
+            check(e.get("cat") == "block", "chrome: block slice without its category: %r" % e)
+            opened[key].append((e["name"], ns_of(e["ts"], e)))
+            got[thr][e["name"]][0] += 1
+        elif opened[key]:
+            name, t0 = opened[key].pop()
+            if name not in [n for n, _ in opened[key]]:  # the outermost instance of the block
+                got[thr][name][1] += ns_of(e["ts"], e) - t0
+    (bl,) = print_json(exp, "-blocks")
+    want = {(t["pid"], t["tid"]): {b["name"]: b for b in t["blocks"]} for t in bl["threads"]}
+    check(len(want) == nthreads and set(got) == set(want),
+          "chrome block tracks of threads %r, print's threads with blocks %r" %
+          (sorted(got), sorted(want)))
+    names = set()
+    for thr, blocks in want.items():
+        check(set(got[thr]) == set(blocks), "chrome blocks of %r: %r, print %r" %
+              (thr, sorted(got[thr]), sorted(blocks)))
+        for name, b in blocks.items():
+            calls, incl = got[thr].get(name, (0, 0))
+            names.add(name)
+            check(calls == b["calls"], "chrome %r %s: %d slices, print's calls %d" %
+                  (thr, name, calls, b["calls"]))
+            check(as_printed(incl) == b["incl"], "chrome %r %s: slices %d ns, print's "
+                  "inclusive %r s" % (thr, name, incl, b["incl"]))
+    check(expect <= names, "chrome: blocks %r, expected %r among them" % (sorted(names), expect))
+
+
+STATES = {"user": "User CPU", "system": "System CPU", "wait": "Wait CPU", "lock": "User Lock",
+          "iowait": "I/O Wait", "sleep": "Sleep"}
+
+
+def check_chrome_states(exp, out):
+    """Each thread's states track: slices named by the state (args.metric: its metric), nested
+    strictly (check_chrome ran), whose durations add up per thread and state to print's
+    exclusive <Total> of the state's metric for that thread alone (-thread_select)."""
+    with open(out) as f:
+        evs = json.load(f)["traceEvents"]
+    tracks = {}
+    for e in evs:
+        if e["ph"] == "M":
+            m = re.search(r" states$", e["args"]["name"])
+            if m:
+                tracks[(e["pid"], e["tid"])] = e["tid"] - 1500000000
+    got = collections.defaultdict(lambda: collections.defaultdict(int))
+    opened = {}
+    for e in evs:
+        key = (e["pid"], e["tid"])
+        if key not in tracks or e["ph"] not in ("B", "E"):
+            continue
+        if e["ph"] == "B":
+            metric = e.get("args", {}).get("metric")
+            check(e.get("cat") == "state" and STATES.get(metric) == e["name"],
+                  "chrome: state slice %r" % e)
+            opened[key] = (metric, ns_of(e["ts"], e))
+        else:
+            metric, t0 = opened.pop(key)
+            got[tracks[key]][metric] += ns_of(e["ts"], e) - t0
+    threads = print_json(exp, "-thread_list")[0]["threads"]
+    check(set(got) <= {t["number"] for t in threads} and got,
+          "chrome: states tracks of threads %r, print's %r" %
+          (sorted(got), [t["number"] for t in threads]))
+    metrics = ":".join("e." + m for m in STATES)
+    for t in threads:
+        (total,) = [r for r in print_json(exp, "-metrics", metrics, "-thread_select",
+                                          str(t["number"]), "-functions")[0]["rows"]
+                    if r["name"] == "<Total>"]
+        for m in STATES:
+            check(same(got[t["number"]].get(m, 0), total["e." + m], "s"),
+                  "chrome states of thread %d: %s %d ns, print %r s" %
+                  (t["number"], STATES[m], got[t["number"]].get(m, 0), total["e." + m]))
+    return got
+
+
 def test_chrome(d, exps):
+    check_chrome_blocks(d, [os.path.join(WL, "wl_blocks"), "timeline"], "btl", 3,
+                        {"main", "rec", "outer", "inner", "tiny", "tworker", "left_open", "child"})
+    check_chrome_blocks(d, [os.path.join(WL, "wl_blocks_finstr")], "bfi", 1,
+                        {"main", "work", "helper", "leaf", "spin", "skip_a", "skip_b"})
+    # without the timeline, no block slices (the profile alone has no times)
+    plain = collect(d, [os.path.join(WL, "wl_blocks"), "timeline"], name="bpl")
+    out = os.path.join(d, "trace-blocks-plain.json")
+    export([plain], "chrome", out)
+    with open(out) as f:
+        cats = {e.get("cat") for e in json.load(f)["traceEvents"]}
+    check("block" not in cats, "chrome: block slices without --block-trace")
     rec, syn = exps
     for metric in ("totalcpu", "user"):  # samples laid out by a time metric
         out = os.path.join(d, "trace-%s.json" % metric)
         export([rec], "chrome", out, "-metrics", metric)
         compare("chrome", check_chrome(out), [rec], metric)
+        states = check_chrome_states(rec, out)
+        check(any(v.get("user") for v in states.values()),
+              "chrome: no User CPU slices for wl_recursion: %r" % dict(states))
     # traced calls on their own tracks: every sync wait a slice, nested strictly
     out = os.path.join(d, "trace-sync.json")
     export([syn], "chrome", out)
     check_chrome(out)
+    states = check_chrome_states(syn, out)
+    check(sum(v.get("lock", 0) for v in states.values()) > 0,
+          "chrome: no User Lock slices for wl_trace_sync: %r" % dict(states))
     with open(out) as f:
         evs = json.load(f)["traceEvents"]
     syncs = [e for e in evs if e.get("cat") == "sync" and e["ph"] in ("B", "i")]  # i: 0 ns

@@ -115,6 +115,8 @@ def main():
             with_data = [t for t in threads if t[4]]
             check(with_data, "%s: no thread with %s" % (exp, metric))
             sync = {t[0]: t[4] for t in threads_of(exp, "sync")} if exp == syn else {}
+            # every clock and state record on the thread's states track: its total thread time
+            states = {t[0]: t[4] for t in threads_of(exp, "total")}
 
             # speedscope's own format: a sampled profile per thread
             out = os.path.join(d, "%s-%s.speedscope.json" % (os.path.basename(exp), metric))
@@ -161,6 +163,10 @@ def main():
                 if sync.get(num):
                     want["%s (%d) traced calls (pid %d, tid %d)" %
                          (name, tid, pid, 1000000000 + num)] = sync[num]
+                # (given samples, speedscope shows them, not the traceEvents' slices)
+                if states.get(num) and not clock:
+                    want["%s (%d) states (pid %d, tid %d)" %
+                         (name, tid, pid, 1500000000 + num)] = states[num]
             check(sorted(got) == sorted(want), "chrome %s: speedscope's profiles %r, tally's "
                   "tracks %r" % (metric, sorted(got), sorted(want)))
             for name, tot in want.items():

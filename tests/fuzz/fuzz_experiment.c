@@ -12,7 +12,8 @@
  * (a `tally print` in that format, text if neither is given), "check" (`tally check`), or a
  * command of `tally print` with its argument ("functions", "limit 3", "filters thread==1",
  * "source main", ...; not those reading other files: script, setpath, addpath, pathmap), at
- * most MAX_STEPS of them; an input without it runs "functions" and "header" in text, and
+ * most MAX_STEPS of them, or "export FORMAT" (`tally export --format=FORMAT` into a file of the
+ * temporary directory: chrome, pprof, callgrind, folded or speedscope); an input without it runs "functions" and "header" in text, and
  * `tally check`. A file named "events" is padded with zeros to a whole chunk (the size its
  * header gives, at most 1 MiB), so the inputs can leave out the unused ends of chunks. Each
  * input is unpacked into a fresh directory under /dev/shm (else $TMPDIR; $TALLY_FUZZ_TMPDIR
@@ -169,6 +170,19 @@ static int command_ok(const uint8_t *l, size_t n)
     return 0;
 }
 
+/* The formats an "export FORMAT" line may name (one bit each in the input's mask). */
+static const char *const export_formats[] = { "chrome", "pprof", "callgrind", "folded",
+                                              "speedscope" };
+
+static int export_format(const uint8_t *l, size_t n)
+{
+    for (size_t i = 0; i < sizeof export_formats / sizeof *export_formats; i++)
+        if (n == 7 + strlen(export_formats[i]) && !memcmp(l, "export ", 7) &&
+            !memcmp(l + 7, export_formats[i], n - 7))
+            return (int)i;
+    return -1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char exp[4200], cmds[4200];
@@ -181,6 +195,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!c)
         abort();
     int text = 0, json = 0, check = 0, nsteps = 0, views = 0;
+    unsigned exports = 0;
 
     /* unpack: "@@ path\n" content ("\n@@ " ends it) */
     const uint8_t *p = data, *end = data + size;
@@ -215,6 +230,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     json = 1;
                 else if (ln == 5 && !memcmp(l, "check", 5))
                     check = 1;
+                else if (export_format(l, ln) >= 0)
+                    exports |= 1u << export_format(l, ln);
                 else if (command_ok(l, ln)) {
                     fprintf(c, "%.*s\n", (int)ln, l);
                     nsteps++;
@@ -249,5 +266,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cmd_check(2, cargv);
         fflush(stdout);
     }
+    for (size_t i = 0; i < sizeof export_formats / sizeof *export_formats; i++)
+        if (exports >> i & 1) {
+            char fmt[64], out[4300];
+            snprintf(fmt, sizeof fmt, "--format=%s", export_formats[i]);
+            snprintf(out, sizeof out, "%s/export.out", g_root);
+            char *eargv[] = { "export", fmt, "-o", out, exp, NULL };
+            cmd_export(5, eargv);
+            unlink(out);
+        }
     return 0;
 }

@@ -1061,6 +1061,86 @@ static void test_memref_records(void **state)
     exp_close(e);
 }
 
+struct block_check {
+    int n;
+    uint32_t id[8], exit[8];
+    uint64_t t[8];
+};
+
+static int block_cb(void *ctx, const exp_event_t *ev)
+{
+    struct block_check *c = ctx;
+    if (ev->type == EXP_REC_BLOCK && c->n < 8) {
+        c->id[c->n] = ev->call;
+        c->exit[c->n] = ev->bexit;
+        c->t[c->n++] = ev->t;
+        assert_int_equal(ev->stack, EXP_NO_STACK);
+    }
+    return 0;
+}
+
+/* BLOCK records (the timeline of profiled blocks): written and read back with their id, entry or
+ * exit and time; an id above EXP_BLOCK_MAXID is refused by the writer and, forged into the file,
+ * is a bad record for the reader (not an event). */
+static void test_block_records(void **state)
+{
+    (void)state;
+    write_log(dir, 1);
+    char path[512];
+    snprintf(path, sizeof path, "%s/events", dir);
+    exp_evfile_t f;
+    assert_int_equal(exp_evfile_create(&f, path, 42, 1000, 4096), 0);
+    exp_stream_t a;
+    exp_stream_init(&a, &f, 100);
+    assert_int_equal(exp_stream_block(&a, 5000, 3, 0), 0);
+    assert_int_equal(exp_stream_block(&a, 5000, 0, 0), 0);
+    assert_int_equal(exp_stream_block(&a, 6500, 0, 1), 0);
+    assert_int_equal(exp_stream_block(&a, 7000, 3, 1), 0);
+    assert_int_equal(exp_stream_block(&a, 7000, EXP_BLOCK_MAXID + 1, 0), -EINVAL);
+    assert_int_equal(exp_stream_block(&a, 8000, EXP_BLOCK_MAXID, 1), 0);
+    exp_stream_finish(&a, 1000000);
+    exp_evfile_close(&f);
+
+    tally_err_t err = { 0 };
+    exp_experiment_t *e;
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    exp_stacks_t *stacks = exp_stacks_new();
+    exp_scan_stats_t st;
+    struct block_check c = { 0 };
+    assert_int_equal(exp_scan(e, stacks, block_cb, &c, &st, &err), 0);
+    assert_int_equal(st.bad_records + st.unknown_records, 0);
+    assert_int_equal(c.n, 5);
+    const uint32_t ids[5] = { 3, 0, 0, 3, EXP_BLOCK_MAXID }, exits[5] = { 0, 0, 1, 1, 1 };
+    const uint64_t ts[5] = { 5000, 5000, 6500, 7000, 8000 };
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(c.id[i], ids[i]);
+        assert_int_equal(c.exit[i], exits[i]);
+        assert_int_equal(c.t[i], ts[i]);
+    }
+    exp_stacks_free(stacks);
+    exp_close(e);
+
+    /* the last record's id, 65535 << 1 | 1 (ff ff 07), forged to 131071 (ff ff 0f) */
+    int fd = open(path, O_RDWR);
+    uint8_t chunk[4096];
+    assert_int_equal(pread(fd, chunk, sizeof chunk, 4096), (ssize_t)sizeof chunk);
+    int at = -1;
+    for (int i = 32; i + 2 < (int)sizeof chunk; i++)
+        if (chunk[i] == 0xff && chunk[i + 1] == 0xff && chunk[i + 2] == 0x07)
+            at = i + 2;
+    assert_true(at > 0);
+    assert_int_equal(pwrite(fd, "\x0f", 1, 4096 + at), 1);
+    close(fd);
+    assert_int_equal(exp_open(dir, &e, &err), 0);
+    stacks = exp_stacks_new();
+    memset(&c, 0, sizeof c);
+    assert_int_equal(exp_scan(e, stacks, block_cb, &c, &st, &err), 0);
+    assert_int_equal(st.bad_records, 1);
+    assert_int_equal(c.n, 4);
+    exp_stacks_free(stacks);
+    exp_close(e);
+}
+
 /* Load records: a library unloaded and another one loaded at its addresses starts a mapping
  * generation, and the same stack before and after is two stacks; a relative path is resolved
  * against the recorded working directory; a build-id that is not hex is refused with a warning. */
@@ -1474,6 +1554,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_heap_pack_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_memref_records, setup, teardown),
         cmocka_unit_test_setup_teardown(test_load_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_block_records, setup, teardown),
         cmocka_unit_test(test_pct),
         cmocka_unit_test_setup_teardown(test_stack_id_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_chunk_beyond_file, setup, teardown),

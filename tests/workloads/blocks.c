@@ -11,10 +11,16 @@
  *                     parent waits, monitor }
  *   blocks faults N   main { touch { writes a byte to each of N fresh pages } } (page faults
  *                     as a block quantity: touch takes at least N)
+ *   blocks timeline   for the timeline of blocks (collect --block-trace=on): main { rec 3 deep
+ *                     (recursion), outer { inner, left by a longjmp: the stop of outer ends
+ *                     both }, 200 short calls of tiny, a thread whose block stays open when it
+ *                     returns, a fork whose child ends with main and child open }, main left
+ *                     open at exit
  *
  * Prints `span NAME SECONDS` for every span whose length a test checks (CLOCK_MONOTONIC).
  */
 #include <pthread.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -192,6 +198,62 @@ static void faults(long n)
     tally_stop("main");
 }
 
+static jmp_buf jump;
+
+static void rec(int n)
+{
+    tally_start("rec");
+    sleep_units(1);
+    if (n > 0)
+        rec(n - 1);
+    tally_stop("rec");
+}
+
+static void deep(void)
+{
+    tally_start("inner");
+    sleep_units(1);
+    longjmp(jump, 1); /* inner and outer are left open: no stop */
+}
+
+static void *open_worker(void *arg)
+{
+    (void)arg;
+    tally_start("tworker");
+    sleep_units(1);
+    tally_start("left_open"); /* ended by the thread's end */
+    sleep_units(1);
+    return NULL;
+}
+
+static void timeline(void)
+{
+    tally_start("main");
+    rec(3);
+    if (!setjmp(jump)) {
+        tally_start("outer");
+        deep();
+    }
+    tally_stop("outer"); /* ends inner too */
+    for (int i = 0; i < 200; i++) {
+        tally_start("tiny");
+        tally_stop("tiny");
+    }
+    pthread_t th;
+    pthread_create(&th, NULL, open_worker, NULL);
+    pthread_join(th, NULL);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        tally_start("child");
+        sleep_units(1);
+        exit(0); /* child and main open: the end of the image ends them */
+    }
+    waitpid(pid, NULL, 0);
+    sleep_units(1);
+    exit(0); /* main open */
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "seed";
@@ -207,8 +269,10 @@ int main(int argc, char **argv)
         forking();
     else if (!strcmp(mode, "faults") && argc > 2)
         faults(atol(argv[2]));
+    else if (!strcmp(mode, "timeline"))
+        timeline();
     else {
-        fprintf(stderr, "usage: blocks seed|switch|threads|tau|fork|faults N\n");
+        fprintf(stderr, "usage: blocks seed|switch|threads|tau|fork|faults N|timeline\n");
         return 2;
     }
     return 0;
