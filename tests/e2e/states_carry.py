@@ -30,7 +30,7 @@ if check(m is not None, "the workload's line: %r" % p.stdout):
     # What is not charged: the thread's first period (a look takes its baselines), the time
     # after the last look, and what is carried then (since the thread was last seen asleep):
     # a few periods of 10 ms, more when the machine's load makes the sampler late (8 to 85 ms
-    # of 1.6 to 3.3 s measured, quiet and under four busy loops); before, 11 to 25% of the time.
+    # of 1.6 to 3.3 s measured, quiet and under four busy loops); before, 23 to 25% of the time.
     check(tot["e.total"] >= 0.93 * wall,
           "the states hold %.3f s of the thread's %.3f s" % (tot["e.total"], wall))
     check(tot["e.sleep"] >= 0.85 * (slept - tot["e.wait"]),
